@@ -1,0 +1,66 @@
+// ArgMax / ArgMin along one axis: the first extreme value wins, and a NaN
+// counts as the extreme (as NumPy).
+#include <cmath>
+
+#include "kiln/backend/common/strided.h"
+#include "kiln/backend/cpu/elementwise.h"
+#include "kiln/primitives/reduction.h"
+
+namespace kiln {
+
+namespace {
+
+template <typename T, bool is_max>
+void arg_reduce(const array& in, array& out, int axis) {
+  using C = detail::ct<T>;
+  out.set_data(allocator::malloc(out.nbytes()));
+  uint32_t* dst = out.data<uint32_t>();
+  const T* src = in.data<T>();
+  int64_t n = in.shape(axis), stride = in.strides()[axis];
+  // Walk the other dims in row-major order (matching out).
+  Shape oshape = in.shape();
+  oshape[axis] = 1;
+  std::array<Strides, 1> st{in.strides()};
+  st[0][axis] = 0;
+  Shape shape = detail::collapse_dims(oshape, st);
+  size_t rows = detail::num_rows(shape);
+  size_t pos = 0;
+  detail::for_each_row(shape, st, 0, rows, [&](const auto& off, int64_t m) {
+    for (int64_t j = 0; j < m; ++j, ++pos) {
+      const T* p = src + off[0] + j * st[0].back();
+      C best = static_cast<C>(p[0]);
+      uint32_t best_i = 0;
+      for (int64_t i = 1; i < n; ++i) {
+        C v = static_cast<C>(p[i * stride]);
+        bool better;
+        if constexpr (std::is_floating_point_v<C>) {
+          if (std::isnan(best)) break;
+          better = std::isnan(v) || (is_max ? v > best : v < best);
+        } else {
+          better = is_max ? v > best : v < best;
+        }
+        if (better) {
+          best = v;
+          best_i = static_cast<uint32_t>(i);
+        }
+      }
+      dst[pos] = best_i;
+    }
+  });
+}
+
+} // namespace
+
+void ArgReduce::eval_cpu(const std::vector<array>& inputs, array& out) {
+  const array& in = inputs[0];
+  dispatch_real_type(in.dtype(), name(), [&](auto tag) {
+    using T = KILN_TYPE(tag);
+    if (type_ == ArgMax) {
+      arg_reduce<T, true>(in, out, axis_);
+    } else {
+      arg_reduce<T, false>(in, out, axis_);
+    }
+  });
+}
+
+} // namespace kiln

@@ -1,0 +1,217 @@
+// Drivers for elementwise kernels on the CPU. They choose the output layout
+// (inherit the inputs' common contiguous layout, else row-major), donate an
+// input buffer when allowed, and run a flat loop over data_size or a strided
+// loop over collapsed dimensions, split across cores.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "kiln/backend/common/strided.h"
+#include "kiln/backend/cpu/functors.h"
+#include "kiln/core/dispatch.h"
+#include "kiln/core/thread_pool.h"
+
+namespace kiln::detail {
+
+/** Elements per chunk below which a loop runs on one thread. */
+inline constexpr size_t elementwise_grain = 1 << 15;
+
+/** Allocates out for an elementwise op over same-shape inputs. Returns true
+ *  when the flat path applies: every input either holds one element
+ *  (data_size 1) or shares one contiguous layout, which out then inherits. */
+using ArrayRefs = std::initializer_list<std::reference_wrapper<const array>>;
+bool set_elementwise_output(ArrayRefs inputs, array& out);
+
+/** Throws invalid_argument naming the op and dtype. */
+[[noreturn]] void unsupported_dtype(const char* op, Dtype dt);
+
+template <typename T>
+using ct = compute_t<T>;
+
+template <typename In, typename Out, typename Op>
+void unary_loop(const array& in, array& out, Op op) {
+  bool flat = set_elementwise_output({in}, out);
+  const In* src = in.data<In>();
+  Out* dst = out.data<Out>();
+  auto f = [&](In x) { return cast_to<Out>(op(static_cast<ct<In>>(x))); };
+  if (flat) {
+    if (in.data_size() == 1 && out.data_size() == 1) {
+      dst[0] = f(src[0]);
+      return;
+    }
+    parallel_for(out.data_size(), elementwise_grain, [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) dst[i] = f(src[i]);
+    });
+    return;
+  }
+  std::array<Strides, 2> st{in.strides(), out.strides()};
+  Shape shape = collapse_dims(in.shape(), st);
+  size_t rows = num_rows(shape);
+  size_t grain = std::max<size_t>(1, elementwise_grain / shape.back());
+  parallel_for(rows, grain, [&](size_t b, size_t e) {
+    for_each_row(shape, st, b, e, [&](const auto& off, int64_t n) {
+      const In* s = src + off[0];
+      Out* d = dst + off[1];
+      int64_t is = st[0].back();
+      for (int64_t j = 0; j < n; ++j) d[j] = f(s[j * is]);
+    });
+  });
+}
+
+template <typename In, typename Out, typename Op>
+void binary_loop(const array& a, const array& b, array& out, Op op) {
+  bool flat = set_elementwise_output({a, b}, out);
+  const In* pa = a.data<In>();
+  const In* pb = b.data<In>();
+  Out* dst = out.data<Out>();
+  auto f = [&](In x, In y) {
+    return cast_to<Out>(op(static_cast<ct<In>>(x), static_cast<ct<In>>(y)));
+  };
+  if (flat) {
+    bool sa = a.data_size() == 1, sb = b.data_size() == 1;
+    size_t n = out.data_size();
+    // Separate loops per scalar/vector combination let the compiler
+    // vectorize each one.
+    parallel_for(n, elementwise_grain, [&](size_t lo, size_t hi) {
+      if (sa && sb) {
+        for (size_t i = lo; i < hi; ++i) dst[i] = f(pa[0], pb[0]);
+      } else if (sa) {
+        In x = pa[0];
+        for (size_t i = lo; i < hi; ++i) dst[i] = f(x, pb[i]);
+      } else if (sb) {
+        In y = pb[0];
+        for (size_t i = lo; i < hi; ++i) dst[i] = f(pa[i], y);
+      } else {
+        for (size_t i = lo; i < hi; ++i) dst[i] = f(pa[i], pb[i]);
+      }
+    });
+    return;
+  }
+  std::array<Strides, 3> st{a.strides(), b.strides(), out.strides()};
+  Shape shape = collapse_dims(a.shape(), st);
+  size_t grain = std::max<size_t>(1, elementwise_grain / shape.back());
+  parallel_for(num_rows(shape), grain, [&](size_t lo, size_t hi) {
+    for_each_row(shape, st, lo, hi, [&](const auto& off, int64_t n) {
+      const In* x = pa + off[0];
+      const In* y = pb + off[1];
+      Out* d = dst + off[2];
+      int64_t sx = st[0].back(), sy = st[1].back();
+      for (int64_t j = 0; j < n; ++j) d[j] = f(x[j * sx], y[j * sy]);
+    });
+  });
+}
+
+/** out = op(c, a, b) with a bool condition c; a, b and out share a dtype. */
+template <typename T, typename Op>
+void ternary_loop(const array& c, const array& a, const array& b, array& out,
+                  Op op) {
+  bool flat = set_elementwise_output({c, a, b}, out);
+  const bool* pc = c.data<bool>();
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  T* dst = out.data<T>();
+  if (flat) {
+    // A scalar operand is read with step 0.
+    size_t sc = c.data_size() != 1, sa = a.data_size() != 1,
+           sb = b.data_size() != 1;
+    parallel_for(out.data_size(), elementwise_grain, [&](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i) {
+        dst[i] = op(pc[i * sc], pa[i * sa], pb[i * sb]);
+      }
+    });
+    return;
+  }
+  std::array<Strides, 4> st{c.strides(), a.strides(), b.strides(),
+                            out.strides()};
+  Shape shape = collapse_dims(a.shape(), st);
+  size_t grain = std::max<size_t>(1, elementwise_grain / shape.back());
+  parallel_for(num_rows(shape), grain, [&](size_t lo, size_t hi) {
+    for_each_row(shape, st, lo, hi, [&](const auto& off, int64_t n) {
+      int64_t s0 = st[0].back(), s1 = st[1].back(), s2 = st[2].back();
+      for (int64_t j = 0; j < n; ++j) {
+        dst[off[3] + j] = op(pc[off[0] + j * s0], pa[off[1] + j * s1],
+                             pb[off[2] + j * s2]);
+      }
+    });
+  });
+}
+
+/** Unary op whose output dtype equals its input dtype. */
+template <typename Op>
+void unary_same_type(const char* name, const array& in, array& out, Op op) {
+  dispatch_type(in.dtype(), [&](auto tag) {
+    using T = KILN_TYPE(tag);
+    if constexpr (is_complex_v<T> && !supports_complex<Op, T>()) {
+      unsupported_dtype(name, in.dtype());
+    } else {
+      unary_loop<T, T>(in, out, op);
+    }
+  });
+}
+
+/** Unary op on floating types only (ops have promoted integers already). */
+template <typename Op>
+void unary_inexact(const char* name, const array& in, array& out, Op op) {
+  dispatch_type(in.dtype(), [&](auto tag) {
+    using T = KILN_TYPE(tag);
+    if constexpr (is_complex_v<T>) {
+      if constexpr (supports_complex<Op, T>()) {
+        unary_loop<T, T>(in, out, op);
+      } else {
+        unsupported_dtype(name, in.dtype());
+      }
+    } else if constexpr (std::is_floating_point_v<ct<T>>) {
+      unary_loop<T, T>(in, out, op);
+    } else {
+      unsupported_dtype(name, in.dtype());
+    }
+  });
+}
+
+enum class Types { all, numeric, integral, inexact };
+
+template <typename T>
+constexpr bool type_allowed(Types allowed) {
+  switch (allowed) {
+    case Types::numeric:
+      return !std::is_same_v<T, bool>;
+    case Types::integral:
+      return std::is_integral_v<T>; // bool included
+    case Types::inexact:
+      return !std::is_integral_v<T>;
+    default:
+      return true;
+  }
+}
+
+/** Binary op with out dtype = input dtype, over the allowed types. */
+template <Types allowed = Types::all, typename Op>
+void binary_same_type(const char* name, const array& a, const array& b,
+                      array& out, Op op) {
+  dispatch_type(a.dtype(), [&](auto tag) {
+    using T = KILN_TYPE(tag);
+    if constexpr (!type_allowed<T>(allowed) ||
+                  (is_complex_v<T> && !supports_complex<Op, T>())) {
+      unsupported_dtype(name, a.dtype());
+    } else {
+      binary_loop<T, T>(a, b, out, op);
+    }
+  });
+}
+
+/** Binary op with a bool output (comparisons, logical ops). */
+template <typename Op>
+void binary_to_bool(const char* name, const array& a, const array& b,
+                    array& out, Op op) {
+  dispatch_type(a.dtype(), [&](auto tag) {
+    using T = KILN_TYPE(tag);
+    if constexpr (is_complex_v<T> && !supports_complex<Op, T>()) {
+      unsupported_dtype(name, a.dtype());
+    } else {
+      binary_loop<T, bool>(a, b, out, op);
+    }
+  });
+}
+
+} // namespace kiln::detail

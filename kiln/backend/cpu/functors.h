@@ -1,0 +1,447 @@
+// Scalar functors named after their primitives. They see compute types only
+// (float16/bfloat16 arrive widened to float). A functor that has no meaning
+// for complex numbers says so with `complex = false`.
+#pragma once
+
+#include <climits>
+#include <cmath>
+#include <complex>
+#include <limits>
+#include <type_traits>
+
+#include "kiln/core/cast.h"
+
+namespace kiln::detail {
+
+template <typename T>
+inline constexpr bool is_float_v = std::is_floating_point_v<T>;
+
+struct Abs {
+  template <typename T>
+  auto operator()(T x) const {
+    if constexpr (is_complex_v<T>) {
+      return T(std::abs(x), 0.0f);
+    } else if constexpr (std::is_unsigned_v<T> || std::is_same_v<T, bool>) {
+      return x;
+    } else {
+      return static_cast<T>(x < T(0) ? -x : x);
+    }
+  }
+};
+
+struct Negative {
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      return x;
+    } else if constexpr (std::is_integral_v<T>) {
+      // Wraps like NumPy instead of overflowing (undefined for INT_MIN).
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(U(0) - static_cast<U>(x));
+    } else {
+      return -x;
+    }
+  }
+};
+
+struct Sign {
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (is_complex_v<T>) {
+      float a = std::abs(x);
+      return a == 0.0f ? T(0.0f) : x / a;
+    } else if constexpr (std::is_unsigned_v<T> || std::is_same_v<T, bool>) {
+      return x != T(0);
+    } else if constexpr (is_float_v<T>) {
+      if (std::isnan(x)) return x;
+      return static_cast<T>((T(0) < x) - (x < T(0)));
+    } else {
+      return static_cast<T>((T(0) < x) - (x < T(0)));
+    }
+  }
+};
+
+struct Square {
+  template <typename T>
+  T operator()(T x) const {
+    return static_cast<T>(x * x);
+  }
+};
+
+#define KILN_STD_UNARY(Name, fn, has_complex) \
+  struct Name {                               \
+    static constexpr bool complex = has_complex; \
+    template <typename T>                     \
+    T operator()(T x) const {                 \
+      return std::fn(x);                      \
+    }                                         \
+  };
+KILN_STD_UNARY(Exp, exp, true)
+KILN_STD_UNARY(Expm1, expm1, false)
+KILN_STD_UNARY(Log, log, true)
+KILN_STD_UNARY(Log1p, log1p, false)
+KILN_STD_UNARY(Log2, log2, false)
+KILN_STD_UNARY(Log10, log10, true)
+KILN_STD_UNARY(Sin, sin, true)
+KILN_STD_UNARY(Cos, cos, true)
+KILN_STD_UNARY(Tan, tan, true)
+KILN_STD_UNARY(ArcSin, asin, true)
+KILN_STD_UNARY(ArcCos, acos, true)
+KILN_STD_UNARY(ArcTan, atan, true)
+KILN_STD_UNARY(Sinh, sinh, true)
+KILN_STD_UNARY(Cosh, cosh, true)
+KILN_STD_UNARY(Tanh, tanh, true)
+KILN_STD_UNARY(ArcSinh, asinh, true)
+KILN_STD_UNARY(ArcCosh, acosh, true)
+KILN_STD_UNARY(ArcTanh, atanh, true)
+KILN_STD_UNARY(Sqrt, sqrt, true)
+KILN_STD_UNARY(Erf, erf, false)
+KILN_STD_UNARY(Floor, floor, false)
+KILN_STD_UNARY(Ceil, ceil, false)
+// nearbyint rounds halves to even, as NumPy's and MLX's round do.
+KILN_STD_UNARY(Round, nearbyint, false)
+#undef KILN_STD_UNARY
+
+struct Rsqrt {
+  template <typename T>
+  T operator()(T x) const {
+    return T(1) / std::sqrt(x);
+  }
+};
+
+struct Sigmoid {
+  static constexpr bool complex = false;
+  template <typename T>
+  T operator()(T x) const {
+    // Never exponentiates a large positive number.
+    if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
+    T e = std::exp(x);
+    return e / (T(1) + e);
+  }
+};
+
+/** Inverse error function: Giles' approximation refined by two Newton steps
+ *  in double precision, so float64 results are accurate to a few ULP. */
+struct ErfInv {
+  static constexpr bool complex = false;
+  template <typename T>
+  T operator()(T xt) const {
+    double x = static_cast<double>(xt);
+    if (std::isnan(x) || x < -1.0 || x > 1.0) {
+      return std::numeric_limits<T>::quiet_NaN();
+    }
+    if (x == 1.0) return std::numeric_limits<T>::infinity();
+    if (x == -1.0) return -std::numeric_limits<T>::infinity();
+    double w = -std::log((1.0 - x) * (1.0 + x)), p;
+    if (w < 5.0) {
+      w -= 2.5;
+      p = 2.81022636e-08;
+      p = 3.43273939e-07 + p * w;
+      p = -3.5233877e-06 + p * w;
+      p = -4.39150654e-06 + p * w;
+      p = 0.00021858087 + p * w;
+      p = -0.00125372503 + p * w;
+      p = -0.00417768164 + p * w;
+      p = 0.246640727 + p * w;
+      p = 1.50140941 + p * w;
+    } else {
+      w = std::sqrt(w) - 3.0;
+      p = -0.000200214257;
+      p = 0.000100950558 + p * w;
+      p = 0.00134934322 + p * w;
+      p = -0.00367342844 + p * w;
+      p = 0.00573950773 + p * w;
+      p = -0.0076224613 + p * w;
+      p = 0.00943887047 + p * w;
+      p = 1.00167406 + p * w;
+      p = 2.83297682 + p * w;
+    }
+    double y = p * x;
+    const double two_over_sqrt_pi = 1.1283791670955126;
+    for (int i = 0; i < 2; ++i) {
+      double err = std::erf(y) - x;
+      y -= err / (two_over_sqrt_pi * std::exp(-y * y));
+    }
+    return static_cast<T>(y);
+  }
+};
+
+struct LogicalNot {
+  template <typename T>
+  bool operator()(T x) const {
+    return !cast_to<bool>(x);
+  }
+};
+
+struct BitwiseInvert {
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      return !x;
+    } else {
+      return static_cast<T>(~x);
+    }
+  }
+};
+
+struct StopGradient {
+  template <typename T>
+  T operator()(T x) const {
+    return x;
+  }
+};
+
+// ---- binary ----------------------------------------------------------------
+
+struct Add {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      return a || b;
+    } else {
+      return static_cast<T>(a + b);
+    }
+  }
+};
+
+struct Subtract {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a - b);
+  }
+};
+
+struct Multiply {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      return a && b;
+    } else {
+      return static_cast<T>(a * b);
+    }
+  }
+};
+
+struct Divide {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      // Integer division by zero gives 0 (NumPy) instead of a crash.
+      if (b == T(0)) return T(0);
+      if constexpr (std::is_signed_v<T>) {
+        if (b == T(-1)) return Negative{}(a);
+      }
+    }
+    return static_cast<T>(a / b);
+  }
+};
+
+struct FloorDivide {
+  static constexpr bool complex = false;
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (b == T(0)) return T(0);
+      if constexpr (std::is_signed_v<T>) {
+        if (b == T(-1)) return Negative{}(a);
+        T q = a / b;
+        if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+        return q;
+      } else {
+        return a / b;
+      }
+    } else {
+      return std::floor(a / b);
+    }
+  }
+};
+
+struct Remainder {
+  static constexpr bool complex = false;
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (b == T(0)) return T(0);
+      if constexpr (std::is_signed_v<T>) {
+        if (b == T(-1)) return T(0);
+        T r = a % b;
+        if (r != 0 && ((r < 0) != (b < 0))) r += b;
+        return r;
+      } else {
+        return a % b;
+      }
+    } else {
+      // Python's modulo: the result takes the sign of the divisor.
+      T r = std::fmod(a, b);
+      if (r != T(0) && ((r < T(0)) != (b < T(0)))) r += b;
+      return r;
+    }
+  }
+};
+
+struct Power {
+  template <typename T>
+  T operator()(T base, T exp) const {
+    if constexpr (std::is_integral_v<T>) {
+      if constexpr (std::is_signed_v<T>) {
+        if (exp < 0) {
+          // Only 1 and -1 have integer reciprocals.
+          if (base == 1) return 1;
+          if (base == -1) return (exp % 2) ? -1 : 1;
+          return 0;
+        }
+      }
+      T result = 1;
+      while (exp) {
+        if (exp & 1) result = static_cast<T>(result * base);
+        exp >>= 1;
+        base = static_cast<T>(base * base);
+      }
+      return result;
+    } else {
+      return std::pow(base, exp);
+    }
+  }
+};
+
+struct Maximum {
+  static constexpr bool complex = false;
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (is_float_v<T>) {
+      if (std::isnan(a)) return a; // NaN propagates
+    }
+    return a > b ? a : b;
+  }
+};
+
+struct Minimum {
+  static constexpr bool complex = false;
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (is_float_v<T>) {
+      if (std::isnan(a)) return a;
+    }
+    return a < b ? a : b;
+  }
+};
+
+struct ArcTan2 {
+  static constexpr bool complex = false;
+  template <typename T>
+  T operator()(T a, T b) const {
+    return std::atan2(a, b);
+  }
+};
+
+struct LogAddExp {
+  static constexpr bool complex = false;
+  template <typename T>
+  T operator()(T a, T b) const {
+    if (std::isnan(a) || std::isnan(b)) return a + b;
+    T m = a > b ? a : b;
+    if (std::isinf(m)) return m; // both -inf, or one is +inf
+    return m + std::log1p(std::exp(-std::abs(a - b)));
+  }
+};
+
+#define KILN_COMPARISON(Name, expr, has_complex)    \
+  struct Name {                                     \
+    static constexpr bool complex = has_complex;    \
+    template <typename T>                           \
+    bool operator()(T a, T b) const {               \
+      return expr;                                  \
+    }                                               \
+  };
+KILN_COMPARISON(Equal, a == b, true)
+KILN_COMPARISON(NotEqual, a != b, true)
+KILN_COMPARISON(Less, a < b, false)
+KILN_COMPARISON(LessEqual, a <= b, false)
+KILN_COMPARISON(Greater, a > b, false)
+KILN_COMPARISON(GreaterEqual, a >= b, false)
+KILN_COMPARISON(LogicalAnd, cast_to<bool>(a) && cast_to<bool>(b), true)
+KILN_COMPARISON(LogicalOr, cast_to<bool>(a) || cast_to<bool>(b), true)
+#undef KILN_COMPARISON
+
+/** equal() with equal_nan=true: NaNs compare equal to each other. */
+struct NaNEqual {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    if constexpr (is_float_v<T>) {
+      return a == b || (std::isnan(a) && std::isnan(b));
+    } else if constexpr (is_complex_v<T>) {
+      auto nan = [](T z) { return std::isnan(z.real()) || std::isnan(z.imag()); };
+      return a == b || (nan(a) && nan(b));
+    } else {
+      return a == b;
+    }
+  }
+};
+
+struct BitwiseAnd {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a & b);
+  }
+};
+
+struct BitwiseOr {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a | b);
+  }
+};
+
+struct BitwiseXor {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a ^ b);
+  }
+};
+
+// Shifts by negative or >= bit-width amounts are defined (NumPy's results)
+// instead of being undefined behaviour.
+struct LeftShift {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      return a && !b;
+    } else {
+      if (b < T(0) || b >= T(sizeof(T) * CHAR_BIT)) return T(0);
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(a) << b);
+    }
+  }
+};
+
+struct RightShift {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      return a && !b;
+    } else {
+      if (b < T(0) || b >= T(sizeof(T) * CHAR_BIT)) {
+        return a < T(0) ? T(-1) : T(0);
+      }
+      return static_cast<T>(a >> b);
+    }
+  }
+};
+
+struct Select {
+  template <typename T>
+  T operator()(bool c, T a, T b) const {
+    return c ? a : b;
+  }
+};
+
+template <typename Op, typename T>
+inline constexpr bool supports_complex() {
+  if constexpr (requires { Op::complex; }) {
+    return Op::complex;
+  } else {
+    return true;
+  }
+}
+
+} // namespace kiln::detail

@@ -1,0 +1,120 @@
+// Scans (cumsum, cumprod, cummax, cummin) along one axis. Each line along the
+// axis is scanned sequentially; lines run in parallel.
+#include <cmath>
+
+#include "kiln/backend/common/strided.h"
+#include "kiln/backend/cpu/elementwise.h"
+#include "kiln/primitives/reduction.h"
+
+namespace kiln {
+
+namespace {
+
+template <typename In, typename Out, typename Op>
+void scan(const array& in, array& out, int axis, bool reverse, bool inclusive,
+          typename detail::ct<Out> init, Op op) {
+  using A = detail::ct<Out>;
+  out.set_data(allocator::malloc(out.nbytes()));
+  if (out.size() == 0) return;
+  const In* src = in.data<In>();
+  Out* dst = out.data<Out>();
+  int64_t n = in.shape(axis);
+  int64_t is = in.strides()[axis], os = out.strides()[axis];
+  Shape lines = in.shape();
+  lines[axis] = 1;
+  std::array<Strides, 2> st{in.strides(), out.strides()};
+  st[0][axis] = st[1][axis] = 0;
+  Shape shape = detail::collapse_dims(lines, st);
+  size_t rows = detail::num_rows(shape);
+  size_t grain = std::max<size_t>(1, detail::elementwise_grain / (n * shape.back() + 1));
+  detail::parallel_for(rows, grain, [&](size_t b, size_t e) {
+    detail::for_each_row(shape, st, b, e, [&](const auto& off, int64_t m) {
+      for (int64_t j = 0; j < m; ++j) {
+        const In* x = src + off[0] + j * st[0].back();
+        Out* y = dst + off[1] + j * st[1].back();
+        A acc = init;
+        for (int64_t k = 0; k < n; ++k) {
+          int64_t i = reverse ? n - 1 - k : k;
+          A v = cast_to<A>(static_cast<detail::ct<In>>(x[i * is]));
+          if (inclusive) {
+            acc = op(acc, v);
+            y[i * os] = cast_to<Out>(acc);
+          } else {
+            y[i * os] = cast_to<Out>(acc);
+            acc = op(acc, v);
+          }
+        }
+      }
+    });
+  });
+}
+
+template <typename A>
+A lowest() {
+  if constexpr (std::numeric_limits<A>::has_infinity) {
+    return -std::numeric_limits<A>::infinity();
+  } else {
+    return std::numeric_limits<A>::lowest();
+  }
+}
+
+template <typename A>
+A highest() {
+  if constexpr (std::numeric_limits<A>::has_infinity) {
+    return std::numeric_limits<A>::infinity();
+  } else {
+    return std::numeric_limits<A>::max();
+  }
+}
+
+template <typename A>
+bool is_nan(A v) {
+  if constexpr (std::is_floating_point_v<A>) {
+    return std::isnan(v);
+  } else {
+    return false;
+  }
+}
+
+} // namespace
+
+void Scan::eval_cpu(const std::vector<array>& inputs, array& out) {
+  const array& in = inputs[0];
+  dispatch_type(in.dtype(), [&](auto tag) {
+    using In = KILN_TYPE(tag);
+    if (type_ == Max || type_ == Min) {
+      if constexpr (is_complex_v<In>) {
+        detail::unsupported_dtype(name(), in.dtype());
+      } else {
+        using A = detail::ct<In>;
+        if (type_ == Max) {
+          scan<In, In>(in, out, axis_, reverse_, inclusive_, lowest<A>(),
+                       [](A a, A b) { return is_nan(a) || a > b ? a : b; });
+        } else {
+          scan<In, In>(in, out, axis_, reverse_, inclusive_, highest<A>(),
+                       [](A a, A b) { return is_nan(a) || a < b ? a : b; });
+        }
+      }
+      return;
+    }
+    dispatch_type(out.dtype(), [&](auto out_tag) {
+      using Out = KILN_TYPE(out_tag);
+      if constexpr (std::is_same_v<In, Out> ||
+                    (std::is_integral_v<In> && std::is_integral_v<Out> &&
+                     sizeof(Out) >= 4)) {
+        using A = detail::ct<Out>;
+        if (type_ == Sum) {
+          scan<In, Out>(in, out, axis_, reverse_, inclusive_, A(0),
+                        [](A a, A b) { return static_cast<A>(a + b); });
+        } else {
+          scan<In, Out>(in, out, axis_, reverse_, inclusive_, A(1),
+                        [](A a, A b) { return static_cast<A>(a * b); });
+        }
+      } else {
+        detail::unsupported_dtype(name(), in.dtype());
+      }
+    });
+  });
+}
+
+} // namespace kiln

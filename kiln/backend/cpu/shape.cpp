@@ -1,0 +1,73 @@
+// eval_cpu of the layout primitives: views where strides can express the
+// result, copies otherwise.
+#include "kiln/backend/cpu/copy.h"
+#include "kiln/core/layout.h"
+#include "kiln/primitives/shape.h"
+
+namespace kiln {
+
+namespace {
+
+void set_view(const array& in, array& out, const Strides& strides,
+              int64_t offset = 0) {
+  auto l = layout_of(out.shape(), strides);
+  out.copy_shared_buffer(in, strides, l.flags, l.data_size, offset);
+}
+
+} // namespace
+
+void Broadcast::eval_cpu(const std::vector<array>& inputs, array& out) {
+  const array& in = inputs[0];
+  if (out.size() == 0) {
+    out.set_data(allocator::malloc(0));
+    return;
+  }
+  Strides strides(out.ndim(), 0);
+  size_t diff = out.ndim() - in.ndim();
+  for (size_t i = 0; i < in.ndim(); ++i) {
+    if (in.shape()[i] == out.shape()[i + diff]) {
+      strides[i + diff] = in.strides()[i];
+    }
+  }
+  set_view(in, out, strides);
+}
+
+void Reshape::eval_cpu(const std::vector<array>& inputs, array& out) {
+  const array& in = inputs[0];
+  if (out.size() == 0) {
+    out.set_data(allocator::malloc(0));
+    return;
+  }
+  if (in.flags().row_contiguous) {
+    set_view(in, out, row_major_strides(out.shape()));
+    return;
+  }
+  Strides strides = reshape_strides(in, out.shape());
+  if (!strides.empty() || out.ndim() == 0) {
+    set_view(in, out, strides);
+    return;
+  }
+  // No strides express it: materialize row-major, then view that.
+  auto tmp = array::uninitialized(in.shape(), in.dtype());
+  detail::copy_row_major(in, tmp);
+  set_view(tmp, out, row_major_strides(out.shape()));
+}
+
+void Transpose::eval_cpu(const std::vector<array>& inputs, array& out) {
+  const array& in = inputs[0];
+  Strides strides;
+  for (int ax : axes_) strides.push_back(in.strides()[ax]);
+  set_view(in, out, strides);
+}
+
+void Contiguous::eval_cpu(const std::vector<array>& inputs, array& out) {
+  const array& in = inputs[0];
+  if (in.flags().row_contiguous ||
+      (allow_col_major_ && in.flags().col_contiguous)) {
+    out.copy_shared_buffer(in);
+  } else {
+    detail::copy_row_major(in, out);
+  }
+}
+
+} // namespace kiln

@@ -1,0 +1,279 @@
+// The array: a cheap handle to a shared descriptor that is either a lazy graph
+// node (primitive + inputs) or evaluated data (buffer + layout), or both while
+// a transformation traces it.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "kiln/core/allocator.h"
+#include "kiln/core/dtype.h"
+
+namespace kiln {
+
+using Shape = std::vector<int32_t>;
+using Strides = std::vector<int64_t>;
+
+class Primitive;
+class array;
+
+namespace detail {
+struct Event;
+}
+
+using Deleter = std::function<void(allocator::Buffer)>;
+
+class array {
+ public:
+  /** A 0-d array holding a scalar, optionally cast to dtype. */
+  template <typename T>
+  explicit array(T val, Dtype dtype = default_dtype_of<T>);
+
+  /** A 1-d array from a list; the dtype is the list's type unless given. */
+  template <typename T>
+  array(std::initializer_list<T> data);
+  template <typename T>
+  array(std::initializer_list<T> data, Dtype dtype);
+  /** An array of the given shape from a list of shape-product values. */
+  template <typename T>
+  array(std::initializer_list<T> data, Shape shape,
+        Dtype dtype = default_dtype_of<T>);
+  /** An array from a vector holding shape-product values. */
+  template <typename T>
+  array(const std::vector<T>& data, Shape shape,
+        Dtype dtype = default_dtype_of<T>);
+  /** An array from any iterator over shape-product values. */
+  template <typename It>
+  array(It begin, Shape shape, Dtype dtype);
+
+  /** Wraps an existing buffer; the deleter runs when the last user is gone. */
+  array(allocator::Buffer data, Shape shape, Dtype dtype,
+        Deleter deleter = allocator::free);
+
+  /** A lazy node: out = primitive(inputs). */
+  array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive,
+        std::vector<array> inputs);
+
+  /** The outputs of a multi-output primitive, siblings of one another. */
+  static std::vector<array> make_arrays(
+      std::vector<Shape> shapes, const std::vector<Dtype>& dtypes,
+      const std::shared_ptr<Primitive>& primitive,
+      const std::vector<array>& inputs);
+
+  array(const array&) = default;
+  array(array&&) = default;
+  array& operator=(const array&) = default;
+  array& operator=(array&&) = default;
+
+  // --- Layout and type ---------------------------------------------------
+  Dtype dtype() const { return desc_->dtype; }
+  size_t itemsize() const { return dtype().size; }
+  size_t size() const { return desc_->size; }
+  size_t nbytes() const { return size() * itemsize(); }
+  size_t ndim() const { return desc_->shape.size(); }
+  const Shape& shape() const { return desc_->shape; }
+  /** Size of one dimension; negative dims count from the end. */
+  int shape(int dim) const;
+  const Strides& strides() const { return desc_->strides; }
+  int64_t strides(int dim) const;
+
+  /** Layout facts, valid once the array is evaluated.
+   *  contiguous: the elements with distinct indices along non-broadcast
+   *    dimensions fill exactly data_size consecutive buffer slots, in some
+   *    dimension order (transposed, column-major and broadcast arrays
+   *    qualify). An elementwise kernel may then run over data_size slots.
+   *  row_contiguous: strides are the row-major strides of shape.
+   *  col_contiguous: strides are the column-major strides of shape. */
+  struct Flags {
+    bool contiguous : 1;
+    bool row_contiguous : 1;
+    bool col_contiguous : 1;
+  };
+  Flags flags() const { return desc_->flags; }
+  /** Number of buffer elements the array's layout uses (1 for a broadcast
+   *  scalar; size() for a dense array). */
+  size_t data_size() const { return desc_->data_size; }
+
+  // --- Evaluation and data -------------------------------------------------
+  void eval();
+  template <typename T>
+  T item();
+  template <typename T>
+  T* data() {
+    return static_cast<T*>(desc_->data_ptr);
+  }
+  template <typename T>
+  const T* data() const {
+    return static_cast<const T*>(desc_->data_ptr);
+  }
+
+  enum class Status { unscheduled, scheduled, available };
+  Status status() const { return desc_->status; }
+  bool is_available() const { return status() == Status::available; }
+  /** Block until a pending async_eval has produced this array. */
+  void wait();
+
+  // --- Graph -------------------------------------------------------------
+  bool has_primitive() const { return desc_->node != nullptr; }
+  Primitive& primitive() const;
+  const std::shared_ptr<Primitive>& primitive_ptr() const;
+  const std::vector<array>& inputs() const;
+  std::vector<array>& inputs();
+  /** The other outputs of this array's primitive. */
+  std::vector<array> siblings() const;
+  /** All outputs of this array's primitive, this one included, in order. */
+  std::vector<array> outputs() const;
+  /** Position of this array among its primitive's outputs. */
+  uint32_t position() const { return desc_->position; }
+  /** Identity of the descriptor: equal for copies of one handle. */
+  uintptr_t id() const { return reinterpret_cast<uintptr_t>(desc_.get()); }
+  bool is_same(const array& o) const { return desc_ == o.desc_; }
+
+  /** Marks arrays created while a transformation traces a function. */
+  bool is_tracer() const { return desc_->is_tracer; }
+  void set_tracer(bool t) { desc_->is_tracer = t; }
+
+  // ======== Backend fence: only kernels and the evaluator call these ========
+  /** An array with a shape and dtype but no data or graph yet (scratch
+   *  space a kernel fills with set_data). */
+  static array uninitialized(Shape shape, Dtype dtype);
+  /** Allocate a fresh row-major buffer of size() elements. */
+  void set_data(allocator::Buffer buffer, Deleter d = allocator::free);
+  /** Set a buffer with a custom layout. */
+  void set_data(allocator::Buffer buffer, size_t data_size, Strides strides,
+                Flags flags, Deleter d = allocator::free);
+  /** Share other's buffer with another layout, offset in elements. */
+  void copy_shared_buffer(const array& other, const Strides& strides,
+                          Flags flags, size_t data_size, int64_t offset = 0);
+  /** Share other's buffer and layout. */
+  void copy_shared_buffer(const array& other);
+  /** Take other's buffer (donation), keeping other's layout. */
+  void move_shared_buffer(array other);
+  /** True when nothing else holds this array or its buffer, so a kernel may
+   *  write its output into the buffer. */
+  bool is_donatable() const {
+    return desc_.use_count() == 1 && desc_->data &&
+           desc_->data.use_count() == 1;
+  }
+  allocator::Buffer buffer() const;
+  /** Byte offset of data() from the start of the buffer. */
+  int64_t offset() const;
+  /** Drop the primitive and inputs once evaluated (frees the graph). */
+  void detach();
+  void set_status(Status s) { desc_->status = s; }
+  std::shared_ptr<detail::Event>& event() { return desc_->event; }
+
+ private:
+  struct Data {
+    allocator::Buffer buffer;
+    Deleter deleter;
+    Data(allocator::Buffer b, Deleter d) : buffer(b), deleter(std::move(d)) {}
+    Data(const Data&) = delete;
+    ~Data() {
+      if (deleter) deleter(buffer);
+    }
+  };
+
+  struct ArrayDesc;
+  // One per primitive application; its outputs point to it. Outputs are held
+  // weakly so sibling arrays never form reference cycles.
+  struct Node {
+    std::shared_ptr<Primitive> primitive;
+    std::vector<array> inputs;
+    std::vector<std::weak_ptr<ArrayDesc>> outputs;
+    std::vector<Shape> shapes;
+    std::vector<Dtype> dtypes;
+  };
+
+  struct ArrayDesc {
+    Shape shape;
+    Strides strides;
+    size_t size;
+    Dtype dtype;
+    std::atomic<Status> status{Status::unscheduled};
+    bool is_tracer = false;
+    uint32_t position = 0;
+    std::shared_ptr<Node> node;
+    std::shared_ptr<detail::Event> event;
+
+    std::shared_ptr<Data> data;
+    void* data_ptr = nullptr;
+    size_t data_size = 0;
+    Flags flags{true, true, true};
+
+    ArrayDesc(Shape shape, Dtype dtype);
+    ~ArrayDesc();
+  };
+
+  explicit array(std::shared_ptr<ArrayDesc> desc) : desc_(std::move(desc)) {}
+  void init_from_bytes(const void* src, size_t nbytes);
+  template <typename It>
+  void init(It begin);
+
+  std::shared_ptr<ArrayDesc> desc_;
+};
+
+// ---------------------------------------------------------------------------
+
+/** Row-major strides for a shape. */
+Strides row_major_strides(const Shape& shape);
+/** Number of elements of a shape; throws when it overflows. */
+size_t shape_size(const Shape& shape);
+
+template <typename T>
+array::array(T val, Dtype dtype)
+    : desc_(std::make_shared<ArrayDesc>(Shape{}, dtype)) {
+  init(&val);
+}
+
+template <typename T>
+array::array(std::initializer_list<T> data)
+    : desc_(std::make_shared<ArrayDesc>(
+          Shape{static_cast<int32_t>(data.size())}, default_dtype_of<T>)) {
+  init(data.begin());
+}
+
+template <typename T>
+array::array(std::initializer_list<T> data, Dtype dtype)
+    : desc_(std::make_shared<ArrayDesc>(
+          Shape{static_cast<int32_t>(data.size())}, dtype)) {
+  init(data.begin());
+}
+
+template <typename T>
+array::array(std::initializer_list<T> data, Shape shape, Dtype dtype)
+    : desc_(std::make_shared<ArrayDesc>(std::move(shape), dtype)) {
+  if (data.size() != size()) {
+    throw std::invalid_argument(
+        "[array] data has " + std::to_string(data.size()) +
+        " values but the shape needs " + std::to_string(size()) + ".");
+  }
+  init(data.begin());
+}
+
+template <typename T>
+array::array(const std::vector<T>& data, Shape shape, Dtype dtype)
+    : desc_(std::make_shared<ArrayDesc>(std::move(shape), dtype)) {
+  if (data.size() != size()) {
+    throw std::invalid_argument(
+        "[array] data has " + std::to_string(data.size()) +
+        " values but the shape needs " + std::to_string(size()) + ".");
+  }
+  init(data.begin());
+}
+
+template <typename It>
+array::array(It begin, Shape shape, Dtype dtype)
+    : desc_(std::make_shared<ArrayDesc>(std::move(shape), dtype)) {
+  init(begin);
+}
+
+} // namespace kiln
+
+#include "kiln/core/array_impl.h"

@@ -1,0 +1,55 @@
+// Devices and streams. A build without CUDA, or a machine without a GPU,
+// runs everything on the CPU; the default device is the GPU when present.
+#pragma once
+
+#include <ostream>
+#include <variant>
+
+namespace kiln {
+
+struct Device {
+  enum class DeviceType { cpu, gpu };
+  static constexpr DeviceType cpu = DeviceType::cpu;
+  static constexpr DeviceType gpu = DeviceType::gpu;
+
+  DeviceType type;
+  int index;
+
+  constexpr Device(DeviceType t, int i = 0) : type(t), index(i) {}
+  bool operator==(const Device& o) const {
+    return type == o.type && index == o.index;
+  }
+  bool operator!=(const Device& o) const { return !(*this == o); }
+};
+
+struct Stream {
+  int index;
+  Device device;
+  Stream(int i, Device d) : index(i), device(d) {}
+  bool operator==(const Stream& o) const { return index == o.index; }
+  bool operator!=(const Stream& o) const { return !(*this == o); }
+};
+
+/** Empty means "the default stream of the default device". */
+using StreamOrDevice = std::variant<std::monostate, Stream, Device>;
+
+const Device& default_device();
+void set_default_device(const Device& d);
+bool is_available(const Device& d);
+
+Stream default_stream(Device d);
+void set_default_stream(Stream s);
+Stream new_stream(Device d);
+Stream to_stream(StreamOrDevice s);
+/** Wait for everything queued on a stream (the default stream if empty). */
+void synchronize(StreamOrDevice s = {});
+
+std::ostream& operator<<(std::ostream& os, const Device& d);
+std::ostream& operator<<(std::ostream& os, const Stream& s);
+
+namespace gpu {
+/** True when the library was built with CUDA and a GPU is present. */
+bool is_available();
+} // namespace gpu
+
+} // namespace kiln

@@ -1,0 +1,84 @@
+#include "kiln/core/print.h"
+
+#include <iomanip>
+#include <sstream>
+#include <string>
+
+#include "kiln/core/cast.h"
+#include "kiln/core/dispatch.h"
+
+namespace kiln {
+
+namespace {
+
+template <typename T>
+std::string format_value(T v) {
+  std::ostringstream os;
+  if constexpr (std::is_same_v<T, bool>) {
+    os << (v ? "true" : "false");
+  } else if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>) {
+    os << static_cast<int>(v);
+  } else if constexpr (is_complex_v<T>) {
+    os << v.real() << (v.imag() < 0 ? "-" : "+") << std::abs(v.imag()) << "j";
+  } else if constexpr (std::is_integral_v<T>) {
+    os << v;
+  } else {
+    double d = static_cast<double>(static_cast<compute_t<T>>(v));
+    os << std::setprecision(6) << d;
+  }
+  return os.str();
+}
+
+template <typename T>
+void print_rec(std::ostream& os, const array& a, int dim, int64_t offset,
+               int indent) {
+  const T* data = a.data<T>();
+  if (a.ndim() == 0) {
+    os << format_value(data[0]);
+    return;
+  }
+  int n = a.shape(dim);
+  int64_t stride = a.strides()[dim];
+  os << "[";
+  // Long axes are summarized with "..." as NumPy does.
+  bool summarize = n > 1000 / std::max<int>(1, static_cast<int>(a.ndim()));
+  for (int i = 0; i < n; ++i) {
+    if (summarize && i == 3 && n > 6) {
+      os << "...";
+      i = n - 3;
+      os << ", ";
+      if (dim + 1 < static_cast<int>(a.ndim())) {
+        os << "\n" << std::string(indent + 1, ' ');
+      }
+    }
+    if (dim + 1 == static_cast<int>(a.ndim())) {
+      os << format_value(data[offset + i * stride]);
+    } else {
+      print_rec<T>(os, a, dim + 1, offset + i * stride, indent + 1);
+    }
+    if (i + 1 < n) {
+      os << ",";
+      if (dim + 1 < static_cast<int>(a.ndim())) {
+        os << std::string(a.ndim() - dim - 1, '\n')
+           << std::string(indent + 1, ' ');
+      } else {
+        os << " ";
+      }
+    }
+  }
+  os << "]";
+}
+
+} // namespace
+
+std::ostream& operator<<(std::ostream& os, array a) {
+  a.eval();
+  os << "array(";
+  dispatch_type(a.dtype(), [&](auto tag) {
+    using T = KILN_TYPE(tag);
+    print_rec<T>(os, a, 0, 0, 6);
+  });
+  return os << ", dtype=" << a.dtype() << ")";
+}
+
+} // namespace kiln

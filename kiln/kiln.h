@@ -1,0 +1,9 @@
+// The public C++ API of kiln.
+#pragma once
+
+#include "kiln/core/array.h"
+#include "kiln/core/device.h"
+#include "kiln/core/dtype.h"
+#include "kiln/core/print.h"
+#include "kiln/ops/ops.h"
+#include "kiln/transforms/eval.h"

@@ -1,0 +1,7 @@
+// Every op, by family.
+#pragma once
+
+#include "kiln/ops/creation.h"
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/reduction.h"
+#include "kiln/ops/shape.h"

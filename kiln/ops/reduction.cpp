@@ -1,0 +1,229 @@
+#include "kiln/ops/reduction.h"
+
+#include <numeric>
+
+#include "kiln/ops/creation.h"
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/shape.h"
+#include "kiln/ops/utils.h"
+#include "kiln/primitives/reduction.h"
+
+namespace kiln {
+
+using detail::invalid;
+
+namespace {
+
+std::vector<int> all_axes(const array& a) {
+  std::vector<int> axes(a.ndim());
+  std::iota(axes.begin(), axes.end(), 0);
+  return axes;
+}
+
+Shape reduced_shape(const array& a, const std::vector<int>& axes) {
+  Shape s = a.shape();
+  for (int ax : axes) s[ax] = 1;
+  return s;
+}
+
+array squeeze_unless(const array& out, const std::vector<int>& axes,
+                     bool keepdims, StreamOrDevice s) {
+  return keepdims ? out : squeeze(out, axes, s);
+}
+
+array reduce(const char* op, const array& a, const std::vector<int>& axes_in,
+             bool keepdims, Reduce::Type type, Dtype out_dtype,
+             StreamOrDevice s) {
+  auto axes = detail::normalize_axes(axes_in, static_cast<int>(a.ndim()), op);
+  if (type == Reduce::Max || type == Reduce::Min) {
+    if (is_complex(a.dtype())) invalid(op, "not supported for complex64.");
+    for (int ax : axes) {
+      if (a.shape(ax) == 0) {
+        invalid(op, "cannot reduce a zero-size axis of an array of shape " +
+                        detail::shape_str(a.shape()) + " (no identity).");
+      }
+    }
+  }
+  if (axes.empty()) return astype(a, out_dtype, s);
+  auto p = std::make_shared<Reduce>(to_stream(s), type, axes);
+  array out(reduced_shape(a, axes), out_dtype, std::move(p), {a});
+  return squeeze_unless(out, axes, keepdims, s);
+}
+
+} // namespace
+
+#define KILN_REDUCTION_FORMS(name)                                            \
+  array name(const array& a, bool keepdims, StreamOrDevice s) {               \
+    return name(a, all_axes(a), keepdims, s);                                 \
+  }                                                                           \
+  array name(const array& a, int axis, bool keepdims, StreamOrDevice s) {     \
+    return name(a, std::vector<int>{axis}, keepdims, s);                      \
+  }
+KILN_REDUCTION_FORMS(sum)
+KILN_REDUCTION_FORMS(prod)
+KILN_REDUCTION_FORMS(mean)
+KILN_REDUCTION_FORMS(max)
+KILN_REDUCTION_FORMS(min)
+KILN_REDUCTION_FORMS(all)
+KILN_REDUCTION_FORMS(any)
+KILN_REDUCTION_FORMS(logsumexp)
+#undef KILN_REDUCTION_FORMS
+
+array sum(const array& a, const std::vector<int>& axes, bool keepdims,
+          StreamOrDevice s) {
+  return reduce("sum", a, axes, keepdims, Reduce::Sum, sum_dtype(a.dtype()), s);
+}
+
+array prod(const array& a, const std::vector<int>& axes, bool keepdims,
+           StreamOrDevice s) {
+  return reduce("prod", a, axes, keepdims, Reduce::Prod, sum_dtype(a.dtype()),
+                s);
+}
+
+array max(const array& a, const std::vector<int>& axes, bool keepdims,
+          StreamOrDevice s) {
+  return reduce("max", a, axes, keepdims, Reduce::Max, a.dtype(), s);
+}
+
+array min(const array& a, const std::vector<int>& axes, bool keepdims,
+          StreamOrDevice s) {
+  return reduce("min", a, axes, keepdims, Reduce::Min, a.dtype(), s);
+}
+
+array all(const array& a, const std::vector<int>& axes, bool keepdims,
+          StreamOrDevice s) {
+  return reduce("all", a, axes, keepdims, Reduce::And, bool_, s);
+}
+
+array any(const array& a, const std::vector<int>& axes, bool keepdims,
+          StreamOrDevice s) {
+  return reduce("any", a, axes, keepdims, Reduce::Or, bool_, s);
+}
+
+namespace {
+// Number of elements the axes cover.
+double count(const array& a, const std::vector<int>& axes, const char* op) {
+  auto ax = detail::normalize_axes(axes, static_cast<int>(a.ndim()), op);
+  double n = 1;
+  for (int x : ax) n *= a.shape(x);
+  return n;
+}
+} // namespace
+
+array mean(const array& a, const std::vector<int>& axes, bool keepdims,
+           StreamOrDevice s) {
+  Dtype dt = detail::at_least_float(a.dtype());
+  auto total = sum(astype(a, dt, s), axes, keepdims, s);
+  return divide(total, array(count(a, axes, "mean"), dt), s);
+}
+
+array var(const array& a, const std::vector<int>& axes, bool keepdims,
+          int ddof, StreamOrDevice s) {
+  Dtype dt = detail::at_least_float(a.dtype());
+  auto x = astype(a, dt, s);
+  auto mu = mean(x, axes, true, s);
+  auto sq = square(subtract(x, mu, s), s);
+  double n = count(a, axes, "var");
+  auto denom = array(std::max(n - ddof, 0.0), dt);
+  return divide(sum(sq, axes, keepdims, s), denom, s);
+}
+
+array var(const array& a, bool keepdims, int ddof, StreamOrDevice s) {
+  return var(a, all_axes(a), keepdims, ddof, s);
+}
+
+array var(const array& a, int axis, bool keepdims, int ddof, StreamOrDevice s) {
+  return var(a, std::vector<int>{axis}, keepdims, ddof, s);
+}
+
+array std(const array& a, const std::vector<int>& axes, bool keepdims,
+          int ddof, StreamOrDevice s) {
+  return sqrt(var(a, axes, keepdims, ddof, s), s);
+}
+
+array std(const array& a, bool keepdims, int ddof, StreamOrDevice s) {
+  return std(a, all_axes(a), keepdims, ddof, s);
+}
+
+array std(const array& a, int axis, bool keepdims, int ddof, StreamOrDevice s) {
+  return std(a, std::vector<int>{axis}, keepdims, ddof, s);
+}
+
+array logsumexp(const array& a, const std::vector<int>& axes, bool keepdims,
+                StreamOrDevice s) {
+  if (a.size() == 0) invalid("logsumexp", "cannot reduce a zero-size array.");
+  Dtype dt = detail::at_least_float(a.dtype());
+  auto x = astype(a, dt, s);
+  // Shift by the max (held constant for gradients); an infinite max would
+  // give inf - inf, so it shifts by 0 instead.
+  auto m = stop_gradient(max(x, axes, true, s), s);
+  m = where(isinf(m, s), zeros_like(m, s), m, s);
+  auto out = add(log(sum(exp(subtract(x, m, s), s), axes, true, s), s), m, s);
+  auto ax = detail::normalize_axes(axes, static_cast<int>(a.ndim()), "logsumexp");
+  return squeeze_unless(out, ax, keepdims, s);
+}
+
+namespace {
+array arg_reduce(const char* op, const array& a, int axis, bool keepdims,
+                 ArgReduce::Type type, StreamOrDevice s) {
+  if (is_complex(a.dtype())) invalid(op, "not supported for complex64.");
+  axis = detail::normalize_axis(axis, static_cast<int>(a.ndim()), op);
+  if (a.shape(axis) == 0) {
+    invalid(op, "cannot take the arg-extreme of a zero-size axis (shape " +
+                    detail::shape_str(a.shape()) + ").");
+  }
+  auto p = std::make_shared<ArgReduce>(to_stream(s), type, axis);
+  array out(reduced_shape(a, {axis}), uint32, std::move(p), {a});
+  return squeeze_unless(out, {axis}, keepdims, s);
+}
+
+array arg_reduce_flat(const char* op, const array& a, bool keepdims,
+                      ArgReduce::Type type, StreamOrDevice s) {
+  auto out = arg_reduce(op, reshape(a, {-1}, s), 0, false, type, s);
+  return keepdims ? reshape(out, Shape(a.ndim(), 1), s) : out;
+}
+} // namespace
+
+array argmax(const array& a, bool keepdims, StreamOrDevice s) {
+  return arg_reduce_flat("argmax", a, keepdims, ArgReduce::ArgMax, s);
+}
+array argmax(const array& a, int axis, bool keepdims, StreamOrDevice s) {
+  return arg_reduce("argmax", a, axis, keepdims, ArgReduce::ArgMax, s);
+}
+array argmin(const array& a, bool keepdims, StreamOrDevice s) {
+  return arg_reduce_flat("argmin", a, keepdims, ArgReduce::ArgMin, s);
+}
+array argmin(const array& a, int axis, bool keepdims, StreamOrDevice s) {
+  return arg_reduce("argmin", a, axis, keepdims, ArgReduce::ArgMin, s);
+}
+
+namespace {
+array scan(const char* op, const array& a, int axis, bool reverse,
+           bool inclusive, Scan::Type type, StreamOrDevice s) {
+  axis = detail::normalize_axis(axis, static_cast<int>(a.ndim()), op);
+  Dtype dt = a.dtype();
+  if (type == Scan::Sum || type == Scan::Prod) {
+    dt = sum_dtype(dt);
+  } else if (is_complex(dt)) {
+    invalid(op, "not supported for complex64.");
+  }
+  auto p = std::make_shared<Scan>(to_stream(s), type, axis, reverse, inclusive);
+  return array(a.shape(), dt, std::move(p), {a});
+}
+} // namespace
+
+#define KILN_SCAN_OP(name, type)                                              \
+  array name(const array& a, int axis, bool reverse, bool inclusive,          \
+             StreamOrDevice s) {                                              \
+    return scan(#name, a, axis, reverse, inclusive, Scan::type, s);           \
+  }                                                                           \
+  array name(const array& a, bool reverse, bool inclusive, StreamOrDevice s) { \
+    return name(reshape(a, {-1}, s), 0, reverse, inclusive, s);               \
+  }
+KILN_SCAN_OP(cumsum, Sum)
+KILN_SCAN_OP(cumprod, Prod)
+KILN_SCAN_OP(cummax, Max)
+KILN_SCAN_OP(cummin, Min)
+#undef KILN_SCAN_OP
+
+} // namespace kiln

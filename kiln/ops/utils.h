@@ -1,0 +1,32 @@
+// Argument checking and normalization shared by the ops.
+#pragma once
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kiln/core/array.h"
+#include "kiln/core/device.h"
+
+namespace kiln::detail {
+
+std::string shape_str(const Shape& s);
+/** "float32 array of shape (2, 3)" for error messages. */
+std::string describe(const array& a);
+
+/** Throws invalid_argument "[op] msg". */
+[[noreturn]] void invalid(const std::string& op, const std::string& msg);
+
+/** Axis in [-ndim, ndim) mapped to [0, ndim); throws naming op otherwise. */
+int normalize_axis(int axis, int ndim, const char* op);
+/** Normalized, sorted, duplicate-free axes. */
+std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim,
+                                const char* op);
+
+/** NumPy broadcasting of two shapes; throws naming op and both shapes. */
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+
+/** Integers and bool become float32; inexact types are kept. */
+Dtype at_least_float(Dtype d);
+
+} // namespace kiln::detail

@@ -1,0 +1,118 @@
+// Elementwise primitives: unary, binary, ternary and casts. Ops have already
+// promoted dtypes and broadcast shapes, so a kernel sees equal shapes and, for
+// arithmetic, equal input dtypes.
+#pragma once
+
+#include "kiln/core/primitive.h"
+
+namespace kiln {
+
+/** Shared behaviour of parameterless elementwise primitives: two of the same
+ *  class are equivalent, and the output has the inputs' shape. */
+class Elementwise : public UnaryPrimitive {
+ public:
+  Elementwise(Stream s, FusionKind kind) : UnaryPrimitive(s), kind_(kind) {}
+  bool is_equivalent(const Primitive& other) const override {
+    return typeid(*this) == typeid(other);
+  }
+  FusionKind fusion_kind() const override { return kind_; }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[0].shape()};
+  }
+
+ private:
+  const FusionKind kind_;
+};
+
+// Declares an elementwise primitive class; its eval_cpu lives in
+// backend/cpu/{unary,binary}.cpp and its functor has the same name.
+#define KILN_ELEMENTWISE(Name, Kind)                                      \
+  class Name : public Elementwise {                                       \
+   public:                                                                \
+    explicit Name(Stream s) : Elementwise(s, FusionKind::Kind) {}         \
+    const char* name() const override { return #Name; }                   \
+    void eval_cpu(const std::vector<array>& inputs, array& out) override; \
+    KILN_GPU_EVAL_UNARY                                                   \
+  };
+
+KILN_ELEMENTWISE(Abs, unary)
+KILN_ELEMENTWISE(Negative, unary)
+KILN_ELEMENTWISE(Sign, unary)
+KILN_ELEMENTWISE(Square, unary)
+KILN_ELEMENTWISE(Exp, unary)
+KILN_ELEMENTWISE(Expm1, unary)
+KILN_ELEMENTWISE(Log, unary)
+KILN_ELEMENTWISE(Log1p, unary)
+KILN_ELEMENTWISE(Log2, unary)
+KILN_ELEMENTWISE(Log10, unary)
+KILN_ELEMENTWISE(Sin, unary)
+KILN_ELEMENTWISE(Cos, unary)
+KILN_ELEMENTWISE(Tan, unary)
+KILN_ELEMENTWISE(ArcSin, unary)
+KILN_ELEMENTWISE(ArcCos, unary)
+KILN_ELEMENTWISE(ArcTan, unary)
+KILN_ELEMENTWISE(Sinh, unary)
+KILN_ELEMENTWISE(Cosh, unary)
+KILN_ELEMENTWISE(Tanh, unary)
+KILN_ELEMENTWISE(ArcSinh, unary)
+KILN_ELEMENTWISE(ArcCosh, unary)
+KILN_ELEMENTWISE(ArcTanh, unary)
+KILN_ELEMENTWISE(Sqrt, unary)
+KILN_ELEMENTWISE(Rsqrt, unary)
+KILN_ELEMENTWISE(Sigmoid, unary)
+KILN_ELEMENTWISE(Erf, unary)
+KILN_ELEMENTWISE(ErfInv, unary)
+KILN_ELEMENTWISE(Floor, unary)
+KILN_ELEMENTWISE(Ceil, unary)
+KILN_ELEMENTWISE(Round, unary)
+KILN_ELEMENTWISE(LogicalNot, unary)
+KILN_ELEMENTWISE(BitwiseInvert, unary)
+KILN_ELEMENTWISE(StopGradient, unary)
+
+KILN_ELEMENTWISE(Add, binary)
+KILN_ELEMENTWISE(Subtract, binary)
+KILN_ELEMENTWISE(Multiply, binary)
+KILN_ELEMENTWISE(Divide, binary)
+KILN_ELEMENTWISE(FloorDivide, binary)
+KILN_ELEMENTWISE(Remainder, binary)
+KILN_ELEMENTWISE(Power, binary)
+KILN_ELEMENTWISE(Maximum, binary)
+KILN_ELEMENTWISE(Minimum, binary)
+KILN_ELEMENTWISE(ArcTan2, binary)
+KILN_ELEMENTWISE(LogAddExp, binary)
+KILN_ELEMENTWISE(Equal, binary)
+KILN_ELEMENTWISE(NaNEqual, binary)
+KILN_ELEMENTWISE(NotEqual, binary)
+KILN_ELEMENTWISE(Less, binary)
+KILN_ELEMENTWISE(LessEqual, binary)
+KILN_ELEMENTWISE(Greater, binary)
+KILN_ELEMENTWISE(GreaterEqual, binary)
+KILN_ELEMENTWISE(LogicalAnd, binary)
+KILN_ELEMENTWISE(LogicalOr, binary)
+KILN_ELEMENTWISE(BitwiseAnd, binary)
+KILN_ELEMENTWISE(BitwiseOr, binary)
+KILN_ELEMENTWISE(BitwiseXor, binary)
+KILN_ELEMENTWISE(LeftShift, binary)
+KILN_ELEMENTWISE(RightShift, binary)
+
+KILN_ELEMENTWISE(Select, ternary)
+#undef KILN_ELEMENTWISE
+
+/** Conversion to the output's dtype (the output array carries it). */
+class AsType : public Elementwise {
+ public:
+  AsType(Stream s, Dtype dtype) : Elementwise(s, FusionKind::cast), dtype_(dtype) {}
+  const char* name() const override { return "AsType"; }
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const AsType*>(&other);
+    return o && o->dtype_ == dtype_;
+  }
+  Dtype dtype() const { return dtype_; }
+
+ private:
+  const Dtype dtype_;
+};
+
+} // namespace kiln

@@ -1,0 +1,90 @@
+// Reductions, arg-reductions and scans. The output of Reduce keeps the
+// reduced axes with size 1; the op squeezes them unless keepdims.
+#pragma once
+
+#include "kiln/core/primitive.h"
+
+namespace kiln {
+
+class Reduce : public UnaryPrimitive {
+ public:
+  enum Type { And, Or, Sum, Prod, Max, Min };
+  Reduce(Stream s, Type type, std::vector<int> axes)
+      : UnaryPrimitive(s), type_(type), axes_(std::move(axes)) {}
+  const char* name() const override;
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const Reduce*>(&other);
+    return o && o->type_ == type_ && o->axes_ == axes_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  Type type() const { return type_; }
+  const std::vector<int>& axes() const { return axes_; }
+
+ private:
+  const Type type_;
+  const std::vector<int> axes_;
+};
+
+/** Index (uint32) of the first extreme value along axis; the axis is kept
+ *  with size 1. */
+class ArgReduce : public UnaryPrimitive {
+ public:
+  enum Type { ArgMin, ArgMax };
+  ArgReduce(Stream s, Type type, int axis)
+      : UnaryPrimitive(s), type_(type), axis_(axis) {}
+  const char* name() const override {
+    return type_ == ArgMax ? "ArgMax" : "ArgMin";
+  }
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const ArgReduce*>(&other);
+    return o && o->type_ == type_ && o->axis_ == axis_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  Type type() const { return type_; }
+  int axis() const { return axis_; }
+
+ private:
+  const Type type_;
+  const int axis_;
+};
+
+class Scan : public UnaryPrimitive {
+ public:
+  enum Type { Sum, Prod, Max, Min };
+  Scan(Stream s, Type type, int axis, bool reverse, bool inclusive)
+      : UnaryPrimitive(s),
+        type_(type),
+        axis_(axis),
+        reverse_(reverse),
+        inclusive_(inclusive) {}
+  const char* name() const override;
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const Scan*>(&other);
+    return o && o->type_ == type_ && o->axis_ == axis_ &&
+           o->reverse_ == reverse_ && o->inclusive_ == inclusive_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[0].shape()};
+  }
+  Type type() const { return type_; }
+  int axis() const { return axis_; }
+  bool reverse() const { return reverse_; }
+  bool inclusive() const { return inclusive_; }
+
+ private:
+  const Type type_;
+  const int axis_;
+  const bool reverse_, inclusive_;
+};
+
+/** Dtype of a sum or product of dtype d: small integers widen to 32 bits,
+ *  bool counts as int32. */
+Dtype sum_dtype(Dtype d);
+
+} // namespace kiln

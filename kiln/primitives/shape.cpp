@@ -1,0 +1,64 @@
+#include "kiln/primitives/shape.h"
+
+namespace kiln {
+
+bool Broadcast::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const Broadcast*>(&other);
+  return o && o->shape_ == shape_;
+}
+
+bool Reshape::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const Reshape*>(&other);
+  return o && o->shape_ == shape_;
+}
+
+bool Transpose::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const Transpose*>(&other);
+  return o && o->axes_ == axes_;
+}
+
+std::vector<Shape> Transpose::output_shapes(const std::vector<array>& inputs) {
+  Shape out;
+  for (int ax : axes_) out.push_back(inputs[0].shape(ax));
+  return {out};
+}
+
+Strides reshape_strides(const array& in, const Shape& shape) {
+  // Walk groups of old and new dimensions with equal products; a group of old
+  // dims must itself be contiguous for the new dims to split it.
+  const Shape& old_shape = in.shape();
+  const Strides& old_strides = in.strides();
+  Shape os;
+  Strides ost;
+  for (size_t i = 0; i < old_shape.size(); ++i) {
+    if (old_shape[i] != 1) {
+      os.push_back(old_shape[i]);
+      ost.push_back(old_strides[i]);
+    }
+  }
+  Strides out(shape.size(), 0);
+  size_t oi = 0, ni = 0;
+  while (ni < shape.size() && shape[ni] == 1) out[ni++] = 0;
+  while (oi < os.size() && ni < shape.size()) {
+    size_t oj = oi + 1, nj = ni + 1;
+    int64_t op = os[oi], np = shape[ni];
+    while (op != np) {
+      if (np < op) {
+        np *= shape[nj++];
+      } else {
+        op *= os[oj++];
+      }
+    }
+    for (size_t k = oi; k + 1 < oj; ++k) {
+      if (ost[k] != ost[k + 1] * os[k + 1]) return {};
+    }
+    out[nj - 1] = ost[oj - 1];
+    for (size_t k = nj - 1; k > ni; --k) out[k - 1] = out[k] * shape[k];
+    oi = oj;
+    ni = nj;
+    while (ni < shape.size() && shape[ni] == 1) out[ni++] = 0;
+  }
+  return out;
+}
+
+} // namespace kiln

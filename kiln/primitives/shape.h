@@ -1,0 +1,78 @@
+// Primitives that change shape or layout. Most are views: their outputs
+// share the input's buffer with new strides, and copy only when no strides
+// can express the result.
+#pragma once
+
+#include "kiln/core/primitive.h"
+
+namespace kiln {
+
+class Broadcast : public UnaryPrimitive {
+ public:
+  Broadcast(Stream s, Shape shape) : UnaryPrimitive(s), shape_(std::move(shape)) {}
+  const char* name() const override { return "Broadcast"; }
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  FusionKind fusion_kind() const override { return FusionKind::broadcast; }
+  bool is_equivalent(const Primitive& other) const override;
+  const Shape& shape() const { return shape_; }
+
+ private:
+  const Shape shape_;
+};
+
+class Reshape : public UnaryPrimitive {
+ public:
+  Reshape(Stream s, Shape shape) : UnaryPrimitive(s), shape_(std::move(shape)) {}
+  const char* name() const override { return "Reshape"; }
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  bool is_equivalent(const Primitive& other) const override;
+  const Shape& shape() const { return shape_; }
+
+ private:
+  const Shape shape_;
+};
+
+class Transpose : public UnaryPrimitive {
+ public:
+  Transpose(Stream s, std::vector<int> axes)
+      : UnaryPrimitive(s), axes_(std::move(axes)) {}
+  const char* name() const override { return "Transpose"; }
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  const std::vector<int>& axes() const { return axes_; }
+
+ private:
+  const std::vector<int> axes_;
+};
+
+/** A row-major array (a copy unless the input already is one; column-major
+ *  inputs pass through too when allowed). */
+class Contiguous : public UnaryPrimitive {
+ public:
+  Contiguous(Stream s, bool allow_col_major)
+      : UnaryPrimitive(s), allow_col_major_(allow_col_major) {}
+  const char* name() const override { return "Contiguous"; }
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const Contiguous*>(&other);
+    return o && o->allow_col_major_ == allow_col_major_;
+  }
+  bool allow_col_major() const { return allow_col_major_; }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[0].shape()};
+  }
+
+ private:
+  const bool allow_col_major_;
+};
+
+/** Strides that give a row-major array of in's data the new shape without a
+ *  copy, or empty when none exist (NumPy's no-copy reshape rule). */
+Strides reshape_strides(const array& in, const Shape& shape);
+
+} // namespace kiln

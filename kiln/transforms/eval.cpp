@@ -1,0 +1,224 @@
+#include "kiln/transforms/eval.h"
+
+#include <deque>
+#include <thread>
+#include <unordered_set>
+
+#include "kiln/core/primitive.h"
+
+namespace kiln {
+
+namespace detail {
+
+void Event::wait() {
+  std::unique_lock<std::mutex> lock(mutex);
+  cv.wait(lock, [this] { return done; });
+  if (error) std::rethrow_exception(error);
+}
+
+void Event::signal(std::exception_ptr e) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    done = true;
+    error = e;
+  }
+  cv.notify_all();
+}
+
+namespace {
+
+// One evaluation runs at a time; the graph is mutated (data set, nodes
+// detached) only under this lock.
+std::mutex& eval_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+} // namespace
+
+std::vector<array> build_tape(const std::vector<array>& outputs,
+                              std::vector<std::shared_ptr<Event>>& pending) {
+  std::vector<array> tape;
+  std::unordered_set<uintptr_t> visited;
+  // Explicit DFS stack of (array, index of the next input to visit).
+  std::vector<std::pair<array, size_t>> stack;
+
+  auto visit = [&](const array& a) {
+    if (!visited.insert(a.id()).second) return;
+    auto st = a.status();
+    if (st == array::Status::available) return;
+    if (st == array::Status::scheduled) {
+      pending.push_back(const_cast<array&>(a).event());
+      return;
+    }
+    if (!a.has_primitive()) {
+      throw std::runtime_error("[eval] array has neither data nor primitive.");
+    }
+    stack.emplace_back(a, 0);
+  };
+
+  for (auto& out : outputs) {
+    visit(out);
+    while (!stack.empty()) {
+      auto& [a, next] = stack.back();
+      auto& inputs = a.inputs();
+      if (next < inputs.size()) {
+        const array& in = inputs[next++];
+        visit(in); // may grow the stack; a and next are not used after this
+        continue;
+      }
+      for (auto& s : a.siblings()) visited.insert(s.id());
+      tape.push_back(std::move(a));
+      stack.pop_back();
+    }
+  }
+  return tape;
+}
+
+namespace {
+
+void eval_node(array& arr) {
+  auto outputs = arr.outputs();
+  auto& p = arr.primitive();
+  if (p.device() == Device::cpu) {
+    p.eval_cpu(arr.inputs(), outputs);
+  } else {
+    p.eval_gpu(arr.inputs(), outputs);
+  }
+  for (auto& o : outputs) o.set_status(array::Status::available);
+  // Tracers keep their graph: a transformation still needs it.
+  if (!arr.is_tracer()) arr.detach();
+}
+
+void run_tape(std::vector<array>& tape) {
+  for (auto& slot : tape) {
+    array arr = std::move(slot); // the tape lets go as it goes
+    if (arr.is_available()) continue;
+    eval_node(arr);
+  }
+}
+
+// A single background worker runs async evaluations in submission order.
+class AsyncWorker {
+ public:
+  ~AsyncWorker() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  void submit(std::vector<array> tape, std::shared_ptr<Event> event) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+      queue_.push_back({std::move(tape), std::move(event)});
+      ++in_flight_;
+    }
+    cv_.notify_all();
+  }
+
+  void wait_all() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    idle_.wait(lock, [this] { return in_flight_ == 0; });
+  }
+
+ private:
+  struct Task {
+    std::vector<array> tape;
+    std::shared_ptr<Event> event;
+  };
+
+  void loop() {
+    while (true) {
+      Task task;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      std::exception_ptr error;
+      {
+        std::lock_guard<std::mutex> lock(eval_mutex());
+        // Keep handles so failed nodes can be reset after an error.
+        std::vector<array> nodes = task.tape;
+        try {
+          run_tape(task.tape);
+        } catch (...) {
+          error = std::current_exception();
+        }
+        for (auto& a : nodes) {
+          if (!a.is_available()) a.set_status(array::Status::unscheduled);
+        }
+      }
+      task.event->signal(error);
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        --in_flight_;
+      }
+      idle_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::condition_variable idle_;
+  std::deque<Task> queue_;
+  size_t in_flight_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+AsyncWorker& async_worker() {
+  static AsyncWorker w;
+  return w;
+}
+
+} // namespace
+
+void wait_for_async_evals() { async_worker().wait_all(); }
+
+} // namespace detail
+
+void eval(std::vector<array> outputs) {
+  while (true) {
+    std::vector<std::shared_ptr<detail::Event>> pending;
+    std::unique_lock<std::mutex> lock(detail::eval_mutex());
+    auto tape = detail::build_tape(outputs, pending);
+    if (pending.empty()) {
+      detail::run_tape(tape);
+      return;
+    }
+    // Part of the graph is in flight in the background: let it land first,
+    // then rebuild the tape over what is still missing.
+    lock.unlock();
+    tape.clear();
+    for (auto& e : pending) e->wait();
+  }
+}
+
+void async_eval(std::vector<array> outputs) {
+  auto event = std::make_shared<detail::Event>();
+  std::vector<array> tape;
+  {
+    std::vector<std::shared_ptr<detail::Event>> pending;
+    std::lock_guard<std::mutex> lock(detail::eval_mutex());
+    // Arrays already scheduled by an earlier async_eval run first anyway:
+    // the worker handles tasks in order.
+    tape = detail::build_tape(outputs, pending);
+    for (auto& a : tape) {
+      a.event() = event;
+      for (auto& s : a.siblings()) s.event() = event;
+      a.set_status(array::Status::scheduled);
+      for (auto& s : a.siblings()) s.set_status(array::Status::scheduled);
+    }
+  }
+  if (tape.empty()) return;
+  detail::async_worker().submit(std::move(tape), std::move(event));
+}
+
+} // namespace kiln

@@ -1,0 +1,57 @@
+// Helpers shared by the tests: random inputs, float64 references, and the
+// layouts every op must accept (transposed, sliced, broadcast).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+
+namespace kiln::test {
+
+/** Deterministic generator per test. */
+std::mt19937_64& rng();
+
+/** Random values of dtype in [lo, hi) (integers: whole numbers in range,
+ *  never all zero). Built on the host, returned evaluated. */
+array random_array(const Shape& shape, Dtype dtype, double lo = -2.0,
+                   double hi = 2.0);
+
+/** Elements of a (any layout, any dtype) as doubles, in row-major order.
+ *  Complex values give their real part. */
+std::vector<double> to_doubles(array a);
+
+/** The same values as a, in another layout:
+ *  "transposed": a row-major buffer of the reversed shape, transposed back;
+ *  "broadcast":  a's first row broadcast when possible (values change!). */
+array as_transposed(const array& a);
+
+/** Relative+absolute comparison, reporting the first mismatch. */
+::testing::AssertionResult all_close(const std::vector<double>& got,
+                                     const std::vector<double>& want,
+                                     double rtol, double atol);
+
+/** Tolerance for results computed in dtype d. */
+double tolerance(Dtype d);
+
+/** Float dtypes, integer dtypes, every dtype. */
+const std::vector<Dtype>& float_dtypes();
+const std::vector<Dtype>& int_dtypes();
+const std::vector<Dtype>& all_dtypes();
+
+/** Map f over a row-major vector of doubles. */
+std::vector<double> map1(const std::vector<double>& x,
+                         const std::function<double(double)>& f);
+std::vector<double> map2(const std::vector<double>& x,
+                         const std::vector<double>& y,
+                         const std::function<double(double, double)>& f);
+
+/** Round each value to what dtype d can hold (the reference sees the same
+ *  inputs the kernel saw). */
+std::vector<double> quantize(const std::vector<double>& x, Dtype d);
+
+} // namespace kiln::test
