@@ -208,4 +208,26 @@ array contiguous(const array& a, bool allow_col_major, StreamOrDevice s) {
   return array(a.shape(), a.dtype(), std::move(p), {a});
 }
 
+array view(const array& a, Dtype dtype, StreamOrDevice s) {
+  if (a.dtype() == dtype) return a;
+  Shape shape = a.shape();
+  size_t in_size = a.itemsize(), out_size = dtype.size;
+  if (in_size != out_size) {
+    if (a.ndim() == 0) {
+      invalid("view", "cannot change the itemsize of a 0-d array (" +
+                          detail::describe(a) + " to " + dtype_name(dtype) +
+                          ").");
+    }
+    size_t bytes = static_cast<size_t>(shape.back()) * in_size;
+    if (bytes % out_size != 0) {
+      invalid("view", "the last axis of a " + detail::describe(a) +
+                          " does not divide into " + dtype_name(dtype) +
+                          " elements.");
+    }
+    shape.back() = static_cast<int32_t>(bytes / out_size);
+  }
+  auto p = std::make_shared<View>(to_stream(s), dtype);
+  return array(std::move(shape), dtype, std::move(p), {a});
+}
+
 } // namespace kiln

@@ -36,4 +36,8 @@ array squeeze(const array& a, const std::vector<int>& axes,
 array contiguous(const array& a, bool allow_col_major = false,
                  StreamOrDevice s = {});
 
+/** The same bytes reinterpreted as dtype. With a different itemsize the last
+ *  axis scales (it must divide evenly). */
+array view(const array& a, Dtype dtype, StreamOrDevice s = {});
+
 } // namespace kiln

@@ -76,3 +76,25 @@ class Contiguous : public UnaryPrimitive {
 Strides reshape_strides(const array& in, const Shape& shape);
 
 } // namespace kiln
+
+namespace kiln {
+
+/** The same bytes read as another dtype (the last axis scales with the
+ *  itemsize ratio). */
+class View : public UnaryPrimitive {
+ public:
+  View(Stream s, Dtype dtype) : UnaryPrimitive(s), dtype_(dtype) {}
+  const char* name() const override { return "View"; }
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const View*>(&other);
+    return o && o->dtype_ == dtype_;
+  }
+  Dtype dtype() const { return dtype_; }
+
+ private:
+  const Dtype dtype_;
+};
+
+} // namespace kiln

@@ -28,9 +28,10 @@ void Event::signal(std::exception_ptr e) {
 namespace {
 
 // One evaluation runs at a time; the graph is mutated (data set, nodes
-// detached) only under this lock.
-std::mutex& eval_mutex() {
-  static std::mutex m;
+// detached) only under this lock. Recursive: a primitive's eval_cpu may
+// itself evaluate a graph (fallback implementations do).
+std::recursive_mutex& eval_mutex() {
+  static std::recursive_mutex m;
   return m;
 }
 
@@ -143,7 +144,7 @@ class AsyncWorker {
       }
       std::exception_ptr error;
       {
-        std::lock_guard<std::mutex> lock(eval_mutex());
+        std::lock_guard<std::recursive_mutex> lock(eval_mutex());
         // Keep handles so failed nodes can be reset after an error.
         std::vector<array> nodes = task.tape;
         try {
@@ -187,7 +188,7 @@ void wait_for_async_evals() { async_worker().wait_all(); }
 void eval(std::vector<array> outputs) {
   while (true) {
     std::vector<std::shared_ptr<detail::Event>> pending;
-    std::unique_lock<std::mutex> lock(detail::eval_mutex());
+    std::unique_lock<std::recursive_mutex> lock(detail::eval_mutex());
     auto tape = detail::build_tape(outputs, pending);
     if (pending.empty()) {
       detail::run_tape(tape);
@@ -206,7 +207,7 @@ void async_eval(std::vector<array> outputs) {
   std::vector<array> tape;
   {
     std::vector<std::shared_ptr<detail::Event>> pending;
-    std::lock_guard<std::mutex> lock(detail::eval_mutex());
+    std::lock_guard<std::recursive_mutex> lock(detail::eval_mutex());
     // Arrays already scheduled by an earlier async_eval run first anyway:
     // the worker handles tasks in order.
     tape = detail::build_tape(outputs, pending);

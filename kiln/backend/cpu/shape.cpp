@@ -71,3 +71,19 @@ void Contiguous::eval_cpu(const std::vector<array>& inputs, array& out) {
 }
 
 } // namespace kiln
+
+namespace kiln {
+
+void View::eval_cpu(const std::vector<array>& inputs, array& out) {
+  const array& in = inputs[0];
+  array src = in;
+  if (!in.flags().row_contiguous) {
+    src = array::uninitialized(in.shape(), in.dtype());
+    detail::copy_row_major(in, src);
+  }
+  auto strides = row_major_strides(out.shape());
+  auto l = layout_of(out.shape(), strides);
+  out.copy_shared_buffer(src, strides, l.flags, l.data_size);
+}
+
+} // namespace kiln
