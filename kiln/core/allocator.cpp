@@ -2,6 +2,11 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include <unistd.h>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -17,7 +22,64 @@ constexpr size_t header = 64;
 std::atomic<size_t> active{0};
 std::atomic<size_t> peak{0};
 std::atomic<size_t> memory_limit{0};
-std::atomic<size_t> cache_limit{0};
+
+// Large buffers are recycled instead of returned to libc: glibc maps big
+// blocks with mmap and unmaps them on free, so every new large array would
+// pay a page fault per 4 KiB on first touch. Free lists are keyed by the
+// page-rounded allocation size.
+constexpr size_t cache_min_bytes = 64 << 10;
+
+size_t default_cache_limit() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return size_t(1) << 30;
+  return static_cast<size_t>(pages) * static_cast<size_t>(page) / 4;
+}
+
+std::atomic<size_t> cache_limit{default_cache_limit()};
+
+struct BufferCache {
+  std::mutex mutex;
+  std::unordered_map<size_t, std::vector<void*>> free_lists;
+  size_t bytes = 0;
+
+  void* take(size_t total) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = free_lists.find(total);
+    if (it == free_lists.end() || it->second.empty()) return nullptr;
+    void* p = it->second.back();
+    it->second.pop_back();
+    bytes -= total;
+    return p;
+  }
+
+  bool put(void* raw, size_t total) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (bytes + total > cache_limit.load()) return false;
+    free_lists[total].push_back(raw);
+    bytes += total;
+    return true;
+  }
+
+  void clear() {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto& [size, list] : free_lists) {
+      for (void* p : list) std::free(p);
+    }
+    free_lists.clear();
+    bytes = 0;
+  }
+};
+
+BufferCache& cache() {
+  static BufferCache* c = new BufferCache; // outlives static destructors
+  return *c;
+}
+
+size_t total_size(size_t nbytes) {
+  size_t total = (header + nbytes + 63) / 64 * 64;
+  if (total >= cache_min_bytes) total = (total + 4095) / 4096 * 4096;
+  return total;
+}
 
 void update_peak(size_t now) {
   size_t p = peak.load(std::memory_order_relaxed);
@@ -37,8 +99,9 @@ Buffer malloc(size_t nbytes) {
         " bytes would pass the memory limit of " + std::to_string(limit) +
         " bytes.");
   }
-  size_t total = (header + nbytes + 63) / 64 * 64;
-  void* raw = std::aligned_alloc(64, total);
+  size_t total = total_size(nbytes);
+  void* raw = total >= cache_min_bytes ? cache().take(total) : nullptr;
+  if (raw == nullptr) raw = std::aligned_alloc(64, total);
   if (raw == nullptr) {
     throw std::runtime_error(
         "[malloc] out of memory allocating " + std::to_string(nbytes) +
@@ -55,8 +118,11 @@ size_t size_of(Buffer b) {
 
 void free(Buffer b) {
   if (b.ptr == nullptr) return;
-  active.fetch_sub(size_of(b));
-  std::free(static_cast<char*>(b.ptr) - header);
+  size_t nbytes = size_of(b);
+  active.fetch_sub(nbytes);
+  void* raw = static_cast<char*>(b.ptr) - header;
+  size_t total = total_size(nbytes);
+  if (total < cache_min_bytes || !cache().put(raw, total)) std::free(raw);
 }
 
 } // namespace allocator
@@ -64,12 +130,17 @@ void free(Buffer b) {
 size_t get_active_memory() { return active.load(); }
 size_t get_peak_memory() { return peak.load(); }
 void reset_peak_memory() { peak.store(active.load()); }
-// The host allocator keeps no cache: freed buffers go straight back to libc,
-// whose own arenas already recycle them cheaply.
-size_t get_cache_memory() { return 0; }
+size_t get_cache_memory() {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  return cache().bytes;
+}
 size_t set_memory_limit(size_t limit) { return memory_limit.exchange(limit); }
 size_t get_memory_limit() { return memory_limit.load(); }
-size_t set_cache_limit(size_t limit) { return cache_limit.exchange(limit); }
-void clear_cache() {}
+size_t set_cache_limit(size_t limit) {
+  size_t old = cache_limit.exchange(limit);
+  if (limit < get_cache_memory()) clear_cache();
+  return old;
+}
+void clear_cache() { cache().clear(); }
 
 } // namespace kiln

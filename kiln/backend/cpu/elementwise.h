@@ -9,6 +9,7 @@
 
 #include "kiln/backend/common/strided.h"
 #include "kiln/backend/cpu/functors.h"
+#include "kiln/backend/cpu/vector_math.h"
 #include "kiln/core/dispatch.h"
 #include "kiln/core/thread_pool.h"
 
@@ -29,6 +30,39 @@ bool set_elementwise_output(ArrayRefs inputs, array& out);
 template <typename T>
 using ct = compute_t<T>;
 
+/** Runs a contiguous unary op through its libmvec form when it has one;
+ *  16-bit floats go through float in cache-sized blocks. */
+template <typename In, typename Out, typename Op>
+bool vector_unary(const In* src, Out* dst, size_t n) {
+  constexpr VectorFn fn = vector_fn<Op>;
+  if constexpr (!std::is_same_v<In, Out> || fn.f32 == nullptr) {
+    return false;
+  } else if constexpr (std::is_same_v<In, float>) {
+    parallel_for(n, elementwise_grain, [&](size_t b, size_t e) {
+      fn.f32(src + b, dst + b, e - b);
+    });
+    return true;
+  } else if constexpr (std::is_same_v<In, double>) {
+    parallel_for(n, elementwise_grain, [&](size_t b, size_t e) {
+      fn.f64(src + b, dst + b, e - b);
+    });
+    return true;
+  } else if constexpr (is_half_v<In>) {
+    parallel_for(n, elementwise_grain, [&](size_t b, size_t e) {
+      float buf[1024];
+      for (size_t i = b; i < e; i += 1024) {
+        size_t m = std::min<size_t>(1024, e - i);
+        for (size_t j = 0; j < m; ++j) buf[j] = static_cast<float>(src[i + j]);
+        fn.f32(buf, buf, m);
+        for (size_t j = 0; j < m; ++j) dst[i + j] = In(buf[j]);
+      }
+    });
+    return true;
+  } else {
+    return false;
+  }
+}
+
 template <typename In, typename Out, typename Op>
 void unary_loop(const array& in, array& out, Op op) {
   bool flat = set_elementwise_output({in}, out);
@@ -40,6 +74,7 @@ void unary_loop(const array& in, array& out, Op op) {
       dst[0] = f(src[0]);
       return;
     }
+    if (vector_unary<In, Out, Op>(src, dst, out.data_size())) return;
     parallel_for(out.data_size(), elementwise_grain, [&](size_t b, size_t e) {
       for (size_t i = b; i < e; ++i) dst[i] = f(src[i]);
     });

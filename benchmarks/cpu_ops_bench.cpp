@@ -1,0 +1,85 @@
+// CPU op benchmarks: the reference set. Each iteration builds the op
+// on evaluated inputs and evaluates it; peers (NumPy) are timed by
+// scripts/bench-cpu in the same run.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include "kiln/kiln.h"
+
+using namespace kiln;
+
+namespace {
+
+array random_input(const Shape& shape) {
+  // Deterministic, non-trivial values without depending on kiln's random.
+  size_t n = shape_size(shape);
+  std::vector<float> v(n);
+  uint32_t s = 12345;
+  for (auto& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = static_cast<float>(s >> 8) / 16777216.0f * 2.0f - 1.0f;
+  }
+  return array(v.begin(), shape, float32);
+}
+
+constexpr int n16m = 1 << 24;
+
+void BM_Add16M(benchmark::State& state) {
+  auto a = random_input({n16m}), b = random_input({n16m});
+  for (auto _ : state) {
+    auto c = add(a, b);
+    c.eval();
+  }
+  state.SetBytesProcessed(state.iterations() * 3LL * n16m * 4);
+}
+
+void BM_Sum16M(benchmark::State& state) {
+  auto a = random_input({n16m});
+  for (auto _ : state) {
+    auto c = sum(a);
+    c.eval();
+  }
+  state.SetBytesProcessed(state.iterations() * 1LL * n16m * 4);
+}
+
+void BM_Exp16M(benchmark::State& state) {
+  auto a = random_input({n16m});
+  for (auto _ : state) {
+    auto c = exp(a);
+    c.eval();
+  }
+  state.SetBytesProcessed(state.iterations() * 2LL * n16m * 4);
+}
+
+void BM_TransposeCopy4096(benchmark::State& state) {
+  auto a = random_input({4096, 4096});
+  for (auto _ : state) {
+    auto c = contiguous(transpose(a));
+    c.eval();
+  }
+  state.SetBytesProcessed(state.iterations() * 2LL * 4096 * 4096 * 4);
+}
+
+void BM_OpenBLASSgemm1024(benchmark::State& state) {
+  const int n = 1024;
+  auto a = random_input({n, n}), b = random_input({n, n});
+  std::vector<float> c(n * n);
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
+                a.data<float>(), n, b.data<float>(), n, 0.0f, c.data(), n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      2.0 * n * n * n * state.iterations(), benchmark::Counter::kIsRate,
+      benchmark::Counter::kIs1000);
+}
+
+} // namespace
+
+BENCHMARK(BM_Add16M)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Sum16M)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Exp16M)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_TransposeCopy4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_OpenBLASSgemm1024)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+BENCHMARK_MAIN();

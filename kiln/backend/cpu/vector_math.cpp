@@ -1,0 +1,32 @@
+// Built with -ffast-math (see kiln/CMakeLists.txt), which is what lets GCC
+// call libmvec's SIMD functions. Nothing else lives in this file: fast-math
+// may assume no NaN/Inf here, and these loops only map one call per element
+// (libmvec itself returns NaN for NaN and Inf for Inf). target_clones builds
+// an AVX-512, an AVX2 and a baseline copy, chosen at load time.
+#include <cmath>
+#include <cstddef>
+
+#include "kiln/backend/cpu/vector_math.h"
+
+namespace kiln::detail {
+
+// out may be exactly in (a donated buffer): each index is read before it is
+// written and no other index is touched, so there is no real dependence;
+// ivdep vectorizes without the runtime overlap check that would fall back to
+// scalar code in that case.
+#define KILN_MAP_LOOP(fn)                                              \
+  _Pragma("GCC ivdep") for (size_t i = 0; i < n; ++i) out[i] = std::fn(in[i]);
+
+#define KILN_VECTOR_MATH(Name, fn)                                      \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void    \
+      v##fn##_f32(const float* in, float* out, size_t n) {  \
+    KILN_MAP_LOOP(fn)                                                   \
+  }                                                                     \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void    \
+      v##fn##_f64(const double* in, double* out, size_t n) {\
+    KILN_MAP_LOOP(fn)                                                   \
+  }
+#include "kiln/backend/cpu/vector_math_list.h"
+#undef KILN_VECTOR_MATH
+
+} // namespace kiln::detail
