@@ -20,19 +20,21 @@ std::string list_str(const std::vector<int>& v) {
 }
 
 // A per-axis parameter: empty gives the default, one value fills every axis.
-std::vector<int> per_axis(const char* op, const char* what,
-                          std::vector<int> v, size_t nd, int fallback) {
+std::vector<int> per_axis(const char* op, const char* what, std::vector<int> v,
+                          size_t nd, int fallback) {
   if (v.empty()) return std::vector<int>(nd, fallback);
   if (v.size() == 1) return std::vector<int>(nd, v[0]);
   if (v.size() != nd) {
-    invalid(op, std::string(what) + " " + list_str(v) + " must have one value "
-                "per spatial axis (" + std::to_string(nd) + ").");
+    invalid(op, std::string(what) + " " + list_str(v) +
+                    " must have one value "
+                    "per spatial axis (" +
+                    std::to_string(nd) + ").");
   }
   return v;
 }
 
-void check_at_least(const char* op, const char* what,
-                    const std::vector<int>& v, int lo) {
+void check_at_least(const char* op, const char* what, const std::vector<int>& v,
+                    int lo) {
   for (int x : v) {
     if (x < lo) {
       invalid(op, std::string(what) + " must be " +
@@ -46,8 +48,8 @@ void check_at_least(const char* op, const char* what,
 array conv_impl(const char* op, array in, array w, const ConvParams& p,
                 int groups, bool flip, StreamOrDevice s) {
   if (!is_floating_point(in.dtype()) || !is_floating_point(w.dtype())) {
-    invalid(op, "only floating point types are supported, got " +
-                    describe(in) + " and weight " + describe(w) + ".");
+    invalid(op, "only floating point types are supported, got " + describe(in) +
+                    " and weight " + describe(w) + ".");
   }
   size_t nd = p.stride.size();
   if (in.ndim() != nd + 2) {
@@ -61,8 +63,7 @@ array conv_impl(const char* op, array in, array w, const ConvParams& p,
                     ".");
   }
   if (groups < 1) {
-    invalid(op, "groups must be positive, got " + std::to_string(groups) +
-                    ".");
+    invalid(op, "groups must be positive, got " + std::to_string(groups) + ".");
   }
   int c_in = in.shape(-1), c_out = w.shape(0);
   if (c_in % groups != 0 || c_out % groups != 0) {
@@ -81,8 +82,10 @@ array conv_impl(const char* op, array in, array w, const ConvParams& p,
   check_at_least(op, "input dilation", p.input_dilation, 1);
   for (size_t d = 0; d < nd; ++d) {
     if (w.shape(d + 1) < 1) {
-      invalid(op, "the kernel must have a positive size on every spatial "
-                  "axis, got weight " + describe(w) + ".");
+      invalid(op,
+              "the kernel must have a positive size on every spatial "
+              "axis, got weight " +
+                  describe(w) + ".");
     }
   }
   Shape out = conv_output_shape(in.shape(), w.shape(), p.stride, p.lo, p.hi,
@@ -94,11 +97,10 @@ array conv_impl(const char* op, array in, array w, const ConvParams& p,
                     ", dilation " + list_str(p.kernel_dilation) + ").");
   }
   Dtype dt = promote_types(in.dtype(), w.dtype());
-  auto prim = std::make_shared<Convolution>(
-      to_stream(s), p.stride, p.lo, p.hi, p.kernel_dilation, p.input_dilation,
-      groups, flip);
-  return array(out, dt, std::move(prim),
-               {astype(in, dt, s), astype(w, dt, s)});
+  auto prim = std::make_shared<Convolution>(to_stream(s), p.stride, p.lo, p.hi,
+                                            p.kernel_dilation, p.input_dilation,
+                                            groups, flip);
+  return array(out, dt, std::move(prim), {astype(in, dt, s), astype(w, dt, s)});
 }
 
 array forward(const char* op, const array& in, const array& w,
@@ -200,8 +202,10 @@ array conv_general(array input, array weight, std::vector<int> stride,
                    StreamOrDevice s) {
   const char* op = "conv_general";
   if (input.ndim() < 3 || input.ndim() > 5) {
-    invalid(op, "the input must be (N, spatial..., C_in) with 1 to 3 spatial "
-                "axes, got " + describe(input) + ".");
+    invalid(op,
+            "the input must be (N, spatial..., C_in) with 1 to 3 spatial "
+            "axes, got " +
+                describe(input) + ".");
   }
   size_t nd = input.ndim() - 2;
   if (padding_hi.empty()) padding_hi = padding_lo;

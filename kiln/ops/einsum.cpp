@@ -206,8 +206,8 @@ array einsum(const std::string& subscripts, const std::vector<array>& operands,
   for (size_t i = 0; i < subs.size(); ++i) {
     auto labels = parse_subscript(subs[i]);
     const array& x = operands[i];
-    int letters = static_cast<int>(
-        std::count_if(labels.begin(), labels.end(), [](int l) { return l >= 0; }));
+    int letters = static_cast<int>(std::count_if(labels.begin(), labels.end(),
+                                                 [](int l) { return l >= 0; }));
     bool ell = letters != static_cast<int>(labels.size());
     int nd = static_cast<int>(x.ndim());
     if (ell ? letters > nd : letters != nd) {
@@ -274,8 +274,8 @@ array einsum(const std::string& subscripts, const std::vector<array>& operands,
         invalid(op, "subscript '" + label_name(l) + "' has size " +
                         std::to_string(it->second.first) + " in operand " +
                         std::to_string(it->second.second) + " but " +
-                        std::to_string(n) + " in operand " +
-                        std::to_string(i) + ".");
+                        std::to_string(n) + " in operand " + std::to_string(i) +
+                        ".");
       }
     }
   }

@@ -45,8 +45,10 @@ std::vector<int> norm_axes(const array& a,
     }
   } else {
     if (nd != 1 && nd != 2) {
-      invalid(norm_op, "with ord and no axis, the input must be 1-d or 2-d, "
-                       "got " + describe(a) + ".");
+      invalid(norm_op,
+              "with ord and no axis, the input must be 1-d or 2-d, "
+              "got " +
+                  describe(a) + ".");
     }
     ax.resize(nd);
     std::iota(ax.begin(), ax.end(), 0);
@@ -94,18 +96,20 @@ array singular_norm(const array& x, int r, int c, bool keepdims,
 array matrix_norm(const array& x, double ord, int r, int c, bool keepdims,
                   StreamOrDevice s) {
   if (ord == 2) {
-    return singular_norm(x, r, c, keepdims,
-                         [](const array& v, int ax, bool k, StreamOrDevice st) {
-                           return max(v, ax, k, st);
-                         },
-                         s);
+    return singular_norm(
+        x, r, c, keepdims,
+        [](const array& v, int ax, bool k, StreamOrDevice st) {
+          return max(v, ax, k, st);
+        },
+        s);
   }
   if (ord == -2) {
-    return singular_norm(x, r, c, keepdims,
-                         [](const array& v, int ax, bool k, StreamOrDevice st) {
-                           return min(v, ax, k, st);
-                         },
-                         s);
+    return singular_norm(
+        x, r, c, keepdims,
+        [](const array& v, int ax, bool k, StreamOrDevice st) {
+          return min(v, ax, k, st);
+        },
+        s);
   }
   // 1 / -1: extreme column sum; inf / -inf: extreme row sum.
   bool rows = std::isinf(ord);
@@ -150,11 +154,12 @@ array norm(const array& a, const std::string& ord,
     return sqrt(sum(square(x, s), ax, keepdims, s), s);
   }
   if (ord == "nuc") {
-    return singular_norm(x, ax[0], ax[1], keepdims,
-                         [](const array& v, int i, bool k, StreamOrDevice st) {
-                           return sum(v, i, k, st);
-                         },
-                         s);
+    return singular_norm(
+        x, ax[0], ax[1], keepdims,
+        [](const array& v, int i, bool k, StreamOrDevice st) {
+          return sum(v, i, k, st);
+        },
+        s);
   }
   invalid(norm_op, "invalid ord '" + ord + "' for a matrix norm.");
 }
@@ -188,15 +193,22 @@ array norm(const array& a, int axis, bool keepdims, StreamOrDevice s) {
 
 namespace {
 
+// LAPACK runs on the host, so these ops take a CPU stream whatever the
+// default device (MLX asks the caller for stream=cpu instead).
+Stream cpu_stream(StreamOrDevice s) {
+  Stream st = to_stream(s);
+  return st.device == Device::cpu ? st : default_stream(Device::cpu);
+}
+
 // Checks shared by the factorizations: a stack of (square) float matrices.
 void check_matrices(const char* op, const array& a, bool square) {
   if (a.dtype() != float32 && a.dtype() != float64) {
-    invalid(op, "arrays must have type float32 or float64, got " +
-                    describe(a) + ".");
+    invalid(op, "arrays must have type float32 or float64, got " + describe(a) +
+                    ".");
   }
   if (a.ndim() < 2) {
-    invalid(op, "arrays must have at least 2 dimensions, got " + describe(a) +
-                    ".");
+    invalid(op,
+            "arrays must have at least 2 dimensions, got " + describe(a) + ".");
   }
   if (square && a.shape(-1) != a.shape(-2)) {
     invalid(op, "expects square matrices, got " + describe(a) + ".");
@@ -207,19 +219,19 @@ void check_matrices(const char* op, const array& a, bool square) {
 
 array inv(const array& a, StreamOrDevice s) {
   check_matrices("linalg::inv", a, true);
-  return array(a.shape(), a.dtype(), std::make_shared<Inverse>(to_stream(s)),
+  return array(a.shape(), a.dtype(), std::make_shared<Inverse>(cpu_stream(s)),
                {a});
 }
 
 array cholesky(const array& a, bool upper, StreamOrDevice s) {
   check_matrices("linalg::cholesky", a, true);
   return array(a.shape(), a.dtype(),
-               std::make_shared<Cholesky>(to_stream(s), upper), {a});
+               std::make_shared<Cholesky>(cpu_stream(s), upper), {a});
 }
 
 std::pair<array, array> qr(const array& a, StreamOrDevice s) {
   check_matrices("linalg::qr", a, false);
-  auto p = std::make_shared<QRF>(to_stream(s));
+  auto p = std::make_shared<QRF>(cpu_stream(s));
   auto shapes = p->output_shapes({a});
   auto outs = array::make_arrays(shapes, {a.dtype(), a.dtype()}, p, {a});
   return {outs[0], outs[1]};
@@ -227,7 +239,7 @@ std::pair<array, array> qr(const array& a, StreamOrDevice s) {
 
 std::vector<array> svd(const array& a, bool compute_uv, StreamOrDevice s) {
   check_matrices("linalg::svd", a, false);
-  auto p = std::make_shared<SVD>(to_stream(s), compute_uv);
+  auto p = std::make_shared<SVD>(cpu_stream(s), compute_uv);
   auto shapes = p->output_shapes({a});
   std::vector<Dtype> dtypes(shapes.size(), a.dtype());
   return array::make_arrays(shapes, dtypes, p, {a});
@@ -237,12 +249,13 @@ std::vector<array> svd(const array& a, StreamOrDevice s) {
   return svd(a, true, s);
 }
 
-array solve(const array& a, const array& b, StreamOrDevice s) {
+array solve(const array& a, const array& b, StreamOrDevice device) {
   const char* op = "linalg::solve";
+  StreamOrDevice s = cpu_stream(device);
   Dtype dt = promote_types(a.dtype(), b.dtype());
   if (dt != float32 && dt != float64) {
-    invalid(op, "arrays must have type float32 or float64, got " +
-                    describe(a) + " and " + describe(b) + ".");
+    invalid(op, "arrays must have type float32 or float64, got " + describe(a) +
+                    " and " + describe(b) + ".");
   }
   check_matrices(op, astype(a, dt, s), true);
   if (b.ndim() == 0) {
@@ -252,8 +265,8 @@ array solve(const array& a, const array& b, StreamOrDevice s) {
   bool vec = b.ndim() == 1;
   if ((vec ? b.shape(0) : b.shape(-2)) != n) {
     invalid(op, "the last dimension of a (" + describe(a) +
-                    ") must match the " + (vec ? "size" : "rows") +
-                    " of b (" + describe(b) + ").");
+                    ") must match the " + (vec ? "size" : "rows") + " of b (" +
+                    describe(b) + ").");
   }
   array bm = vec ? expand_dims(b, -1, s) : b;
   Shape ab(a.shape().begin(), a.shape().end() - 2);

@@ -26,8 +26,8 @@ struct Product {
 Product prepare_product(const char* op, array a, array b, Dtype dt,
                         StreamOrDevice s) {
   if (a.ndim() == 0 || b.ndim() == 0) {
-    invalid(op, "inputs must have at least one dimension, got " +
-                    describe(a) + " and " + describe(b) + ".");
+    invalid(op, "inputs must have at least one dimension, got " + describe(a) +
+                    " and " + describe(b) + ".");
   }
   bool a_vec = a.ndim() == 1, b_vec = b.ndim() == 1;
   if (a_vec) a = expand_dims(a, 0, s);
@@ -62,9 +62,9 @@ Shape full_shape(const Product& p) {
 array matmul(const array& a, const array& b, StreamOrDevice s) {
   Dtype dt = promote_types(a.dtype(), b.dtype());
   if (!is_inexact(dt)) {
-    invalid("matmul", "only inexact types are supported, but " +
-                          describe(a) + " and " + describe(b) +
-                          " promote to " + dtype_name(dt) + ".");
+    invalid("matmul", "only inexact types are supported, but " + describe(a) +
+                          " and " + describe(b) + " promote to " +
+                          dtype_name(dt) + ".");
   }
   auto p = prepare_product("matmul", a, b, dt, s);
   array out(full_shape(p), dt, std::make_shared<Matmul>(to_stream(s)),
@@ -92,8 +92,8 @@ array addmm(array c, array a, array b, float alpha, float beta,
   }
   c = astype(c, dt, s);
   int n = full.back();
-  bool vector_bias = c.ndim() >= 1 && c.shape(-1) == n &&
-                     static_cast<int64_t>(c.size()) == n;
+  bool vector_bias =
+      c.ndim() >= 1 && c.shape(-1) == n && static_cast<int64_t>(c.size()) == n;
   if (vector_bias) {
     // Keep the bias a vector over the last axis (see AddMM's header).
     if (c.ndim() != 1) c = reshape(c, {n}, s);
@@ -120,13 +120,13 @@ array outer(const array& a, const array& b, StreamOrDevice s) {
 
 array tensordot(const array& a, const array& b, int axis, StreamOrDevice s) {
   if (axis < 0) {
-    invalid("tensordot", "axis must be non-negative, got " +
-                             std::to_string(axis) + ".");
+    invalid("tensordot",
+            "axis must be non-negative, got " + std::to_string(axis) + ".");
   }
   if (axis > static_cast<int>(a.ndim()) || axis > static_cast<int>(b.ndim())) {
     invalid("tensordot", "cannot contract " + std::to_string(axis) +
-                             " axes of " + describe(a) + " and " +
-                             describe(b) + ".");
+                             " axes of " + describe(a) + " and " + describe(b) +
+                             ".");
   }
   std::vector<int> axes_a(axis), axes_b(axis);
   std::iota(axes_a.begin(), axes_a.end(), static_cast<int>(a.ndim()) - axis);
@@ -146,8 +146,8 @@ array tensordot(const array& a, const array& b, const std::vector<int>& axes_a,
     ca.push_back(detail::normalize_axis(axes_a[i], na, op));
     cb.push_back(detail::normalize_axis(axes_b[i], nb, op));
     if (a.shape(ca.back()) != b.shape(cb.back())) {
-      invalid(op, "contracted axes must have equal sizes, got " +
-                      describe(a) + " and " + describe(b) + ".");
+      invalid(op, "contracted axes must have equal sizes, got " + describe(a) +
+                      " and " + describe(b) + ".");
     }
   }
   // Normalizing the sorted copies checks for duplicates.
@@ -169,10 +169,10 @@ array tensordot(const array& a, const array& b, const std::vector<int>& axes_a,
   std::vector<int> pa = fa, pb = cb;
   pa.insert(pa.end(), ca.begin(), ca.end());
   pb.insert(pb.end(), fb.begin(), fb.end());
-  auto am = reshape(transpose(a, pa, s), {static_cast<int>(m),
-                                          static_cast<int>(k)}, s);
-  auto bm = reshape(transpose(b, pb, s), {static_cast<int>(k),
-                                          static_cast<int>(n)}, s);
+  auto am = reshape(transpose(a, pa, s),
+                    {static_cast<int>(m), static_cast<int>(k)}, s);
+  auto bm = reshape(transpose(b, pb, s),
+                    {static_cast<int>(k), static_cast<int>(n)}, s);
   return reshape(matmul(am, bm, s), out_shape, s);
 }
 

@@ -54,8 +54,9 @@ std::vector<double> ref_conv(const array& x, const array& w, const Params& p,
     in[d] = x.shape(d + 1);
     k[d] = w.shape(d + 1);
     int virt = (in[d] - 1) * p.idil[d] + 1;
-    out[d] = (virt + p.lo[d] + p.hi[d] - (k[d] - 1) * p.kdil[d] - 1) /
-                 p.stride[d] + 1;
+    out[d] =
+        (virt + p.lo[d] + p.hi[d] - (k[d] - 1) * p.kdil[d] - 1) / p.stride[d] +
+        1;
     out_shape.push_back(out[d]);
   }
   out_shape.push_back(cout);
@@ -89,8 +90,7 @@ std::vector<double> ref_conv(const array& x, const array& w, const Params& p,
 // Transposed convolution in scatter form: each input element adds
 // x * w[co, k] at output position i*s + k*d - pad.
 std::vector<double> ref_conv_transpose(const array& x, const array& w,
-                                       std::vector<int> s,
-                                       std::vector<int> pad,
+                                       std::vector<int> s, std::vector<int> pad,
                                        std::vector<int> dil,
                                        std::vector<int> opad, int groups,
                                        Shape& out_shape) {
@@ -104,8 +104,8 @@ std::vector<double> ref_conv_transpose(const array& x, const array& w,
   for (int d = 0; d < nd; ++d) {
     in[d] = x.shape(d + 1);
     k[d] = w.shape(d + 1);
-    out[d] = (in[d] - 1) * s[d] - 2 * pad[d] + dil[d] * (k[d] - 1) +
-             opad[d] + 1;
+    out[d] =
+        (in[d] - 1) * s[d] - 2 * pad[d] + dil[d] * (k[d] - 1) + opad[d] + 1;
     out_shape.push_back(out[d]);
     total *= out[d];
   }
@@ -139,12 +139,14 @@ Params forward_params(int nd, std::vector<int> s, std::vector<int> pad,
 }
 
 void expect_matches(const array& got, const std::vector<double>& want,
-                    const Shape& shape, int reduction, const std::string& what) {
+                    const Shape& shape, int reduction,
+                    const std::string& what) {
   ASSERT_EQ(got.shape(), shape) << what;
   Dtype dt = got.dtype();
   double rtol = dt == float64 ? 1e-12 : (dt == float32 ? 1e-5 : tolerance(dt));
   double atol = (dt == float64 ? 1e-13 : 1e-5) * std::max(reduction, 1);
-  EXPECT_TRUE(all_close(to_doubles(got), want, rtol, atol)) << what << " " << dt;
+  EXPECT_TRUE(all_close(to_doubles(got), want, rtol, atol))
+      << what << " " << dt;
 }
 
 // Input layouts with the same values: contiguous, column-major, channel-
@@ -175,10 +177,9 @@ TEST(Conv, Conv1dMatchesDirectLoops) {
       auto w = random_array(c.w, dt);
       for (auto& [name, x] : layouts(random_array(c.x, dt))) {
         Shape shape;
-        auto want = ref_conv(x, w,
-                             forward_params(1, {c.stride}, {c.pad}, {c.dil},
-                                            c.groups),
-                             shape);
+        auto want = ref_conv(
+            x, w, forward_params(1, {c.stride}, {c.pad}, {c.dil}, c.groups),
+            shape);
         auto got = conv1d(x, w, c.stride, c.pad, c.dil, c.groups);
         expect_matches(got, want, shape, c.w[1] * c.w[2], name);
       }
@@ -186,10 +187,9 @@ TEST(Conv, Conv1dMatchesDirectLoops) {
       auto x = random_array(c.x, dt);
       auto wt = as_transposed(w);
       Shape shape;
-      auto want = ref_conv(x, wt,
-                           forward_params(1, {c.stride}, {c.pad}, {c.dil},
-                                          c.groups),
-                           shape);
+      auto want = ref_conv(
+          x, wt, forward_params(1, {c.stride}, {c.pad}, {c.dil}, c.groups),
+          shape);
       expect_matches(conv1d(x, wt, c.stride, c.pad, c.dil, c.groups), want,
                      shape, c.w[1] * c.w[2], "weight transposed");
     }
@@ -202,24 +202,25 @@ TEST(Conv, Conv2dAnd3dMatchDirectLoops) {
     for (auto& [name, xv] : layouts(x)) {
       for (auto& wv : {w, as_transposed(w)}) {
         Shape shape;
-        auto want = ref_conv(xv, wv, forward_params(2, {2, 1}, {1, 0}, {1, 2}, 1),
-                             shape);
+        auto want = ref_conv(
+            xv, wv, forward_params(2, {2, 1}, {1, 0}, {1, 2}, 1), shape);
         expect_matches(conv2d(xv, wv, {2, 1}, {1, 0}, {1, 2}), want, shape, 18,
                        name);
       }
     }
-    auto xg = random_array({1, 5, 5, 6}, dt), wg = random_array({4, 3, 3, 3}, dt);
+    auto xg = random_array({1, 5, 5, 6}, dt),
+         wg = random_array({4, 3, 3, 3}, dt);
     Shape shape;
-    auto want = ref_conv(xg, wg, forward_params(2, {1, 2}, {1, 1}, {1, 1}, 2),
-                         shape);
+    auto want =
+        ref_conv(xg, wg, forward_params(2, {1, 2}, {1, 1}, {1, 1}, 2), shape);
     expect_matches(conv2d(xg, wg, {1, 2}, {1, 1}, {1, 1}, 2), want, shape, 27,
                    "groups");
   }
   auto x3 = random_array({1, 4, 5, 3, 2}, float32);
   auto w3 = random_array({3, 2, 3, 2, 2}, float32);
   Shape shape;
-  auto want = ref_conv(x3, w3, forward_params(3, {1, 2, 1}, {0, 1, 1}, {1, 1, 2}, 1),
-                       shape);
+  auto want = ref_conv(
+      x3, w3, forward_params(3, {1, 2, 1}, {0, 1, 1}, {1, 1, 2}, 1), shape);
   expect_matches(conv3d(x3, w3, {1, 2, 1}, {0, 1, 1}, {1, 1, 2}), want, shape,
                  24, "conv3d");
 }
@@ -232,7 +233,8 @@ TEST(Conv, ConvGeneralDilationFlipAndAsymmetricPadding) {
     auto want = ref_conv(x, w, p, shape);
     auto got = conv_general(x, w, {2}, {1}, {2}, {2}, {3}, 2, true);
     expect_matches(got, want, shape, 6, "1d");
-    auto x2 = random_array({1, 5, 4, 3}, dt), w2 = random_array({2, 2, 3, 3}, dt);
+    auto x2 = random_array({1, 5, 4, 3}, dt),
+         w2 = random_array({2, 2, 3, 3}, dt);
     Params p2{{2, 1}, {1, 0}, {0, 2}, {1, 2}, {2, 1}, 1, true};
     want = ref_conv(x2, w2, p2, shape);
     got = conv_general(as_transposed(x2), w2, {2, 1}, {1, 0}, {0, 2}, {1, 2},
@@ -263,8 +265,8 @@ TEST(Conv, TransposedMatchesScatterLoops) {
     }
     auto x = random_array({1, 5, 5, 4}, dt), w = random_array({3, 2, 3, 4}, dt);
     Shape shape;
-    auto want = ref_conv_transpose(x, w, {2, 1}, {1, 0}, {1, 2}, {1, 0}, 1,
-                                   shape);
+    auto want =
+        ref_conv_transpose(x, w, {2, 1}, {1, 0}, {1, 2}, {1, 0}, 1, shape);
     auto got = conv_transpose2d(x, w, {2, 1}, {1, 0}, {1, 2}, {1, 0});
     expect_matches(got, want, shape, 24, "2d");
   }
@@ -276,7 +278,8 @@ TEST(Conv, ZeroSizePromotionAndLargeInputs) {
   EXPECT_EQ(e.shape(), (Shape{0, 8, 6}));
   EXPECT_TRUE(to_doubles(e).empty());
   // No input channels: every sum is empty.
-  auto z = conv1d(random_array({2, 5, 0}, float32), random_array({3, 2, 0}, float32));
+  auto z = conv1d(random_array({2, 5, 0}, float32),
+                  random_array({3, 2, 0}, float32));
   EXPECT_EQ(z.shape(), (Shape{2, 4, 3}));
   EXPECT_EQ(to_doubles(z), std::vector<double>(24, 0.0));
   auto x16 = random_array({2, 10, 4}, float16);
@@ -293,40 +296,77 @@ TEST(Conv, ZeroSizePromotionAndLargeInputs) {
 }
 
 TEST(Conv, BadInputs) {
-  auto x = random_array({2, 10, 4}, float32), w = random_array({6, 3, 4}, float32);
-  EXPECT_TRUE(throws_naming([&] { conv1d(x, random_array({6, 3, 3}, float32)); },
-                            "conv1d"));
-  EXPECT_TRUE(throws_naming([&] { conv1d(x, random_array({6, 3, 2}, float32), 1, 0, 1, 3); },
-                            "conv1d"));
-  EXPECT_TRUE(throws_naming([&] { conv1d(x, random_array({5, 3, 2}, float32), 1, 0, 1, 2); },
-                            "conv1d"));
+  auto x = random_array({2, 10, 4}, float32),
+       w = random_array({6, 3, 4}, float32);
+  EXPECT_TRUE(throws_naming(
+      [&] {
+        conv1d(x, random_array({6, 3, 3}, float32));
+      },
+      "conv1d"));
+  EXPECT_TRUE(throws_naming(
+      [&] {
+        conv1d(x, random_array({6, 3, 2}, float32), 1, 0, 1, 3);
+      },
+      "conv1d"));
+  EXPECT_TRUE(throws_naming(
+      [&] {
+        conv1d(x, random_array({5, 3, 2}, float32), 1, 0, 1, 2);
+      },
+      "conv1d"));
   EXPECT_TRUE(throws_naming([&] { conv1d(x, w, 1, 0, 1, 0); }, "conv1d"));
   EXPECT_TRUE(throws_naming([&] { conv1d(x, w, 1, -1); }, "conv1d"));
-  EXPECT_TRUE(throws_naming([&] { conv1d(x, random_array({6, 11, 4}, float32)); },
-                            "conv1d"));
-  EXPECT_TRUE(throws_naming([&] { conv1d(x, random_array({6, 6, 4}, float32), 1, 0, 2); },
-                            "conv1d"));
-  EXPECT_TRUE(throws_naming([&] { conv1d(x, random_array({6, 0, 4}, float32)); },
-                            "conv1d"));
+  EXPECT_TRUE(throws_naming(
+      [&] {
+        conv1d(x, random_array({6, 11, 4}, float32));
+      },
+      "conv1d"));
+  EXPECT_TRUE(throws_naming(
+      [&] {
+        conv1d(x, random_array({6, 6, 4}, float32), 1, 0, 2);
+      },
+      "conv1d"));
+  EXPECT_TRUE(throws_naming(
+      [&] {
+        conv1d(x, random_array({6, 0, 4}, float32));
+      },
+      "conv1d"));
   EXPECT_TRUE(throws_naming([&] { conv1d(x, w, 0); }, "conv1d"));
   EXPECT_TRUE(throws_naming([&] { conv1d(x, w, 1, 0, 0); }, "conv1d"));
   EXPECT_TRUE(throws_naming(
-      [&] { conv1d(random_array({2, 10, 4}, int32), random_array({6, 3, 4}, int32)); },
+      [&] {
+        conv1d(random_array({2, 10, 4}, int32), random_array({6, 3, 4}, int32));
+      },
       "conv1d"));
-  EXPECT_TRUE(throws_naming([&] { conv1d(random_array({10, 4}, float32), w); },
-                            "conv1d"));
-  EXPECT_TRUE(throws_naming([&] { conv1d(x, random_array({3, 4}, float32)); },
-                            "conv1d"));
   EXPECT_TRUE(throws_naming(
-      [&] { conv2d(random_array({1, 5, 5, 4}, float32), random_array({3, 2, 2, 4}, float32), {1, 1}, {-1, 0}); },
+      [&] {
+        conv1d(random_array({10, 4}, float32), w);
+      },
+      "conv1d"));
+  EXPECT_TRUE(throws_naming(
+      [&] {
+        conv1d(x, random_array({3, 4}, float32));
+      },
+      "conv1d"));
+  EXPECT_TRUE(throws_naming(
+      [&] {
+        conv2d(random_array({1, 5, 5, 4}, float32),
+               random_array({3, 2, 2, 4}, float32), {1, 1}, {-1, 0});
+      },
       "conv2d"));
   EXPECT_TRUE(throws_naming([&] { conv_transpose1d(x, w, 1, 0, 1, -1); },
                             "conv_transpose1d"));
   EXPECT_TRUE(throws_naming([&] { conv_transpose1d(x, w, 1, -1); },
                             "conv_transpose1d"));
-  EXPECT_TRUE(throws_naming([&] { conv_general(x, w, {1, 1}); }, "conv_general"));
-  EXPECT_TRUE(throws_naming([&] { conv_general(random_array({4, 4}, float32), w); },
-                            "conv_general"));
+  EXPECT_TRUE(throws_naming(
+      [&] {
+        conv_general(x, w, {1, 1});
+      },
+      "conv_general"));
+  EXPECT_TRUE(throws_naming(
+      [&] {
+        conv_general(random_array({4, 4}, float32), w);
+      },
+      "conv_general"));
 }
 
 } // namespace

@@ -105,8 +105,8 @@ TEST(Einsum, MatchesBruteForce) {
 TEST(Einsum, ImplicitOutputAndEllipsis) {
   auto a = random_array({2, 3}, float32), b = random_array({3, 4}, float32);
   auto implicit = einsum("ij,jk", {a, b});
-  EXPECT_TRUE(all_close(to_doubles(implicit),
-                        ref_einsum("ij,jk->ik", {a, b}), 1e-5, 1e-5));
+  EXPECT_TRUE(all_close(to_doubles(implicit), ref_einsum("ij,jk->ik", {a, b}),
+                        1e-5, 1e-5));
   // Alphabetical (ASCII) order: 'A' before 'b'.
   EXPECT_EQ(einsum("bA", {a}).shape(), (Shape{3, 2}));
   auto sq = random_array({3, 3}, float32);
@@ -115,10 +115,10 @@ TEST(Einsum, ImplicitOutputAndEllipsis) {
   auto x = random_array({5, 2, 3}, float32);
   auto e = einsum("...ij,...jk", {x, b});
   EXPECT_EQ(e.shape(), (Shape{5, 2, 4}));
-  EXPECT_TRUE(all_close(to_doubles(e), ref_einsum("zij,jk->zik", {x, b}), 1e-5,
-                        1e-5));
-  auto e2 = einsum("...ij,...jk->...ik",
-                   {random_array({2, 1, 2, 3}, float32), random_array({4, 3, 2}, float32)});
+  EXPECT_TRUE(
+      all_close(to_doubles(e), ref_einsum("zij,jk->zik", {x, b}), 1e-5, 1e-5));
+  auto e2 = einsum("...ij,...jk->...ik", {random_array({2, 1, 2, 3}, float32),
+                                          random_array({4, 3, 2}, float32)});
   EXPECT_EQ(e2.shape(), (Shape{2, 4, 2, 2}));
   // Ellipsis dims missing from the output are summed (as MLX).
   auto s = einsum("...i->i", {a});
@@ -131,12 +131,15 @@ TEST(Einsum, ImplicitOutputAndEllipsis) {
 }
 
 TEST(Einsum, IntegersAndPromotion) {
-  auto a = random_array({3, 4}, int32, -5, 5), b = random_array({4, 2}, int32, -5, 5);
+  auto a = random_array({3, 4}, int32, -5, 5),
+       b = random_array({4, 2}, int32, -5, 5);
   auto c = einsum("ij,jk->ik", {a, b});
   EXPECT_EQ(c.dtype(), int32);
   EXPECT_EQ(to_doubles(c), ref_einsum("ij,jk->ik", {a, b}));
-  EXPECT_EQ(to_doubles(einsum("ii->i", {random_array({3, 3}, int16)})).size(), 3u);
-  auto h = einsum("i,i->i", {random_array({3}, int8), random_array({3}, float16)});
+  EXPECT_EQ(to_doubles(einsum("ii->i", {random_array({3, 3}, int16)})).size(),
+            3u);
+  auto h =
+      einsum("i,i->i", {random_array({3}, int8), random_array({3}, float16)});
   EXPECT_EQ(h.dtype(), float16);
   EXPECT_EQ(einsum("ij,jk->ik", {random_array({2, 3}, float16),
                                  random_array({3, 2}, bfloat16)})
@@ -155,10 +158,13 @@ TEST(Einsum, BadInputs) {
   EXPECT_TRUE(throws_naming([&] { einsum("ij,jk->iz", {a, b}); }, op));
   EXPECT_TRUE(throws_naming([&] { einsum("ij->ii", {a}); }, op));
   EXPECT_TRUE(throws_naming([&] { einsum("ijk", {a}); }, op));
-  EXPECT_TRUE(throws_naming([&] { einsum("ij...", {random_array({2}, float32)}); },
-                            op));
-  EXPECT_TRUE(throws_naming([&] { einsum("ij,jk", {a, random_array({4, 4}, float32)}); },
-                            op));
+  EXPECT_TRUE(throws_naming(
+      [&] { einsum("ij...", {random_array({2}, float32)}); }, op));
+  EXPECT_TRUE(throws_naming(
+      [&] {
+        einsum("ij,jk", {a, random_array({4, 4}, float32)});
+      },
+      op));
   EXPECT_TRUE(throws_naming([&] { einsum("ii", {a}); }, op));
   EXPECT_TRUE(throws_naming([&] { einsum("i......", {a}); }, op));
 }

@@ -114,8 +114,8 @@ template <typename F>
     if (std::string(e.what()).find("[" + op + "]") != std::string::npos) {
       return ::testing::AssertionSuccess();
     }
-    return ::testing::AssertionFailure() << "message lacks [" << op
-                                         << "]: " << e.what();
+    return ::testing::AssertionFailure()
+           << "message lacks [" << op << "]: " << e.what();
   } catch (const std::exception& e) {
     return ::testing::AssertionFailure() << "wrong exception: " << e.what();
   }

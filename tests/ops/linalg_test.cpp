@@ -67,8 +67,8 @@ TEST(Linalg, InverseTimesMatrixIsIdentity) {
         EXPECT_EQ(ai.dtype(), dt);
         EXPECT_EQ(ai.shape(), shape);
         int n = shape.back(), b = batch_of(a);
-        auto prod = ref_batched_matmul(to_doubles(x), to_doubles(ai), b, n, n,
-                                       n);
+        auto prod =
+            ref_batched_matmul(to_doubles(x), to_doubles(ai), b, n, n, n);
         EXPECT_TRUE(all_close(prod, eye_batch(b, n), tol_of(dt), tol_of(dt)))
             << dt << " ndim " << shape.size();
       }
@@ -120,7 +120,8 @@ TEST(Linalg, QrReconstructsWithOrthonormalQ) {
         ASSERT_EQ(r.shape(), rs);
         auto qv = to_doubles(q), rv = to_doubles(r);
         EXPECT_EQ(off_triangle_max(rv, b, k, n, true), 0.0);
-        auto qtq = ref_batched_matmul(ref_transpose(qv, b, m, k), qv, b, k, m, k);
+        auto qtq =
+            ref_batched_matmul(ref_transpose(qv, b, m, k), qv, b, k, m, k);
         EXPECT_TRUE(all_close(qtq, eye_batch(b, k), tol_of(dt), tol_of(dt)));
         auto qr_ = ref_batched_matmul(qv, rv, b, m, k, n);
         EXPECT_TRUE(all_close(qr_, to_doubles(x), tol_of(dt), tol_of(dt)));
@@ -143,7 +144,8 @@ TEST(Linalg, SvdReconstructs) {
         EXPECT_EQ(usv[1].shape().back(), k);
         auto utu = ref_batched_matmul(ref_transpose(u, b, m, m), u, b, m, m, m);
         EXPECT_TRUE(all_close(utu, eye_batch(b, m), tol_of(dt), tol_of(dt)));
-        auto vvt = ref_batched_matmul(vt, ref_transpose(vt, b, n, n), b, n, n, n);
+        auto vvt =
+            ref_batched_matmul(vt, ref_transpose(vt, b, n, n), b, n, n, n);
         EXPECT_TRUE(all_close(vvt, eye_batch(b, n), tol_of(dt), tol_of(dt)));
         // U[:, :k] diag(S) Vt[:k, :] == A, singular values descending.
         std::vector<double> rec(static_cast<size_t>(b) * m * n, 0.0);
@@ -154,8 +156,8 @@ TEST(Linalg, SvdReconstructs) {
             if (p > 0) EXPECT_LE(sv, s[bi * k + p - 1]);
             for (int i = 0; i < m; ++i) {
               for (int j = 0; j < n; ++j) {
-                rec[(bi * m + i) * n + j] += u[(bi * m + i) * m + p] * sv *
-                                             vt[(bi * n + p) * n + j];
+                rec[(bi * m + i) * n + j] +=
+                    u[(bi * m + i) * m + p] * sv * vt[(bi * n + p) * n + j];
               }
             }
           }
@@ -163,7 +165,8 @@ TEST(Linalg, SvdReconstructs) {
         EXPECT_TRUE(all_close(rec, to_doubles(x), tol_of(dt), tol_of(dt)));
         auto s_only = svd(x, false);
         ASSERT_EQ(s_only.size(), 1u);
-        EXPECT_TRUE(all_close(to_doubles(s_only[0]), s, tol_of(dt), tol_of(dt)));
+        EXPECT_TRUE(
+            all_close(to_doubles(s_only[0]), s, tol_of(dt), tol_of(dt)));
       }
     }
   }
@@ -179,7 +182,8 @@ TEST(Linalg, SolveSatisfiesSystem) {
     auto a = well_conditioned({4, 4}, dt, 4);
     auto check = [&](const array& x, const array& am, const array& bm,
                      int batch, int r) {
-      auto ax = ref_batched_matmul(to_doubles(am), to_doubles(x), batch, 4, 4, r);
+      auto ax =
+          ref_batched_matmul(to_doubles(am), to_doubles(x), batch, 4, 4, r);
       EXPECT_TRUE(all_close(ax, to_doubles(bm), tol_of(dt), tol_of(dt))) << dt;
     };
     for (auto& am : layouts(a)) {
@@ -204,7 +208,8 @@ TEST(Linalg, SolveSatisfiesSystem) {
     EXPECT_EQ(xb.shape(), (Shape{2, 1, 4, 3}));
   }
   // An integer b promotes to a's dtype.
-  auto x = solve(well_conditioned({3, 3}, float32, 3), random_array({3}, int32));
+  auto x =
+      solve(well_conditioned({3, 3}, float32, 3), random_array({3}, int32));
   EXPECT_EQ(x.dtype(), float32);
 }
 
@@ -220,11 +225,16 @@ TEST(Linalg, SingularInputsRaise) {
     }
   };
   expect_runtime([&] { inv(sing).eval(); }, "linalg::inv");
-  expect_runtime([&] { solve(sing, array({1.0f, 1.0f})).eval(); },
-                 "linalg::solve");
+  expect_runtime(
+      [&] {
+        solve(sing, array({1.0f, 1.0f})).eval();
+      },
+      "linalg::solve");
   // MLX returns garbage for a matrix that is not positive definite.
   expect_runtime(
-      [&] { cholesky(array({1.0f, 2.0f, 2.0f, 1.0f}, {2, 2})).eval(); },
+      [&] {
+        cholesky(array({1.0f, 2.0f, 2.0f, 1.0f}, {2, 2})).eval();
+      },
       "linalg::cholesky");
   // One bad matrix in a batch is enough.
   auto batch = broadcast_to(sing, {3, 2, 2});
@@ -242,24 +252,37 @@ TEST(Linalg, BadInputs) {
     EXPECT_TRUE(throws_naming([&] { f(random_array({2, 3}, float32)); }, op));
     EXPECT_TRUE(throws_naming([&] { f(random_array({3}, float32)); }, op));
   }
-  EXPECT_TRUE(throws_naming([&] { qr(random_array({3}, float32)); },
-                            "linalg::qr"));
-  EXPECT_TRUE(throws_naming([&] { qr(random_array({3, 2}, bfloat16)); },
-                            "linalg::qr"));
-  EXPECT_TRUE(throws_naming([&] { svd(random_array({3}, float32)); },
-                            "linalg::svd"));
-  EXPECT_TRUE(throws_naming([&] { svd(random_array({3, 3}, int32)); },
-                            "linalg::svd"));
+  EXPECT_TRUE(
+      throws_naming([&] { qr(random_array({3}, float32)); }, "linalg::qr"));
+  EXPECT_TRUE(throws_naming(
+      [&] {
+        qr(random_array({3, 2}, bfloat16));
+      },
+      "linalg::qr"));
+  EXPECT_TRUE(
+      throws_naming([&] { svd(random_array({3}, float32)); }, "linalg::svd"));
+  EXPECT_TRUE(throws_naming(
+      [&] {
+        svd(random_array({3, 3}, int32));
+      },
+      "linalg::svd"));
   EXPECT_TRUE(throws_naming([&] { solve(sq, random_array({4}, float32)); },
                             "linalg::solve"));
   EXPECT_TRUE(throws_naming(
-      [&] { solve(random_array({2, 3}, float32), random_array({2}, float32)); },
+      [&] {
+        solve(random_array({2, 3}, float32), random_array({2}, float32));
+      },
       "linalg::solve"));
   EXPECT_TRUE(throws_naming(
-      [&] { solve(random_array({3, 3}, float16), random_array({3}, float16)); },
+      [&] {
+        solve(random_array({3, 3}, float16), random_array({3}, float16));
+      },
       "linalg::solve"));
   EXPECT_TRUE(throws_naming(
-      [&] { solve(random_array({2, 3, 3}, float32), random_array({4, 3, 1}, float32)); },
+      [&] {
+        solve(random_array({2, 3, 3}, float32),
+              random_array({4, 3, 1}, float32));
+      },
       "linalg::solve"));
   EXPECT_TRUE(throws_naming([&] { solve(sq, array(1.0f)); }, "linalg::solve"));
 }

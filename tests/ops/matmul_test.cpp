@@ -155,7 +155,8 @@ TEST(Matmul, ZeroSize) {
     EXPECT_EQ(z.shape(), (Shape{3, 4}));
     EXPECT_EQ(to_doubles(z), std::vector<double>(12, 0.0));
   }
-  auto b0 = matmul(random_array({0, 2, 3}, float32), random_array({3, 4}, float32));
+  auto b0 =
+      matmul(random_array({0, 2, 3}, float32), random_array({3, 4}, float32));
   EXPECT_EQ(b0.shape(), (Shape{0, 2, 4}));
   EXPECT_TRUE(to_doubles(b0).empty());
 }
@@ -164,7 +165,10 @@ TEST(Matmul, BadInputs) {
   auto a = random_array({2, 3}, float32);
   EXPECT_TRUE(throws_naming([&] { matmul(array(1.0f), a); }, "matmul"));
   EXPECT_TRUE(throws_naming(
-      [&] { matmul(a, random_array({4, 2}, float32)); }, "matmul"));
+      [&] {
+        matmul(a, random_array({4, 2}, float32));
+      },
+      "matmul"));
   EXPECT_TRUE(throws_naming(
       [&] {
         matmul(random_array({2, 2, 3}, float32),
@@ -173,10 +177,14 @@ TEST(Matmul, BadInputs) {
       "matmul"));
   // MLX supports only inexact types.
   EXPECT_TRUE(throws_naming(
-      [&] { matmul(random_array({2, 3}, int32), random_array({3, 2}, int32)); },
+      [&] {
+        matmul(random_array({2, 3}, int32), random_array({3, 2}, int32));
+      },
       "matmul"));
   EXPECT_TRUE(throws_naming(
-      [&] { matmul(random_array({2, 3}, bool_), random_array({3, 2}, bool_)); },
+      [&] {
+        matmul(random_array({2, 3}, bool_), random_array({3, 2}, bool_));
+      },
       "matmul"));
 }
 
@@ -204,14 +212,24 @@ TEST(AddMM, BiasFormsAndScalars) {
     check_addmm(random_array({4, 1}, dt), a, b, 1, 1, "column");
     check_addmm(random_array({}, dt), a, b, 0.5, 2, "scalar");
     check_addmm(random_array({4, 5}, dt), a, b, 1.5, 0, "beta 0");
-    check_addmm(as_transposed(random_array({4, 5}, dt)), as_transposed(a),
-                b, 1, 1, "transposed");
+    check_addmm(as_transposed(random_array({4, 5}, dt)), as_transposed(a), b, 1,
+                1, "transposed");
     auto a3 = random_array({2, 4, 3}, dt);
     check_addmm(random_array({5}, dt), a3, b, 1, 1, "folded with bias");
-    check_addmm(random_array({2, 1, 5}, dt), a3, random_array({2, 3, 5}, dt),
-                1, -1, "batched bias");
+    check_addmm(random_array({2, 1, 5}, dt), a3, random_array({2, 3, 5}, dt), 1,
+                -1, "batched bias");
     check_addmm(random_array({5}, dt), random_array({3}, dt), b, 1, 1,
                 "vector a");
+  }
+}
+
+TEST(AddMM, HalfProductsRunInRowBlocks) {
+  // 16-bit products convert blocks of about 2^20 / max(k, n) rows; n is
+  // large here so 40 rows span three blocks.
+  for (Dtype dt : {float16, bfloat16}) {
+    auto a = random_array({40, 4}, dt), b = random_array({4, 65536}, dt);
+    check_matmul(as_transposed(a), b, "blocks");
+    check_addmm(random_array({40, 1}, dt), a, b, 1, 1, "blocks with bias");
   }
 }
 
@@ -243,9 +261,12 @@ TEST(AddMM, BadInputs) {
   auto a = random_array({2, 3}, float32), b = random_array({3, 5}, float32);
   // MLX: c must broadcast to the output (no growing the output).
   EXPECT_TRUE(throws_naming(
-      [&] { addmm(random_array({4, 2, 5}, float32), a, b); }, "addmm"));
-  EXPECT_TRUE(throws_naming(
-      [&] { addmm(random_array({3}, float32), a, b); }, "addmm"));
+      [&] {
+        addmm(random_array({4, 2, 5}, float32), a, b);
+      },
+      "addmm"));
+  EXPECT_TRUE(
+      throws_naming([&] { addmm(random_array({3}, float32), a, b); }, "addmm"));
   EXPECT_TRUE(throws_naming(
       [&] {
         addmm(random_array({5}, int32), random_array({2, 3}, int32),
@@ -259,7 +280,9 @@ TEST(AddMM, BadInputs) {
       },
       "addmm"));
   EXPECT_TRUE(throws_naming(
-      [&] { addmm(random_array({5}, float32), a, random_array({4, 5}, float32)); },
+      [&] {
+        addmm(random_array({5}, float32), a, random_array({4, 5}, float32));
+      },
       "addmm"));
 }
 
@@ -269,8 +292,8 @@ TEST(Contractions, InnerAndOuter) {
   auto a = random_array({2, 3, 4}, float32), b = random_array({5, 4}, float32);
   auto c = inner(a, b);
   EXPECT_EQ(c.shape(), (Shape{2, 3, 5}));
-  auto want = ref_matmul(to_doubles(a), ref_transpose(to_doubles(b), 1, 5, 4),
-                         6, 4, 5);
+  auto want =
+      ref_matmul(to_doubles(a), ref_transpose(to_doubles(b), 1, 5, 4), 6, 4, 5);
   EXPECT_TRUE(all_close(to_doubles(c), want, 1e-5, 1e-5));
   auto s = inner(array(2.0f), b);
   EXPECT_TRUE(all_close(to_doubles(s),
@@ -286,12 +309,13 @@ TEST(Contractions, InnerAndOuter) {
     for (double q : yv) ow.push_back(p * q);
   }
   EXPECT_EQ(to_doubles(o), ow);
-  EXPECT_TRUE(throws_naming([&] { inner(a, random_array({3}, float32)); },
-                            "inner"));
+  EXPECT_TRUE(
+      throws_naming([&] { inner(a, random_array({3}, float32)); }, "inner"));
 }
 
 TEST(Contractions, TensordotMatchesLoops) {
-  auto a = random_array({2, 3, 4}, float64), b = random_array({3, 4, 5}, float64);
+  auto a = random_array({2, 3, 4}, float64),
+       b = random_array({3, 4, 5}, float64);
   auto c = tensordot(a, b, 2);
   EXPECT_EQ(c.shape(), (Shape{2, 5}));
   auto want = ref_matmul(to_doubles(a), to_doubles(b), 2, 12, 5);
@@ -308,20 +332,31 @@ TEST(Contractions, TensordotMatchesLoops) {
         for (int l = 0; l < 5; ++l)
           dw[i * 5 + l] += av[(i * 3 + j) * 4 + k] * bv[(k * 3 + j) * 5 + l];
   EXPECT_TRUE(all_close(to_doubles(d), dw, 1e-12, 1e-12));
-  auto o = tensordot(random_array({2, 3}, float32), random_array({4}, float32), 0);
+  auto o =
+      tensordot(random_array({2, 3}, float32), random_array({4}, float32), 0);
   EXPECT_EQ(o.shape(), (Shape{2, 3, 4}));
 }
 
 TEST(Contractions, TensordotBadInputs) {
-  auto a = random_array({2, 3, 4}, float32), b = random_array({4, 3, 5}, float32);
-  EXPECT_TRUE(throws_naming([&] { tensordot(a, b, {1, 2}, {0, 1}); },
-                            "tensordot"));
+  auto a = random_array({2, 3, 4}, float32),
+       b = random_array({4, 3, 5}, float32);
+  EXPECT_TRUE(throws_naming(
+      [&] {
+        tensordot(a, b, {1, 2}, {0, 1});
+      },
+      "tensordot"));
   EXPECT_TRUE(throws_naming([&] { tensordot(a, b, 4); }, "tensordot"));
   EXPECT_TRUE(throws_naming([&] { tensordot(a, b, -1); }, "tensordot"));
-  EXPECT_TRUE(throws_naming([&] { tensordot(a, b, {1}, {1, 0}); },
-                            "tensordot"));
-  EXPECT_TRUE(throws_naming([&] { tensordot(a, b, {2, 2}, {0, 0}); },
-                            "tensordot"));
+  EXPECT_TRUE(throws_naming(
+      [&] {
+        tensordot(a, b, {1}, {1, 0});
+      },
+      "tensordot"));
+  EXPECT_TRUE(throws_naming(
+      [&] {
+        tensordot(a, b, {2, 2}, {0, 0});
+      },
+      "tensordot"));
   EXPECT_TRUE(throws_naming([&] { tensordot(a, b, {5}, {0}); }, "tensordot"));
 }
 

@@ -69,8 +69,8 @@ TEST(Norm, DefaultIsFlattened2Norm) {
   auto c = norm(array(cv, {2}, complex64));
   EXPECT_EQ(c.dtype(), float32);
   EXPECT_TRUE(all_close(to_doubles(c), {13}, 1e-6, 0));
-  EXPECT_TRUE(all_close(to_doubles(norm(array(cv, {2}, complex64), 1.0)),
-                        {17}, 1e-6, 0));
+  EXPECT_TRUE(all_close(to_doubles(norm(array(cv, {2}, complex64), 1.0)), {17},
+                        1e-6, 0));
   EXPECT_EQ(to_doubles(norm(random_array({0, 3}, float32))),
             (std::vector<double>{0}));
 }
@@ -83,8 +83,8 @@ TEST(Norm, VectorNormsAlongAnAxis) {
     EXPECT_EQ(n.shape(), (Shape{3}));
     std::vector<double> want;
     for (int i = 0; i < 3; ++i) {
-      want.push_back(ref_vector_norm({v.begin() + 5 * i, v.begin() + 5 * i + 5},
-                                     ord));
+      want.push_back(
+          ref_vector_norm({v.begin() + 5 * i, v.begin() + 5 * i + 5}, ord));
     }
     EXPECT_TRUE(all_close(to_doubles(n), want, 1e-12, 1e-12)) << ord;
     auto k = norm(x, ord, std::vector<int>{-1}, true);
@@ -121,8 +121,8 @@ TEST(Norm, MatrixOrdsOnBatched2x2) {
         two.push_back(s1);
         mtwo.push_back(s2);
         nuc.push_back(s1 + s2);
-        fro.push_back(std::sqrt(m[0] * m[0] + m[1] * m[1] + m[2] * m[2] +
-                                m[3] * m[3]));
+        fro.push_back(
+            std::sqrt(m[0] * m[0] + m[1] * m[1] + m[2] * m[2] + m[3] * m[3]));
         double c0 = std::abs(m[0]) + std::abs(m[2]);
         double c1 = std::abs(m[1]) + std::abs(m[3]);
         double r0 = std::abs(m[0]) + std::abs(m[1]);
@@ -177,17 +177,15 @@ TEST(Norm, BadInputs) {
   EXPECT_TRUE(throws_naming([&] { norm(x, std::vector<int>{0, 1, 2}); }, op));
   EXPECT_TRUE(throws_naming([&] { norm(x, 2.0); }, op)); // ord, 3-d, no axis
   EXPECT_TRUE(throws_naming([&] { norm(array(2.0f), 1.0); }, op));
-  EXPECT_TRUE(throws_naming([&] { norm(random_array({3}, float32), "fro"); },
-                            op));
+  EXPECT_TRUE(
+      throws_naming([&] { norm(random_array({3}, float32), "fro"); }, op));
   EXPECT_TRUE(throws_naming([&] { norm(m, "abc"); }, op));
   EXPECT_TRUE(throws_naming([&] { norm(m, 3.0); }, op));
-  EXPECT_TRUE(throws_naming([&] { norm(m, 1.0, std::vector<int>{1, 1}); },
-                            op));
-  EXPECT_TRUE(throws_naming([&] { norm(m, 1.0, std::vector<int>{0, 5}); },
-                            op));
+  EXPECT_TRUE(throws_naming([&] { norm(m, 1.0, std::vector<int>{1, 1}); }, op));
+  EXPECT_TRUE(throws_naming([&] { norm(m, 1.0, std::vector<int>{0, 5}); }, op));
   // The SVD-based norms need float32 or float64 (as MLX).
-  EXPECT_TRUE(throws_naming([&] { norm(astype(m, float16), 2.0); },
-                            "linalg::svd"));
+  EXPECT_TRUE(
+      throws_naming([&] { norm(astype(m, float16), 2.0); }, "linalg::svd"));
 }
 
 } // namespace

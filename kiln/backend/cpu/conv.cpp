@@ -65,7 +65,8 @@ void im2col(const Convolution& p, const Geometry& g, const T* in, int64_t grp,
         o[d] = rest % g.out_len[d];
         rest /= g.out_len[d];
       }
-      const T* base = in + rest * g.in_batch_stride + grp * g.cg * g.in_chan_stride;
+      const T* base =
+          in + rest * g.in_batch_stride + grp * g.cg * g.in_chan_stride;
       std::fill(k.begin(), k.end(), 0);
       for (int64_t kk = 0; kk < g.kernel_size; ++kk) {
         int64_t off = 0;
@@ -95,8 +96,8 @@ void im2col(const Convolution& p, const Geometry& g, const T* in, int64_t grp,
     }
   };
   size_t rows = static_cast<size_t>(r1 - r0);
-  detail::parallel_for(rows, std::max<size_t>(1, 4096 / std::max<int64_t>(kc, 1)),
-                       unfold);
+  detail::parallel_for(
+      rows, std::max<size_t>(1, 4096 / std::max<int64_t>(kc, 1)), unfold);
 }
 
 // The weight as a row-major (C_out, K... * C/groups) matrix of G.
@@ -150,8 +151,8 @@ void run_conv(const Convolution& p, const array& in, const array& w,
     if (is_pointwise(p, g, in)) {
       detail::gemm(false, true, static_cast<int>(rows),
                    static_cast<int>(g.c_out), static_cast<int>(kc), G(1),
-                   in.data<G>(), static_cast<int>(kc), wm,
-                   static_cast<int>(kc), G(0), o, static_cast<int>(g.c_out));
+                   in.data<G>(), static_cast<int>(kc), wm, static_cast<int>(kc),
+                   G(0), o, static_cast<int>(g.c_out));
       return;
     }
   }
@@ -171,9 +172,9 @@ void run_conv(const Convolution& p, const array& in, const array& w,
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       im2col<T, G>(p, g, in.data<T>(), grp, r0, r1, cols.data());
       // (rows x kc) @ W_g^T, W_g being rows [grp * cog, ...) of the weight.
-      detail::gemm(false, true, static_cast<int>(nr),
-                   static_cast<int>(g.cog), static_cast<int>(kc), G(1),
-                   cols.data(), static_cast<int>(kc), wm + grp * g.cog * kc,
+      detail::gemm(false, true, static_cast<int>(nr), static_cast<int>(g.cog),
+                   static_cast<int>(kc), G(1), cols.data(),
+                   static_cast<int>(kc), wm + grp * g.cog * kc,
                    static_cast<int>(kc), G(0), dst + grp * g.cog,
                    static_cast<int>(g.c_out));
     }

@@ -70,8 +70,8 @@ inline bool blas_layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc,
  *  place when T is G and the layout suits BLAS, else converted into
  *  scratch (row-major). */
 template <typename G, typename T>
-GemmOperand<G> gemm_operand(const T* p, int64_t rows, int64_t cols,
-                            int64_t sr, int64_t sc, std::vector<G>& scratch) {
+GemmOperand<G> gemm_operand(const T* p, int64_t rows, int64_t cols, int64_t sr,
+                            int64_t sc, std::vector<G>& scratch) {
   bool trans;
   int ld;
   if constexpr (std::is_same_v<T, G>) {
@@ -81,7 +81,8 @@ GemmOperand<G> gemm_operand(const T* p, int64_t rows, int64_t cols,
   G* dst = scratch.data();
   for (int64_t r = 0; r < rows; ++r) {
     const T* src = p + r * sr;
-    for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = cast_to<G>(src[c * sc]);
+    for (int64_t c = 0; c < cols; ++c)
+      dst[r * cols + c] = cast_to<G>(src[c * sc]);
   }
   return {dst, false, static_cast<int>(cols > 1 ? cols : 1)};
 }

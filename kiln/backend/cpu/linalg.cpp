@@ -81,7 +81,8 @@ std::vector<int64_t> batch_offsets(const array& x) {
     std::vector<int64_t> next;
     next.reserve(offs.size() * x.shape(d));
     for (int64_t o : offs) {
-      for (int i = 0; i < x.shape(d); ++i) next.push_back(o + i * x.strides()[d]);
+      for (int i = 0; i < x.shape(d); ++i)
+        next.push_back(o + i * x.strides()[d]);
     }
     offs = std::move(next);
   }
@@ -102,8 +103,7 @@ void read_cols(const array& x, int64_t off, T* dst) {
 // The top-left rows x cols block of a column-major matrix (leading dimension
 // ld) into row-major dst.
 template <typename T>
-void write_rows(const T* src, int64_t ld, int64_t rows, int64_t cols,
-                T* dst) {
+void write_rows(const T* src, int64_t ld, int64_t rows, int64_t cols, T* dst) {
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = src[c * ld + r];
   }
@@ -238,10 +238,9 @@ void SVD::eval_cpu(const std::vector<array>& inputs,
     auto offs = batch_offsets(a);
     for (size_t i = 0; i < offs.size(); ++i) {
       read_cols(a, offs[i], work.data());
-      lapack_int info =
-          gesdd(compute_uv_ ? 'A' : 'N', m, n, work.data(), s_out + i * k,
-                compute_uv_ ? u.data() : nullptr,
-                compute_uv_ ? vt.data() : nullptr);
+      lapack_int info = gesdd(compute_uv_ ? 'A' : 'N', m, n, work.data(),
+                              s_out + i * k, compute_uv_ ? u.data() : nullptr,
+                              compute_uv_ ? vt.data() : nullptr);
       check_internal("linalg::svd", info);
       if (info > 0) {
         fail("linalg::svd", i, offs.size(), "the SVD did not converge");
@@ -262,7 +261,8 @@ void Solve::eval_cpu(const std::vector<array>& inputs, array& out) {
   int n = a.shape(-1), r = b.shape(-1);
   dispatch_lapack(a.dtype(), "linalg::solve", [&](auto tag) {
     using T = KILN_TYPE(tag);
-    std::vector<T> wa(static_cast<size_t>(n) * n), wb(static_cast<size_t>(n) * r);
+    std::vector<T> wa(static_cast<size_t>(n) * n),
+        wb(static_cast<size_t>(n) * r);
     std::vector<lapack_int> ipiv(n);
     auto oa = batch_offsets(a), ob = batch_offsets(b);
     for (size_t i = 0; i < oa.size(); ++i) {

@@ -50,44 +50,59 @@ int64_t fold_stride(const Shape& batch, const Strides& bs, int64_t rows,
   return sr;
 }
 
+// Rows of a converted (16-bit) product per block: bounds the float32 scratch
+// for A and C to about 4 MiB each; B is converted once per matrix.
+constexpr int64_t convert_block_elems = int64_t(1) << 20;
+
 template <typename T, typename G>
-void gemm_one(const Mat<T>& a, const Mat<T>& b, const Mat<T>* c,
-              int64_t offa, int64_t offb, int64_t offc, T* out, int64_t m,
-              int64_t n, int64_t k, float alpha, float beta,
+void gemm_one(const Mat<T>& a, const Mat<T>& b, const Mat<T>* c, int64_t offa,
+              int64_t offb, int64_t offc, T* out, int64_t m, int64_t n,
+              int64_t k, float alpha, float beta,
               std::vector<G> (&scratch)[3]) {
-  G* dst;
-  if constexpr (std::is_same_v<T, G>) {
-    dst = out;
-  } else {
-    scratch[2].resize(static_cast<size_t>(m * n));
-    dst = scratch[2].data();
+  constexpr bool native = std::is_same_v<T, G>;
+  int64_t block =
+      native ? m : std::max<int64_t>(1, convert_block_elems / std::max(k, n));
+  detail::GemmOperand<G> B{};
+  if (k > 0) {
+    B = detail::gemm_operand<G>(b.p + offb, k, n, b.sr, b.sc, scratch[1]);
   }
-  G beta_g = G(0);
-  if (c && beta != 0.0f) {
-    const T* cp = c->p + offc;
-    for (int64_t r = 0; r < m; ++r) {
-      for (int64_t j = 0; j < n; ++j) {
-        dst[r * n + j] = cast_to<G>(cp[r * c->sr + j * c->sc]);
-      }
-    }
-    beta_g = G(beta);
-  }
-  if (k == 0) {
-    // An empty sum: only the bias term remains.
-    if (beta_g == G(0)) {
-      std::fill(dst, dst + m * n, G(0));
+  for (int64_t r0 = 0; r0 < m; r0 += block) {
+    int64_t rows = std::min(block, m - r0);
+    G* dst;
+    if constexpr (native) {
+      dst = out + r0 * n;
     } else {
-      for (int64_t i = 0; i < m * n; ++i) dst[i] = beta_g * dst[i];
+      scratch[2].resize(static_cast<size_t>(rows * n));
+      dst = scratch[2].data();
     }
-  } else {
-    auto A = detail::gemm_operand<G>(a.p + offa, m, k, a.sr, a.sc, scratch[0]);
-    auto B = detail::gemm_operand<G>(b.p + offb, k, n, b.sr, b.sc, scratch[1]);
-    detail::gemm(A.trans, B.trans, static_cast<int>(m), static_cast<int>(n),
-                 static_cast<int>(k), G(alpha), A.ptr, A.ld, B.ptr, B.ld,
-                 beta_g, dst, static_cast<int>(n));
-  }
-  if constexpr (!std::is_same_v<T, G>) {
-    for (int64_t i = 0; i < m * n; ++i) out[i] = cast_to<T>(dst[i]);
+    G beta_g = G(0);
+    if (c && beta != 0.0f) {
+      const T* cp = c->p + offc + r0 * c->sr;
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < n; ++j) {
+          dst[r * n + j] = cast_to<G>(cp[r * c->sr + j * c->sc]);
+        }
+      }
+      beta_g = G(beta);
+    }
+    if (k == 0) {
+      // An empty sum: only the bias term remains.
+      if (beta_g == G(0)) {
+        std::fill(dst, dst + rows * n, G(0));
+      } else {
+        for (int64_t i = 0; i < rows * n; ++i) dst[i] = beta_g * dst[i];
+      }
+    } else {
+      auto A = detail::gemm_operand<G>(a.p + offa + r0 * a.sr, rows, k, a.sr,
+                                       a.sc, scratch[0]);
+      detail::gemm(A.trans, B.trans, static_cast<int>(rows),
+                   static_cast<int>(n), static_cast<int>(k), G(alpha), A.ptr,
+                   A.ld, B.ptr, B.ld, beta_g, dst, static_cast<int>(n));
+    }
+    if constexpr (!native) {
+      T* o = out + r0 * n;
+      for (int64_t i = 0; i < rows * n; ++i) o[i] = cast_to<T>(dst[i]);
+    }
   }
 }
 
