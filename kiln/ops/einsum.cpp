@@ -88,7 +88,10 @@ void take_diagonals(Term& t, int index, StreamOrDevice s) {
       Shape mask_shape(t.x.ndim(), 1);
       mask_shape[p] = mask_shape[q] = n;
       auto mask = reshape(eye(n, n, 0, t.x.dtype(), s), mask_shape, s);
-      t.x = sum(multiply(t.x, mask, s), static_cast<int>(q), false, s);
+      // One nonzero term per sum, so casting back to the dtype is exact.
+      Dtype dt = t.x.dtype();
+      auto diag = sum(multiply(t.x, mask, s), static_cast<int>(q), false, s);
+      t.x = astype(diag, dt, s);
       t.labels.erase(t.labels.begin() + q);
       --q;
     }

@@ -66,9 +66,10 @@ array norm(const array& a, int axis, bool keepdims = false,
  *  A singular matrix raises std::runtime_error when evaluated. */
 array inv(const array& a, StreamOrDevice s = {});
 
-/** Cholesky factor of symmetric positive definite matrices, read from the
- *  lower triangle; upper returns U with a = U^T U. A matrix that is not
- *  positive definite raises std::runtime_error when evaluated. */
+/** Cholesky factor of symmetric positive definite matrices: L with
+ *  a = L L^T read from the lower triangle, or with upper U (a = U^T U) read
+ *  from the upper triangle. A matrix that is not positive definite raises
+ *  std::runtime_error when evaluated. */
 array cholesky(const array& a, bool upper = false, StreamOrDevice s = {});
 
 /** Reduced QR: Q (..., M, K) with orthonormal columns, R (..., K, N) upper

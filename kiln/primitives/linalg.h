@@ -63,8 +63,9 @@ class Inverse : public UnaryPrimitive {
   }
 };
 
-/** Cholesky factor (lower, or upper = its transpose) read from the lower
- *  triangle; a matrix that is not positive definite raises at evaluation. */
+/** Cholesky factor L (a = L L^T) read from the lower triangle, or with
+ *  upper U (a = U^T U) read from the upper triangle, as MLX; a matrix that
+ *  is not positive definite raises at evaluation. */
 class Cholesky : public UnaryPrimitive {
  public:
   Cholesky(Stream s, bool upper) : UnaryPrimitive(s), upper_(upper) {}

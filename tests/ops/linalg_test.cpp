@@ -104,6 +104,17 @@ TEST(Linalg, CholeskyReconstructs) {
   }
 }
 
+TEST(Linalg, CholeskyReadsOneTriangle) {
+  // Values from mlx.core.linalg.cholesky: the lower factor reads only the
+  // lower triangle, the upper factor only the upper one.
+  array a({4.0f, 100.0f, 2.0f, 3.0f}, {2, 2});
+  EXPECT_TRUE(all_close(to_doubles(cholesky(a)), {2, 0, 1, std::sqrt(2.0)},
+                        1e-6, 1e-6));
+  array b({4.0f, 2.0f, 100.0f, 3.0f}, {2, 2});
+  EXPECT_TRUE(all_close(to_doubles(cholesky(b, true)),
+                        {2, 1, 0, std::sqrt(2.0)}, 1e-6, 1e-6));
+}
+
 TEST(Linalg, QrReconstructsWithOrthonormalQ) {
   for (Dtype dt : {float32, float64}) {
     for (const Shape& shape :

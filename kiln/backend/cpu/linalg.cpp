@@ -28,11 +28,11 @@ lapack_int getri(int n, float* a, const lapack_int* ipiv) {
 lapack_int getri(int n, double* a, const lapack_int* ipiv) {
   return LAPACKE_dgetri(LAPACK_COL_MAJOR, n, a, n, ipiv);
 }
-lapack_int potrf(int n, float* a) {
-  return LAPACKE_spotrf(LAPACK_COL_MAJOR, 'L', n, a, n);
+lapack_int potrf(char uplo, int n, float* a) {
+  return LAPACKE_spotrf(LAPACK_COL_MAJOR, uplo, n, a, n);
 }
-lapack_int potrf(int n, double* a) {
-  return LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', n, a, n);
+lapack_int potrf(char uplo, int n, double* a) {
+  return LAPACKE_dpotrf(LAPACK_COL_MAJOR, uplo, n, a, n);
 }
 lapack_int geqrf(int m, int n, float* a, float* tau) {
   return LAPACKE_sgeqrf(LAPACK_COL_MAJOR, m, n, a, m, tau);
@@ -161,20 +161,19 @@ void Cholesky::eval_cpu(const std::vector<array>& inputs, array& out) {
     auto offs = batch_offsets(a);
     for (size_t i = 0; i < offs.size(); ++i) {
       read_cols(a, offs[i], work.data());
-      lapack_int info = potrf(n, work.data());
+      lapack_int info = potrf(upper_ ? 'U' : 'L', n, work.data());
       check_internal("linalg::cholesky", info);
       if (info > 0) {
         fail("linalg::cholesky", i, offs.size(),
              "the matrix is not positive definite (leading minor " +
                  std::to_string(info) + ")");
       }
-      // work holds L in its lower triangle (column-major); U is L^T.
+      // The factor is in the triangle LAPACK read (column-major).
       T* o = out.data<T>() + i * n * n;
       for (int r = 0; r < n; ++r) {
         for (int c = 0; c < n; ++c) {
           bool keep = upper_ ? c >= r : c <= r;
-          T v = upper_ ? work[r * n + c] : work[c * n + r];
-          o[r * n + c] = keep ? v : T(0);
+          o[r * n + c] = keep ? work[c * n + r] : T(0);
         }
       }
     }
