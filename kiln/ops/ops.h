@@ -1,7 +1,9 @@
 // Every op, by family.
 #pragma once
 
+#include "kiln/ops/conv.h"
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
+#include "kiln/ops/linalg.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"

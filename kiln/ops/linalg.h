@@ -1,0 +1,91 @@
+// Matrix products, tensor contractions and linear algebra (kiln::linalg).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/core/array.h"
+#include "kiln/core/device.h"
+
+namespace kiln {
+
+/** Matrix product with NumPy's rules: a 1-d a gains a leading 1 and a 1-d b a
+ *  trailing 1 (removed from the result); leading batch dimensions broadcast.
+ *  Only inexact dtypes (floating, complex64) are supported, as in MLX. */
+array matmul(const array& a, const array& b, StreamOrDevice s = {});
+
+/** alpha * (a @ b) + beta * c, where c broadcasts to the product's shape.
+ *  Real floating dtypes only. */
+array addmm(array c, array a, array b, float alpha = 1.0f, float beta = 1.0f,
+            StreamOrDevice s = {});
+
+/** Sum product over the last axes of a and b (a product when one is 0-d). */
+array inner(const array& a, const array& b, StreamOrDevice s = {});
+
+/** Outer product of the flattened a and b. */
+array outer(const array& a, const array& b, StreamOrDevice s = {});
+
+/** Contract the last `axis` axes of a with the first `axis` axes of b. */
+array tensordot(const array& a, const array& b, int axis = 2,
+                StreamOrDevice s = {});
+/** Contract axes_a of a with axes_b of b, pairwise. */
+array tensordot(const array& a, const array& b, const std::vector<int>& axes_a,
+                const std::vector<int>& axes_b, StreamOrDevice s = {});
+
+/** Einstein summation, e.g. "ij,jk->ik", "...ij,...jk", "ii->i". Implicit
+ *  output (no "->") keeps the ellipsis dims and the labels seen once, in
+ *  alphabetical order. Repeated labels within an operand take diagonals. */
+array einsum(const std::string& subscripts, const std::vector<array>& operands,
+             StreamOrDevice s = {});
+
+namespace linalg {
+
+/** Vector or matrix norm, as mlx.core.linalg.norm. Without axis and ord, the
+ *  2-norm of the flattened array; with ord and no axis, a must be 1-d or 2-d.
+ *  Vector ords: any number (inf, -inf, 0 counts nonzeros); matrix ords:
+ *  1, -1, inf, -inf, 2, -2 (via SVD) and "fro", "nuc" (via SVD). */
+array norm(const array& a, double ord,
+           const std::optional<std::vector<int>>& axis = std::nullopt,
+           bool keepdims = false, StreamOrDevice s = {});
+array norm(const array& a, double ord, int axis, bool keepdims = false,
+           StreamOrDevice s = {});
+array norm(const array& a, const std::string& ord,
+           const std::optional<std::vector<int>>& axis = std::nullopt,
+           bool keepdims = false, StreamOrDevice s = {});
+array norm(const array& a, const std::string& ord, int axis,
+           bool keepdims = false, StreamOrDevice s = {});
+array norm(const array& a,
+           const std::optional<std::vector<int>>& axis = std::nullopt,
+           bool keepdims = false, StreamOrDevice s = {});
+array norm(const array& a, int axis, bool keepdims = false,
+           StreamOrDevice s = {});
+
+/** Inverse of square matrices (float32/float64, batched over leading dims).
+ *  A singular matrix raises std::runtime_error when evaluated. */
+array inv(const array& a, StreamOrDevice s = {});
+
+/** Cholesky factor of symmetric positive definite matrices: L with
+ *  a = L L^T read from the lower triangle, or with upper U (a = U^T U) read
+ *  from the upper triangle. A matrix that is not positive definite raises
+ *  std::runtime_error when evaluated. */
+array cholesky(const array& a, bool upper = false, StreamOrDevice s = {});
+
+/** Reduced QR: Q (..., M, K) with orthonormal columns, R (..., K, N) upper
+ *  triangular, K = min(M, N). */
+std::pair<array, array> qr(const array& a, StreamOrDevice s = {});
+
+/** {U, S, Vt} with a = U[..., :, :K] diag(S) Vt[..., :K, :] (full U and Vt),
+ *  or {S} when compute_uv is false. */
+std::vector<array> svd(const array& a, bool compute_uv, StreamOrDevice s = {});
+std::vector<array> svd(const array& a, StreamOrDevice s = {});
+
+/** x with a @ x = b. A 1-d b is one right-hand side (broadcast over a's
+ *  batch); otherwise b is (..., N, R) with batch dims broadcast against a's.
+ *  A singular matrix raises std::runtime_error when evaluated. */
+array solve(const array& a, const array& b, StreamOrDevice s = {});
+
+} // namespace linalg
+
+} // namespace kiln

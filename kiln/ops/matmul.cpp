@@ -1,0 +1,179 @@
+// matmul, addmm and the contractions built on them.
+#include <algorithm>
+#include <numeric>
+
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/linalg.h"
+#include "kiln/ops/shape.h"
+#include "kiln/ops/utils.h"
+#include "kiln/primitives/linalg.h"
+
+namespace kiln {
+
+using detail::describe;
+using detail::invalid;
+using detail::shape_str;
+
+namespace {
+
+// Operands of a matrix product, promoted to 2+ dims with batch dims
+// broadcast, plus the final output shape (1-d operands' axes removed).
+struct Product {
+  array a, b;
+  Shape out_shape;
+};
+
+Product prepare_product(const char* op, array a, array b, Dtype dt,
+                        StreamOrDevice s) {
+  if (a.ndim() == 0 || b.ndim() == 0) {
+    invalid(op, "inputs must have at least one dimension, got " + describe(a) +
+                    " and " + describe(b) + ".");
+  }
+  bool a_vec = a.ndim() == 1, b_vec = b.ndim() == 1;
+  if (a_vec) a = expand_dims(a, 0, s);
+  if (b_vec) b = expand_dims(b, -1, s);
+  if (a.shape(-1) != b.shape(-2)) {
+    invalid(op, "the last dimension of a (" + describe(a) +
+                    ") must match the second to last dimension of b (" +
+                    describe(b) + ").");
+  }
+  Shape ab(a.shape().begin(), a.shape().end() - 2);
+  Shape bb(b.shape().begin(), b.shape().end() - 2);
+  Shape batch = detail::broadcast_shapes(ab, bb, op);
+  Shape a_shape = batch, b_shape = batch;
+  a_shape.insert(a_shape.end(), {a.shape(-2), a.shape(-1)});
+  b_shape.insert(b_shape.end(), {b.shape(-2), b.shape(-1)});
+  Shape out = batch;
+  if (!a_vec) out.push_back(a.shape(-2));
+  if (!b_vec) out.push_back(b.shape(-1));
+  a = broadcast_to(astype(a, dt, s), a_shape, s);
+  b = broadcast_to(astype(b, dt, s), b_shape, s);
+  return {a, b, out};
+}
+
+Shape full_shape(const Product& p) {
+  Shape s = p.a.shape();
+  s.back() = p.b.shape(-1);
+  return s;
+}
+
+} // namespace
+
+array matmul(const array& a, const array& b, StreamOrDevice s) {
+  Dtype dt = promote_types(a.dtype(), b.dtype());
+  if (!is_inexact(dt)) {
+    invalid("matmul", "only inexact types are supported, but " + describe(a) +
+                          " and " + describe(b) + " promote to " +
+                          dtype_name(dt) + ".");
+  }
+  auto p = prepare_product("matmul", a, b, dt, s);
+  array out(full_shape(p), dt, std::make_shared<Matmul>(to_stream(s)),
+            {p.a, p.b});
+  return out.shape() == p.out_shape ? out : reshape(out, p.out_shape, s);
+}
+
+array addmm(array c, array a, array b, float alpha, float beta,
+            StreamOrDevice s) {
+  Dtype dt = promote_types(c.dtype(), promote_types(a.dtype(), b.dtype()));
+  if (!is_floating_point(dt)) {
+    invalid("addmm", "only real floating point types are supported, but " +
+                         describe(c) + ", " + describe(a) + " and " +
+                         describe(b) + " promote to " + dtype_name(dt) + ".");
+  }
+  auto p = prepare_product("addmm", a, b, dt, s);
+  Shape full = full_shape(p);
+  // c must broadcast to the product's final shape (as MLX requires).
+  if (c.ndim() > p.out_shape.size() ||
+      detail::broadcast_shapes(c.shape(), p.out_shape, "addmm") !=
+          p.out_shape) {
+    invalid("addmm", "c (" + describe(c) +
+                         ") must broadcast to the output shape " +
+                         shape_str(p.out_shape) + ".");
+  }
+  c = astype(c, dt, s);
+  int n = full.back();
+  bool vector_bias =
+      c.ndim() >= 1 && c.shape(-1) == n && static_cast<int64_t>(c.size()) == n;
+  if (vector_bias) {
+    // Keep the bias a vector over the last axis (see AddMM's header).
+    if (c.ndim() != 1) c = reshape(c, {n}, s);
+  } else {
+    c = reshape(broadcast_to(c, p.out_shape, s), full, s);
+  }
+  array out(full, dt, std::make_shared<AddMM>(to_stream(s), alpha, beta),
+            {c, p.a, p.b});
+  return out.shape() == p.out_shape ? out : reshape(out, p.out_shape, s);
+}
+
+array inner(const array& a, const array& b, StreamOrDevice s) {
+  if (a.ndim() == 0 || b.ndim() == 0) return multiply(a, b, s);
+  if (a.shape(-1) != b.shape(-1)) {
+    invalid("inner", "the last dimensions of " + describe(a) + " and " +
+                         describe(b) + " must match.");
+  }
+  return tensordot(a, b, {-1}, {-1}, s);
+}
+
+array outer(const array& a, const array& b, StreamOrDevice s) {
+  return multiply(reshape(a, {-1, 1}, s), reshape(b, {-1}, s), s);
+}
+
+array tensordot(const array& a, const array& b, int axis, StreamOrDevice s) {
+  if (axis < 0) {
+    invalid("tensordot",
+            "axis must be non-negative, got " + std::to_string(axis) + ".");
+  }
+  if (axis > static_cast<int>(a.ndim()) || axis > static_cast<int>(b.ndim())) {
+    invalid("tensordot", "cannot contract " + std::to_string(axis) +
+                             " axes of " + describe(a) + " and " + describe(b) +
+                             ".");
+  }
+  std::vector<int> axes_a(axis), axes_b(axis);
+  std::iota(axes_a.begin(), axes_a.end(), static_cast<int>(a.ndim()) - axis);
+  std::iota(axes_b.begin(), axes_b.end(), 0);
+  return tensordot(a, b, axes_a, axes_b, s);
+}
+
+array tensordot(const array& a, const array& b, const std::vector<int>& axes_a,
+                const std::vector<int>& axes_b, StreamOrDevice s) {
+  const char* op = "tensordot";
+  if (axes_a.size() != axes_b.size()) {
+    invalid(op, "axes_a and axes_b must have the same length.");
+  }
+  int na = static_cast<int>(a.ndim()), nb = static_cast<int>(b.ndim());
+  std::vector<int> ca, cb;
+  for (size_t i = 0; i < axes_a.size(); ++i) {
+    ca.push_back(detail::normalize_axis(axes_a[i], na, op));
+    cb.push_back(detail::normalize_axis(axes_b[i], nb, op));
+    if (a.shape(ca.back()) != b.shape(cb.back())) {
+      invalid(op, "contracted axes must have equal sizes, got " + describe(a) +
+                      " and " + describe(b) + ".");
+    }
+  }
+  // Normalizing the sorted copies checks for duplicates.
+  detail::normalize_axes(ca, na, op);
+  detail::normalize_axes(cb, nb, op);
+  auto free_axes = [](int n, const std::vector<int>& used) {
+    std::vector<int> f;
+    for (int i = 0; i < n; ++i) {
+      if (std::find(used.begin(), used.end(), i) == used.end()) f.push_back(i);
+    }
+    return f;
+  };
+  auto fa = free_axes(na, ca), fb = free_axes(nb, cb);
+  Shape out_shape;
+  int64_t m = 1, n = 1, k = 1;
+  for (int i : fa) m *= a.shape(i), out_shape.push_back(a.shape(i));
+  for (int i : fb) n *= b.shape(i), out_shape.push_back(b.shape(i));
+  for (int i : ca) k *= a.shape(i);
+  std::vector<int> pa = fa, pb = cb;
+  pa.insert(pa.end(), ca.begin(), ca.end());
+  pb.insert(pb.end(), fb.begin(), fb.end());
+  auto am = reshape(transpose(a, pa, s),
+                    {static_cast<int>(m), static_cast<int>(k)}, s);
+  auto bm = reshape(transpose(b, pb, s),
+                    {static_cast<int>(k), static_cast<int>(n)}, s);
+  return reshape(matmul(am, bm, s), out_shape, s);
+}
+
+} // namespace kiln

@@ -1,0 +1,48 @@
+#include "kiln/primitives/linalg.h"
+
+#include <algorithm>
+
+namespace kiln {
+
+namespace {
+
+Shape product_shape(const array& a, const array& b) {
+  Shape s = a.shape();
+  s.back() = b.shape().back();
+  return s;
+}
+
+} // namespace
+
+std::vector<Shape> Matmul::output_shapes(const std::vector<array>& inputs) {
+  return {product_shape(inputs[0], inputs[1])};
+}
+
+std::vector<Shape> AddMM::output_shapes(const std::vector<array>& inputs) {
+  return {product_shape(inputs[1], inputs[2])};
+}
+
+std::vector<Shape> QRF::output_shapes(const std::vector<array>& inputs) {
+  Shape q = inputs[0].shape();
+  Shape r = q;
+  int m = q[q.size() - 2], n = q.back();
+  int k = std::min(m, n);
+  q.back() = k;
+  r[r.size() - 2] = k;
+  return {q, r};
+}
+
+std::vector<Shape> SVD::output_shapes(const std::vector<array>& inputs) {
+  const Shape& a = inputs[0].shape();
+  int m = a[a.size() - 2], n = a.back();
+  Shape batch(a.begin(), a.end() - 2);
+  Shape s = batch;
+  s.push_back(std::min(m, n));
+  if (!compute_uv_) return {s};
+  Shape u = batch, vt = batch;
+  u.insert(u.end(), {m, m});
+  vt.insert(vt.end(), {n, n});
+  return {u, s, vt};
+}
+
+} // namespace kiln
