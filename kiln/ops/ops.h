@@ -3,5 +3,6 @@
 
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
+#include "kiln/ops/random.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
