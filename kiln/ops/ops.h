@@ -3,6 +3,8 @@
 
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
+#include "kiln/ops/fast.h"
 #include "kiln/ops/random.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
+#include "kiln/ops/softmax.h"
