@@ -31,8 +31,11 @@ using Deleter = std::function<void(allocator::Buffer)>;
 
 class array {
  public:
-  /** A 0-d array holding a scalar, optionally cast to dtype. */
+  /** A 0-d array holding a scalar, optionally cast to dtype. Constrained to
+   *  element types, so that overloads taking std::optional<array> next to
+   *  other types (a Dtype, a Shape) resolve instead of failing to compile. */
   template <typename T>
+    requires requires { TypeToDtype<T>::value; }
   explicit array(T val, Dtype dtype = default_dtype_of<T>);
 
   /** A 1-d array from a list; the dtype is the list's type unless given. */
@@ -227,6 +230,7 @@ Strides row_major_strides(const Shape& shape);
 size_t shape_size(const Shape& shape);
 
 template <typename T>
+  requires requires { TypeToDtype<T>::value; }
 array::array(T val, Dtype dtype)
     : desc_(std::make_shared<ArrayDesc>(Shape{}, dtype)) {
   init(&val);

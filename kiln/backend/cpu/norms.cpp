@@ -1,0 +1,92 @@
+// LayerNorm and RMSNorm over the last axis, one row at a time. Row
+// statistics accumulate in double; each element is computed in float (or
+// double for float64) and rounded once.
+#include <cmath>
+
+#include "kiln/backend/cpu/copy.h"
+#include "kiln/core/dispatch.h"
+#include "kiln/core/thread_pool.h"
+#include "kiln/primitives/fast.h"
+
+namespace kiln::fast {
+
+namespace {
+
+array row_major(const array& a) {
+  if (a.flags().row_contiguous) return a;
+  auto tmp = array::uninitialized(a.shape(), a.dtype());
+  kiln::detail::copy_row_major(a, tmp);
+  return tmp;
+}
+
+// A weight or bias: 1-d over the last axis, or a 0-d stand-in (stride 0).
+int64_t param_stride(const array& p) {
+  return p.ndim() == 0 ? 0 : p.strides()[0];
+}
+
+template <typename T>
+void normalize(const array& x, const array& w, const array* b, array& out,
+               float eps, bool rms) {
+  using C = compute_t<T>;
+  int64_t n = x.shape(-1);
+  size_t rows = n == 0 ? 0 : x.size() / n;
+  const T* px = x.data<T>();
+  const T* pw = w.data<T>();
+  const T* pb = b ? b->data<T>() : nullptr;
+  int64_t sw = param_stride(w), sb = b ? param_stride(*b) : 0;
+  T* po = out.data<T>();
+  size_t grain = std::max<size_t>(1, (1 << 14) / std::max<int64_t>(n, 1));
+  kiln::detail::parallel_for(rows, grain, [&](size_t lo, size_t hi) {
+    for (size_t r = lo; r < hi; ++r) {
+      const T* xr = px + r * n;
+      T* orow = po + r * n;
+      double mean = 0, ss = 0;
+      if (!rms) {
+        for (int64_t j = 0; j < n; ++j) mean += static_cast<double>(xr[j]);
+        mean /= n;
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        double d = static_cast<double>(xr[j]) - mean;
+        ss += d * d;
+      }
+      C inv =
+          static_cast<C>(1.0 / std::sqrt(ss / n + static_cast<double>(eps)));
+      C mu = static_cast<C>(mean);
+      for (int64_t j = 0; j < n; ++j) {
+        C y = (static_cast<C>(xr[j]) - mu) * inv * static_cast<C>(pw[j * sw]);
+        if (pb) y += static_cast<C>(pb[j * sb]);
+        orow[j] = T(y);
+      }
+    }
+  });
+}
+
+void run(const char* name, const std::vector<array>& inputs, array& out,
+         float eps, bool rms) {
+  auto x = row_major(inputs[0]);
+  out.set_data(allocator::malloc(out.nbytes()));
+  dispatch_type(x.dtype(), [&](auto tag) {
+    using T = KILN_TYPE(tag);
+    if constexpr (std::is_floating_point_v<compute_t<T>>) {
+      normalize<T>(x, inputs[1], rms ? nullptr : &inputs[2], out, eps, rms);
+    } else {
+      throw std::invalid_argument(std::string("[") + name +
+                                  "] unsupported dtype " +
+                                  dtype_name(x.dtype()) + ".");
+    }
+  });
+}
+
+} // namespace
+
+void LayerNorm::eval_cpu(const std::vector<array>& inputs,
+                         std::vector<array>& outputs) {
+  run(name(), inputs, outputs[0], eps_, false);
+}
+
+void RMSNorm::eval_cpu(const std::vector<array>& inputs,
+                       std::vector<array>& outputs) {
+  run(name(), inputs, outputs[0], eps_, true);
+}
+
+} // namespace kiln::fast

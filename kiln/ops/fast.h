@@ -1,0 +1,55 @@
+// Fused ops for transformers, as mlx.core.fast: normalization over the last
+// axis, rotary position embedding and scaled dot-product attention.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "kiln/core/array.h"
+#include "kiln/core/device.h"
+
+namespace kiln::fast {
+
+/** x * rsqrt(mean(x^2, -1) + eps) * weight, over the last axis. weight is
+ *  1-d with x's last-axis size; the output dtype promotes x and weight. */
+array rms_norm(const array& x, const std::optional<array>& weight, float eps,
+               StreamOrDevice s = {});
+
+/** (x - mean) * rsqrt(var + eps) * weight + bias over the last axis;
+ *  weight and bias are optional 1-d arrays of x's last-axis size. */
+array layer_norm(const array& x, const std::optional<array>& weight,
+                 const std::optional<array>& bias, float eps,
+                 StreamOrDevice s = {});
+
+/** Rotary position embedding of x (B, *, T, D): the first `dims` features of
+ *  position t rotate by angles (offset + t) * scale / freq_i, where freq_i
+ *  is base^(2i / dims) unless freqs (dims / 2 values) is given; exactly one
+ *  of base and freqs has a value. traditional rotates consecutive pairs,
+ *  otherwise the two halves of the first dims features pair up. offset is
+ *  an int, or an integer array: a scalar or one offset per batch entry. */
+array rope(const array& x, int dims, bool traditional,
+           std::optional<float> base, float scale, int offset,
+           const std::optional<array>& freqs = std::nullopt,
+           StreamOrDevice s = {});
+array rope(const array& x, int dims, bool traditional,
+           std::optional<float> base, float scale, const array& offset,
+           const std::optional<array>& freqs = std::nullopt,
+           StreamOrDevice s = {});
+
+/** softmax(scale * q @ k^T + mask) @ v, the softmax in float32 (or
+ *  float64). q is (B, Nq, Lq, D), k (B, Nkv, Lk, D), v (B, Nkv, Lk, Dv),
+ *  with Nq a multiple of Nkv (grouped-query attention; k and v are not
+ *  repeated). mask_mode is "" (no mask, or mask_arr if given), "array" or
+ *  "causal" (query i sees keys up to i + Lk - Lq). mask_arr broadcasts to
+ *  (B, Nq, Lq, Lk): bool (false hides a key) or additive. sinks (Nq,) adds
+ *  one extra logit per head to each softmax. force_fused is accepted for
+ *  MLX compatibility; the CPU always uses its fused kernel. */
+array scaled_dot_product_attention(const array& queries, const array& keys,
+                                   const array& values, float scale,
+                                   const std::string& mask_mode = "",
+                                   std::optional<array> mask_arr = {},
+                                   const std::optional<array>& sinks = {},
+                                   bool force_fused = false,
+                                   StreamOrDevice s = {});
+
+} // namespace kiln::fast

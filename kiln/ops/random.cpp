@@ -1,0 +1,395 @@
+#include "kiln/ops/random.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "kiln/ops/creation.h"
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/reduction.h"
+#include "kiln/ops/shape.h"
+#include "kiln/ops/utils.h"
+#include "kiln/primitives/random.h"
+
+namespace kiln::random {
+
+using detail::describe;
+using detail::invalid;
+using detail::shape_str;
+
+namespace {
+
+// Rows of a (2, 2) array of keys without a slice op: keep one row, zero the
+// other and take the maximum over rows (exact for uint32).
+array key_row(const array& keys, int row, Stream s) {
+  array mask({row == 0, row == 1}, {2, 1});
+  return max(where(mask, keys, array(0u, uint32), s), 0, false, s);
+}
+
+void check_shape(const char* op, const Shape& shape) {
+  for (auto d : shape) {
+    if (d < 0)
+      invalid(op, "negative dimension in shape " + shape_str(shape) + ".");
+  }
+}
+
+// True when `from` broadcasts to exactly `to`.
+bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  size_t off = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (from[i] != 1 && from[i] != to[i + off]) return false;
+  }
+  return true;
+}
+
+// The float32 value just below 1 in dtype, so samples stay below high.
+float below_one(Dtype dtype) {
+  if (dtype == float16) return 0.99951171875f; // 0x3bff
+  if (dtype == bfloat16) return 0.99609375f;   // 0x3f7f
+  return std::nextafter(1.0f, 0.0f);
+}
+
+array float32_erf(const array& x, bool inverse, Stream s) {
+  return array(x.shape(), x.dtype(), std::make_shared<Float32Erf>(s, inverse),
+               {x});
+}
+
+} // namespace
+
+// ---- keys and state ---------------------------------------------------------
+
+KeyState::KeyState(uint64_t seed) : key_(key(seed)) {}
+
+array KeyState::get() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return key_;
+}
+
+void KeyState::set(array key) {
+  if (key.dtype() != uint32 || key.shape() != Shape{2}) {
+    invalid("random.state", "a key is a uint32 array of shape (2,); got " +
+                                describe(key) + ".");
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  key_ = std::move(key);
+}
+
+void KeyState::seed(uint64_t seed) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  key_ = key(seed);
+}
+
+array KeyState::next() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [first, second] = split(key_);
+  key_ = std::move(first);
+  return second;
+}
+
+KeyState& state() {
+  static KeyState ks(static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count()));
+  return ks;
+}
+
+array key(uint64_t seed) {
+  return array({static_cast<uint32_t>(seed >> 32),
+                static_cast<uint32_t>(seed & 0xffffffffu)});
+}
+
+void seed(uint64_t seed) { state().seed(seed); }
+
+array bits(const Shape& shape, int width, const std::optional<array>& key,
+           StreamOrDevice s) {
+  check_shape("bits", shape);
+  if (width != 1 && width != 2 && width != 4) {
+    invalid("bits", "width must be 1, 2 or 4 bytes; got " +
+                        std::to_string(width) + ".");
+  }
+  if (key && (key->dtype() != uint32 || key->shape() != Shape{2})) {
+    invalid("bits", "a key is a uint32 array of shape (2,); got " +
+                        describe(*key) + ".");
+  }
+  Dtype dt = width == 4 ? uint32 : width == 2 ? uint16 : uint8;
+  auto k = key ? *key : state().next();
+  return array(shape, dt,
+               std::make_shared<RandomBits>(to_stream(s), shape, width), {k});
+}
+
+std::pair<array, array> split(const array& key, StreamOrDevice s) {
+  auto keys = split(key, 2, s);
+  auto stream = to_stream(s);
+  return {key_row(keys, 0, stream), key_row(keys, 1, stream)};
+}
+
+array split(const array& key, int num, StreamOrDevice s) {
+  if (num < 0)
+    invalid("split",
+            "num must be non-negative; got " + std::to_string(num) + ".");
+  if (key.dtype() != uint32 || key.shape() != Shape{2}) {
+    invalid("split", "a key is a uint32 array of shape (2,); got " +
+                         describe(key) + ".");
+  }
+  return bits({num, 2}, 4, key, s);
+}
+
+// ---- continuous distributions
+// ------------------------------------------------
+
+array uniform(const array& low, const array& high, const Shape& shape,
+              Dtype dtype, const std::optional<array>& key, StreamOrDevice s) {
+  if (!is_floating_point(dtype)) {
+    invalid("uniform", "dtype must be a real floating type; got " +
+                           dtype_name(dtype) + ".");
+  }
+  check_shape("uniform", shape);
+  auto bshape = detail::broadcast_shapes(low.shape(), high.shape(), "uniform");
+  if (!broadcasts_to(bshape, shape)) {
+    invalid("uniform", "low (" + describe(low) + ") and high (" +
+                           describe(high) + ") do not broadcast to shape " +
+                           shape_str(shape) + ".");
+  }
+  auto stream = to_stream(s);
+  auto lo = astype(low, dtype, stream);
+  auto range = subtract(astype(high, dtype, stream), lo, stream);
+  // bits / (2^32 - 1) in float32, capped below 1 so samples stay below high.
+  auto u = divide(bits(shape, 4, key, stream),
+                  array(static_cast<float>(UINT32_MAX)), stream);
+  u = astype(minimum(u, array(below_one(dtype)), stream), dtype, stream);
+  return add(multiply(range, u, stream), lo, stream);
+}
+
+array uniform(const Shape& shape, Dtype dtype, const std::optional<array>& key,
+              StreamOrDevice s) {
+  return uniform(array(0.0f, dtype), array(1.0f, dtype), shape, dtype, key, s);
+}
+
+array normal(const Shape& shape, Dtype dtype, const std::optional<array>& loc,
+             const std::optional<array>& scale, const std::optional<array>& key,
+             StreamOrDevice s) {
+  if (!is_floating_point(dtype)) {
+    invalid("normal", "dtype must be a real floating type; got " +
+                          dtype_name(dtype) + ".");
+  }
+  check_shape("normal", shape);
+  auto stream = to_stream(s);
+  // Inverse CDF: sqrt(2) * erfinv(u) for u uniform in (-1, 1).
+  auto u = uniform(array(std::nextafter(-1.0f, 0.0f)), array(1.0f), shape,
+                   float32, key, stream);
+  auto samples = astype(float32_erf(u, true, stream), dtype, stream);
+  auto applied_scale = array(std::sqrt(2.0), dtype);
+  if (scale) {
+    applied_scale =
+        multiply(applied_scale, astype(*scale, dtype, stream), stream);
+  }
+  samples = multiply(applied_scale, samples, stream);
+  if (loc) samples = add(astype(*loc, dtype, stream), samples, stream);
+  return samples;
+}
+
+array normal(const Shape& shape, Dtype dtype, float loc, float scale,
+             const std::optional<array>& key, StreamOrDevice s) {
+  auto loc_ = loc == 0 ? std::nullopt : std::make_optional(array(loc, dtype));
+  auto scale_ =
+      scale == 1 ? std::nullopt : std::make_optional(array(scale, dtype));
+  return normal(shape, dtype, loc_, scale_, key, s);
+}
+
+array truncated_normal(const array& lower, const array& upper,
+                       const Shape& shape, Dtype dtype,
+                       const std::optional<array>& key, StreamOrDevice s) {
+  if (!is_floating_point(dtype)) {
+    invalid("truncated_normal", "dtype must be a real floating type; got " +
+                                    dtype_name(dtype) + ".");
+  }
+  check_shape("truncated_normal", shape);
+  auto bshape = detail::broadcast_shapes(lower.shape(), upper.shape(),
+                                         "truncated_normal");
+  if (!broadcasts_to(bshape, shape)) {
+    invalid("truncated_normal",
+            "lower (" + describe(lower) + ") and upper (" + describe(upper) +
+                ") do not broadcast to shape " + shape_str(shape) + ".");
+  }
+  auto stream = to_stream(s);
+  // Uniform between the bounds' CDF values, mapped back through erfinv.
+  auto sqrt2 = array(std::sqrt(2.0), dtype);
+  auto lo = astype(lower, dtype, stream);
+  auto hi = astype(upper, dtype, stream);
+  auto a = float32_erf(divide(lo, sqrt2, stream), false, stream);
+  auto b = float32_erf(divide(hi, sqrt2, stream), false, stream);
+  auto u = uniform(a, b, shape, dtype, key, stream);
+  auto out = multiply(sqrt2, float32_erf(u, true, stream), stream);
+  return maximum(minimum(hi, out, stream), lo, stream);
+}
+
+array truncated_normal(const array& lower, const array& upper, Dtype dtype,
+                       const std::optional<array>& key, StreamOrDevice s) {
+  auto shape = detail::broadcast_shapes(lower.shape(), upper.shape(),
+                                        "truncated_normal");
+  return truncated_normal(lower, upper, shape, dtype, key, s);
+}
+
+array gumbel(const Shape& shape, Dtype dtype, const std::optional<array>& key,
+             StreamOrDevice s) {
+  if (!is_floating_point(dtype)) {
+    invalid("gumbel", "dtype must be a real floating type; got " +
+                          dtype_name(dtype) + ".");
+  }
+  auto stream = to_stream(s);
+  auto u = uniform(shape, dtype, key, stream);
+  return negative(log(negative(log(u, stream), stream), stream), stream);
+}
+
+// ---- discrete distributions
+// --------------------------------------------------
+
+array randint(const array& low, const array& high, const Shape& shape,
+              Dtype dtype, const std::optional<array>& key, StreamOrDevice s) {
+  if (is_inexact(dtype)) {
+    invalid("randint", "dtype must be an integer type or bool; got " +
+                           dtype_name(dtype) + ".");
+  }
+  auto stream = to_stream(s);
+  try {
+    detail::broadcast_shapes(low.shape(), high.shape(), "randint");
+  } catch (const std::invalid_argument&) {
+    invalid("randint", "low (" + describe(low) + ") and high (" +
+                           describe(high) + ") cannot be broadcast together.");
+  }
+  // MLX 0.32 draws in float32, floors, then clips to [low, high - 1] in the
+  // output dtype; the clip order matters for bounds that wrap in dtype.
+  auto u = uniform(low, high, shape, float32, key, stream);
+  auto out = astype(floor(u, stream), dtype, stream);
+  auto h = high.dtype() == bool_ ? astype(high, int32, stream) : high;
+  auto top = subtract(h, array(1, h.dtype()), stream);
+  out = minimum(out, astype(top, dtype, stream), stream);
+  return maximum(out, astype(low, dtype, stream), stream);
+}
+
+array bernoulli(const array& p, const Shape& shape,
+                const std::optional<array>& key, StreamOrDevice s) {
+  if (!is_floating_point(p.dtype())) {
+    invalid("bernoulli",
+            "p must be a floating array; got " + describe(p) + ".");
+  }
+  check_shape("bernoulli", shape);
+  if (!broadcasts_to(p.shape(), shape)) {
+    invalid("bernoulli", "p (" + describe(p) +
+                             ") does not broadcast to shape " +
+                             shape_str(shape) + ".");
+  }
+  auto stream = to_stream(s);
+  // bits < p * (just above 2^32 - 1): p >= 1 is always true, p <= 0 never.
+  auto upper = array(std::nextafter(static_cast<float>(UINT32_MAX),
+                                    std::numeric_limits<float>::max()));
+  return less(bits(shape, 4, key, stream), multiply(p, upper, stream), stream);
+}
+
+array bernoulli(const array& p, const std::optional<array>& key,
+                StreamOrDevice s) {
+  return bernoulli(p, p.shape(), key, s);
+}
+
+array bernoulli(const std::optional<array>& key, StreamOrDevice s) {
+  return bernoulli(array(0.5f), key, s);
+}
+
+namespace {
+
+// Gumbel-max sampling: argmax over the category axis, which sits at
+// `offset` once the sample shape is laid out around it.
+array categorical_impl(const array& logits, int axis, const Shape& shape,
+                       const std::optional<array>& key, Stream s) {
+  auto gshape = shape;
+  int offset = axis + static_cast<int>(shape.size()) -
+               static_cast<int>(logits.ndim()) + 1;
+  gshape.insert(gshape.begin() + offset, logits.shape(axis));
+  auto g = gumbel(gshape, float32, key, s);
+  return argmax(add(g, logits, s), offset, false, s);
+}
+
+void check_logits(const array& logits) {
+  if (logits.ndim() == 0) {
+    invalid("categorical", "logits must have at least one dimension; got " +
+                               describe(logits) + ".");
+  }
+  if (!is_floating_point(logits.dtype()) && !is_integral(logits.dtype())) {
+    invalid("categorical",
+            "logits must be real numbers; got " + describe(logits) + ".");
+  }
+}
+
+} // namespace
+
+array categorical(const array& logits, int axis, const Shape& shape,
+                  const std::optional<array>& key, StreamOrDevice s) {
+  check_logits(logits);
+  check_shape("categorical", shape);
+  axis = detail::normalize_axis(axis, static_cast<int>(logits.ndim()),
+                                "categorical");
+  auto reduced = logits.shape();
+  reduced.erase(reduced.begin() + axis);
+  if (!broadcasts_to(reduced, shape)) {
+    invalid("categorical", "shape " + shape_str(shape) +
+                               " is not broadcast compatible with the reduced "
+                               "logits shape " +
+                               shape_str(reduced) + ".");
+  }
+  return categorical_impl(logits, axis, shape, key, to_stream(s));
+}
+
+array categorical(const array& logits, int axis, int num_samples,
+                  const std::optional<array>& key, StreamOrDevice s) {
+  check_logits(logits);
+  if (num_samples < 0) {
+    invalid("categorical", "num_samples must be non-negative; got " +
+                               std::to_string(num_samples) + ".");
+  }
+  axis = detail::normalize_axis(axis, static_cast<int>(logits.ndim()),
+                                "categorical");
+  auto stream = to_stream(s);
+  auto l = expand_dims(logits, -1, stream);
+  auto shape = l.shape();
+  shape.erase(shape.begin() + axis);
+  shape.back() = num_samples;
+  return categorical_impl(l, axis, shape, key, stream);
+}
+
+array categorical(const array& logits, int axis,
+                  const std::optional<array>& key, StreamOrDevice s) {
+  check_logits(logits);
+  axis = detail::normalize_axis(axis, static_cast<int>(logits.ndim()),
+                                "categorical");
+  auto shape = logits.shape();
+  shape.erase(shape.begin() + axis);
+  return categorical_impl(logits, axis, shape, key, to_stream(s));
+}
+
+// ---- permutations
+// ------------------------------------------------------------
+
+array permutation(int n, const std::optional<array>& key, StreamOrDevice s) {
+  if (n < 0)
+    invalid("permutation",
+            "n must be non-negative; got " + std::to_string(n) + ".");
+  return permutation(arange(0.0, n, uint32, s), 0, key, s);
+}
+
+array permutation(const array& x, int axis, const std::optional<array>& key,
+                  StreamOrDevice s) {
+  if (x.ndim() == 0) {
+    invalid("permutation", "cannot permute a 0-d array (" + describe(x) + ").");
+  }
+  axis =
+      detail::normalize_axis(axis, static_cast<int>(x.ndim()), "permutation");
+  auto stream = to_stream(s);
+  // MLX: the order that sorts one random uint32 per position.
+  auto keys = bits({x.shape(axis)}, 4, key, stream);
+  return array(x.shape(), x.dtype(),
+               std::make_shared<RandomPermutation>(stream, axis), {keys, x});
+}
+
+} // namespace kiln::random

@@ -1,0 +1,141 @@
+// Fused primitives of kiln::fast. Each has a dedicated kernel and keeps an
+// equivalent graph of basic ops, the fallback, from which transformations
+// derive gradients and batching rules.
+#pragma once
+
+#include <functional>
+
+#include "kiln/core/primitive.h"
+
+namespace kiln::fast {
+
+using Fallback = std::function<std::vector<array>(std::vector<array>)>;
+
+/** A primitive whose meaning is given by its fallback on the same inputs. */
+class Custom : public Primitive {
+ public:
+  Custom(Stream s, Fallback fallback)
+      : Primitive(s), fallback_(std::move(fallback)) {}
+  const Fallback& fallback() const { return fallback_; }
+
+ protected:
+  const Fallback fallback_;
+};
+
+/** Inputs: x (any shape), weight and bias (1-d over x's last axis, or 0-d
+ *  when absent). Normalizes over the last axis. */
+class LayerNorm : public Custom {
+ public:
+  LayerNorm(Stream s, Fallback f, float eps)
+      : Custom(s, std::move(f)), eps_(eps) {}
+  const char* name() const override { return "LayerNorm"; }
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  KILN_GPU_EVAL
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const LayerNorm*>(&other);
+    return o && o->eps_ == eps_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    return {in[0].shape()};
+  }
+  float eps() const { return eps_; }
+
+ private:
+  const float eps_;
+};
+
+/** Inputs: x, weight (1-d over x's last axis, or 0-d when absent). */
+class RMSNorm : public Custom {
+ public:
+  RMSNorm(Stream s, Fallback f, float eps)
+      : Custom(s, std::move(f)), eps_(eps) {}
+  const char* name() const override { return "RMSNorm"; }
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  KILN_GPU_EVAL
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const RMSNorm*>(&other);
+    return o && o->eps_ == eps_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    return {in[0].shape()};
+  }
+  float eps() const { return eps_; }
+
+ private:
+  const float eps_;
+};
+
+/** Inputs: x (B, ..., T, D), offset (int32, 0-d or (B,)), and optionally
+ *  freqs (float32, (dims / 2,)) which replace base. Rotates the first dims
+ *  features of each position t by angles (t + offset) * scale * 1 / freq. */
+class RoPE : public Custom {
+ public:
+  RoPE(Stream s, Fallback f, int dims, bool traditional, float base,
+       float scale)
+      : Custom(s, std::move(f)),
+        dims_(dims),
+        traditional_(traditional),
+        base_(base),
+        scale_(scale) {}
+  const char* name() const override { return "RoPE"; }
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  KILN_GPU_EVAL
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const RoPE*>(&other);
+    return o && o->dims_ == dims_ && o->traditional_ == traditional_ &&
+           o->base_ == base_ && o->scale_ == scale_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    return {in[0].shape()};
+  }
+  int dims() const { return dims_; }
+  bool traditional() const { return traditional_; }
+  float base() const { return base_; }
+  float scale() const { return scale_; }
+
+ private:
+  const int dims_;
+  const bool traditional_;
+  const float base_;
+  const float scale_;
+};
+
+/** Inputs: q (B, Nq, Lq, D), k (B, Nkv, Lk, D), v (B, Nkv, Lk, Dv), then an
+ *  optional mask broadcast to (B, Nq, Lq, Lk) (bool, or additive in the
+ *  output dtype), then optional sinks (Nq,). Nq is a multiple of Nkv. */
+class ScaledDotProductAttention : public Custom {
+ public:
+  ScaledDotProductAttention(Stream s, Fallback f, float scale, bool do_causal,
+                            bool has_sinks)
+      : Custom(s, std::move(f)),
+        scale_(scale),
+        do_causal_(do_causal),
+        has_sinks_(has_sinks) {}
+  const char* name() const override { return "ScaledDotProductAttention"; }
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  KILN_GPU_EVAL
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const ScaledDotProductAttention*>(&other);
+    return o && o->scale_ == scale_ && o->do_causal_ == do_causal_ &&
+           o->has_sinks_ == has_sinks_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    auto shape = in[0].shape();
+    shape.back() = in[2].shape().back();
+    return {shape};
+  }
+  float scale() const { return scale_; }
+  bool do_causal() const { return do_causal_; }
+  bool has_sinks() const { return has_sinks_; }
+
+ private:
+  const float scale_;
+  const bool do_causal_;
+  const bool has_sinks_;
+};
+
+} // namespace kiln::fast
