@@ -60,6 +60,18 @@ void BM_TransposeCopy4096(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * 2LL * 4096 * 4096 * 4);
 }
 
+void BM_Matmul1024(benchmark::State& state) {
+  const int n = 1024;
+  auto a = random_input({n, n}), b = random_input({n, n});
+  for (auto _ : state) {
+    auto c = matmul(a, b);
+    c.eval();
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      2.0 * n * n * n * state.iterations(), benchmark::Counter::kIsRate,
+      benchmark::Counter::kIs1000);
+}
+
 void BM_OpenBLASSgemm1024(benchmark::State& state) {
   const int n = 1024;
   auto a = random_input({n, n}), b = random_input({n, n});
@@ -80,6 +92,7 @@ BENCHMARK(BM_Add16M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Sum16M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Exp16M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_TransposeCopy4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Matmul1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_OpenBLASSgemm1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -72,6 +72,9 @@ array::array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive,
   node->outputs.push_back(desc_);
   node->shapes.push_back(desc_->shape);
   node->dtypes.push_back(dtype);
+  for (auto& in : node->inputs) {
+    if (in.desc_->is_tracer) desc_->is_tracer = detail::in_tracing();
+  }
   desc_->node = std::move(node);
 }
 
@@ -92,6 +95,9 @@ std::vector<array> array::make_arrays(
     auto d = std::make_shared<ArrayDesc>(shapes[i], dtypes[i]);
     d->position = static_cast<uint32_t>(i);
     d->node = node;
+    for (auto& in : inputs) {
+      if (in.desc_->is_tracer) d->is_tracer = detail::in_tracing();
+    }
     node->outputs.push_back(d);
     outs.push_back(array(std::move(d)));
   }

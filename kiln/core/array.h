@@ -25,7 +25,9 @@ class array;
 
 namespace detail {
 struct Event;
-}
+/** True while a transformation traces a function in this thread. */
+bool in_tracing();
+} // namespace detail
 
 using Deleter = std::function<void(allocator::Buffer)>;
 
@@ -138,8 +140,9 @@ class array {
   uintptr_t id() const { return reinterpret_cast<uintptr_t>(desc_.get()); }
   bool is_same(const array& o) const { return desc_ == o.desc_; }
 
-  /** Marks arrays created while a transformation traces a function. */
-  bool is_tracer() const { return desc_->is_tracer; }
+  /** Marks arrays created while a transformation traces a function; only
+   *  meaningful while tracing is in progress. */
+  bool is_tracer() const { return desc_->is_tracer && detail::in_tracing(); }
   void set_tracer(bool t) { desc_->is_tracer = t; }
 
   // ======== Backend fence: only kernels and the evaluator call these ========

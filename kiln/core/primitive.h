@@ -3,6 +3,7 @@
 // eval_gpu are declared here and defined in the backends.
 #pragma once
 
+#include <memory>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -26,6 +27,23 @@
 #define KILN_GPU_EVAL_UNARY
 #endif
 
+// Declarations of the transformation rules (defined next to each family in
+// primitives/<family>_grads.cpp).
+#define KILN_DECLARE_VJP                                              \
+  std::vector<array> vjp(const std::vector<array>& primals,           \
+                         const std::vector<array>& cotangents,        \
+                         const std::vector<int>& argnums,             \
+                         const std::vector<array>& outputs) override;
+#define KILN_DECLARE_JVP                                              \
+  std::vector<array> jvp(const std::vector<array>& primals,           \
+                         const std::vector<array>& tangents,          \
+                         const std::vector<int>& argnums) override;
+#define KILN_DECLARE_VMAP                                             \
+  std::pair<std::vector<array>, std::vector<int>> vmap(               \
+      const std::vector<array>& inputs, const std::vector<int>& axes) \
+      override;
+#define KILN_DECLARE_GRADS KILN_DECLARE_VJP KILN_DECLARE_JVP KILN_DECLARE_VMAP
+
 namespace kiln {
 
 /** How compile's fusion pass may treat a primitive. */
@@ -38,7 +56,7 @@ enum class FusionKind {
   broadcast, // broadcast_to: a view inside a region, never a region's end
 };
 
-class Primitive {
+class Primitive : public std::enable_shared_from_this<Primitive> {
  public:
   explicit Primitive(Stream stream) : stream_(stream) {}
   virtual ~Primitive() = default;
@@ -76,6 +94,10 @@ class Primitive {
   /** Same computation with the same parameters (common-subexpression
    *  elimination merges equivalent nodes). */
   virtual bool is_equivalent(const Primitive& other) const { return false; }
+
+  /** Inputs [0, n) carry gradients; later inputs (for example the traced
+   *  outputs a custom function forwards) do not. */
+  virtual int num_differentiable_inputs(int n_inputs) const { return n_inputs; }
 
   virtual const char* name() const = 0;
   virtual FusionKind fusion_kind() const { return FusionKind::none; }

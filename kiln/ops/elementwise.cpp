@@ -71,7 +71,10 @@ array astype(array a, Dtype dtype, StreamOrDevice s) {
 }
 
 array abs(const array& a, StreamOrDevice s) {
-  if (is_complex(a.dtype())) return unary<Abs>(a, complex64, s);
+  if (is_complex(a.dtype())) {
+    // |z| is real, as in NumPy and MLX.
+    return array(a.shape(), float32, std::make_shared<Abs>(to_stream(s)), {a});
+  }
   return unary<Abs>(a, a.dtype(), s);
 }
 

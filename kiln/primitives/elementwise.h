@@ -8,10 +8,21 @@
 namespace kiln {
 
 /** Shared behaviour of parameterless elementwise primitives: two of the same
- *  class are equivalent, and the output has the inputs' shape. */
+ *  class are equivalent, the output has the inputs' shape, and the
+ *  transformation rules follow from each class's partial derivatives. */
 class Elementwise : public UnaryPrimitive {
  public:
   Elementwise(Stream s, FusionKind kind) : UnaryPrimitive(s), kind_(kind) {}
+
+  /** d out / d inputs[i] for each i in argnums, shaped like out. */
+  virtual std::vector<array> partials(const std::vector<array>& inputs,
+                                      const array& out,
+                                      const std::vector<int>& argnums) = 0;
+  /** The output dtype for these inputs (default: the last input's). */
+  virtual Dtype out_dtype(const std::vector<array>& inputs) const {
+    return inputs.back().dtype();
+  }
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     return typeid(*this) == typeid(other);
   }
@@ -26,16 +37,33 @@ class Elementwise : public UnaryPrimitive {
 
 // Declares an elementwise primitive class; its eval_cpu lives in
 // backend/cpu/{unary,binary}.cpp and its functor has the same name.
-#define KILN_ELEMENTWISE(Name, Kind)                                      \
+#define KILN_ELEMENTWISE_CLASS(Name, Kind, extra)                         \
   class Name : public Elementwise {                                       \
    public:                                                                \
     explicit Name(Stream s) : Elementwise(s, FusionKind::Kind) {}         \
     const char* name() const override { return #Name; }                   \
     void eval_cpu(const std::vector<array>& inputs, array& out) override; \
     KILN_GPU_EVAL_UNARY                                                   \
+    std::vector<array> partials(const std::vector<array>& inputs,         \
+                                const array& out,                         \
+                                const std::vector<int>& argnums) override; \
+    extra                                                                 \
   };
+#define KILN_ELEMENTWISE(Name, Kind) KILN_ELEMENTWISE_CLASS(Name, Kind, )
+// Predicates return bool whatever their inputs.
+#define KILN_PREDICATE(Name, Kind)                                        \
+  KILN_ELEMENTWISE_CLASS(Name, Kind,                                      \
+                         Dtype out_dtype(const std::vector<array>&)       \
+                             const override { return bool_; })
 
-KILN_ELEMENTWISE(Abs, unary)
+// |z| of a complex number is real.
+KILN_ELEMENTWISE_CLASS(Abs, unary,
+                       Dtype out_dtype(const std::vector<array>& in)
+                           const override {
+                             return in[0].dtype() == complex64
+                                        ? float32
+                                        : in[0].dtype();
+                           })
 KILN_ELEMENTWISE(Negative, unary)
 KILN_ELEMENTWISE(Sign, unary)
 KILN_ELEMENTWISE(Square, unary)
@@ -65,7 +93,7 @@ KILN_ELEMENTWISE(ErfInv, unary)
 KILN_ELEMENTWISE(Floor, unary)
 KILN_ELEMENTWISE(Ceil, unary)
 KILN_ELEMENTWISE(Round, unary)
-KILN_ELEMENTWISE(LogicalNot, unary)
+KILN_PREDICATE(LogicalNot, unary)
 KILN_ELEMENTWISE(BitwiseInvert, unary)
 KILN_ELEMENTWISE(StopGradient, unary)
 
@@ -80,15 +108,15 @@ KILN_ELEMENTWISE(Maximum, binary)
 KILN_ELEMENTWISE(Minimum, binary)
 KILN_ELEMENTWISE(ArcTan2, binary)
 KILN_ELEMENTWISE(LogAddExp, binary)
-KILN_ELEMENTWISE(Equal, binary)
-KILN_ELEMENTWISE(NaNEqual, binary)
-KILN_ELEMENTWISE(NotEqual, binary)
-KILN_ELEMENTWISE(Less, binary)
-KILN_ELEMENTWISE(LessEqual, binary)
-KILN_ELEMENTWISE(Greater, binary)
-KILN_ELEMENTWISE(GreaterEqual, binary)
-KILN_ELEMENTWISE(LogicalAnd, binary)
-KILN_ELEMENTWISE(LogicalOr, binary)
+KILN_PREDICATE(Equal, binary)
+KILN_PREDICATE(NaNEqual, binary)
+KILN_PREDICATE(NotEqual, binary)
+KILN_PREDICATE(Less, binary)
+KILN_PREDICATE(LessEqual, binary)
+KILN_PREDICATE(Greater, binary)
+KILN_PREDICATE(GreaterEqual, binary)
+KILN_PREDICATE(LogicalAnd, binary)
+KILN_PREDICATE(LogicalOr, binary)
 KILN_ELEMENTWISE(BitwiseAnd, binary)
 KILN_ELEMENTWISE(BitwiseOr, binary)
 KILN_ELEMENTWISE(BitwiseXor, binary)
@@ -97,6 +125,8 @@ KILN_ELEMENTWISE(RightShift, binary)
 
 KILN_ELEMENTWISE(Select, ternary)
 #undef KILN_ELEMENTWISE
+#undef KILN_PREDICATE
+#undef KILN_ELEMENTWISE_CLASS
 
 /** Conversion to the output's dtype (the output array carries it). */
 class AsType : public Elementwise {
@@ -105,6 +135,10 @@ class AsType : public Elementwise {
   const char* name() const override { return "AsType"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  std::vector<array> partials(const std::vector<array>& inputs,
+                              const array& out,
+                              const std::vector<int>& argnums) override;
+  Dtype out_dtype(const std::vector<array>&) const override { return dtype_; }
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const AsType*>(&other);
     return o && o->dtype_ == dtype_;

@@ -14,6 +14,7 @@ class Reduce : public UnaryPrimitive {
   const char* name() const override;
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const Reduce*>(&other);
     return o && o->type_ == type_ && o->axes_ == axes_;
@@ -39,6 +40,7 @@ class ArgReduce : public UnaryPrimitive {
   }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const ArgReduce*>(&other);
     return o && o->type_ == type_ && o->axis_ == axis_;
@@ -64,6 +66,7 @@ class Scan : public UnaryPrimitive {
   const char* name() const override;
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const Scan*>(&other);
     return o && o->type_ == type_ && o->axis_ == axis_ &&

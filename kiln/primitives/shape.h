@@ -13,6 +13,7 @@ class Broadcast : public UnaryPrimitive {
   const char* name() const override { return "Broadcast"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   FusionKind fusion_kind() const override { return FusionKind::broadcast; }
   bool is_equivalent(const Primitive& other) const override;
   const Shape& shape() const { return shape_; }
@@ -27,6 +28,7 @@ class Reshape : public UnaryPrimitive {
   const char* name() const override { return "Reshape"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   const Shape& shape() const { return shape_; }
 
@@ -41,6 +43,7 @@ class Transpose : public UnaryPrimitive {
   const char* name() const override { return "Transpose"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   const std::vector<int>& axes() const { return axes_; }
@@ -58,6 +61,7 @@ class Contiguous : public UnaryPrimitive {
   const char* name() const override { return "Contiguous"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const Contiguous*>(&other);
     return o && o->allow_col_major_ == allow_col_major_;
@@ -69,6 +73,23 @@ class Contiguous : public UnaryPrimitive {
 
  private:
   const bool allow_col_major_;
+};
+
+/** The identity, sharing the input's buffer. Transformations wrap their
+ *  inputs in it to give them a fresh identity. */
+class Copy : public UnaryPrimitive {
+ public:
+  explicit Copy(Stream s) : UnaryPrimitive(s) {}
+  const char* name() const override { return "Copy"; }
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
+  bool is_equivalent(const Primitive& other) const override {
+    return typeid(other) == typeid(Copy);
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[0].shape()};
+  }
 };
 
 /** Strides that give a row-major array of in's data the new shape without a
@@ -87,6 +108,7 @@ class View : public UnaryPrimitive {
   const char* name() const override { return "View"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const View*>(&other);
     return o && o->dtype_ == dtype_;

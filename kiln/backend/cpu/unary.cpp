@@ -12,7 +12,6 @@ using detail::unsupported_dtype;
   void Name::eval_cpu(const std::vector<array>& in, array& out) {    \
     detail::unary_same_type(name(), in[0], out, detail::Name{});             \
   }
-KILN_UNARY_SAME(Abs)
 KILN_UNARY_SAME(Negative)
 KILN_UNARY_SAME(Sign)
 KILN_UNARY_SAME(Square)
@@ -51,6 +50,15 @@ KILN_UNARY_INEXACT(Floor)
 KILN_UNARY_INEXACT(Ceil)
 KILN_UNARY_INEXACT(Round)
 #undef KILN_UNARY_INEXACT
+
+void Abs::eval_cpu(const std::vector<array>& in, array& out) {
+  if (in[0].dtype() == complex64) {
+    detail::unary_loop<complex64_t, float>(
+        in[0], out, [](complex64_t z) { return std::abs(z); });
+  } else {
+    detail::unary_same_type(name(), in[0], out, detail::Abs{});
+  }
+}
 
 void LogicalNot::eval_cpu(const std::vector<array>& in, array& out) {
   dispatch_type(in[0].dtype(), [&](auto tag) {

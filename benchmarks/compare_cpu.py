@@ -1,0 +1,113 @@
+"""Times the peers of kiln_bench's CPU benchmarks in this process and prints
+a markdown table: kiln's time, each peer's time, and peer/kiln (> 1 means
+kiln is faster)."""
+import json
+import platform
+import sys
+import time
+
+import numpy as np
+
+
+def best_of(fn, repeat=7, inner=3):
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / inner)
+    return best * 1e3
+
+
+def numpy_peers():
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, 1 << 24).astype(np.float32)
+    b = rng.uniform(-1, 1, 1 << 24).astype(np.float32)
+    m = rng.uniform(-1, 1, (4096, 4096)).astype(np.float32)
+    x = rng.uniform(-1, 1, (1024, 1024)).astype(np.float32)
+    return {
+        "BM_Add16M": best_of(lambda: np.add(a, b)),
+        "BM_Sum16M": best_of(lambda: np.sum(a)),
+        "BM_Exp16M": best_of(lambda: np.exp(a)),
+        "BM_TransposeCopy4096": best_of(lambda: np.ascontiguousarray(m.T)),
+        "BM_Matmul1024": best_of(lambda: x @ x),
+    }
+
+
+def torch_peers():
+    try:
+        import torch
+    except ImportError:
+        return {}
+    a = torch.rand(1 << 24) * 2 - 1
+    b = torch.rand(1 << 24) * 2 - 1
+    m = torch.rand(4096, 4096)
+    x = torch.rand(1024, 1024)
+    return {
+        "BM_Add16M": best_of(lambda: a + b),
+        "BM_Sum16M": best_of(lambda: a.sum()),
+        "BM_Exp16M": best_of(lambda: torch.exp(a)),
+        "BM_TransposeCopy4096": best_of(lambda: m.t().contiguous()),
+        "BM_Matmul1024": best_of(lambda: x @ x),
+    }
+
+
+def mlx_peers():
+    try:
+        import mlx.core as mx
+    except ImportError:
+        return {}
+    a = mx.random.uniform(-1, 1, (1 << 24,))
+    b = mx.random.uniform(-1, 1, (1 << 24,))
+    m = mx.random.uniform(-1, 1, (4096, 4096))
+    x = mx.random.uniform(-1, 1, (1024, 1024))
+    mx.eval(a, b, m, x)
+    ev = lambda f: (lambda: mx.eval(f()))
+    return {
+        "BM_Add16M": best_of(ev(lambda: a + b)),
+        "BM_Sum16M": best_of(ev(lambda: mx.sum(a))),
+        "BM_Exp16M": best_of(ev(lambda: mx.exp(a))),
+        "BM_TransposeCopy4096": best_of(ev(lambda: mx.contiguous(m.T))),
+        "BM_Matmul1024": best_of(ev(lambda: x @ x)),
+    }
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        report = json.load(f)
+    kiln = {}
+    for b in report["benchmarks"]:
+        name = b["name"].split("/")[0]
+        unit = {"ms": 1.0, "us": 1e-3, "ns": 1e-6}[b["time_unit"]]
+        kiln[name] = b["real_time"] * unit
+    peers = {"NumPy " + np.__version__: numpy_peers()}
+    t = torch_peers()
+    if t:
+        import torch
+        peers["PyTorch " + torch.__version__] = t
+    m = mlx_peers()
+    if m:
+        import mlx.core as mx
+        peers["MLX " + mx.__version__] = m
+    ctx = report.get("context", {})
+    print(f"machine: {platform.machine()}, {ctx.get('num_cpus')} CPUs, "
+          f"{ctx.get('mhz_per_cpu')} MHz; times in ms, best of runs")
+    head = "| benchmark | kiln |" + "".join(f" {p} | ratio |" for p in peers)
+    print(head)
+    print("|" + "---|" * (2 + 2 * len(peers)))
+    for name, kt in kiln.items():
+        row = f"| {name[3:]} | {kt:.2f} |"
+        for p in peers.values():
+            if name in p:
+                row += f" {p[name]:.2f} | {p[name] / kt:.2f}x |"
+            else:
+                row += " - | - |"
+        print(row)
+    if "BM_OpenBLASSgemm1024" in kiln and "BM_Matmul1024" in kiln:
+        r = kiln["BM_Matmul1024"] / kiln["BM_OpenBLASSgemm1024"]
+        print(f"\nkiln matmul / OpenBLAS sgemm called directly: {r:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+// Transformation rules of reductions, arg-reductions and scans.
+#include <numeric>
+
+#include "kiln/ops/creation.h"
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/reduction.h"
+#include "kiln/ops/shape.h"
+#include "kiln/ops/utils.h"
+#include "kiln/primitives/reduction.h"
+
+namespace kiln {
+
+namespace {
+
+array batch_first(const array& x, int axis) {
+  return axis == 0 ? x : moveaxis(x, axis, 0);
+}
+
+std::vector<int> shifted(const std::vector<int>& axes) {
+  std::vector<int> out;
+  for (int a : axes) out.push_back(a + 1);
+  return out;
+}
+
+// prod over axes of everything except each element: the product of the
+// exclusive scans from both ends over the reduced axes moved last and
+// flattened. Exact where x has zeros (no division).
+array product_of_others(const array& x, const std::vector<int>& axes) {
+  int nd = static_cast<int>(x.ndim());
+  std::vector<int> perm;
+  for (int i = 0; i < nd; ++i) {
+    if (std::find(axes.begin(), axes.end(), i) == axes.end()) perm.push_back(i);
+  }
+  size_t kept = perm.size();
+  perm.insert(perm.end(), axes.begin(), axes.end());
+  auto xt = transpose(x, perm);
+  Shape flat(xt.shape().begin(), xt.shape().begin() + kept);
+  flat.push_back(-1);
+  auto xf = reshape(xt, flat);
+  int last = static_cast<int>(kept);
+  auto g = multiply(cumprod(xf, last, false, false), cumprod(xf, last, true, false));
+  g = reshape(g, xt.shape());
+  std::vector<int> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = static_cast<int>(i);
+  return transpose(g, inverse);
+}
+
+} // namespace
+
+std::vector<array> Reduce::vjp(const std::vector<array>& primals,
+                               const std::vector<array>& cotangents,
+                               const std::vector<int>&,
+                               const std::vector<array>& outputs) {
+  const array& x = primals[0];
+  auto cot = broadcast_to(cotangents[0], x.shape());
+  switch (type_) {
+    case Sum:
+      return {cot};
+    case Prod:
+      return {multiply(cot, product_of_others(x, axes_))};
+    case Max:
+    case Min: {
+      // Ties share the gradient equally.
+      auto mask = astype(equal(x, outputs[0]), x.dtype());
+      auto count = sum(mask, axes_, true);
+      return {multiply(cot, divide(mask, count))};
+    }
+    default:
+      return {zeros_like(x)};
+  }
+}
+
+std::vector<array> Reduce::jvp(const std::vector<array>& primals,
+                               const std::vector<array>& tangents,
+                               const std::vector<int>&) {
+  const array& x = primals[0];
+  const array& t = tangents[0];
+  switch (type_) {
+    case Sum:
+      return {sum(t, axes_, true)};
+    case Prod:
+      return {sum(multiply(t, product_of_others(x, axes_)), axes_, true)};
+    case Max:
+    case Min: {
+      auto out = type_ == Max ? max(x, axes_, true) : min(x, axes_, true);
+      auto mask = astype(equal(x, out), x.dtype());
+      return {divide(sum(multiply(t, mask), axes_, true), sum(mask, axes_, true))};
+    }
+    default:
+      return {zeros(output_shapes(primals)[0], bool_)};
+  }
+}
+
+std::pair<std::vector<array>, std::vector<int>> Reduce::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  auto x = batch_first(inputs[0], axes[0]);
+  auto ax = shifted(axes_);
+  switch (type_) {
+    case Sum: return {{sum(x, ax, true)}, {0}};
+    case Prod: return {{prod(x, ax, true)}, {0}};
+    case Max: return {{max(x, ax, true)}, {0}};
+    case Min: return {{min(x, ax, true)}, {0}};
+    case And: return {{all(x, ax, true)}, {0}};
+    default: return {{any(x, ax, true)}, {0}};
+  }
+}
+
+std::vector<array> ArgReduce::vjp(const std::vector<array>& primals,
+                                  const std::vector<array>&,
+                                  const std::vector<int>&,
+                                  const std::vector<array>&) {
+  return {zeros_like(primals[0])};
+}
+
+std::vector<array> ArgReduce::jvp(const std::vector<array>& primals,
+                                  const std::vector<array>&,
+                                  const std::vector<int>&) {
+  return {zeros(output_shapes(primals)[0], uint32)};
+}
+
+std::pair<std::vector<array>, std::vector<int>> ArgReduce::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  auto x = batch_first(inputs[0], axes[0]);
+  auto out = type_ == ArgMax ? argmax(x, axis_ + 1, true) : argmin(x, axis_ + 1, true);
+  return {{out}, {0}};
+}
+
+std::vector<array> Scan::vjp(const std::vector<array>& primals,
+                             const std::vector<array>& cotangents,
+                             const std::vector<int>&,
+                             const std::vector<array>& outputs) {
+  const array& x = primals[0];
+  const array& c = cotangents[0];
+  switch (type_) {
+    case Sum:
+      // Each input feeds every later (earlier, when reversed) output.
+      return {cumsum(c, axis_, !reverse_, inclusive_)};
+    case Prod:
+      // d y_i / d x_j = y_i / x_j for the j that y_i includes; exact unless
+      // x has zeros (then NaN, as documented).
+      return {divide(cumsum(multiply(c, outputs[0]), axis_, !reverse_, inclusive_),
+                     x)};
+    default: {
+      // cummax / cummin: y_i comes from the latest position j <= i where x
+      // equals its own running extreme; route c_i there.
+      int n = x.shape(axis_);
+      Shape ishape(x.ndim(), 1);
+      ishape[axis_] = n;
+      auto idx = reshape(arange(0, n, 1), ishape);
+      if (reverse_) idx = subtract(array(n - 1), idx);
+      auto is_ext = equal(x, outputs[0]);
+      auto src = cummax(where(is_ext, idx, array(-1)), axis_, reverse_, true);
+      // one-hot over the source position, summed: grad_j = sum_i c_i [src_i == j]
+      auto e_src = expand_dims(src, axis_ + 1);
+      auto e_idx = expand_dims(idx, axis_);
+      auto hit = astype(equal(e_src, e_idx), x.dtype());
+      auto g = sum(multiply(expand_dims(c, axis_ + 1), hit), axis_);
+      if (!inclusive_) {
+        throw std::invalid_argument("[" + std::string(name()) +
+                                    "] exclusive cummax/cummin has no vjp.");
+      }
+      return {g};
+    }
+  }
+}
+
+std::vector<array> Scan::jvp(const std::vector<array>& primals,
+                             const std::vector<array>& tangents,
+                             const std::vector<int>&) {
+  const array& x = primals[0];
+  const array& t = tangents[0];
+  switch (type_) {
+    case Sum:
+      return {cumsum(t, axis_, reverse_, inclusive_)};
+    case Prod: {
+      auto y = cumprod(x, axis_, reverse_, inclusive_);
+      return {multiply(y, cumsum(divide(t, x), axis_, reverse_, inclusive_))};
+    }
+    default: {
+      // The tangent of the element each output came from.
+      auto y = type_ == Max ? cummax(x, axis_, reverse_, inclusive_)
+                            : cummin(x, axis_, reverse_, inclusive_);
+      int n = x.shape(axis_);
+      Shape ishape(x.ndim(), 1);
+      ishape[axis_] = n;
+      auto idx = reshape(arange(0, n, 1), ishape);
+      if (reverse_) idx = subtract(array(n - 1), idx);
+      auto src = cummax(where(equal(x, y), idx, array(-1)), axis_, reverse_, true);
+      auto hit = astype(equal(expand_dims(src, axis_ + 1), expand_dims(idx, axis_)),
+                        t.dtype());
+      return {sum(multiply(expand_dims(t, axis_), hit), axis_ + 1)};
+    }
+  }
+}
+
+std::pair<std::vector<array>, std::vector<int>> Scan::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  auto x = batch_first(inputs[0], axes[0]);
+  int ax = axis_ + 1;
+  switch (type_) {
+    case Sum: return {{cumsum(x, ax, reverse_, inclusive_)}, {0}};
+    case Prod: return {{cumprod(x, ax, reverse_, inclusive_)}, {0}};
+    case Max: return {{cummax(x, ax, reverse_, inclusive_)}, {0}};
+    default: return {{cummin(x, ax, reverse_, inclusive_)}, {0}};
+  }
+}
+
+} // namespace kiln

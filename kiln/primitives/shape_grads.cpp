@@ -1,0 +1,150 @@
+// Transformation rules of the layout primitives.
+#include <numeric>
+
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/reduction.h"
+#include "kiln/ops/shape.h"
+#include "kiln/ops/utils.h"
+#include "kiln/primitives/shape.h"
+
+namespace kiln {
+
+namespace {
+
+// The mapped input with its batch axis first.
+array batch_first(const array& x, int axis) {
+  return axis == 0 ? x : moveaxis(x, axis, 0);
+}
+
+Shape with_batch(int b, const Shape& shape) {
+  Shape s = {b};
+  s.insert(s.end(), shape.begin(), shape.end());
+  return s;
+}
+
+} // namespace
+
+// ---- Broadcast ----
+std::vector<array> Broadcast::vjp(const std::vector<array>& primals,
+                                  const std::vector<array>& cotangents,
+                                  const std::vector<int>&,
+                                  const std::vector<array>&) {
+  const Shape& in = primals[0].shape();
+  int diff = static_cast<int>(shape_.size() - in.size());
+  std::vector<int> axes;
+  for (int i = 0; i < static_cast<int>(shape_.size()); ++i) {
+    if (i < diff || (in[i - diff] == 1 && shape_[i] != 1)) axes.push_back(i);
+  }
+  return {reshape(sum(cotangents[0], axes, true), in)};
+}
+
+std::vector<array> Broadcast::jvp(const std::vector<array>&,
+                                  const std::vector<array>& tangents,
+                                  const std::vector<int>&) {
+  return {broadcast_to(tangents[0], shape_)};
+}
+
+std::pair<std::vector<array>, std::vector<int>> Broadcast::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  auto x = batch_first(inputs[0], axes[0]);
+  int b = x.shape(0);
+  // (B, in...) -> (B, 1, ..., 1, in...) with as many ones as broadcast_to
+  // prepends, then broadcast.
+  Shape padded = {b};
+  padded.insert(padded.end(), shape_.size() - (x.ndim() - 1), 1);
+  padded.insert(padded.end(), x.shape().begin() + 1, x.shape().end());
+  return {{broadcast_to(reshape(x, padded), with_batch(b, shape_))}, {0}};
+}
+
+// ---- Reshape ----
+std::vector<array> Reshape::vjp(const std::vector<array>& primals,
+                                const std::vector<array>& cotangents,
+                                const std::vector<int>&,
+                                const std::vector<array>&) {
+  return {reshape(cotangents[0], primals[0].shape())};
+}
+
+std::vector<array> Reshape::jvp(const std::vector<array>&,
+                                const std::vector<array>& tangents,
+                                const std::vector<int>&) {
+  return {reshape(tangents[0], shape_)};
+}
+
+std::pair<std::vector<array>, std::vector<int>> Reshape::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  auto x = batch_first(inputs[0], axes[0]);
+  return {{reshape(x, with_batch(x.shape(0), shape_))}, {0}};
+}
+
+// ---- Transpose ----
+std::vector<array> Transpose::vjp(const std::vector<array>&,
+                                  const std::vector<array>& cotangents,
+                                  const std::vector<int>&,
+                                  const std::vector<array>&) {
+  std::vector<int> inverse(axes_.size());
+  for (size_t i = 0; i < axes_.size(); ++i) inverse[axes_[i]] = static_cast<int>(i);
+  return {transpose(cotangents[0], inverse)};
+}
+
+std::vector<array> Transpose::jvp(const std::vector<array>&,
+                                  const std::vector<array>& tangents,
+                                  const std::vector<int>&) {
+  return {transpose(tangents[0], axes_)};
+}
+
+std::pair<std::vector<array>, std::vector<int>> Transpose::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  auto x = batch_first(inputs[0], axes[0]);
+  std::vector<int> perm = {0};
+  for (int a : axes_) perm.push_back(a + 1);
+  return {{transpose(x, perm)}, {0}};
+}
+
+// ---- Identities: Copy and Contiguous ----
+#define KILN_IDENTITY_GRADS(Name, apply)                                     \
+  std::vector<array> Name::vjp(const std::vector<array>&,                    \
+                               const std::vector<array>& cotangents,         \
+                               const std::vector<int>&,                      \
+                               const std::vector<array>&) {                  \
+    return {cotangents[0]};                                                  \
+  }                                                                          \
+  std::vector<array> Name::jvp(const std::vector<array>&,                    \
+                               const std::vector<array>& tangents,           \
+                               const std::vector<int>&) {                    \
+    return {tangents[0]};                                                    \
+  }                                                                          \
+  std::pair<std::vector<array>, std::vector<int>> Name::vmap(                \
+      const std::vector<array>& inputs, const std::vector<int>& axes) {      \
+    const array& x = inputs[0];                                              \
+    return {{apply}, {axes[0]}};                                             \
+  }
+KILN_IDENTITY_GRADS(Copy, x)
+KILN_IDENTITY_GRADS(Contiguous, contiguous(x, allow_col_major_))
+#undef KILN_IDENTITY_GRADS
+
+// ---- View ----
+std::vector<array> View::vjp(const std::vector<array>& primals,
+                             const std::vector<array>& cotangents,
+                             const std::vector<int>&,
+                             const std::vector<array>&) {
+  if (primals[0].itemsize() != dtype_.size) {
+    detail::invalid("view", "a view that changes the itemsize has no gradient.");
+  }
+  return {view(cotangents[0], primals[0].dtype())};
+}
+
+std::vector<array> View::jvp(const std::vector<array>& primals,
+                             const std::vector<array>& tangents,
+                             const std::vector<int>&) {
+  if (primals[0].itemsize() != dtype_.size) {
+    detail::invalid("view", "a view that changes the itemsize has no gradient.");
+  }
+  return {view(tangents[0], dtype_)};
+}
+
+std::pair<std::vector<array>, std::vector<int>> View::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  return {{view(batch_first(inputs[0], axes[0]), dtype_)}, {0}};
+}
+
+} // namespace kiln

@@ -1,0 +1,76 @@
+#include "kiln/transforms/trace.h"
+
+#include "kiln/core/primitive.h"
+#include "kiln/primitives/shape.h"
+#include "kiln/transforms/autograd.h"
+
+namespace kiln::detail {
+
+namespace {
+thread_local int tracing_depth = 0;
+} // namespace
+
+bool in_tracing() { return tracing_depth > 0; }
+
+TracingScope::TracingScope() { ++tracing_depth; }
+TracingScope::~TracingScope() { --tracing_depth; }
+
+std::vector<array> make_tracers(const std::vector<array>& inputs) {
+  std::vector<array> out;
+  for (auto& in : inputs) {
+    auto s = in.has_primitive() ? in.primitive().stream()
+                                : default_stream(default_device());
+    array t(in.shape(), in.dtype(), std::make_shared<Copy>(s), {in});
+    t.set_tracer(true);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<int> Tape::differentiable_inputs(const array& node) const {
+  std::vector<int> idx;
+  auto& inputs = node.inputs();
+  int n = node.primitive().num_differentiable_inputs(
+      static_cast<int>(inputs.size()));
+  for (int i = 0; i < n; ++i) {
+    auto it = depends.find(inputs[i].id());
+    if (it != depends.end() && it->second) idx.push_back(i);
+  }
+  return idx;
+}
+
+Tape trace_tape(const std::vector<array>& outputs,
+                const std::vector<array>& tracers) {
+  Tape tape;
+  for (auto& t : tracers) tape.depends[t.id()] = true;
+  std::vector<std::pair<array, size_t>> stack;
+  auto visit = [&](const array& a) {
+    if (tape.depends.count(a.id())) return;
+    if (!a.has_primitive()) {
+      tape.depends[a.id()] = false;
+      return;
+    }
+    tape.depends[a.id()] = false; // provisional: marks "on the stack"
+    stack.emplace_back(a, 0);
+  };
+  for (auto& out : outputs) {
+    visit(out);
+    while (!stack.empty()) {
+      auto& [a, next] = stack.back();
+      auto& inputs = a.inputs();
+      if (next < inputs.size()) {
+        const array& in = inputs[next++];
+        visit(in);
+        continue;
+      }
+      bool dep = false;
+      for (auto& in : inputs) dep |= tape.depends[in.id()];
+      for (auto& o : a.outputs()) tape.depends[o.id()] = dep;
+      if (dep) tape.nodes.push_back(a);
+      stack.pop_back();
+    }
+  }
+  return tape;
+}
+
+} // namespace kiln::detail

@@ -1,0 +1,37 @@
+// Shared machinery of the transformations: marking a trace, wrapping inputs
+// as tracers, and ordering the graph between the tracers and the outputs.
+#pragma once
+
+#include <unordered_map>
+#include <vector>
+
+#include "kiln/core/array.h"
+
+namespace kiln::detail {
+
+/** Marks the current thread as tracing while alive (nests). Arrays built
+ *  from tracers are tracers; eval keeps their graph while tracing. */
+class TracingScope {
+ public:
+  TracingScope();
+  ~TracingScope();
+  TracingScope(const TracingScope&) = delete;
+  TracingScope& operator=(const TracingScope&) = delete;
+};
+
+/** Fresh identity nodes over the inputs, marked as tracers, so the graph
+ *  built from them can be told apart from the inputs' own history. */
+std::vector<array> make_tracers(const std::vector<array>& inputs);
+
+/** The nodes between tracers and outputs in evaluation order (one array per
+ *  primitive application), and which arrays depend on the tracers. */
+struct Tape {
+  std::vector<array> nodes;
+  std::unordered_map<uintptr_t, bool> depends;
+  /** Indices of node's inputs that depend on the tracers. */
+  std::vector<int> differentiable_inputs(const array& node) const;
+};
+Tape trace_tape(const std::vector<array>& outputs,
+                const std::vector<array>& tracers);
+
+} // namespace kiln::detail
