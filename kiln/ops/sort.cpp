@@ -1,0 +1,90 @@
+#include "kiln/ops/sort.h"
+
+#include "kiln/ops/shape.h"
+#include "kiln/ops/slicing.h"
+#include "kiln/ops/utils.h"
+#include "kiln/primitives/sort.h"
+
+namespace kiln {
+
+using detail::describe;
+using detail::invalid;
+
+namespace {
+
+int check_axis(const char* op, const array& a, int axis) {
+  if (is_complex(a.dtype())) invalid(op, "not supported for complex64.");
+  return detail::normalize_axis(axis, static_cast<int>(a.ndim()), op);
+}
+
+int check_kth(const char* op, const array& a, int kth, int axis) {
+  int n = a.shape(axis);
+  if (kth < -n || kth >= n) {
+    invalid(op, "kth " + std::to_string(kth) + " is out of range for axis " +
+                    std::to_string(axis) + " of the " + describe(a) + ".");
+  }
+  return kth < 0 ? kth + n : kth;
+}
+
+} // namespace
+
+array sort(const array& a, int axis, StreamOrDevice s) {
+  axis = check_axis("sort", a, axis);
+  auto p = std::make_shared<Sort>(to_stream(s), axis);
+  return array(a.shape(), a.dtype(), std::move(p), {a});
+}
+
+array sort(const array& a, StreamOrDevice s) {
+  return sort(flatten(a, 0, -1, s), 0, s);
+}
+
+array argsort(const array& a, int axis, StreamOrDevice s) {
+  axis = check_axis("argsort", a, axis);
+  auto p = std::make_shared<ArgSort>(to_stream(s), axis);
+  return array(a.shape(), uint32, std::move(p), {a});
+}
+
+array argsort(const array& a, StreamOrDevice s) {
+  return argsort(flatten(a, 0, -1, s), 0, s);
+}
+
+array partition(const array& a, int kth, int axis, StreamOrDevice s) {
+  axis = check_axis("partition", a, axis);
+  kth = check_kth("partition", a, kth, axis);
+  auto p = std::make_shared<Partition>(to_stream(s), kth, axis);
+  return array(a.shape(), a.dtype(), std::move(p), {a});
+}
+
+array partition(const array& a, int kth, StreamOrDevice s) {
+  return partition(flatten(a, 0, -1, s), kth, 0, s);
+}
+
+array argpartition(const array& a, int kth, int axis, StreamOrDevice s) {
+  axis = check_axis("argpartition", a, axis);
+  kth = check_kth("argpartition", a, kth, axis);
+  auto p = std::make_shared<ArgPartition>(to_stream(s), kth, axis);
+  return array(a.shape(), uint32, std::move(p), {a});
+}
+
+array argpartition(const array& a, int kth, StreamOrDevice s) {
+  return argpartition(flatten(a, 0, -1, s), kth, 0, s);
+}
+
+array topk(const array& a, int k, int axis, StreamOrDevice s) {
+  axis = check_axis("topk", a, axis);
+  int n = a.shape(axis);
+  if (k < 0 || k > n) {
+    invalid("topk", "k = " + std::to_string(k) + " is out of range for axis " +
+                        std::to_string(axis) + " of the " + describe(a) + ".");
+  }
+  Shape start(a.ndim(), 0), stop = a.shape();
+  start[axis] = n - k;
+  auto part = k == 0 ? a : partition(a, n - k, axis, s);
+  return slice(part, start, stop, s);
+}
+
+array topk(const array& a, int k, StreamOrDevice s) {
+  return topk(flatten(a, 0, -1, s), k, 0, s);
+}
+
+} // namespace kiln

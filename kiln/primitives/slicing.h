@@ -1,0 +1,146 @@
+// Slicing and joining primitives. Slice, DynamicSlice and AsStrided are
+// views (they share the input's buffer); the updates and Concatenate write a
+// new buffer, or the donated source's.
+#pragma once
+
+#include "kiln/core/primitive.h"
+
+namespace kiln {
+
+/** A strided window: start/stop/strides are normalized by the op (start in
+ *  range, strides nonzero and possibly negative). */
+class Slice : public UnaryPrimitive {
+ public:
+  Slice(Stream s, Shape start, Shape stop, Shape strides)
+      : UnaryPrimitive(s),
+        start_(std::move(start)),
+        stop_(std::move(stop)),
+        strides_(std::move(strides)) {}
+  const char* name() const override { return "Slice"; }
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  const Shape& start() const { return start_; }
+  const Shape& stop() const { return stop_; }
+  const Shape& strides() const { return strides_; }
+
+ private:
+  const Shape start_;
+  const Shape stop_;
+  const Shape strides_;
+};
+
+/** A window of slice_size whose start along axes is read from an integer
+ *  array at run time (negative starts wrap once, then clamp so the window
+ *  fits). Inputs: a, start. */
+class DynamicSlice : public UnaryPrimitive {
+ public:
+  DynamicSlice(Stream s, std::vector<int> axes, Shape slice_size)
+      : UnaryPrimitive(s),
+        axes_(std::move(axes)),
+        slice_size_(std::move(slice_size)) {}
+  const char* name() const override { return "DynamicSlice"; }
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>&) override {
+    return {slice_size_};
+  }
+  const std::vector<int>& axes() const { return axes_; }
+  const Shape& slice_size() const { return slice_size_; }
+
+ private:
+  const std::vector<int> axes_;
+  const Shape slice_size_;
+};
+
+/** src with the window start:stop:strides replaced by update (already of
+ *  the window's shape; its dtype is converted on write). Inputs: src,
+ *  update. */
+class SliceUpdate : public UnaryPrimitive {
+ public:
+  SliceUpdate(Stream s, Shape start, Shape stop, Shape strides)
+      : UnaryPrimitive(s),
+        start_(std::move(start)),
+        stop_(std::move(stop)),
+        strides_(std::move(strides)) {}
+  const char* name() const override { return "SliceUpdate"; }
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[0].shape()};
+  }
+  const Shape& start() const { return start_; }
+  const Shape& stop() const { return stop_; }
+  const Shape& strides() const { return strides_; }
+
+ private:
+  const Shape start_;
+  const Shape stop_;
+  const Shape strides_;
+};
+
+/** src with a window of update's shape replaced, its start along axes read
+ *  at run time (wrapped, then clamped as DynamicSlice). Inputs: src,
+ *  update (same ndim as src), start. */
+class DynamicSliceUpdate : public UnaryPrimitive {
+ public:
+  DynamicSliceUpdate(Stream s, std::vector<int> axes)
+      : UnaryPrimitive(s), axes_(std::move(axes)) {}
+  const char* name() const override { return "DynamicSliceUpdate"; }
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[0].shape()};
+  }
+  const std::vector<int>& axes() const { return axes_; }
+
+ private:
+  const std::vector<int> axes_;
+};
+
+/** Inputs joined along axis; each is converted to the output dtype. */
+class Concatenate : public UnaryPrimitive {
+ public:
+  Concatenate(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
+  const char* name() const override { return "Concatenate"; }
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  int axis() const { return axis_; }
+
+ private:
+  const int axis_;
+};
+
+/** A view of a row-major input with explicit shape, strides and offset (in
+ *  elements); the op checks that every element stays inside the input. */
+class AsStrided : public UnaryPrimitive {
+ public:
+  AsStrided(Stream s, Shape shape, Strides strides, size_t offset)
+      : UnaryPrimitive(s),
+        shape_(std::move(shape)),
+        strides_(std::move(strides)),
+        offset_(offset) {}
+  const char* name() const override { return "AsStrided"; }
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  bool is_equivalent(const Primitive& other) const override;
+  const Shape& shape() const { return shape_; }
+  const Strides& strides() const { return strides_; }
+  size_t offset() const { return offset_; }
+
+ private:
+  const Shape shape_;
+  const Strides strides_;
+  const size_t offset_;
+};
+
+/** Number of elements of start:stop:step (normalized by the op). */
+int32_t slice_length(int32_t start, int32_t stop, int32_t step);
+
+} // namespace kiln

@@ -1,0 +1,225 @@
+// sort, argsort, partition, argpartition and topk against std::sort on
+// doubles, along every axis of strided inputs, with NaNs and ties.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "ops/index_helpers.h"
+
+namespace kiln::test {
+namespace {
+
+// NaN after everything else, as NumPy.
+bool nan_last(double a, double b) {
+  return a < b || (std::isnan(b) && !std::isnan(a));
+}
+
+// The lines of ref along axis: each as (flat positions, values).
+template <typename Fn>
+void for_each_line(const Ref& r, int axis, Fn fn) {
+  Shape outer = r.shape;
+  int n = outer[axis];
+  outer[axis] = 1;
+  for (size_t l = 0; l < shape_size(outer); ++l) {
+    auto idx = unravel(l, outer);
+    std::vector<size_t> pos;
+    std::vector<double> vals;
+    for (int j = 0; j < n; ++j) {
+      idx[axis] = j;
+      pos.push_back(ravel(idx, r.shape));
+      vals.push_back(r.v[pos.back()]);
+    }
+    fn(pos, vals);
+  }
+}
+
+std::vector<array> inputs(Dtype dt) {
+  double lo = dt == bool_ ? 0 : -6, hi = dt == bool_ ? 2 : 6; // many ties
+  if (is_unsigned(dt)) lo = 0;
+  auto with_nan = random_array({4, 5, 6}, dt, lo, hi);
+  if (is_floating_point(dt)) {
+    auto vals = to_doubles(with_nan);
+    vals[3] = NAN, vals[17] = INFINITY, vals[40] = -INFINITY, vals[41] = NAN;
+    with_nan = array(vals.begin(), {4, 5, 6}, dt);
+  }
+  return {with_nan, as_transposed(random_array({4, 5, 6}, dt, lo, hi)),
+          slice(random_array({8, 5, 7}, dt, lo, hi), Shape{7, 0, 1},
+                Shape{-9, 5, 7}, Shape{-2, 1, 1})};
+}
+
+bool same(double a, double b) {
+  return a == b || (std::isnan(a) && std::isnan(b));
+}
+
+TEST(Sort, SortAndArgsortAlongEveryAxis) {
+  for (Dtype dt : all_dtypes()) {
+    for (auto& a : inputs(dt)) {
+      Ref r(a);
+      for (int axis : {0, 1, 2, -1}) {
+        auto s = sort(a, axis);
+        auto as = argsort(a, axis);
+        EXPECT_EQ(s.dtype(), dt);
+        EXPECT_EQ(as.dtype(), uint32);
+        Ref rs(s), ras(as);
+        for_each_line(r, axis < 0 ? axis + 3 : axis, [&](auto& pos, auto vals) {
+          std::vector<size_t> order(vals.size());
+          std::iota(order.begin(), order.end(), 0);
+          std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+            return nan_last(vals[x], vals[y]);
+          });
+          for (size_t j = 0; j < pos.size(); ++j) {
+            ASSERT_TRUE(same(rs.v[pos[j]], vals[order[j]])) << dt;
+            // Stable: ties keep their original order.
+            ASSERT_EQ(ras.v[pos[j]], order[j]) << dt << " axis " << axis;
+          }
+        });
+      }
+      auto flat = sort(a);
+      auto want = r.v;
+      std::sort(want.begin(), want.end(), nan_last);
+      auto got = to_doubles(flat);
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_TRUE(same(got[i], want[i]));
+      EXPECT_EQ(argsort(a).shape(), (Shape{120}));
+    }
+  }
+}
+
+TEST(Sort, ArgsortIsStableOnLongLines) {
+  // Long lines with few distinct values: an unstable sort would reorder
+  // ties (short lines are insertion-sorted, which is stable anyway).
+  for (Dtype dt : {int8, float16, float32}) {
+    auto a = random_array({300, 3}, dt, 0, 4);
+    if (is_floating_point(dt)) a = floor(a);
+    Ref r(transpose(a));
+    Ref got(argsort(transpose(a), 1));
+    for_each_line(r, 1, [&](auto& pos, auto vals) {
+      std::vector<size_t> order(vals.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t x, size_t y) { return vals[x] < vals[y]; });
+      for (size_t j = 0; j < pos.size(); ++j) {
+        ASSERT_EQ(got.v[pos[j]], order[j]) << dt;
+      }
+    });
+  }
+}
+
+TEST(Sort, LargeInputsSplitAcrossCores) {
+  auto a = random_array({300, 400}, float32, -1000, 1000);
+  for (int axis : {0, 1}) {
+    Ref r(a), rs(sort(transpose(a), axis));
+    Ref rt(transpose(a));
+    for_each_line(rt, axis, [&](auto& pos, auto vals) {
+      std::sort(vals.begin(), vals.end());
+      for (size_t j = 0; j < pos.size(); ++j) ASSERT_EQ(rs.v[pos[j]], vals[j]);
+    });
+  }
+}
+
+TEST(Sort, PartitionProperty) {
+  for (Dtype dt : all_dtypes()) {
+    for (auto& a : inputs(dt)) {
+      Ref r(a);
+      for (int axis : {0, 2, -2}) {
+        int ax = axis < 0 ? axis + 3 : axis;
+        int n = a.shape(ax);
+        for (int kth : {0, n / 2, n - 1, -1, -n}) {
+          int k = kth < 0 ? kth + n : kth;
+          auto p = partition(a, kth, axis);
+          auto ap = argpartition(a, kth, axis);
+          EXPECT_EQ(p.dtype(), dt);
+          EXPECT_EQ(ap.dtype(), uint32);
+          Ref rp(p), rap(ap);
+          for_each_line(r, ax, [&](auto& pos, auto vals) {
+            auto sorted = vals;
+            std::sort(sorted.begin(), sorted.end(), nan_last);
+            std::vector<double> got, via_idx;
+            std::vector<bool> seen(n, false);
+            for (size_t j = 0; j < pos.size(); ++j) {
+              got.push_back(rp.v[pos[j]]);
+              size_t src = static_cast<size_t>(rap.v[pos[j]]);
+              ASSERT_LT(src, vals.size());
+              ASSERT_FALSE(seen[src]); // a permutation
+              seen[src] = true;
+              via_idx.push_back(vals[src]);
+            }
+            for (auto* line : {&got, &via_idx}) {
+              ASSERT_TRUE(same((*line)[k], sorted[k])) << dt << " kth " << kth;
+              for (int j = 0; j < n; ++j) {
+                if (j < k) ASSERT_FALSE(nan_last((*line)[k], (*line)[j]));
+                if (j > k) ASSERT_FALSE(nan_last((*line)[j], (*line)[k]));
+              }
+              auto multiset = *line;
+              std::sort(multiset.begin(), multiset.end(), nan_last);
+              for (int j = 0; j < n; ++j)
+                ASSERT_TRUE(same(multiset[j], sorted[j]));
+            }
+          });
+        }
+      }
+    }
+  }
+}
+
+TEST(Sort, TopkMatchesMlx) {
+  // Values printed by mlx: topk([3, 1, 4, 1, 5, 9, 2, 6], 3) = [5, 9, 6];
+  // topk(arange(20)[::-1], 4) = [16, 19, 17, 18]; partition(..., 3) of the
+  // first = [1, 1, 2, 3, 4, 5, 9, 6].
+  auto x = array({3, 1, 4, 1, 5, 9, 2, 6});
+  EXPECT_EQ(to_doubles(topk(x, 3)), (std::vector<double>{5, 9, 6}));
+  EXPECT_EQ(to_doubles(partition(x, 3)),
+            (std::vector<double>{1, 1, 2, 3, 4, 5, 9, 6}));
+  auto rev = slice(arange(20), Shape{-1}, Shape{-21}, Shape{-1});
+  EXPECT_EQ(to_doubles(topk(rev, 4)), (std::vector<double>{16, 19, 17, 18}));
+  EXPECT_EQ(topk(x, 0).size(), 0u);
+  EXPECT_EQ(topk(reshape(x, {2, 4}), 2, 1).shape(), (Shape{2, 2}));
+  for (Dtype dt : {int8, uint16, float16, bfloat16, float64}) {
+    auto a = as_transposed(random_array({6, 9}, dt, 0, 50));
+    Ref r(a);
+    for (int axis : {0, 1}) {
+      int k = axis == 0 ? 4 : 7;
+      auto t = topk(a, k, axis);
+      Ref rt(t);
+      for_each_line(r, axis, [&](auto& pos, auto vals) {
+        std::sort(vals.begin(), vals.end());
+        std::vector<double> want(vals.end() - k, vals.end());
+        std::vector<double> got;
+        // pos indexes a; t has k entries along axis at the same outer index.
+        auto idx = unravel(pos[0], r.shape);
+        for (int j = 0; j < k; ++j) {
+          idx[axis] = j;
+          got.push_back(rt.at(idx));
+        }
+        std::sort(got.begin(), got.end());
+        ASSERT_EQ(got, want) << dt;
+      });
+    }
+  }
+}
+
+TEST(Sort, EmptyAndScalar) {
+  EXPECT_EQ(sort(zeros({0, 3}), 0).shape(), (Shape{0, 3}));
+  EXPECT_EQ(argsort(zeros({3, 0}), 1).shape(), (Shape{3, 0}));
+  EXPECT_EQ(to_doubles(sort(array(2.5f))), (std::vector<double>{2.5}));
+  EXPECT_EQ(partition(zeros({0, 3}), 1, 1).shape(), (Shape{0, 3}));
+}
+
+TEST(Sort, BadArgumentsRaise) {
+  auto a = random_array({3, 4}, float32);
+  EXPECT_TRUE(throws_naming([&] { return sort(a, 2); }, "sort"));
+  EXPECT_TRUE(throws_naming([&] { return sort(array(1.0f), -1); }, "sort"));
+  EXPECT_TRUE(throws_naming([&] { return argsort(a, -3); }, "argsort"));
+  EXPECT_TRUE(
+      throws_naming([&] { return sort(astype(a, complex64), 0); }, "sort"));
+  EXPECT_TRUE(throws_naming([&] { return partition(a, 4, 1); }, "partition"));
+  EXPECT_TRUE(throws_naming([&] { return partition(a, -5, 1); }, "partition"));
+  EXPECT_TRUE(
+      throws_naming([&] { return argpartition(a, 3, 0); }, "argpartition"));
+  EXPECT_TRUE(throws_naming([&] { return topk(a, 5, 1); }, "topk"));
+  EXPECT_TRUE(throws_naming([&] { return topk(a, -1, 1); }, "topk"));
+  EXPECT_TRUE(throws_naming([&] { return topk(a, 1, 2); }, "topk"));
+}
+
+} // namespace
+} // namespace kiln::test
