@@ -6,4 +6,5 @@
 #include "kiln/core/dtype.h"
 #include "kiln/core/print.h"
 #include "kiln/ops/ops.h"
+#include "kiln/transforms/autograd.h"
 #include "kiln/transforms/eval.h"

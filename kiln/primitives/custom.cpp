@@ -1,0 +1,96 @@
+#include "kiln/primitives/custom.h"
+
+#include "kiln/ops/creation.h"
+
+namespace kiln {
+
+namespace {
+std::vector<array> real_inputs(const std::vector<array>& all, int n_out) {
+  return {all.begin(), all.end() - n_out};
+}
+} // namespace
+
+std::vector<array> CustomTransforms::vjp(const std::vector<array>& primals,
+                                         const std::vector<array>& cotangents,
+                                         const std::vector<int>& argnums,
+                                         const std::vector<array>& outputs) {
+  auto inputs = real_inputs(primals, num_outputs_);
+  std::vector<array> all;
+  if (vjp_fn_) {
+    all = (*vjp_fn_)(inputs, cotangents, outputs);
+  } else {
+    all = kiln::vjp(fun_, inputs, cotangents).second;
+  }
+  if (all.size() != inputs.size()) {
+    throw std::invalid_argument(
+        "[custom_function] the vjp returned " + std::to_string(all.size()) +
+        " cotangents for " + std::to_string(inputs.size()) + " inputs.");
+  }
+  std::vector<array> out;
+  for (int i : argnums) out.push_back(all[i]);
+  return out;
+}
+
+std::vector<array> CustomTransforms::jvp(const std::vector<array>& primals,
+                                         const std::vector<array>& tangents,
+                                         const std::vector<int>& argnums) {
+  auto inputs = real_inputs(primals, num_outputs_);
+  if (jvp_fn_) return (*jvp_fn_)(inputs, tangents, argnums);
+  auto full = detail::zeros_like_all(inputs);
+  for (size_t k = 0; k < argnums.size(); ++k) full[argnums[k]] = tangents[k];
+  return kiln::jvp(fun_, inputs, full).second;
+}
+
+std::pair<std::vector<array>, std::vector<int>> CustomTransforms::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  auto real = real_inputs(inputs, num_outputs_);
+  std::vector<int> real_axes(axes.begin(), axes.end() - num_outputs_);
+  if (vmap_fn_) return (*vmap_fn_)(real, real_axes);
+  auto outs = kiln::vmap(fun_, real_axes)(real);
+  return {outs, std::vector<int>(outs.size(), 0)};
+}
+
+void CustomTransforms::eval_cpu(const std::vector<array>& inputs,
+                                std::vector<array>& outputs) {
+  size_t first = inputs.size() - outputs.size();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outputs[i].copy_shared_buffer(inputs[first + i]);
+  }
+}
+
+Fn custom_function(Fn fun, std::optional<VjpFn> fun_vjp,
+                   std::optional<JvpFn> fun_jvp,
+                   std::optional<VmapFn> fun_vmap) {
+  return [=](const std::vector<array>& inputs) {
+    auto outs = fun(inputs);
+    std::vector<Shape> shapes;
+    std::vector<Dtype> dtypes;
+    for (auto& o : outs) {
+      shapes.push_back(o.shape());
+      dtypes.push_back(o.dtype());
+    }
+    auto all = inputs;
+    all.insert(all.end(), outs.begin(), outs.end());
+    auto p = std::make_shared<CustomTransforms>(
+        default_stream(default_device()), static_cast<int>(outs.size()), fun,
+        fun_vjp, fun_jvp, fun_vmap);
+    return array::make_arrays(shapes, dtypes, p, all);
+  };
+}
+
+Fn custom_vjp(Fn fun, VjpFn fun_vjp) {
+  return custom_function(std::move(fun), std::move(fun_vjp));
+}
+
+Fn checkpoint(Fn fun) {
+  // The backward pass recomputes fun from its inputs; the forward
+  // intermediates are freed once the outputs are evaluated.
+  VjpFn recompute = [fun](const std::vector<array>& primals,
+                          const std::vector<array>& cotangents,
+                          const std::vector<array>&) {
+    return kiln::vjp(fun, primals, cotangents).second;
+  };
+  return custom_function(fun, recompute);
+}
+
+} // namespace kiln
