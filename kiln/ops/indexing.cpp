@@ -221,9 +221,11 @@ array take_along_axis(const array& a, const array& indices, StreamOrDevice s) {
                          s);
 }
 
-array put_along_axis(const array& a, const array& indices, const array& values,
-                     int axis, StreamOrDevice s) {
-  const char* op = "put_along_axis";
+namespace {
+
+array scatter_axis(const char* op, ScatterReduce reduce, const array& a,
+                   const array& indices, const array& values, int axis,
+                   StreamOrDevice s) {
   check_integer(op, indices);
   if (indices.ndim() != a.ndim()) {
     invalid(op, "indices (" + describe(indices) +
@@ -241,11 +243,24 @@ array put_along_axis(const array& a, const array& indices, const array& values,
                       " along axis " + std::to_string(axis) + ".");
     }
   }
-  auto p =
-      std::make_shared<ScatterAxis>(to_stream(s), ScatterReduce::None, axis);
+  auto p = std::make_shared<ScatterAxis>(to_stream(s), reduce, axis);
   return array(a.shape(), a.dtype(), std::move(p),
                {a, broadcast_to(indices, target, s),
                 broadcast_to(astype(values, a.dtype(), s), target, s)});
+}
+
+} // namespace
+
+array put_along_axis(const array& a, const array& indices, const array& values,
+                     int axis, StreamOrDevice s) {
+  return scatter_axis("put_along_axis", ScatterReduce::None, a, indices, values,
+                      axis, s);
+}
+
+array scatter_add_axis(const array& a, const array& indices,
+                       const array& values, int axis, StreamOrDevice s) {
+  return scatter_axis("scatter_add_axis", ScatterReduce::Sum, a, indices,
+                      values, axis, s);
 }
 
 } // namespace kiln

@@ -73,5 +73,8 @@ array take_along_axis(const array& a, const array& indices,
  *  indices' shape). */
 array put_along_axis(const array& a, const array& indices, const array& values,
                      int axis, StreamOrDevice s = {});
+/** put_along_axis that adds the values (repeated indices accumulate). */
+array scatter_add_axis(const array& a, const array& indices,
+                       const array& values, int axis, StreamOrDevice s = {});
 
 } // namespace kiln

@@ -2,6 +2,7 @@
 // reference loops, with index arrays of every integer dtype, negative and
 // out-of-range indices, and non-contiguous inputs.
 #include <cmath>
+#include <cstdint>
 
 #include "ops/index_helpers.h"
 
@@ -221,6 +222,15 @@ TEST(Indexing, PutAlongAxis) {
   EXPECT_EQ(
       to_doubles(put_along_axis(m, array({0, 1, 3}, {3, 1}), array(100), 1)),
       (std::vector<double>{100, 1, 2, 3, 4, 100, 6, 7, 8, 9, 10, 100}));
+  // mlx: put_along_axis(zeros((2, 3)), [[0, 0, 2]], [[1, 2, 3]], axis=1)
+  // = [[2, 0, 3], [2, 0, 3]]: indices broadcast over rows, the last wins.
+  auto z = zeros({2, 3});
+  auto dup = array({0, 0, 2}, {1, 3});
+  auto vals3 = array({1.0f, 2.0f, 3.0f}, {1, 3});
+  EXPECT_EQ(to_doubles(put_along_axis(z, dup, vals3, 1)),
+            (std::vector<double>{2, 0, 3, 2, 0, 3}));
+  EXPECT_EQ(to_doubles(scatter_add_axis(z, dup, vals3, 1)),
+            (std::vector<double>{3, 0, 3, 3, 0, 3}));
   for (Dtype idt : index_dtypes()) {
     auto a = as_transposed(random_array({4, 5}, float32));
     auto idx = random_indices({4, 3}, idt, 5, true);
@@ -238,6 +248,22 @@ TEST(Indexing, PutAlongAxis) {
     }
     EXPECT_EQ(to_doubles(out), want) << idt;
   }
+}
+
+TEST(Indexing, ExtremeIndicesStayInBounds) {
+  auto a = array({10.0f, 11.0f, 12.0f, 13.0f});
+  auto big = array({INT64_MIN, INT64_MAX, int64_t(-5), int64_t(4)});
+  // Reads clamp (after one wrap), writes out of range are dropped.
+  EXPECT_EQ(to_doubles(take(a, big, 0)), (std::vector<double>{10, 13, 10, 13}));
+  EXPECT_EQ(to_doubles(take_along_axis(a, big, 0)),
+            (std::vector<double>{10, 13, 10, 13}));
+  EXPECT_EQ(to_doubles(slice(a, array({INT64_MAX}), {0}, {2})),
+            (std::vector<double>{12, 13}));
+  auto upd = array({1.0f, 2.0f, 3.0f, 4.0f}, {4, 1});
+  EXPECT_EQ(to_doubles(scatter(a, big, upd, 0)), to_doubles(a));
+  EXPECT_EQ(to_doubles(put_along_axis(a, big, array(0.0f), 0)), to_doubles(a));
+  auto huge = array({UINT64_MAX}, uint64); // reads as -1: the last element
+  EXPECT_EQ(to_doubles(take(a, huge, 0)), (std::vector<double>{13}));
 }
 
 TEST(Indexing, BadArgumentsRaise) {

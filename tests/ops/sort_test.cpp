@@ -105,6 +105,35 @@ TEST(Sort, ArgsortIsStableOnLongLines) {
   }
 }
 
+TEST(Sort, LongLinesWithSpecialValues) {
+  // Lines this long take the radix path: every dtype, ties, NaN, +-inf and
+  // -0 next to +0 (which tie, so argsort keeps their order).
+  for (Dtype dt : all_dtypes()) {
+    double lo = dt == bool_ ? 0 : (is_unsigned(dt) ? 0 : -100);
+    double hi = dt == bool_ ? 2 : 100;
+    auto vals = to_doubles(random_array({1000, 2}, dt, lo, hi));
+    if (is_floating_point(dt)) {
+      for (size_t i : {5, 77, 300, 1001}) vals[i] = NAN;
+      // Odd positions form the second line: -0, +0, -0 tie there.
+      vals[9] = INFINITY, vals[10] = -INFINITY, vals[11] = -0.0;
+      vals[13] = 0.0, vals[15] = -0.0, vals[14] = -1e-3;
+    }
+    auto a = transpose(array(vals.begin(), {1000, 2}, dt));
+    Ref r(a), rs(sort(a, 1)), ras(argsort(a, 1));
+    for_each_line(r, 1, [&](auto& pos, auto line) {
+      std::vector<size_t> order(line.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+        return nan_last(line[x], line[y]);
+      });
+      for (size_t j = 0; j < pos.size(); ++j) {
+        ASSERT_TRUE(same(rs.v[pos[j]], line[order[j]])) << dt << " " << j;
+        ASSERT_EQ(ras.v[pos[j]], order[j]) << dt << " " << j;
+      }
+    });
+  }
+}
+
 TEST(Sort, LargeInputsSplitAcrossCores) {
   auto a = random_array({300, 400}, float32, -1000, 1000);
   for (int axis : {0, 1}) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "kiln/backend/cpu/radix_sort.h"
 #include "kiln/core/dispatch.h"
 #include "kiln/core/thread_pool.h"
 #include "kiln/primitives/sort.h"
@@ -69,11 +70,14 @@ void for_each_line(const array& in, array& out, int axis,
 template <typename T>
 void sort_values(const array& in, array& out, int axis, int kth) {
   for_each_line<T, T>(in, out, axis, [kth] {
-    return [kth, v = std::vector<storage_t<T>>()](
+    return [kth, v = std::vector<storage_t<T>>(),
+            s = detail::RadixScratch<detail::radix_key_t<T>>()](
                const T* x, T* y, int64_t n, int64_t xs, int64_t ys) mutable {
       v.resize(n);
       for (int64_t j = 0; j < n; ++j) v[j] = x[j * xs];
-      if (kth >= 0) {
+      if (kth < 0 && n >= detail::radix_min_length) {
+        detail::radix_sort_values<T>(v.data(), n, s);
+      } else if (kth >= 0) {
         std::nth_element(v.begin(), v.begin() + kth, v.end(), NanLast{});
       } else {
         std::sort(v.begin(), v.end(), NanLast{});
@@ -87,12 +91,18 @@ void sort_values(const array& in, array& out, int axis, int kth) {
 template <typename T>
 void sort_indices(const array& in, array& out, int axis, int kth) {
   for_each_line<T, uint32_t>(in, out, axis, [kth] {
-    return [kth, v = std::vector<storage_t<T>>(),
-            idx = std::vector<uint32_t>()](const T* x, uint32_t* y, int64_t n,
-                                           int64_t xs, int64_t ys) mutable {
+    return [kth, v = std::vector<storage_t<T>>(), idx = std::vector<uint32_t>(),
+            s = detail::RadixScratch<detail::radix_key_t<T>>()](
+               const T* x, uint32_t* y, int64_t n, int64_t xs,
+               int64_t ys) mutable {
       v.resize(n);
       idx.resize(n);
       for (int64_t j = 0; j < n; ++j) v[j] = x[j * xs];
+      if (kth < 0 && n >= detail::radix_min_length) {
+        detail::radix_argsort<T>(v.data(), idx, n, s);
+        for (int64_t j = 0; j < n; ++j) y[j * ys] = idx[j];
+        return;
+      }
       std::iota(idx.begin(), idx.end(), 0u);
       auto less = [&](uint32_t a, uint32_t b) { return NanLast{}(v[a], v[b]); };
       if (kth >= 0) {
