@@ -7,4 +7,5 @@
 #include "kiln/core/print.h"
 #include "kiln/ops/ops.h"
 #include "kiln/transforms/autograd.h"
+#include "kiln/transforms/compile.h"
 #include "kiln/transforms/eval.h"

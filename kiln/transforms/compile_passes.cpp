@@ -1,0 +1,465 @@
+#include "kiln/transforms/compile_passes.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <tuple>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "kiln/core/primitive.h"
+#include "kiln/ops/utils.h"
+#include "kiln/primitives/compiled.h"
+#include "kiln/transforms/trace.h"
+
+namespace kiln::detail {
+
+namespace {
+
+std::mutex log_mutex;
+std::vector<std::string>& log_lines() {
+  static std::vector<std::string> lines;
+  return lines;
+}
+
+int debug_level() {
+  static int level = [] {
+    const char* v = std::getenv("KILN_DEBUG");
+    return v ? std::atoi(v) : 0;
+  }();
+  return level;
+}
+
+// ---- simplify ---------------------------------------------------------------
+
+// Equal available scalars merge into one (their bits and dtype match).
+std::optional<std::pair<Dtype, uint64_t>> scalar_value(const array& a) {
+  if (!a.is_available() || a.data_size() != 1 || a.size() == 0) {
+    return std::nullopt;
+  }
+  uint64_t bits = 0;
+  std::memcpy(&bits, a.data<char>(), a.itemsize());
+  return std::make_pair(a.dtype(), bits);
+}
+
+void simplify(Trace& trace) {
+  std::unordered_map<uintptr_t, array> canonical;
+  std::map<std::tuple<int, uint64_t, Shape>, array> scalars;
+  auto canon = [&](const array& a) -> array {
+    auto it = canonical.find(a.id());
+    if (it != canonical.end()) return it->second;
+    // An available scalar, or a broadcast of one (what `x * 2` makes).
+    const array* base = &a;
+    if (a.has_primitive() && a.inputs().size() == 1 &&
+        std::string(a.primitive().name()) == "Broadcast") {
+      base = &a.inputs()[0];
+    }
+    if (!base->has_primitive()) {
+      if (auto v = scalar_value(*base)) {
+        auto key = std::make_tuple(static_cast<int>(v->first.val), v->second,
+                                   a.shape());
+        auto [s, inserted] = scalars.emplace(key, a);
+        if (!inserted) return s->second;
+      }
+    }
+    return a;
+  };
+  // Nodes with the same primitive (is_equivalent) on the same inputs merge.
+  std::unordered_multimap<size_t, array> seen;
+  std::vector<array> kept;
+  size_t merged = 0;
+  for (auto& node : trace.tape) {
+    auto& inputs = node.inputs();
+    size_t h = std::hash<std::string>()(node.primitive().name());
+    for (auto& in : inputs) {
+      in = canon(in);
+      h = h * 31 + std::hash<uintptr_t>()(in.id());
+    }
+    bool dup = false;
+    auto range = seen.equal_range(h);
+    for (auto it = range.first; it != range.second && !dup; ++it) {
+      const array& c = it->second;
+      if (c.inputs().size() != inputs.size() ||
+          c.outputs().size() != node.outputs().size() ||
+          typeid(c.primitive()) != typeid(node.primitive()) ||
+          !c.primitive().is_equivalent(node.primitive())) {
+        continue;
+      }
+      bool same = true;
+      for (size_t i = 0; i < inputs.size() && same; ++i) {
+        same = c.inputs()[i].id() == inputs[i].id();
+      }
+      auto co = c.outputs(), no = node.outputs();
+      for (size_t i = 0; i < co.size() && same; ++i) {
+        same = co[i].shape() == no[i].shape() && co[i].dtype() == no[i].dtype();
+      }
+      if (!same) continue;
+      for (size_t i = 0; i < co.size(); ++i) canonical.emplace(no[i].id(), co[i]);
+      dup = true;
+    }
+    if (dup) {
+      ++merged;
+      continue;
+    }
+    seen.emplace(h, node);
+    kept.push_back(node);
+  }
+  for (auto& o : trace.outputs) o = canon(o);
+  trace.tape = std::move(kept);
+  if (merged) {
+    compile_log(2, "simplify: merged " + std::to_string(merged) +
+                       " common subexpressions");
+  }
+}
+
+// ---- fuse -------------------------------------------------------------------
+
+bool fusable(const array& node) {
+  auto k = node.primitive().fusion_kind();
+  bool elementwise = k == FusionKind::unary || k == FusionKind::binary ||
+                     k == FusionKind::ternary || k == FusionKind::cast;
+  if (!elementwise || node.dtype() == complex64) return false;
+  for (auto& in : node.inputs()) {
+    if (in.dtype() == complex64) return false;
+  }
+  return true;
+}
+
+// A scalar known at trace time: an available one-element array, or a
+// broadcast of one (what ops make of `x * 2`).
+std::optional<FusedConstant> constant_of(const array& e, array& scalar) {
+  array v = e;
+  if (!e.is_available() && e.has_primitive() &&
+      std::string(e.primitive().name()) == "Broadcast") {
+    v = e.inputs()[0];
+  }
+  auto sv = scalar_value(v);
+  if (!sv) return std::nullopt;
+  scalar = v;
+  return FusedConstant{sv->first, sv->second};
+}
+
+struct Region {
+  std::vector<int> nodes; // tape indices, increasing
+  int min_index;
+};
+
+class Fuser {
+ public:
+  explicit Fuser(Trace& trace) : trace_(trace), tape_(trace.tape) {
+    for (int i = 0; i < static_cast<int>(tape_.size()); ++i) {
+      for (auto& o : tape_[i].outputs()) index_[o.id()] = i;
+    }
+    region_of_.assign(tape_.size(), -1);
+  }
+
+  void run() {
+    for (int i = 0; i < static_cast<int>(tape_.size()); ++i) {
+      if (fusable(tape_[i])) place(i);
+    }
+    int fused = 0;
+    for (auto& r : regions_) {
+      if (r.nodes.size() >= 2) {
+        replace(r);
+        ++fused;
+      }
+    }
+    if (fused) {
+      // Rewiring changed who consumes what: order the tape afresh.
+      trace_.tape = trace_tape(trace_.outputs, trace_.tracers).nodes;
+    }
+  }
+
+ private:
+  int tape_index(const array& a) const {
+    auto it = index_.find(a.id());
+    return it == index_.end() ? -1 : it->second;
+  }
+
+  // Whether node index j (or anything it depends on, down to min_index)
+  // belongs to region r: merging r with a consumer of j would form a cycle.
+  bool depends_on(int j, int r, int min_index) {
+    std::vector<int> stack = {j};
+    std::unordered_set<int> seen;
+    while (!stack.empty()) {
+      int k = stack.back();
+      stack.pop_back();
+      if (k < min_index || !seen.insert(k).second) continue;
+      if (region_of_[k] == r) return true;
+      for (auto& in : tape_[k].inputs()) {
+        int t = tape_index(in);
+        if (t >= 0) stack.push_back(t);
+      }
+    }
+    return false;
+  }
+
+  void place(int i) {
+    const array& node = tape_[i];
+    // Candidate: the region of a fusable input with the same shape; take the
+    // one whose other inputs make no cycle.
+    int chosen = -1;
+    for (auto& in : node.inputs()) {
+      int j = tape_index(in);
+      if (j < 0 || region_of_[j] < 0 || in.shape() != node.shape()) continue;
+      if (tape_[j].primitive().stream() != node.primitive().stream()) continue;
+      int r = region_of_[j];
+      if (chosen == r) continue;
+      Region& reg = regions_[r];
+      if (static_cast<int>(reg.nodes.size()) >= max_fused_ops) continue;
+      bool ok = true;
+      for (auto& other : node.inputs()) {
+        int k = tape_index(other);
+        if (k >= 0 && region_of_[k] != r && depends_on(k, r, reg.min_index)) {
+          ok = false;
+          break;
+        }
+      }
+      if (ok && external_inputs(reg, i) <= max_fused_inputs) {
+        chosen = r;
+        break;
+      }
+    }
+    if (chosen < 0) {
+      regions_.push_back({{i}, i});
+      region_of_[i] = static_cast<int>(regions_.size()) - 1;
+    } else {
+      regions_[chosen].nodes.push_back(i);
+      region_of_[i] = chosen;
+    }
+  }
+
+  // Number of distinct external inputs of region r if node i joined it.
+  int external_inputs(const Region& r, int i) {
+    std::unordered_set<uintptr_t> ext;
+    auto count = [&](int n) {
+      for (auto& in : tape_[n].inputs()) {
+        int k = tape_index(in);
+        bool inside = (k >= 0 && (k == i || (region_of_[k] >= 0 &&
+                                             &regions_[region_of_[k]] == &r)));
+        if (!inside) ext.insert(in.id());
+      }
+    };
+    for (int n : r.nodes) count(n);
+    count(i);
+    return static_cast<int>(ext.size());
+  }
+
+  void replace(const Region& r) {
+    std::unordered_map<uintptr_t, int> op_of; // output id -> op index
+    std::unordered_map<uintptr_t, int> ext_of; // external input id -> index
+    std::vector<array> ext;
+    std::vector<std::optional<FusedConstant>> constants;
+    std::vector<FusedOp> ops;
+    std::unordered_set<int> members(r.nodes.begin(), r.nodes.end());
+    for (int n : r.nodes) {
+      const array& node = tape_[n];
+      FusedOp op{node.primitive_ptr(), {}, node.dtype()};
+      for (auto& in : node.inputs()) {
+        auto it = op_of.find(in.id());
+        if (it != op_of.end()) {
+          op.args.push_back(it->second);
+          continue;
+        }
+        auto e = ext_of.find(in.id());
+        if (e == ext_of.end()) {
+          array scalar = in;
+          auto c = constant_of(in, scalar);
+          e = ext_of.emplace(in.id(), static_cast<int>(ext.size())).first;
+          ext.push_back(c ? scalar : in);
+          constants.push_back(c);
+        }
+        op.args.push_back(-e->second - 1);
+      }
+      op_of[node.id()] = static_cast<int>(ops.size());
+      ops.push_back(std::move(op));
+    }
+    // Outputs: members used outside the region or returned.
+    std::unordered_set<uintptr_t> used_outside;
+    for (int k = 0; k < static_cast<int>(tape_.size()); ++k) {
+      if (members.count(k)) continue;
+      for (auto& in : tape_[k].inputs()) used_outside.insert(in.id());
+    }
+    for (auto& c : created_) {
+      for (auto& in : c.inputs()) used_outside.insert(in.id());
+    }
+    for (auto& o : trace_.outputs) used_outside.insert(o.id());
+    std::vector<int> out_ops;
+    std::vector<array> originals;
+    for (int n : r.nodes) {
+      if (used_outside.count(tape_[n].id())) {
+        out_ops.push_back(op_of[tape_[n].id()]);
+        originals.push_back(tape_[n]);
+      }
+    }
+    auto p = std::make_shared<Compiled>(tape_[r.nodes[0]].primitive().stream(),
+                                        std::move(ops), out_ops,
+                                        std::move(constants));
+    std::vector<Shape> shapes;
+    std::vector<Dtype> dtypes;
+    for (auto& o : originals) {
+      shapes.push_back(o.shape());
+      dtypes.push_back(o.dtype());
+    }
+    auto outs = array::make_arrays(shapes, dtypes, p, ext);
+    for (auto& o : outs) o.set_tracer(true);
+    std::unordered_map<uintptr_t, array> rewire;
+    for (size_t k = 0; k < outs.size(); ++k) rewire.emplace(originals[k].id(), outs[k]);
+    for (int k = 0; k < static_cast<int>(tape_.size()); ++k) {
+      if (members.count(k)) continue;
+      for (auto& in : tape_[k].inputs()) {
+        auto it = rewire.find(in.id());
+        if (it != rewire.end()) in = it->second;
+      }
+    }
+    for (auto& c : created_) {
+      for (auto& in : c.inputs()) {
+        auto it = rewire.find(in.id());
+        if (it != rewire.end()) in = it->second;
+      }
+    }
+    for (auto& o : trace_.outputs) {
+      auto it = rewire.find(o.id());
+      if (it != rewire.end()) o = it->second;
+    }
+    created_.push_back(outs[0]);
+    std::ostringstream os;
+    p->print(os);
+    compile_log(1, "fused " + os.str() + ": " + std::to_string(p->ops().size()) +
+                       " ops, " + std::to_string(ext.size()) + " inputs, " +
+                       std::to_string(outs.size()) + " outputs");
+  }
+
+  Trace& trace_;
+  std::vector<array> tape_;
+  std::unordered_map<uintptr_t, int> index_;
+  std::vector<int> region_of_;
+  std::vector<Region> regions_;
+  std::vector<array> created_; // one output of each Compiled node made
+};
+
+void check_shapeless(const Trace& trace) {
+  for (auto& node : trace.tape) {
+    try {
+      node.primitive().output_shapes(node.inputs());
+    } catch (const std::invalid_argument&) {
+      throw std::invalid_argument(
+          std::string("[compile] ") + node.primitive().name() +
+          " cannot infer its output shape from new input shapes, so the "
+          "function cannot be compiled with shapeless=true.");
+    }
+  }
+}
+
+} // namespace
+
+void compile_log(int level, const std::string& line) {
+  std::lock_guard<std::mutex> lock(log_mutex);
+  log_lines().push_back(line);
+  if (debug_level() >= level) std::cerr << "[kiln compile] " << line << "\n";
+}
+
+std::vector<std::string> compile_log_lines() {
+  std::lock_guard<std::mutex> lock(log_mutex);
+  return log_lines();
+}
+
+void clear_compile_log_lines() {
+  std::lock_guard<std::mutex> lock(log_mutex);
+  log_lines().clear();
+}
+
+void run_passes(Trace& trace, bool simplify_on, bool fuse_on) {
+  trace.tape = trace_tape(trace.outputs, trace.tracers).nodes;
+  if (simplify_on) simplify(trace);
+  if (fuse_on) Fuser(trace).run();
+  if (trace.shapeless) check_shapeless(trace);
+}
+
+std::vector<array> replay(const Trace& trace, const std::vector<array>& inputs) {
+  std::unordered_map<uintptr_t, array> value;
+  value.reserve(trace.tape.size() * 2 + inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    value.emplace(trace.tracers[i].id(), inputs[i]);
+  }
+  auto lookup = [&](const array& a) {
+    auto it = value.find(a.id());
+    return it == value.end() ? a : it->second;
+  };
+  for (auto& node : trace.tape) {
+    std::vector<array> in;
+    in.reserve(node.inputs().size());
+    for (auto& x : node.inputs()) in.push_back(lookup(x));
+    auto outs = node.outputs();
+    std::vector<Shape> shapes;
+    std::vector<Dtype> dtypes;
+    if (trace.shapeless) {
+      shapes = node.primitive().output_shapes(in);
+    }
+    for (auto& o : outs) {
+      if (!trace.shapeless) shapes.push_back(o.shape());
+      dtypes.push_back(o.dtype());
+    }
+    std::vector<array> made;
+    if (outs.size() == 1) {
+      made.push_back(array(shapes[0], dtypes[0], node.primitive_ptr(), std::move(in)));
+    } else {
+      made = array::make_arrays(shapes, dtypes, node.primitive_ptr(), in);
+    }
+    for (size_t k = 0; k < outs.size(); ++k) value.emplace(outs[k].id(), made[k]);
+  }
+  std::vector<array> result;
+  for (auto& o : trace.outputs) result.push_back(lookup(o));
+  return result;
+}
+
+std::string format_trace(const Trace& trace, bool dot) {
+  std::unordered_map<uintptr_t, std::string> names;
+  int next = 0;
+  auto name_of = [&](const array& a) {
+    auto it = names.find(a.id());
+    if (it != names.end()) return it->second;
+    std::string n = (a.has_primitive() ? "t" : "c") + std::to_string(next++);
+    names.emplace(a.id(), n);
+    return n;
+  };
+  for (size_t i = 0; i < trace.tracers.size(); ++i) {
+    names.emplace(trace.tracers[i].id(), "in" + std::to_string(i));
+  }
+  std::ostringstream os;
+  if (dot) os << "digraph kiln {\n";
+  for (auto& node : trace.tape) {
+    auto outs = node.outputs();
+    std::ostringstream prim;
+    node.primitive().print(prim);
+    if (dot) {
+      for (auto& o : outs) {
+        os << "  \"" << name_of(o) << "\" [label=\"" << prim.str() << "\"];\n";
+        for (auto& in : node.inputs()) {
+          os << "  \"" << name_of(in) << "\" -> \"" << name_of(o) << "\";\n";
+        }
+      }
+      continue;
+    }
+    for (size_t k = 0; k < outs.size(); ++k) os << (k ? ", " : "") << name_of(outs[k]);
+    os << " = " << prim.str() << "(";
+    for (size_t k = 0; k < node.inputs().size(); ++k) {
+      os << (k ? ", " : "") << name_of(node.inputs()[k]);
+    }
+    os << ") " << shape_str(outs[0].shape()) << " " << dtype_name(outs[0].dtype())
+       << "\n";
+  }
+  if (dot) {
+    os << "}\n";
+  } else {
+    os << "outputs:";
+    for (auto& o : trace.outputs) os << " " << name_of(o);
+    os << "\n";
+  }
+  return os.str();
+}
+
+} // namespace kiln::detail

@@ -1,0 +1,39 @@
+// compile's graph passes over a trace: simplify (common subexpressions,
+// equal scalar constants) and fuse (elementwise regions into Compiled
+// nodes), then replay on new inputs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/core/array.h"
+
+namespace kiln::detail {
+
+struct Trace {
+  bool shapeless = false;
+  std::vector<array> tracers;  // one per input, in order
+  std::vector<array> tape;     // nodes between tracers and outputs, in order
+  std::vector<array> outputs;  // user outputs, then captured state
+  size_t num_user_outputs = 0;
+  std::vector<size_t> state_counts;
+};
+
+/** Regions larger than these are split (bounded kernel size and argument
+ *  count). */
+inline constexpr int max_fused_ops = 64;
+inline constexpr int max_fused_inputs = 24;
+
+void run_passes(Trace& trace, bool simplify, bool fuse);
+
+/** The traced graph applied to new inputs: new nodes, same primitives. */
+std::vector<array> replay(const Trace& trace, const std::vector<array>& inputs);
+
+std::string format_trace(const Trace& trace, bool dot);
+
+std::vector<std::string> compile_log_lines();
+void clear_compile_log_lines();
+/** Records a line; prints it too when KILN_DEBUG >= level. */
+void compile_log(int level, const std::string& line);
+
+} // namespace kiln::detail

@@ -1,0 +1,253 @@
+// compile: trace cache, simplify, fuse, captured state, composition with the
+// other transformations, and the seed's layout rules.
+#include <random>
+
+#include "kiln/primitives/compiled.h"
+#include "test_utils.h"
+
+namespace kiln::test {
+namespace {
+
+std::vector<array> one(const array& a) { return {a}; }
+
+TEST(Compile, MatchesEagerAndCachesTraces) {
+  int traces = 0;
+  auto f = [&](const std::vector<array>& in) {
+    ++traces;
+    auto y = add(multiply(exp(in[0]), in[1]), array(1.0f));
+    return std::vector<array>{tanh(y), sum(y, 0)};
+  };
+  auto cf = compile(f);
+  auto x = random_array({4, 5}, float32), y = random_array({4, 5}, float32);
+  auto want = f({x, y});
+  traces = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto got = cf({x, y});
+    EXPECT_TRUE(all_close(to_doubles(got[0]), to_doubles(want[0]), 1e-6, 1e-6));
+    EXPECT_TRUE(all_close(to_doubles(got[1]), to_doubles(want[1]), 1e-5, 1e-5));
+  }
+  EXPECT_EQ(traces, 1); // one trace per signature
+  cf({random_array({2, 5}, float32), random_array({2, 5}, float32)});
+  EXPECT_EQ(traces, 2); // a new shape traces again
+  cf({astype(x, float16), astype(y, float16)});
+  EXPECT_EQ(traces, 3); // so does a new dtype
+}
+
+TEST(Compile, ShapelessKeysOnRank) {
+  int traces = 0;
+  auto cf = compile([&](const std::vector<array>& in) {
+    ++traces;
+    return one(sin(multiply(in[0], in[0])));
+  }, true);
+  for (int n : {3, 7, 11}) {
+    auto x = random_array({n, 2}, float32);
+    auto got = cf({x})[0];
+    EXPECT_EQ(got.shape(), (Shape{n, 2}));
+    auto want = map1(to_doubles(x), [](double v) { return std::sin(v * v); });
+    EXPECT_TRUE(all_close(to_doubles(got), want, 1e-6, 1e-6));
+  }
+  EXPECT_EQ(traces, 1);
+  // A primitive that cannot infer shapes raises at trace time.
+  auto bad = compile([](const std::vector<array>& in) {
+    return one(reshape(in[0], {-1}));
+  }, true);
+  EXPECT_THROW(bad({random_array({2, 3}, float32)}), std::invalid_argument);
+}
+
+TEST(Compile, FusesElementwiseRegions) {
+  clear_compile_log();
+  auto f = [](const std::vector<array>& in) {
+    auto a = exp(in[0]);
+    auto b = multiply(a, in[1]);
+    auto c = add(b, array(2.0f));
+    return std::vector<array>{sqrt(abs(c)), sum(b)}; // b escapes to a sum
+  };
+  auto cf = compile(f);
+  auto x = random_array({8}, float32), y = random_array({8}, float32);
+  auto text = export_compiled_graph(cf, {x, y});
+  // one fused region of the five elementwise ops, the reduction outside
+  EXPECT_NE(text.find("Compiled{Exp Multiply Add Abs Sqrt}"), std::string::npos) << text;
+  EXPECT_NE(text.find("ReduceSum"), std::string::npos) << text;
+  auto got = cf({x, y});
+  auto want = f({x, y});
+  EXPECT_TRUE(all_close(to_doubles(got[0]), to_doubles(want[0]), 1e-6, 1e-6));
+  EXPECT_TRUE(all_close(to_doubles(got[1]), to_doubles(want[1]), 1e-5, 1e-5));
+  bool logged = false;
+  for (auto& line : compile_log()) logged |= line.find("fused Compiled") != std::string::npos;
+  EXPECT_TRUE(logged);
+  // Switching the fuse stage off leaves the ops unfused.
+  set_compile_stage(CompileStage::fuse, false);
+  auto plain = export_compiled_graph(compile(f), {x, y});
+  set_compile_stage(CompileStage::fuse, true);
+  EXPECT_EQ(plain.find("Compiled"), std::string::npos) << plain;
+}
+
+TEST(Compile, SimplifyMergesCommonSubexpressions) {
+  auto f = [](const std::vector<array>& in) {
+    auto a = exp(in[0]);
+    auto b = exp(in[0]);
+    return one(add(multiply(a, array(3.0f)), multiply(b, array(3.0f))));
+  };
+  set_compile_stage(CompileStage::fuse, false);
+  auto text = export_compiled_graph(compile(f), {random_array({4}, float32)});
+  set_compile_stage(CompileStage::fuse, true);
+  size_t n_exp = 0;
+  for (size_t p = text.find("Exp"); p != std::string::npos; p = text.find("Exp", p + 1)) ++n_exp;
+  EXPECT_EQ(n_exp, 1u) << text;
+  size_t n_mul = 0;
+  for (size_t p = text.find("Multiply"); p != std::string::npos; p = text.find("Multiply", p + 1)) ++n_mul;
+  EXPECT_EQ(n_mul, 1u) << text;
+}
+
+TEST(Compile, RandomGraphsMatchEager) {
+  // Random elementwise graphs (depth up to 20, mixed dtypes, broadcasting,
+  // scalars): compiled equals uncompiled, exactly for integers and bool.
+  std::mt19937 g(7);
+  for (int trial = 0; trial < 40; ++trial) {
+    bool ints = trial % 3 == 0;
+    Dtype dt = ints ? int32 : (trial % 3 == 1 ? float32 : float16);
+    int depth = 1 + g() % 20;
+    std::vector<int> ops(depth), picks(depth);
+    for (int i = 0; i < depth; ++i) { ops[i] = g() % 9; picks[i] = g(); }
+    auto f = [&](const std::vector<array>& in) {
+      std::vector<array> vals = in;
+      for (int i = 0; i < depth; ++i) {
+        auto& a = vals[picks[i] % vals.size()];
+        auto& b = vals[(picks[i] / 7) % vals.size()];
+        array r = a;
+        switch (ops[i]) {
+          case 0: r = add(a, b); break;
+          case 1: r = multiply(a, b); break;
+          case 2: r = subtract(a, array(2, a.dtype())); break;
+          case 3: r = maximum(a, b); break;
+          case 4: r = ints ? bitwise_xor(a, b) : tanh(a); break;
+          case 5: r = where(greater(a, b), a, b); break;
+          case 6: r = ints ? multiply(a, array(3)) : sin(b); break;
+          case 7: r = astype(astype(a, ints ? int64 : float32), a.dtype()); break;
+          default: r = negative(a); break;
+        }
+        vals.push_back(r);
+      }
+      return std::vector<array>{vals.back(), vals[vals.size() / 2]};
+    };
+    auto x = random_array({3, 4}, dt, -3, 3);
+    auto y = random_array({4}, dt, -3, 3);      // broadcast against x
+    auto z = as_transposed(random_array({3, 4}, dt, -3, 3));
+    auto want = f({x, y, z});
+    auto got = compile(f)({x, y, z});
+    for (int k = 0; k < 2; ++k) {
+      double tol = ints ? 0 : (dt == float16 ? 1e-2 : 1e-5);
+      EXPECT_TRUE(all_close(to_doubles(got[k]), to_doubles(want[k]), tol, tol))
+          << "trial " << trial;
+    }
+  }
+}
+
+TEST(Compile, CapturedRandomStateAdvances) {
+  random::seed(3);
+  auto eager1 = random::uniform({4});
+  auto eager2 = random::uniform({4});
+  random::seed(3);
+  CompileOptions o;
+  o.inputs = {random_state()};
+  o.outputs = {random_state()};
+  auto step = compile([](const std::vector<array>& in) {
+    return one(add(random::uniform({4}), in[0]));
+  }, o);
+  auto zero = zeros({4});
+  auto a = step({zero})[0], b = step({zero})[0];
+  EXPECT_EQ(to_doubles(a), to_doubles(eager1));
+  EXPECT_EQ(to_doubles(b), to_doubles(eager2));
+}
+
+TEST(Compile, ComposesWithGradAndVmap) {
+  auto f = [](const std::vector<array>& in) {
+    return one(sum(multiply(sin(in[0]), exp(in[0]))));
+  };
+  auto x = random_array({5}, float32);
+  auto g_plain = grad([&](const std::vector<array>& v) { return f(v)[0]; })({x})[0];
+  auto cf = compile(f);
+  auto g_of_c = grad([&](const std::vector<array>& v) { return cf(v)[0]; })({x})[0];
+  EXPECT_TRUE(all_close(to_doubles(g_of_c), to_doubles(g_plain), 1e-6, 1e-6));
+  auto c_of_g = compile([&](const std::vector<array>& v) {
+    return grad([&](const std::vector<array>& w) { return f(w)[0]; })(v);
+  });
+  EXPECT_TRUE(all_close(to_doubles(c_of_g({x})[0]), to_doubles(g_plain), 1e-6, 1e-6));
+  auto xs = random_array({3, 5}, float32);
+  auto per = vmap([&](const std::vector<array>& v) { return cf(v); })({xs})[0];
+  for (int b = 0; b < 3; ++b) {
+    EXPECT_NEAR(to_doubles(per)[b], to_doubles(f({take(xs, b, 0)})[0])[0], 1e-5);
+  }
+}
+
+TEST(Compile, DisableCompileRunsEagerly) {
+  int calls = 0;
+  auto cf = compile([&](const std::vector<array>& in) { ++calls; return one(exp(in[0])); });
+  auto x = random_array({3}, float32);
+  cf({x});
+  cf({x});
+  EXPECT_EQ(calls, 1);
+  disable_compile();
+  cf({x});
+  cf({x});
+  enable_compile();
+  EXPECT_EQ(calls, 3);
+}
+
+TEST(Compile, SeedBroadcastChainStaysTiny) {
+  // Seed 000: the broadcast at the end stays a view; ten iterations touch
+  // one element each, compiled or not.
+  auto fun = compile([](const std::vector<array>& in) {
+    return one(broadcast_to(sin(exp(log(abs(in[0])))), {16384, 2048, 16}));
+  });
+  auto x = array({1.0f});
+  size_t before = get_active_memory();
+  reset_peak_memory();
+  for (int i = 0; i < 10; ++i) x = fun({x})[0];
+  x.eval();
+  EXPECT_LT(get_peak_memory() - before, 4096u);
+  EXPECT_EQ(x.strides(), (Strides{0, 0, 0}));
+  EXPECT_EQ(x.data_size(), 1u);
+}
+
+TEST(Compile, TransposedInputsGiveSameStridedOutputs) {
+  auto cf = compile([](const std::vector<array>& in) {
+    return one(add(exp(in[0]), multiply(in[1], array(2.0f))));
+  });
+  auto a = as_transposed(random_array({16, 8}, float32));
+  auto b = as_transposed(random_array({16, 8}, float32));
+  auto out = cf({a, b})[0];
+  out.eval();
+  EXPECT_EQ(out.strides(), a.strides());
+  auto want = add(exp(a), multiply(b, array(2.0f)));
+  EXPECT_TRUE(all_close(to_doubles(out), to_doubles(want), 1e-6, 1e-6));
+  // mixed layouts: correct row-major result
+  auto r = random_array({16, 8}, float32);
+  auto m = cf({a, r})[0];
+  m.eval();
+  EXPECT_TRUE(m.flags().row_contiguous);
+  EXPECT_TRUE(all_close(to_doubles(m), to_doubles(add(exp(a), multiply(r, array(2.0f)))), 1e-6, 1e-6));
+}
+
+TEST(Compile, SeedLinearStepKeepsVectorBias) {
+  // Seed 000 in C++: float32 parameters cast to bfloat16, then a Linear with
+  // bias. Under compile the AddMM still receives a (N,) bias.
+  int n = 24, k = 16;
+  auto w = random_array({n, k}, float32), bias = random_array({n}, float32);
+  auto step = [](const std::vector<array>& in) {
+    auto wb = astype(in[1], bfloat16), bb = astype(in[2], bfloat16);
+    auto x = astype(in[0], bfloat16);
+    return one(addmm(bb, x, transpose(wb)));
+  };
+  auto x = random_array({2, 3, k}, bfloat16);
+  auto cf = compile(step);
+  auto out = cf({x, w, bias})[0];
+  ASSERT_TRUE(out.has_primitive());
+  EXPECT_STREQ(out.primitive().name(), "AddMM");
+  EXPECT_EQ(out.inputs()[0].shape(), (Shape{n}));
+  auto want = step({x, w, bias})[0];
+  EXPECT_TRUE(all_close(to_doubles(out), to_doubles(want), 1e-2, 1e-2));
+}
+
+} // namespace
+} // namespace kiln::test
