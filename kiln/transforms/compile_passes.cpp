@@ -179,19 +179,33 @@ class Fuser {
     return it == index_.end() ? -1 : it->second;
   }
 
-  // Whether node index j (or anything it depends on, down to min_index)
-  // belongs to region r: merging r with a consumer of j would form a cycle.
+  // Whether node index j depends on region r once every region is
+  // contracted to one node (whose outputs depend on all of its inputs):
+  // merging r with a consumer of j would then form a cycle. Nothing that
+  // ends before min_index (r's first node) can depend on r.
   bool depends_on(int j, int r, int min_index) {
     std::vector<int> stack = {j};
-    std::unordered_set<int> seen;
-    while (!stack.empty()) {
-      int k = stack.back();
-      stack.pop_back();
-      if (k < min_index || !seen.insert(k).second) continue;
-      if (region_of_[k] == r) return true;
+    std::unordered_set<int> seen, seen_regions;
+    auto push_inputs = [&](int k) {
       for (auto& in : tape_[k].inputs()) {
         int t = tape_index(in);
         if (t >= 0) stack.push_back(t);
+      }
+    };
+    while (!stack.empty()) {
+      int k = stack.back();
+      stack.pop_back();
+      if (!seen.insert(k).second) continue;
+      int rk = region_of_[k];
+      if (rk == r) return true;
+      if (rk >= 0) {
+        auto& members = regions_[rk].nodes;
+        if (members.back() < min_index || !seen_regions.insert(rk).second) {
+          continue;
+        }
+        for (int m : members) push_inputs(m);
+      } else if (k >= min_index) {
+        push_inputs(k);
       }
     }
     return false;

@@ -1,6 +1,8 @@
 // compile: trace cache, simplify, fuse, captured state, composition with the
 // other transformations, and the seed's layout rules.
 #include <random>
+#include <set>
+#include <sstream>
 
 #include "kiln/primitives/compiled.h"
 #include "test_utils.h"
@@ -140,6 +142,40 @@ TEST(Compile, RandomGraphsMatchEager) {
       EXPECT_TRUE(all_close(to_doubles(got[k]), to_doubles(want[k]), tol, tol))
           << "trial " << trial;
     }
+  }
+}
+
+TEST(Compile, FusedRegionsNeverDependOnEachOther) {
+  // maximum(p, q) joins p's region and maximum(q, p) would join q's: then
+  // each region would consume the other's output. The graph stays acyclic
+  // (every node's inputs come before it) and the results right.
+  auto f = [](const std::vector<array>& in) {
+    auto p = multiply(in[0], array(2.0f));
+    auto q = multiply(in[1], array(3.0f));
+    return std::vector<array>{maximum(p, q), maximum(q, p), exp(p), tanh(q)};
+  };
+  auto x = random_array({6}, float32), y = random_array({6}, float32);
+  std::string text = export_compiled_graph(compile(f), {x, y});
+  std::set<std::string> defined = {"in0", "in1"};
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line) && line.find(" = ") != std::string::npos;) {
+    std::string args = line.substr(line.find('(') + 1);
+    args = args.substr(0, args.find(')'));
+    std::istringstream names(args);
+    for (std::string n; std::getline(names, n, ',');) {
+      n.erase(0, n.find_first_not_of(' '));
+      if (n[0] != 'c') EXPECT_TRUE(defined.count(n)) << n << " used before defined:\n" << text;
+    }
+    std::istringstream outs(line.substr(0, line.find(" = ")));
+    for (std::string n; std::getline(outs, n, ',');) {
+      n.erase(0, n.find_first_not_of(' '));
+      defined.insert(n);
+    }
+  }
+  auto want = f({x, y});
+  auto got = compile(f)({x, y});
+  for (size_t k = 0; k < got.size(); ++k) {
+    EXPECT_TRUE(all_close(to_doubles(got[k]), to_doubles(want[k]), 1e-6, 1e-6));
   }
 }
 
