@@ -34,7 +34,13 @@ struct CompileOptions {
 
 /** fun compiled: traced on first use for each signature (dtypes and shapes,
  *  or ranks when shapeless), its graph simplified and its elementwise
- *  regions fused. The traces live as long as the returned function. */
+ *  regions fused. The traces live as long as the returned function.
+ *  On the CPU each fused region runs as one C++ kernel built with the
+ *  system compiler ($CXX, else g++, c++, clang++) at first use and cached
+ *  in $KILN_CACHE_DIR (else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln);
+ *  without a compiler the region's ops run one by one. KILN_DEBUG=1 prints
+ *  each kernel's name and source path, =4 its source; KILN_COMPILE_CHECK=1
+ *  also runs each region unfused and raises when the results differ. */
 Fn compile(Fn fun, CompileOptions options = {});
 Fn compile(Fn fun, bool shapeless);
 

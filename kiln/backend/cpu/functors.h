@@ -1,8 +1,11 @@
 // Scalar functors named after their primitives. They see compute types only
 // (float16/bfloat16 arrive widened to float). A functor that has no meaning
 // for complex numbers says so with `complex = false`.
+// The CPU JIT embeds this file in its generated sources without standard
+// headers: use only the std names that jit_prelude.h declares.
 #pragma once
 
+#ifndef KILN_JIT_SOURCE
 #include <climits>
 #include <cmath>
 #include <complex>
@@ -10,6 +13,7 @@
 #include <type_traits>
 
 #include "kiln/core/cast.h"
+#endif
 
 namespace kiln::detail {
 

@@ -1,0 +1,39 @@
+// The CPU JIT's disk cache: a private directory, files written under unique
+// names and renamed into place, and libraries sealed with a checksum so a
+// truncated, corrupt or foreign file is rebuilt instead of loaded.
+#pragma once
+
+#include <string>
+
+namespace kiln::detail {
+
+/** "" when path is a real directory (not a symlink) owned by this user with
+ *  no group or other write permission; otherwise why it is refused. */
+std::string check_private_dir(const std::string& path);
+
+/** $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln. */
+std::string default_cache_dir();
+
+/** Creates path (mode 0700, parents too) and checks it. Returns "" when it
+ *  is usable, else the reason it is refused. */
+std::string make_private_dir(const std::string& path);
+
+/** A fresh private directory under $TMPDIR (or /tmp), or "" on failure. */
+std::string make_temp_dir();
+
+/** A new empty file dir/<prefix>XXXXXX<suffix> (mkstemps); "" on failure. */
+std::string make_temp_file(const std::string& dir, const std::string& prefix,
+                           const std::string& suffix);
+
+/** Writes data to path through a temporary file in the same directory and
+ *  rename() (atomic on one filesystem). Returns false on failure. */
+bool write_file_atomic(const std::string& path, const std::string& data);
+
+/** Appends a trailer (magic and a hash of the contents) to a library that
+ *  the compiler just wrote. */
+bool seal_library(const std::string& path);
+
+/** True when path holds an ELF file whose trailer matches its contents. */
+bool library_intact(const std::string& path);
+
+} // namespace kiln::detail

@@ -1,0 +1,355 @@
+#include "kiln/backend/cpu/jit_source.h"
+
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "kiln/core/half.h"
+
+namespace kiln::detail {
+
+namespace {
+
+const char* code(Dtype d) {
+  switch (d.val) {
+    case Dtype::Val::bool_: return "b";
+    case Dtype::Val::uint8: return "u8";
+    case Dtype::Val::uint16: return "u16";
+    case Dtype::Val::uint32: return "u32";
+    case Dtype::Val::uint64: return "u64";
+    case Dtype::Val::int8: return "i8";
+    case Dtype::Val::int16: return "i16";
+    case Dtype::Val::int32: return "i32";
+    case Dtype::Val::int64: return "i64";
+    case Dtype::Val::float16: return "f16";
+    case Dtype::Val::float32: return "f32";
+    case Dtype::Val::float64: return "f64";
+    case Dtype::Val::bfloat16: return "bf16";
+    default: return "c64";
+  }
+}
+
+bool is_half(Dtype d) { return d == float16 || d == bfloat16; }
+
+// The C type an element is stored as.
+const char* storage_type(Dtype d) {
+  switch (d.val) {
+    case Dtype::Val::bool_: return "bool";
+    case Dtype::Val::uint8: return "uint8_t";
+    case Dtype::Val::uint16: return "uint16_t";
+    case Dtype::Val::uint32: return "uint32_t";
+    case Dtype::Val::uint64: return "uint64_t";
+    case Dtype::Val::int8: return "int8_t";
+    case Dtype::Val::int16: return "int16_t";
+    case Dtype::Val::int32: return "int32_t";
+    case Dtype::Val::int64: return "int64_t";
+    case Dtype::Val::float16:
+    case Dtype::Val::bfloat16: return "uint16_t";
+    case Dtype::Val::float32: return "float";
+    default: return "double";
+  }
+}
+
+// The C type values are computed in (compute_t): 16-bit floats widen.
+const char* compute_type(Dtype d) {
+  return is_half(d) ? "float" : storage_type(d);
+}
+
+std::string load(Dtype d, const std::string& e) {
+  if (d == float16) return "half_bits_to_float(" + e + ")";
+  if (d == bfloat16) return "bfloat16_bits_to_float(" + e + ")";
+  return e;
+}
+
+std::string store(Dtype d, const std::string& e) {
+  if (d == float16) return "float_to_half_bits(" + e + ")";
+  if (d == bfloat16) return "float_to_bfloat16_bits(" + e + ")";
+  return e;
+}
+
+// A value computed in float rounded to dtype d's precision, as storing it
+// (what the unfused ops do between ops) would.
+std::string round_to(Dtype d, const std::string& e) {
+  if (d == float16) return "kiln_round_f16(" + e + ")";
+  if (d == bfloat16) return "kiln_round_bf16(" + e + ")";
+  return e;
+}
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%llxull",
+                static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// An exact literal for a constant: its bits, with the value in a comment.
+std::string literal(const FusedConstant& c) {
+  Dtype d = c.dtype;
+  if (d == bool_) return c.bits ? "true" : "false";
+  char value[40] = "";
+  std::string e;
+  if (d == float32) {
+    uint32_t b = static_cast<uint32_t>(c.bits);
+    std::snprintf(value, sizeof(value), "%.9g", bits_float(b));
+    e = "__builtin_bit_cast(float, " + std::to_string(b) + "u)";
+  } else if (d == float64) {
+    double v;
+    std::memcpy(&v, &c.bits, 8);
+    std::snprintf(value, sizeof(value), "%.17g", v);
+    e = "__builtin_bit_cast(double, " + hex(c.bits) + ")";
+  } else if (is_half(d)) {
+    uint16_t b = static_cast<uint16_t>(c.bits);
+    float v = d == float16 ? half_bits_to_float(b) : bfloat16_bits_to_float(b);
+    std::snprintf(value, sizeof(value), "%.9g", v);
+    e = load(d, std::to_string(b));
+  } else {
+    // Integers: bits are the value's bytes, zero-extended; the conversion
+    // to the signed type wraps (defined since C++20).
+    return std::string("static_cast<") + storage_type(d) + ">(" + hex(c.bits) +
+           ")";
+  }
+  return e + " /* " + value + " */";
+}
+
+std::string var(int arg) {
+  std::string v(1, arg < 0 ? 'x' : 't');
+  v += std::to_string(arg < 0 ? -arg - 1 : arg);
+  return v;
+}
+
+Dtype arg_dtype(const JitKernelSpec& spec, int arg) {
+  return arg < 0 ? spec.input_dtypes[-arg - 1] : spec.region->ops()[arg].dtype;
+}
+
+// One statement per op: `const T tj = Op{}(args);`.
+void emit_ops(std::ostringstream& os, const JitKernelSpec& spec,
+              const char* indent) {
+  auto& ops = spec.region->ops();
+  for (size_t j = 0; j < ops.size(); ++j) {
+    auto& op = ops[j];
+    std::string name = op.primitive->name();
+    std::string e;
+    if (name == "AsType") {
+      Dtype from = arg_dtype(spec, op.args[0]);
+      std::string x = var(op.args[0]);
+      if (op.dtype == bool_) {
+        e = x + " != " + compute_type(from) + "(0)";
+      } else if (is_half(op.dtype)) {
+        e = round_to(op.dtype, "static_cast<float>(" + x + ")");
+      } else {
+        e = std::string("static_cast<") + compute_type(op.dtype) + ">(" + x +
+            ")";
+      }
+    } else {
+      std::string call = name + "{}(";
+      for (size_t k = 0; k < op.args.size(); ++k) {
+        call += (k ? ", " : "") + var(op.args[k]);
+      }
+      call += ")";
+      e = round_to(op.dtype, std::string("static_cast<") +
+                                 compute_type(op.dtype) + ">(" + call + ")");
+    }
+    os << indent << "const " << compute_type(op.dtype) << " t" << j << " = "
+       << e << ";\n";
+  }
+}
+
+} // namespace
+
+uint64_t jit_hash(const std::string& s, uint64_t seed) {
+  uint64_t h = 1469598103934665603ull ^ (seed * 0x9e3779b97f4a7c15ull);
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+bool jit_supports(const JitKernelSpec& spec) {
+  for (auto d : spec.input_dtypes) {
+    if (d == complex64) return false;
+  }
+  for (auto& op : spec.region->ops()) {
+    if (op.dtype == complex64) return false;
+    auto k = op.primitive->fusion_kind();
+    if (k != FusionKind::unary && k != FusionKind::binary &&
+        k != FusionKind::ternary && k != FusionKind::cast) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string jit_kernel_key(const JitKernelSpec& spec) {
+  // Built on every evaluation of a region, so plain appends, no streams.
+  std::string key;
+  key.reserve(32 + 24 * spec.region->ops().size());
+  key += spec.contiguous ? "contiguous|" : "strided|";
+  auto& constants = spec.region->constants();
+  char buf[24];
+  for (size_t k = 0; k < spec.input_dtypes.size(); ++k) {
+    key += code(spec.input_dtypes[k]);
+    key += static_cast<char>(spec.roles[k]);
+    if (spec.roles[k] == JitRole::constant) {
+      std::snprintf(buf, sizeof(buf), "%llx",
+                    static_cast<unsigned long long>(constants[k]->bits));
+      key += buf;
+    }
+    key += ',';
+  }
+  key += '|';
+  // Fusable primitives have no parameters besides the output dtype (AsType's
+  // target), and the generated code calls them by name.
+  for (auto& op : spec.region->ops()) {
+    key += op.primitive->name();
+    key += ':';
+    key += code(op.dtype);
+    key += '(';
+    for (size_t k = 0; k < op.args.size(); ++k) {
+      if (k) key += ',';
+      key += std::to_string(op.args[k]);
+    }
+    key += ");";
+  }
+  key += '|';
+  for (int o : spec.region->outputs()) {
+    key += std::to_string(o);
+    key += ',';
+  }
+  return key;
+}
+
+std::string jit_kernel_symbol(const JitKernelSpec& spec,
+                              const std::string& key) {
+  std::string s = "kiln";
+  for (auto& op : spec.region->ops()) {
+    if (s.size() > 48) {
+      s += "_etc";
+      break;
+    }
+    s += "_";
+    s += op.primitive->name();
+  }
+  auto& ops = spec.region->ops();
+  s += std::string("_") + code(ops[spec.region->outputs()[0]].dtype);
+  s += spec.contiguous ? "_c_" : "_g_";
+  char buf[20];
+  std::snprintf(buf, sizeof(buf), "%016llx",
+                static_cast<unsigned long long>(jit_hash(key)));
+  return s + buf;
+}
+
+std::string jit_kernel_source(const JitKernelSpec& spec, const std::string& key,
+                              const std::string& symbol) {
+  auto& outs = spec.region->outputs();
+  auto& ops = spec.region->ops();
+  auto& constants = spec.region->constants();
+  std::ostringstream os;
+  os << "\n// ---- fused kernel " << symbol << "\n// key: " << key << "\n\n";
+  os << "static inline float kiln_round_f16(float x) {\n"
+        "  return kiln::detail::half_bits_to_float(\n"
+        "      kiln::detail::float_to_half_bits(x));\n}\n"
+        "static inline float kiln_round_bf16(float x) {\n"
+        "  return kiln::detail::bfloat16_bits_to_float(\n"
+        "      kiln::detail::float_to_bfloat16_bits(x));\n}\n\n";
+  os << "extern \"C\" void " << symbol
+     << "(const void* const* in, void* const* out, const int64_t* shape,\n"
+        "    const int64_t* strides, int ndim, int64_t begin, int64_t end) {\n"
+        "  using namespace kiln::detail;\n";
+  // Inputs: constants and scalars are hoisted out of the loop.
+  for (size_t k = 0; k < spec.roles.size(); ++k) {
+    Dtype d = spec.input_dtypes[k];
+    auto role = spec.roles[k];
+    std::string p = "in";
+    p += std::to_string(k);
+    if (role == JitRole::constant) {
+      os << "  const " << compute_type(d) << " x" << k << " = "
+         << literal(*constants[k]) << ";\n";
+      continue;
+    }
+    os << "  const " << storage_type(d) << "* " << p << " = static_cast<const "
+       << storage_type(d) << "*>(in[" << k << "]);\n";
+    if (role == JitRole::scalar) {
+      os << "  const " << compute_type(d) << " x" << k << " = "
+         << load(d, p + "[0]") << ";\n";
+    }
+  }
+  for (size_t o = 0; o < outs.size(); ++o) {
+    const char* t = storage_type(ops[outs[o]].dtype);
+    os << "  " << t << "* out" << o << " = static_cast<" << t << "*>(out[" << o
+       << "]);\n";
+  }
+  // Loop body: load the array inputs at `at`, run the ops, store outputs
+  // through the pointers named `out`<o>.
+  auto body = [&](const char* indent, const std::string& at,
+                  const std::string& out) {
+    for (size_t k = 0; k < spec.roles.size(); ++k) {
+      auto role = spec.roles[k];
+      if (role != JitRole::vector && role != JitRole::strided) continue;
+      Dtype d = spec.input_dtypes[k];
+      std::ostringstream idx;
+      if (role == JitRole::vector) {
+        idx << "in" << k << "[" << at << "]";
+      } else {
+        idx << "p" << k << "[" << at << " * s" << k << "]";
+      }
+      os << indent << "const " << compute_type(d) << " x" << k << " = "
+         << load(d, idx.str()) << ";\n";
+    }
+    emit_ops(os, spec, indent);
+    for (size_t o = 0; o < outs.size(); ++o) {
+      os << indent << out << o << "[" << at
+         << "] = " << store(ops[outs[o]].dtype, var(outs[o])) << ";\n";
+    }
+  };
+  if (spec.contiguous) {
+    // ivdep: a donated output is exactly an input (same index), never a
+    // shifted overlap, so no runtime alias check is needed.
+    os << "  (void)shape; (void)strides; (void)ndim;\n"
+          "#pragma GCC ivdep\n"
+          "  for (int64_t i = begin; i < end; ++i) {\n";
+    body("    ", "i", "out");
+    os << "  }\n}\n";
+    return os.str();
+  }
+  std::vector<size_t> strided;
+  for (size_t k = 0; k < spec.roles.size(); ++k) {
+    if (spec.roles[k] == JitRole::strided) strided.push_back(k);
+  }
+  // Emits `line` once per strided input, '#' standing for its index.
+  auto each = [&](const std::string& line) {
+    for (size_t k : strided) {
+      std::string s = line, n = std::to_string(k);
+      for (size_t p; (p = s.find('#')) != std::string::npos;) {
+        s.replace(p, 1, n);
+      }
+      os << s;
+    }
+  };
+  // Rows of the collapsed shape: unravel `begin` once, then step an
+  // odometer over the outer dimensions.
+  os << "  const int64_t inner = shape[ndim - 1];\n";
+  os << "  int64_t idx[" << jit_max_dims << "] = {};\n";
+  each("  int64_t o# = 0;\n  const int64_t* st# = strides + # * ndim;\n"
+       "  const int64_t s# = st#[ndim - 1];\n");
+  os << "  int64_t r = begin;\n"
+        "  for (int d = ndim - 2; d >= 0; --d) {\n"
+        "    idx[d] = r % shape[d];\n"
+        "    r /= shape[d];\n";
+  each("    o# += idx[d] * st#[d];\n");
+  os << "  }\n"
+        "  for (int64_t row = begin; row < end; ++row) {\n";
+  each("    const auto* p# = in# + o#;\n");
+  for (size_t o = 0; o < outs.size(); ++o) {
+    os << "    auto* q" << o << " = out" << o << " + row * inner;\n";
+  }
+  os << "#pragma GCC ivdep\n"
+        "    for (int64_t j = 0; j < inner; ++j) {\n";
+  body("      ", "j", "q");
+  os << "    }\n";
+  os << "    for (int d = ndim - 2; d >= 0; --d) {\n";
+  each("      o# += st#[d];\n");
+  os << "      if (++idx[d] < shape[d]) break;\n";
+  each("      o# -= st#[d] * shape[d];\n");
+  os << "      idx[d] = 0;\n    }\n  }\n}\n";
+  return os.str();
+}
+
+} // namespace kiln::detail
