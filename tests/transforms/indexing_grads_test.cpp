@@ -229,6 +229,13 @@ TEST(GradIndexing, Compositions) {
     })(in[0]);
   };
   auto bidx = ints({0, 1, 2, 2, 1, 0}, {3, 2});
+  // vmap of vmap: the source mapped outside, the indices inside.
+  Fn tk = [](const Args& in) { return Args{take(in[0], in[1], 0)}; };
+  auto x = rnd({2, 5});
+  auto ix = ints({0, 4, 1, 1, 3, 2, -1, 0, 2, 2, 9, 4}, {3, 4});
+  auto vv = vmap(vmap(tk, {-1, 0}), {0, -1})({x, ix})[0];
+  EXPECT_EQ(vv.shape(), (Shape{2, 3, 4}));
+  EXPECT_EQ(to_doubles(vv), to_doubles(take(x, ix, 1)));
   EXPECT_TRUE(check_vmap(h, {rnd({3, 3}), bidx, rnd({3, 2, 1})}, {0, 0, 0}));
   EXPECT_TRUE(check_vmap(h, {rnd({3, 3}), bidx, rnd({2, 1})}, {0, 0, -1}));
 }
