@@ -308,7 +308,9 @@ TEST(Autograd, TrainsTwoLayerMLP) {
   float first = 0, last = 0;
   for (int it = 0; it < 1500; ++it) {
     auto [loss, grads] = step(params);
-    for (int k = 0; k < 4; ++k) params[k] = subtract(params[k], multiply(grads[k], array(0.2f)));
+    // lr 0.2 sits at the edge of stability for this problem: the loss
+    // spikes late in training for some initializations (NumPy does too).
+    for (int k = 0; k < 4; ++k) params[k] = subtract(params[k], multiply(grads[k], array(0.1f)));
     eval(params);
     if (it == 0) first = loss.item<float>();
     last = loss.item<float>();
