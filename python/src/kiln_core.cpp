@@ -1,0 +1,22 @@
+// The extension module kiln.core, assembled from one init per family.
+#include "kiln_py.h"
+
+NB_MODULE(core, m) {
+  m.doc() = "kiln: lazy arrays and composable function transformations.";
+  using namespace kiln::py;
+  init_dtype(m);
+  init_device(m);
+  init_memory(m);
+  init_array(m);
+  init_ops_elementwise(m);
+  init_ops_reduction(m);
+  init_ops_shape(m);
+  init_ops_creation(m);
+  init_ops_indexing(m);
+  init_ops_matmul(m);
+  init_ops_conv(m);
+  init_transforms(m);
+  init_random(m);
+  init_linalg(m);
+  init_fast(m);
+}

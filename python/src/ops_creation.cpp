@@ -1,0 +1,172 @@
+// Ops that create arrays, and the indexing ops take / take_along_axis /
+// put_along_axis.
+#include "kiln_py.h"
+
+namespace kiln::py {
+
+namespace {
+
+bool is_int(nb::handle h) {
+  return PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr());
+}
+
+} // namespace
+
+void init_ops_creation(nb::module_& m) {
+  m.def(
+      "zeros",
+      [](const ShapeArg& shape, std::optional<Dtype> d, const StreamArg& s) {
+        return zeros(to_shape(shape), d.value_or(float32), to_sod(s));
+      },
+      "shape"_a, "dtype"_a = nb::none(), nb::kw_only(),
+      "stream"_a = nb::none(), "An array of zeros.");
+  m.def(
+      "ones",
+      [](const ShapeArg& shape, std::optional<Dtype> d, const StreamArg& s) {
+        return ones(to_shape(shape), d.value_or(float32), to_sod(s));
+      },
+      "shape"_a, "dtype"_a = nb::none(), nb::kw_only(),
+      "stream"_a = nb::none(), "An array of ones.");
+  m.def(
+      "full",
+      [](const ShapeArg& shape, nb::handle vals, std::optional<Dtype> d,
+         const StreamArg& s) {
+        array v = to_array(vals);
+        return full(to_shape(shape), v, d.value_or(v.dtype()), to_sod(s));
+      },
+      "shape"_a, "vals"_a, "dtype"_a = nb::none(), nb::kw_only(),
+      "stream"_a = nb::none(), "An array of the shape filled with vals.");
+  m.def(
+      "zeros_like",
+      [](nb::handle a, const StreamArg& s) {
+        return zeros_like(to_array(a), to_sod(s));
+      },
+      "a"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "Zeros of a's shape and dtype.");
+  m.def(
+      "ones_like",
+      [](nb::handle a, const StreamArg& s) {
+        return ones_like(to_array(a), to_sod(s));
+      },
+      "a"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "Ones of a's shape and dtype.");
+  m.def(
+      "full_like",
+      [](nb::handle a, nb::handle vals, std::optional<Dtype> d,
+         const StreamArg& s) {
+        array x = to_array(a);
+        return full_like(x, to_array_weak(vals, d.value_or(x.dtype())), d,
+                         to_sod(s));
+      },
+      "a"_a, "fill_value"_a, "dtype"_a = nb::none(), nb::kw_only(),
+      "stream"_a = nb::none(), "An array like a filled with fill_value.");
+  m.def(
+      "arange",
+      [](nb::handle a, nb::handle b, nb::handle step, std::optional<Dtype> d,
+         const StreamArg& s) {
+        bool ints = is_int(a) && (b.is_none() || is_int(b)) &&
+                    (step.is_none() || is_int(step));
+        double start = 0, stop = nb::cast<double>(a), st = 1;
+        if (!b.is_none()) start = stop, stop = nb::cast<double>(b);
+        if (!step.is_none()) st = nb::cast<double>(step);
+        return arange(start, stop, st, d.value_or(ints ? int32 : float32),
+                      to_sod(s));
+      },
+      "start"_a, "stop"_a = nb::none(), "step"_a = nb::none(), nb::kw_only(),
+      "dtype"_a = nb::none(), "stream"_a = nb::none(),
+      "Values from start (default 0) below stop, step apart: int32 when "
+      "every argument is an int, else float32.");
+  m.def(
+      "linspace",
+      [](double start, double stop, int num, std::optional<Dtype> d,
+         const StreamArg& s) {
+        return linspace(start, stop, num, d.value_or(float32), to_sod(s));
+      },
+      "start"_a, "stop"_a, "num"_a = 50, "dtype"_a = nb::none(),
+      nb::kw_only(), "stream"_a = nb::none(),
+      "num evenly spaced values over [start, stop].");
+  m.def(
+      "eye",
+      [](int n, std::optional<int> mm, int k, std::optional<Dtype> d,
+         const StreamArg& s) {
+        return eye(n, mm, k, d.value_or(float32), to_sod(s));
+      },
+      "n"_a, "m"_a = nb::none(), "k"_a = 0, "dtype"_a = nb::none(),
+      nb::kw_only(), "stream"_a = nb::none(),
+      "Ones on the k-th diagonal of an n x m matrix.");
+  m.def(
+      "identity",
+      [](int n, std::optional<Dtype> d, const StreamArg& s) {
+        return identity(n, d.value_or(float32), to_sod(s));
+      },
+      "n"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(),
+      "The n x n identity matrix.");
+  m.def(
+      "tri",
+      [](int n, std::optional<int> mm, int k, std::optional<Dtype> d,
+         const StreamArg& s) {
+        return tri(n, mm, k, d.value_or(float32), to_sod(s));
+      },
+      "n"_a, "m"_a = nb::none(), "k"_a = 0, "dtype"_a = nb::none(),
+      nb::kw_only(), "stream"_a = nb::none(),
+      "Ones at and below the k-th diagonal.");
+  m.def(
+      "tril",
+      [](nb::handle x, int k, const StreamArg& s) {
+        return tril(to_array(x), k, to_sod(s));
+      },
+      "x"_a, "k"_a = 0, nb::kw_only(), "stream"_a = nb::none(),
+      "The lower triangle of the last two axes.");
+  m.def(
+      "triu",
+      [](nb::handle x, int k, const StreamArg& s) {
+        return triu(to_array(x), k, to_sod(s));
+      },
+      "x"_a, "k"_a = 0, nb::kw_only(), "stream"_a = nb::none(),
+      "The upper triangle of the last two axes.");
+}
+
+void init_ops_indexing(nb::module_& m) {
+  m.def(
+      "take",
+      [](nb::handle a, nb::handle indices, std::optional<int> axis,
+         const StreamArg& s) {
+        array x = to_array(a);
+        if (is_int(indices)) {
+          int i = nb::cast<int>(indices);
+          return axis ? take(x, i, *axis, to_sod(s)) : take(x, i, to_sod(s));
+        }
+        array idx = to_array(indices);
+        return axis ? take(x, idx, *axis, to_sod(s))
+                    : take(x, idx, to_sod(s));
+      },
+      "a"_a, "indices"_a, "axis"_a = nb::none(), nb::kw_only(),
+      "stream"_a = nb::none(),
+      "Elements at indices along axis (of the flattened a when None).");
+  m.def(
+      "take_along_axis",
+      [](nb::handle a, nb::handle indices, std::optional<int> axis,
+         const StreamArg& s) {
+        array x = to_array(a), idx = to_array(indices);
+        return axis ? take_along_axis(x, idx, *axis, to_sod(s))
+                    : take_along_axis(x, idx, to_sod(s));
+      },
+      "a"_a, "indices"_a, "axis"_a.none(), nb::kw_only(),
+      "stream"_a = nb::none(), "out[..., j, ...] = a[..., indices[j], ...].");
+  m.def(
+      "put_along_axis",
+      [](nb::handle a, nb::handle indices, nb::handle values,
+         std::optional<int> axis, const StreamArg& s) {
+        array x = to_array(a), idx = to_array(indices);
+        array v = to_array_weak(values, x.dtype());
+        if (axis) return put_along_axis(x, idx, v, *axis, to_sod(s));
+        array flat = put_along_axis(reshape(x, {-1}, to_sod(s)),
+                                    reshape(idx, {-1}, to_sod(s)), v, 0,
+                                    to_sod(s));
+        return reshape(flat, x.shape(), to_sod(s));
+      },
+      "a"_a, "indices"_a, "values"_a, "axis"_a.none(), nb::kw_only(),
+      "stream"_a = nb::none(), "a with values written at indices along axis.");
+}
+
+} // namespace kiln::py
