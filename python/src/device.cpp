@@ -47,6 +47,34 @@ void init_device(nb::module_& m) {
         return nb::isinstance<Stream>(b) && a == nb::cast<Stream>(b);
       });
 
+  // `with kiln.core.stream(s):` makes s (or a device's default stream) the
+  // default for the block and restores the previous default after it.
+  struct StreamContext {
+    std::variant<Stream, Device> target;
+    std::optional<Device> prev_device;
+    std::optional<Stream> prev_stream;
+  };
+  nb::class_<StreamContext>(m, "StreamContext")
+      .def("__enter__",
+           [](StreamContext& c) {
+             c.prev_device = default_device();
+             if (auto* st = std::get_if<Stream>(&c.target)) {
+               c.prev_stream = default_stream(st->device);
+               set_default_device(st->device);
+               set_default_stream(*st);
+             } else {
+               set_default_device(std::get<Device>(c.target));
+             }
+           })
+      .def("__exit__", [](StreamContext& c, nb::args) {
+        if (c.prev_stream) set_default_stream(*c.prev_stream);
+        if (c.prev_device) set_default_device(*c.prev_device);
+      });
+  m.def(
+      "stream",
+      [](const std::variant<Stream, Device>& s) { return StreamContext{s, {}, {}}; },
+      "s"_a, "A context manager making s the default stream or device.");
+
   m.def("default_device", &default_device, "The default device.");
   m.def("set_default_device", &set_default_device, "device"_a,
         "Set the default device.");

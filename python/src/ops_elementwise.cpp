@@ -132,6 +132,35 @@ void init_ops_elementwise(nb::module_& m) {
       "a"_a, "dtype"_a, nb::kw_only(), "stream"_a = nb::none(),
       "a cast to dtype.");
   m.def(
+      "asarray",
+      [](nb::handle a, std::optional<Dtype> d) { return to_array(a, d); },
+      "a"_a, "dtype"_a = nb::none(), "a as an array (no copy of arrays).");
+  m.def(
+      "result_type",
+      [](nb::args args) {
+        // Arrays and dtypes promote strongly; Python scalars are weak.
+        std::optional<Dtype> strong;
+        for (nb::handle h : args) {
+          if (nb::isinstance<Dtype>(h)) {
+            Dtype d = nb::cast<Dtype>(h);
+            strong = strong ? promote_types(*strong, d) : d;
+          } else if (nb::isinstance<array>(h)) {
+            Dtype d = nb::cast<array>(h).dtype();
+            strong = strong ? promote_types(*strong, d) : d;
+          }
+        }
+        std::optional<Dtype> out = strong;
+        for (nb::handle h : args) {
+          if (nb::isinstance<Dtype>(h) || nb::isinstance<array>(h)) continue;
+          Dtype d = out ? to_array_weak(h, *out).dtype() : to_array(h).dtype();
+          out = out ? promote_types(*out, d) : d;
+        }
+        if (!out) throw nb::value_error("[result_type] no arguments.");
+        return *out;
+      },
+      "arrays_and_dtypes"_a,
+      "The dtype the arguments promote to (Python scalars are weak).");
+  m.def(
       "where",
       [](nb::handle c, nb::handle x, nb::handle y, const StreamArg& s) {
         auto [xa, ya] = to_arrays(x, y);
