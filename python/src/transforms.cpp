@@ -13,10 +13,19 @@ struct PyCallable {
   nb::object f;
   explicit PyCallable(nb::object o) : f(std::move(o)) {}
   ~PyCallable() {
-    if (Py_IsInitialized()) {
-      nb::gil_scoped_acquire gil;
-      f.reset();
+    if (!Py_IsInitialized() || finalizing()) {
+      f.release(); // the interpreter is going away: leak rather than crash
+      return;
     }
+    nb::gil_scoped_acquire gil;
+    f.reset();
+  }
+  static bool finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
   }
 };
 

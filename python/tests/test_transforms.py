@@ -212,3 +212,40 @@ def test_eval_pytrees():
     kc.eval(a, [a])
     kc.async_eval(a * 3)
     assert a.item() == 2.0
+
+
+def test_exceptions_in_traced_functions_propagate_and_recover():
+    def bad(a):
+        raise RuntimeError("boom")
+
+    x = kc.array([0.5, 1.0])
+    for t in [kc.grad, kc.vmap, kc.compile, kc.checkpoint]:
+        with pytest.raises(RuntimeError, match="boom"):
+            t(bad)(x)
+    check(kc.grad(lambda a: kc.sum(a * a))(x), [1.0, 2.0])
+
+
+def test_nested_transforms(rng):
+    x = rand(rng, (3,))
+    a = kc.array(x)
+    g2 = kc.grad(lambda v: kc.sum(kc.grad(lambda b: kc.sum(b**3))(v)))
+    check(g2(a), 6 * x, rtol=1e-5)
+    y = rand(rng, (2, 3))
+    check(kc.vmap(kc.grad(lambda v: kc.sum(v**2)))(kc.array(y)), 2 * y, rtol=1e-5)
+    _, t = kc.jvp(kc.vmap(lambda v: v * v), [a], [kc.ones(3)])
+    check(t[0], 2 * x, rtol=1e-5)
+    check(kc.compile(kc.grad(lambda v: kc.sum(kc.sin(v))))(a), np.cos(x), rtol=1e-5)
+    check(kc.vmap(kc.compile(lambda v: kc.sum(v)))(kc.array(y)), y.sum(1), rtol=1e-5)
+
+
+def test_custom_vmap_rule():
+    @kc.custom_function
+    def f(a):
+        return a + 1
+
+    @f.vmap
+    def f_vmap(inputs, axes):
+        return inputs[0] * 100, axes[0]
+
+    check(kc.vmap(f)(kc.ones((2, 2))), np.full((2, 2), 100.0))
+    check(f(kc.ones((2,))), [2.0, 2.0])
