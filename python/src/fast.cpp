@@ -14,14 +14,14 @@ void init_fast(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("fast", "Fused ops for transformers.");
   m.def(
       "rms_norm",
-      [](nb::handle x, nb::handle weight, float eps, const StreamArg& s) {
+      [](ArrayLike x, ArrayLike weight, float eps, const StreamArg& s) {
         return fast::rms_norm(to_array(x), opt_array(weight), eps, to_sod(s));
       },
       "x"_a, "weight"_a.none(), "eps"_a, nb::kw_only(),
       "stream"_a = nb::none(), "Root-mean-square normalization.");
   m.def(
       "layer_norm",
-      [](nb::handle x, nb::handle weight, nb::handle bias, float eps,
+      [](ArrayLike x, ArrayLike weight, nb::handle bias, float eps,
          const StreamArg& s) {
         return fast::layer_norm(to_array(x), opt_array(weight),
                                 opt_array(bias), eps, to_sod(s));
@@ -30,7 +30,7 @@ void init_fast(nb::module_& parent) {
       "stream"_a = nb::none(), "Layer normalization over the last axis.");
   m.def(
       "rope",
-      [](nb::handle a, int dims, bool traditional, std::optional<float> base,
+      [](ArrayLike a, int dims, bool traditional, std::optional<float> base,
          float scale, nb::handle offset, nb::handle freqs,
          const StreamArg& s) {
         array x = to_array(a);
@@ -47,7 +47,7 @@ void init_fast(nb::module_& parent) {
       "Rotary position embedding.");
   m.def(
       "scaled_dot_product_attention",
-      [](nb::handle q, nb::handle k, nb::handle v, float scale,
+      [](ArrayLike q, ArrayLike k, ArrayLike v, float scale,
          nb::handle mask, nb::handle sinks, const StreamArg& s) {
         std::string mode;
         std::optional<array> mask_arr;

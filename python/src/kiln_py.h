@@ -23,6 +23,31 @@ using namespace nb::literals;
 
 namespace kiln::py {
 
+/** An argument that becomes an array (an array, a Python scalar, a nested
+ *  list, a NumPy array); a distinct type only so that signatures say so. */
+struct ArrayLike : nb::object {
+  using nb::object::object;
+};
+
+} // namespace kiln::py
+
+namespace nanobind::detail {
+template <>
+struct type_caster<kiln::py::ArrayLike> {
+  NB_TYPE_CASTER(kiln::py::ArrayLike, const_name("array | scalar | list"))
+  bool from_python(handle src, uint8_t, cleanup_list*) noexcept {
+    value = kiln::py::ArrayLike(src, borrow_t{});
+    return true;
+  }
+  static handle from_cpp(const kiln::py::ArrayLike& v, rv_policy,
+                         cleanup_list*) noexcept {
+    return v.inc_ref();
+  }
+};
+} // namespace nanobind::detail
+
+namespace kiln::py {
+
 /** The stream= keyword: None, a Stream or a Device. */
 using StreamArg = std::optional<std::variant<Stream, Device>>;
 StreamOrDevice to_sod(const StreamArg& s);

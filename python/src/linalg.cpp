@@ -7,7 +7,7 @@ void init_linalg(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("linalg", "Linear algebra.");
   m.def(
       "norm",
-      [](nb::handle a, nb::handle ord, const AxisArg& axis, bool keepdims,
+      [](ArrayLike a, nb::handle ord, const AxisArg& axis, bool keepdims,
          const StreamArg& s) {
         array x = to_array(a);
         std::optional<std::vector<int>> ax;
@@ -24,27 +24,27 @@ void init_linalg(nb::module_& parent) {
       "Vector or matrix norm.");
   m.def(
       "inv",
-      [](nb::handle a, const StreamArg& s) {
+      [](ArrayLike a, const StreamArg& s) {
         return linalg::inv(to_array(a), to_sod(s));
       },
       "a"_a, nb::kw_only(), "stream"_a = nb::none(),
       "Inverse of square matrices.");
   m.def(
       "cholesky",
-      [](nb::handle a, bool upper, const StreamArg& s) {
+      [](ArrayLike a, bool upper, const StreamArg& s) {
         return linalg::cholesky(to_array(a), upper, to_sod(s));
       },
       "a"_a, "upper"_a = false, nb::kw_only(), "stream"_a = nb::none(),
       "Cholesky factor of symmetric positive definite matrices.");
   m.def(
       "qr",
-      [](nb::handle a, const StreamArg& s) {
+      [](ArrayLike a, const StreamArg& s) {
         return linalg::qr(to_array(a), to_sod(s));
       },
       "a"_a, nb::kw_only(), "stream"_a = nb::none(), "Reduced QR: (Q, R).");
   m.def(
       "svd",
-      [](nb::handle a, bool compute_uv, const StreamArg& s) -> nb::object {
+      [](ArrayLike a, bool compute_uv, const StreamArg& s) -> nb::object {
         auto r = linalg::svd(to_array(a), compute_uv, to_sod(s));
         if (!compute_uv) return nb::cast(r[0]);
         return nb::make_tuple(r[0], r[1], r[2]);
@@ -53,7 +53,7 @@ void init_linalg(nb::module_& parent) {
       "(U, S, Vt), or S alone when compute_uv is False.");
   m.def(
       "solve",
-      [](nb::handle a, nb::handle b, const StreamArg& s) {
+      [](ArrayLike a, ArrayLike b, const StreamArg& s) {
         return linalg::solve(to_array(a), to_array(b), to_sod(s));
       },
       "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none(),

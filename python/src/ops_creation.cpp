@@ -38,21 +38,21 @@ void init_ops_creation(nb::module_& m) {
       "stream"_a = nb::none(), "An array of the shape filled with vals.");
   m.def(
       "zeros_like",
-      [](nb::handle a, const StreamArg& s) {
+      [](ArrayLike a, const StreamArg& s) {
         return zeros_like(to_array(a), to_sod(s));
       },
       "a"_a, nb::kw_only(), "stream"_a = nb::none(),
       "Zeros of a's shape and dtype.");
   m.def(
       "ones_like",
-      [](nb::handle a, const StreamArg& s) {
+      [](ArrayLike a, const StreamArg& s) {
         return ones_like(to_array(a), to_sod(s));
       },
       "a"_a, nb::kw_only(), "stream"_a = nb::none(),
       "Ones of a's shape and dtype.");
   m.def(
       "full_like",
-      [](nb::handle a, nb::handle vals, std::optional<Dtype> d,
+      [](ArrayLike a, nb::handle vals, std::optional<Dtype> d,
          const StreamArg& s) {
         array x = to_array(a);
         return full_like(x, to_array_weak(vals, d.value_or(x.dtype())), d,
@@ -112,14 +112,14 @@ void init_ops_creation(nb::module_& m) {
       "Ones at and below the k-th diagonal.");
   m.def(
       "tril",
-      [](nb::handle x, int k, const StreamArg& s) {
+      [](ArrayLike x, int k, const StreamArg& s) {
         return tril(to_array(x), k, to_sod(s));
       },
       "x"_a, "k"_a = 0, nb::kw_only(), "stream"_a = nb::none(),
       "The lower triangle of the last two axes.");
   m.def(
       "triu",
-      [](nb::handle x, int k, const StreamArg& s) {
+      [](ArrayLike x, int k, const StreamArg& s) {
         return triu(to_array(x), k, to_sod(s));
       },
       "x"_a, "k"_a = 0, nb::kw_only(), "stream"_a = nb::none(),
@@ -129,7 +129,7 @@ void init_ops_creation(nb::module_& m) {
 void init_ops_indexing(nb::module_& m) {
   m.def(
       "take",
-      [](nb::handle a, nb::handle indices, std::optional<int> axis,
+      [](ArrayLike a, ArrayLike indices, std::optional<int> axis,
          const StreamArg& s) {
         array x = to_array(a);
         if (is_int(indices)) {
@@ -145,7 +145,7 @@ void init_ops_indexing(nb::module_& m) {
       "Elements at indices along axis (of the flattened a when None).");
   m.def(
       "take_along_axis",
-      [](nb::handle a, nb::handle indices, std::optional<int> axis,
+      [](ArrayLike a, ArrayLike indices, std::optional<int> axis,
          const StreamArg& s) {
         array x = to_array(a), idx = to_array(indices);
         return axis ? take_along_axis(x, idx, *axis, to_sod(s))
@@ -155,7 +155,7 @@ void init_ops_indexing(nb::module_& m) {
       "stream"_a = nb::none(), "out[..., j, ...] = a[..., indices[j], ...].");
   m.def(
       "put_along_axis",
-      [](nb::handle a, nb::handle indices, nb::handle values,
+      [](ArrayLike a, ArrayLike indices, ArrayLike values,
          std::optional<int> axis, const StreamArg& s) {
         array x = to_array(a), idx = to_array(indices);
         array v = to_array_weak(values, x.dtype());

@@ -44,7 +44,7 @@ void init_ops_elementwise(nb::module_& m) {
   for (const U& u : unary) {
     m.def(
         u.name,
-        [f = u.fn](nb::handle a, const StreamArg& s) {
+        [f = u.fn](ArrayLike a, const StreamArg& s) {
           return f(to_array(a), to_sod(s));
         },
         "a"_a, nb::kw_only(), "stream"_a = nb::none(),
@@ -91,7 +91,7 @@ void init_ops_elementwise(nb::module_& m) {
   for (const B& b : binary) {
     m.def(
         b.name,
-        [f = b.fn](nb::handle a, nb::handle b, const StreamArg& s) {
+        [f = b.fn](ArrayLike a, ArrayLike b, const StreamArg& s) {
           auto [x, y] = to_arrays(a, b);
           return f(x, y, to_sod(s));
         },
@@ -107,7 +107,7 @@ void init_ops_elementwise(nb::module_& m) {
 
   m.def(
       "divmod",
-      [](nb::handle a, nb::handle b, const StreamArg& s) {
+      [](ArrayLike a, ArrayLike b, const StreamArg& s) {
         auto [x, y] = to_arrays(a, b);
         return std::make_pair(floor_divide(x, y, to_sod(s)),
                               remainder(x, y, to_sod(s)));
@@ -116,24 +116,24 @@ void init_ops_elementwise(nb::module_& m) {
       "(floor_divide(a, b), remainder(a, b)).");
   m.def(
       "round",
-      [](nb::handle a, int decimals, const StreamArg& s) {
+      [](ArrayLike a, int decimals, const StreamArg& s) {
         return kiln::round(to_array(a), decimals, to_sod(s));
       },
       "a"_a, "decimals"_a = 0, nb::kw_only(), "stream"_a = nb::none(),
       "Round half to even, to the given number of decimals.");
   m.def(
-      "positive", [](nb::handle a, const StreamArg&) { return to_array(a); },
+      "positive", [](ArrayLike a, const StreamArg&) { return to_array(a); },
       "a"_a, nb::kw_only(), "stream"_a = nb::none(), "a itself.");
   m.def(
       "astype",
-      [](nb::handle a, Dtype d, const StreamArg& s) {
+      [](ArrayLike a, Dtype d, const StreamArg& s) {
         return astype(to_array(a), d, to_sod(s));
       },
       "a"_a, "dtype"_a, nb::kw_only(), "stream"_a = nb::none(),
       "a cast to dtype.");
   m.def(
       "asarray",
-      [](nb::handle a, std::optional<Dtype> d) { return to_array(a, d); },
+      [](ArrayLike a, std::optional<Dtype> d) { return to_array(a, d); },
       "a"_a, "dtype"_a = nb::none(), "a as an array (no copy of arrays).");
   m.def(
       "result_type",
@@ -162,7 +162,7 @@ void init_ops_elementwise(nb::module_& m) {
       "The dtype the arguments promote to (Python scalars are weak).");
   m.def(
       "where",
-      [](nb::handle c, nb::handle x, nb::handle y, const StreamArg& s) {
+      [](ArrayLike c, ArrayLike x, ArrayLike y, const StreamArg& s) {
         auto [xa, ya] = to_arrays(x, y);
         return where(to_array(c), xa, ya, to_sod(s));
       },
@@ -170,7 +170,7 @@ void init_ops_elementwise(nb::module_& m) {
       "x where condition is true, y elsewhere.");
   m.def(
       "clip",
-      [](nb::handle a, nb::handle lo, nb::handle hi, const StreamArg& s) {
+      [](ArrayLike a, nb::handle lo, nb::handle hi, const StreamArg& s) {
         array x = to_array(a);
         if (lo.is_none() && hi.is_none()) {
           throw nb::value_error("[clip] a_min and a_max cannot both be None.");
@@ -184,7 +184,7 @@ void init_ops_elementwise(nb::module_& m) {
       "stream"_a = nb::none(), "a limited to [a_min, a_max].");
   m.def(
       "isclose",
-      [](nb::handle a, nb::handle b, double rtol, double atol, bool equal_nan,
+      [](ArrayLike a, ArrayLike b, double rtol, double atol, bool equal_nan,
          const StreamArg& s) {
         auto [x, y] = to_arrays(a, b);
         return isclose(x, y, rtol, atol, equal_nan, to_sod(s));
@@ -194,7 +194,7 @@ void init_ops_elementwise(nb::module_& m) {
       "|a - b| <= atol + rtol * |b|, elementwise.");
   m.def(
       "allclose",
-      [](nb::handle a, nb::handle b, double rtol, double atol, bool equal_nan,
+      [](ArrayLike a, ArrayLike b, double rtol, double atol, bool equal_nan,
          const StreamArg& s) {
         auto [x, y] = to_arrays(a, b);
         return allclose(x, y, rtol, atol, equal_nan, to_sod(s));
@@ -204,7 +204,7 @@ void init_ops_elementwise(nb::module_& m) {
       "A bool scalar: all(isclose(a, b)).");
   m.def(
       "array_equal",
-      [](nb::handle a, nb::handle b, bool equal_nan, const StreamArg& s) {
+      [](ArrayLike a, ArrayLike b, bool equal_nan, const StreamArg& s) {
         auto [x, y] = to_arrays(a, b);
         return array_equal(x, y, equal_nan, to_sod(s));
       },

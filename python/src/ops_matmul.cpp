@@ -42,7 +42,7 @@ std::vector<int> as_list(const IntOrInts& v) {
 void init_ops_matmul(nb::module_& m) {
   m.def(
       "matmul",
-      [](nb::handle a, nb::handle b, const StreamArg& s) {
+      [](ArrayLike a, ArrayLike b, const StreamArg& s) {
         auto [x, y] = to_arrays(a, b);
         return matmul(x, y, to_sod(s));
       },
@@ -50,7 +50,7 @@ void init_ops_matmul(nb::module_& m) {
       "Matrix product with NumPy's rules for 1-d and batched operands.");
   m.def(
       "addmm",
-      [](nb::handle c, nb::handle a, nb::handle b, float alpha, float beta,
+      [](ArrayLike c, ArrayLike a, ArrayLike b, float alpha, float beta,
          const StreamArg& s) {
         return addmm(to_array(c), to_array(a), to_array(b), alpha, beta,
                      to_sod(s));
@@ -59,7 +59,7 @@ void init_ops_matmul(nb::module_& m) {
       "stream"_a = nb::none(), "alpha * (a @ b) + beta * c.");
   m.def(
       "inner",
-      [](nb::handle a, nb::handle b, const StreamArg& s) {
+      [](ArrayLike a, ArrayLike b, const StreamArg& s) {
         auto [x, y] = to_arrays(a, b);
         return inner(x, y, to_sod(s));
       },
@@ -67,7 +67,7 @@ void init_ops_matmul(nb::module_& m) {
       "Sum product over the last axes.");
   m.def(
       "outer",
-      [](nb::handle a, nb::handle b, const StreamArg& s) {
+      [](ArrayLike a, ArrayLike b, const StreamArg& s) {
         auto [x, y] = to_arrays(a, b);
         return outer(x, y, to_sod(s));
       },
@@ -75,7 +75,7 @@ void init_ops_matmul(nb::module_& m) {
       "Outer product of the flattened arrays.");
   m.def(
       "tensordot",
-      [](nb::handle a, nb::handle b, nb::handle axes, const StreamArg& s) {
+      [](ArrayLike a, ArrayLike b, nb::handle axes, const StreamArg& s) {
         auto [x, y] = to_arrays(a, b);
         if (PyLong_Check(axes.ptr())) {
           return tensordot(x, y, nb::cast<int>(axes), to_sod(s));
@@ -102,7 +102,7 @@ void init_ops_matmul(nb::module_& m) {
 void init_ops_conv(nb::module_& m) {
   m.def(
       "conv1d",
-      [](nb::handle in, nb::handle w, int stride, int padding, int dilation,
+      [](ArrayLike in, ArrayLike w, int stride, int padding, int dilation,
          int groups, const StreamArg& s) {
         return conv1d(to_array(in), to_array(w), stride, padding, dilation,
                       groups, to_sod(s));
@@ -112,7 +112,7 @@ void init_ops_conv(nb::module_& m) {
       "1-d convolution of (N, L, C_in) with (C_out, K, C_in / groups).");
   m.def(
       "conv2d",
-      [](nb::handle in, nb::handle w, const IntOrInts& stride,
+      [](ArrayLike in, ArrayLike w, const IntOrInts& stride,
          const IntOrInts& padding, const IntOrInts& dilation, int groups,
          const StreamArg& s) {
         return conv2d(to_array(in), to_array(w), p2(stride, "conv2d", "stride"),
@@ -124,7 +124,7 @@ void init_ops_conv(nb::module_& m) {
       "2-d convolution, channels last.");
   m.def(
       "conv3d",
-      [](nb::handle in, nb::handle w, const IntOrInts& stride,
+      [](ArrayLike in, ArrayLike w, const IntOrInts& stride,
          const IntOrInts& padding, const IntOrInts& dilation, int groups,
          const StreamArg& s) {
         return conv3d(to_array(in), to_array(w), p3(stride, "conv3d", "stride"),
@@ -136,7 +136,7 @@ void init_ops_conv(nb::module_& m) {
       "3-d convolution, channels last.");
   m.def(
       "conv_transpose1d",
-      [](nb::handle in, nb::handle w, int stride, int padding, int dilation,
+      [](ArrayLike in, ArrayLike w, int stride, int padding, int dilation,
          int output_padding, int groups, const StreamArg& s) {
         return conv_transpose1d(to_array(in), to_array(w), stride, padding,
                                 dilation, output_padding, groups, to_sod(s));
@@ -146,7 +146,7 @@ void init_ops_conv(nb::module_& m) {
       "stream"_a = nb::none(), "1-d transposed convolution.");
   m.def(
       "conv_transpose2d",
-      [](nb::handle in, nb::handle w, const IntOrInts& stride,
+      [](ArrayLike in, ArrayLike w, const IntOrInts& stride,
          const IntOrInts& padding, const IntOrInts& dilation,
          const IntOrInts& output_padding, int groups, const StreamArg& s) {
         const char* op = "conv_transpose2d";
@@ -162,7 +162,7 @@ void init_ops_conv(nb::module_& m) {
       "stream"_a = nb::none(), "2-d transposed convolution.");
   m.def(
       "conv_transpose3d",
-      [](nb::handle in, nb::handle w, const IntOrInts& stride,
+      [](ArrayLike in, ArrayLike w, const IntOrInts& stride,
          const IntOrInts& padding, const IntOrInts& dilation,
          const IntOrInts& output_padding, int groups, const StreamArg& s) {
         const char* op = "conv_transpose3d";
@@ -178,7 +178,7 @@ void init_ops_conv(nb::module_& m) {
       "stream"_a = nb::none(), "3-d transposed convolution.");
   m.def(
       "conv_general",
-      [](nb::handle in, nb::handle w, const IntOrInts& stride,
+      [](ArrayLike in, ArrayLike w, const IntOrInts& stride,
          nb::handle padding, const IntOrInts& kernel_dilation,
          const IntOrInts& input_dilation, int groups, bool flip,
          const StreamArg& s) {

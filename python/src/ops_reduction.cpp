@@ -32,7 +32,7 @@ void init_ops_reduction(nb::module_& m) {
   for (const R& r : reductions) {
     m.def(
         r.name,
-        [ax = r.axes, all = r.all](nb::handle a, const AxisArg& axis,
+        [ax = r.axes, all = r.all](ArrayLike a, const AxisArg& axis,
                                    bool keepdims, const StreamArg& s) {
           array x = to_array(a);
           if (!axis) return all(x, keepdims, to_sod(s));
@@ -47,7 +47,7 @@ void init_ops_reduction(nb::module_& m) {
 
   m.def(
       "var",
-      [](nb::handle a, const AxisArg& axis, bool keepdims, int ddof,
+      [](ArrayLike a, const AxisArg& axis, bool keepdims, int ddof,
          const StreamArg& s) {
         array x = to_array(a);
         if (!axis) return var(x, keepdims, ddof, to_sod(s));
@@ -57,7 +57,7 @@ void init_ops_reduction(nb::module_& m) {
       nb::kw_only(), "stream"_a = nb::none(), "Variance over the axes.");
   m.def(
       "std",
-      [](nb::handle a, const AxisArg& axis, bool keepdims, int ddof,
+      [](ArrayLike a, const AxisArg& axis, bool keepdims, int ddof,
          const StreamArg& s) {
         array x = to_array(a);
         if (!axis) return kiln::std(x, keepdims, ddof, to_sod(s));
@@ -70,7 +70,7 @@ void init_ops_reduction(nb::module_& m) {
 
   m.def(
       "argmax",
-      [](nb::handle a, std::optional<int> axis, bool keepdims,
+      [](ArrayLike a, std::optional<int> axis, bool keepdims,
          const StreamArg& s) {
         array x = to_array(a);
         return axis ? argmax(x, *axis, keepdims, to_sod(s))
@@ -80,7 +80,7 @@ void init_ops_reduction(nb::module_& m) {
       "stream"_a = nb::none(), "Index of the first maximum (uint32).");
   m.def(
       "argmin",
-      [](nb::handle a, std::optional<int> axis, bool keepdims,
+      [](ArrayLike a, std::optional<int> axis, bool keepdims,
          const StreamArg& s) {
         array x = to_array(a);
         return axis ? argmin(x, *axis, keepdims, to_sod(s))
@@ -101,7 +101,7 @@ void init_ops_reduction(nb::module_& m) {
   for (const S& sc : scans) {
     m.def(
         sc.name,
-        [ax = sc.axis, all = sc.all](nb::handle a, std::optional<int> axis,
+        [ax = sc.axis, all = sc.all](ArrayLike a, std::optional<int> axis,
                                      bool reverse, bool inclusive,
                                      const StreamArg& s) {
           array x = to_array(a);
@@ -117,7 +117,7 @@ void init_ops_reduction(nb::module_& m) {
 
   m.def(
       "softmax",
-      [](nb::handle a, const AxisArg& axis, bool precise,
+      [](ArrayLike a, const AxisArg& axis, bool precise,
          const StreamArg& s) {
         array x = to_array(a);
         if (!axis) return softmax(x, precise, to_sod(s));
@@ -128,7 +128,7 @@ void init_ops_reduction(nb::module_& m) {
 
   m.def(
       "sort",
-      [](nb::handle a, std::optional<int> axis, const StreamArg& s) {
+      [](ArrayLike a, std::optional<int> axis, const StreamArg& s) {
         array x = to_array(a);
         return axis ? sort(x, *axis, to_sod(s)) : sort(x, to_sod(s));
       },
@@ -136,7 +136,7 @@ void init_ops_reduction(nb::module_& m) {
       "Values sorted along axis (the flattened array when None).");
   m.def(
       "argsort",
-      [](nb::handle a, std::optional<int> axis, const StreamArg& s) {
+      [](ArrayLike a, std::optional<int> axis, const StreamArg& s) {
         array x = to_array(a);
         return axis ? argsort(x, *axis, to_sod(s)) : argsort(x, to_sod(s));
       },
@@ -144,7 +144,7 @@ void init_ops_reduction(nb::module_& m) {
       "Positions that sort a along axis (uint32).");
   m.def(
       "partition",
-      [](nb::handle a, int kth, std::optional<int> axis, const StreamArg& s) {
+      [](ArrayLike a, int kth, std::optional<int> axis, const StreamArg& s) {
         array x = to_array(a);
         return axis ? partition(x, kth, *axis, to_sod(s))
                     : partition(x, kth, to_sod(s));
@@ -153,7 +153,7 @@ void init_ops_reduction(nb::module_& m) {
       "stream"_a = nb::none(), "Partition a around its kth element.");
   m.def(
       "argpartition",
-      [](nb::handle a, int kth, std::optional<int> axis, const StreamArg& s) {
+      [](ArrayLike a, int kth, std::optional<int> axis, const StreamArg& s) {
         array x = to_array(a);
         return axis ? argpartition(x, kth, *axis, to_sod(s))
                     : argpartition(x, kth, to_sod(s));
@@ -162,7 +162,7 @@ void init_ops_reduction(nb::module_& m) {
       "stream"_a = nb::none(), "Positions that partition a.");
   m.def(
       "topk",
-      [](nb::handle a, int k, std::optional<int> axis, const StreamArg& s) {
+      [](ArrayLike a, int k, std::optional<int> axis, const StreamArg& s) {
         array x = to_array(a);
         return axis ? topk(x, k, *axis, to_sod(s)) : topk(x, k, to_sod(s));
       },

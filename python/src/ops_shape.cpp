@@ -25,28 +25,28 @@ array atleast(nb::handle a, int nd) {
 void init_ops_shape(nb::module_& m) {
   m.def(
       "reshape",
-      [](nb::handle a, const ShapeArg& shape, const StreamArg& s) {
+      [](ArrayLike a, const ShapeArg& shape, const StreamArg& s) {
         return reshape(to_array(a), to_shape(shape), to_sod(s));
       },
       "a"_a, "shape"_a, nb::kw_only(), "stream"_a = nb::none(),
       "a with a new shape of the same size (one entry may be -1).");
   m.def(
       "flatten",
-      [](nb::handle a, int start, int end, const StreamArg& s) {
+      [](ArrayLike a, int start, int end, const StreamArg& s) {
         return flatten(to_array(a), start, end, to_sod(s));
       },
       "a"_a, "start_axis"_a = 0, "end_axis"_a = -1, nb::kw_only(),
       "stream"_a = nb::none(), "Merge axes [start_axis, end_axis].");
   m.def(
       "unflatten",
-      [](nb::handle a, int axis, const ShapeArg& shape, const StreamArg& s) {
+      [](ArrayLike a, int axis, const ShapeArg& shape, const StreamArg& s) {
         return unflatten(to_array(a), axis, to_shape(shape), to_sod(s));
       },
       "a"_a, "axis"_a, "shape"_a, nb::kw_only(), "stream"_a = nb::none(),
       "Split one axis into the given shape.");
   m.def(
       "transpose",
-      [](nb::handle a, std::optional<std::vector<int>> axes,
+      [](ArrayLike a, std::optional<std::vector<int>> axes,
          const StreamArg& s) {
         array x = to_array(a);
         return axes ? transpose(x, *axes, to_sod(s)) : transpose(x, to_sod(s));
@@ -56,28 +56,28 @@ void init_ops_shape(nb::module_& m) {
   m.attr("permute_dims") = m.attr("transpose");
   m.def(
       "matrix_transpose",
-      [](nb::handle a, const StreamArg& s) {
+      [](ArrayLike a, const StreamArg& s) {
         return swapaxes(to_array(a), -1, -2, to_sod(s));
       },
       "a"_a, nb::kw_only(), "stream"_a = nb::none(),
       "Swap the last two axes.");
   m.def(
       "swapaxes",
-      [](nb::handle a, int a1, int a2, const StreamArg& s) {
+      [](ArrayLike a, int a1, int a2, const StreamArg& s) {
         return swapaxes(to_array(a), a1, a2, to_sod(s));
       },
       "a"_a, "axis1"_a, "axis2"_a, nb::kw_only(), "stream"_a = nb::none(),
       "Swap two axes.");
   m.def(
       "moveaxis",
-      [](nb::handle a, int src, int dst, const StreamArg& s) {
+      [](ArrayLike a, int src, int dst, const StreamArg& s) {
         return moveaxis(to_array(a), src, dst, to_sod(s));
       },
       "a"_a, "source"_a, "destination"_a, nb::kw_only(),
       "stream"_a = nb::none(), "Move one axis to another position.");
   m.def(
       "broadcast_to",
-      [](nb::handle a, const ShapeArg& shape, const StreamArg& s) {
+      [](ArrayLike a, const ShapeArg& shape, const StreamArg& s) {
         return broadcast_to(to_array(a), to_shape(shape), to_sod(s));
       },
       "a"_a, "shape"_a, nb::kw_only(), "stream"_a = nb::none(),
@@ -102,7 +102,7 @@ void init_ops_shape(nb::module_& m) {
       "shapes"_a, "The broadcast of the shapes.");
   m.def(
       "expand_dims",
-      [](nb::handle a, const std::variant<int, std::vector<int>>& axis,
+      [](ArrayLike a, const std::variant<int, std::vector<int>>& axis,
          const StreamArg& s) {
         array x = to_array(a);
         if (auto* i = std::get_if<int>(&axis)) {
@@ -114,7 +114,7 @@ void init_ops_shape(nb::module_& m) {
       "Insert size-1 axes.");
   m.def(
       "squeeze",
-      [](nb::handle a, const AxisArg& axis, const StreamArg& s) {
+      [](ArrayLike a, const AxisArg& axis, const StreamArg& s) {
         array x = to_array(a);
         if (!axis) return squeeze(x, to_sod(s));
         return squeeze(x, axes_of(axis, x.ndim()), to_sod(s));
@@ -123,31 +123,31 @@ void init_ops_shape(nb::module_& m) {
       "Remove size-1 axes (all of them when axis is None).");
   m.def(
       "contiguous",
-      [](nb::handle a, bool allow_col_major, const StreamArg& s) {
+      [](ArrayLike a, bool allow_col_major, const StreamArg& s) {
         return contiguous(to_array(a), allow_col_major, to_sod(s));
       },
       "a"_a, "allow_col_major"_a = false, nb::kw_only(),
       "stream"_a = nb::none(), "A row-major copy unless already one.");
   m.def(
       "view",
-      [](nb::handle a, Dtype d, const StreamArg& s) {
+      [](ArrayLike a, Dtype d, const StreamArg& s) {
         return view(to_array(a), d, to_sod(s));
       },
       "a"_a, "dtype"_a, nb::kw_only(), "stream"_a = nb::none(),
       "The same bytes seen as another dtype.");
   m.def(
-      "atleast_1d", [](nb::handle a, const StreamArg&) { return atleast(a, 1); },
+      "atleast_1d", [](ArrayLike a, const StreamArg&) { return atleast(a, 1); },
       "a"_a, nb::kw_only(), "stream"_a = nb::none(), "a with ndim >= 1.");
   m.def(
-      "atleast_2d", [](nb::handle a, const StreamArg&) { return atleast(a, 2); },
+      "atleast_2d", [](ArrayLike a, const StreamArg&) { return atleast(a, 2); },
       "a"_a, nb::kw_only(), "stream"_a = nb::none(), "a with ndim >= 2.");
   m.def(
-      "atleast_3d", [](nb::handle a, const StreamArg&) { return atleast(a, 3); },
+      "atleast_3d", [](ArrayLike a, const StreamArg&) { return atleast(a, 3); },
       "a"_a, nb::kw_only(), "stream"_a = nb::none(), "a with ndim >= 3.");
 
   m.def(
       "slice",
-      [](nb::handle a, nb::handle start, const std::vector<int>& axes,
+      [](ArrayLike a, nb::handle start, const std::vector<int>& axes,
          const ShapeArg& size, const StreamArg& s) {
         return slice(to_array(a), to_array(start), axes, to_shape(size),
                      to_sod(s));
@@ -157,7 +157,7 @@ void init_ops_shape(nb::module_& m) {
       "A window of slice_size starting at the (array) start_indices.");
   m.def(
       "slice_update",
-      [](nb::handle a, nb::handle update, nb::handle start,
+      [](ArrayLike a, ArrayLike update, nb::handle start,
          const std::vector<int>& axes, const StreamArg& s) {
         array x = to_array(a);
         return slice_update(x, to_array_weak(update, x.dtype()),
@@ -167,7 +167,7 @@ void init_ops_shape(nb::module_& m) {
       "stream"_a = nb::none(), "a with a window replaced by update.");
   m.def(
       "as_strided",
-      [](nb::handle a, std::optional<std::vector<int>> shape,
+      [](ArrayLike a, std::optional<std::vector<int>> shape,
          std::optional<std::vector<int64_t>> strides, size_t offset,
          const StreamArg& s) {
         array x = to_array(a);
@@ -181,7 +181,7 @@ void init_ops_shape(nb::module_& m) {
       "A view with the given shape, strides and offset (in elements).");
   m.def(
       "split",
-      [](nb::handle a, const std::variant<int, std::vector<int>>& ios,
+      [](ArrayLike a, const std::variant<int, std::vector<int>>& ios,
          int axis, const StreamArg& s) {
         array x = to_array(a);
         if (auto* n = std::get_if<int>(&ios)) {
@@ -212,7 +212,7 @@ void init_ops_shape(nb::module_& m) {
       "Join arrays along a new axis.");
   m.def(
       "repeat",
-      [](nb::handle a, int repeats, std::optional<int> axis,
+      [](ArrayLike a, int repeats, std::optional<int> axis,
          const StreamArg& s) {
         array x = to_array(a);
         return axis ? repeat(x, repeats, *axis, to_sod(s))
@@ -222,7 +222,7 @@ void init_ops_shape(nb::module_& m) {
       "stream"_a = nb::none(), "Repeat each element along an axis.");
   m.def(
       "tile",
-      [](nb::handle a, const ShapeArg& reps, const StreamArg& s) {
+      [](ArrayLike a, const ShapeArg& reps, const StreamArg& s) {
         Shape r = to_shape(reps);
         return tile(to_array(a), std::vector<int>(r.begin(), r.end()),
                     to_sod(s));
@@ -231,7 +231,7 @@ void init_ops_shape(nb::module_& m) {
       "a repeated reps times along each axis.");
   m.def(
       "pad",
-      [](nb::handle a, nb::handle pad_width, const std::string& mode,
+      [](ArrayLike a, nb::handle pad_width, const std::string& mode,
          nb::handle value, const StreamArg& s) {
         array x = to_array(a);
         array v = to_array_weak(value, x.dtype());

@@ -77,7 +77,7 @@ void init_random(nb::module_& parent) {
       nb::kw_only(), "stream"_a = nb::none(), "Random bits.");
   m.def(
       "uniform",
-      [](nb::handle low, nb::handle high, const ShapeArg& shape,
+      [](ArrayLike low, ArrayLike high, const ShapeArg& shape,
          std::optional<Dtype> d, nb::handle key, const StreamArg& s) {
         Dtype dt = d.value_or(float32);
         return random::uniform(to_array_weak(low, dt), to_array_weak(high, dt),
@@ -103,7 +103,7 @@ void init_random(nb::module_& parent) {
       "Normal samples with mean loc and standard deviation scale.");
   m.def(
       "randint",
-      [](nb::handle low, nb::handle high, const ShapeArg& shape,
+      [](ArrayLike low, ArrayLike high, const ShapeArg& shape,
          std::optional<Dtype> d, nb::handle key, const StreamArg& s) {
         Dtype dt = d.value_or(int32);
         return random::randint(to_array_weak(low, dt), to_array_weak(high, dt),
@@ -114,7 +114,7 @@ void init_random(nb::module_& parent) {
       "stream"_a = nb::none(), "Integers in [low, high).");
   m.def(
       "bernoulli",
-      [](nb::handle p, std::optional<ShapeArg> shape, nb::handle key,
+      [](ArrayLike p, std::optional<ShapeArg> shape, nb::handle key,
          const StreamArg& s) {
         array pa = to_array_weak(p, float32);
         if (shape) {
@@ -128,7 +128,7 @@ void init_random(nb::module_& parent) {
       "Booleans that are true with probability p.");
   m.def(
       "truncated_normal",
-      [](nb::handle lower, nb::handle upper, std::optional<ShapeArg> shape,
+      [](ArrayLike lower, ArrayLike upper, std::optional<ShapeArg> shape,
          std::optional<Dtype> d, nb::handle key, const StreamArg& s) {
         Dtype dt = d.value_or(float32);
         array lo = to_array_weak(lower, dt), hi = to_array_weak(upper, dt);
@@ -153,7 +153,7 @@ void init_random(nb::module_& parent) {
       "Samples from the standard Gumbel distribution.");
   m.def(
       "categorical",
-      [](nb::handle logits, int axis, std::optional<ShapeArg> shape,
+      [](ArrayLike logits, int axis, std::optional<ShapeArg> shape,
          std::optional<int> num_samples, nb::handle key, const StreamArg& s) {
         array l = to_array(logits);
         if (shape && num_samples) {
@@ -176,7 +176,7 @@ void init_random(nb::module_& parent) {
       "Category indices drawn from unnormalized log-probabilities.");
   m.def(
       "permutation",
-      [](nb::handle x, int axis, nb::handle key, const StreamArg& s) {
+      [](ArrayLike x, int axis, nb::handle key, const StreamArg& s) {
         if (PyLong_Check(x.ptr())) {
           return random::permutation(nb::cast<int>(x), key_of(key), to_sod(s));
         }
