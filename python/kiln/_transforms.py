@@ -36,17 +36,20 @@ class _Outputs:
     def __init__(self, what):
         self.what = what
         self.treedef = None
-        self.leaves = None
+        # Non-array leaves, with None where an array goes: traced arrays are
+        # not kept alive by the record.
+        self.consts = None
+        self.slots = None
 
     def flatten(self, out):
         leaves, self.treedef = _flatten(out)
-        self.leaves = leaves
-        arrays = [x for x in leaves if _is_array(x)]
-        return arrays
+        self.slots = [_is_array(x) for x in leaves]
+        self.consts = [None if s else x for s, x in zip(self.slots, leaves)]
+        return [x for x in leaves if _is_array(x)]
 
     def rebuild(self, arrays):
         it = iter(arrays)
-        leaves = [next(it) if _is_array(x) else x for x in self.leaves]
+        leaves = [next(it) if s else c for s, c in zip(self.slots, self.consts)]
         return _unflatten(self.treedef, leaves)
 
 
@@ -113,7 +116,7 @@ def value_and_grad(fun, argnums=None, argnames=[]):
                 kw[k] = new[len(pos) + j]
             out = fun(*a, **kw)
             arrays = outputs.flatten(out)
-            if not outputs.leaves or not _is_array(outputs.leaves[0]):
+            if not outputs.slots or not outputs.slots[0]:
                 raise ValueError(
                     "[value_and_grad] the function must return a scalar array "
                     "or a tuple whose first element is a scalar array."
@@ -380,32 +383,30 @@ def _state_accessors(container):
         return _arrays_of(container)
 
     def set_(values):
-        it = iter(values)
-
-        def assign(t):
-            node = None
-            if isinstance(t, (list, dict)):
-                keys = range(len(t)) if isinstance(t, list) else list(t)
-                for k in keys:
-                    if _is_array(t[k]):
-                        t[k] = next(it)
-                    else:
-                        assign(t[k])
-            elif isinstance(t, tuple):
-                for c in t:
-                    if _is_array(c):
-                        raise ValueError(
-                            "[compile] arrays in a tuple cannot be updated in "
-                            "place; use a list or dict as output state."
-                        )
-                    assign(c)
-            elif isinstance(t, _core.random.KeyState):
-                t[0] = next(it)
-            return node
-
-        assign(container)
+        _assign_arrays(container, iter(values))
 
     return get, set_
+
+
+def _assign_arrays(t, it):
+    """Write the next arrays from ``it`` over the arrays in ``t``, in place."""
+    if isinstance(t, (list, dict)):
+        keys = range(len(t)) if isinstance(t, list) else list(t)
+        for k in keys:
+            if _is_array(t[k]):
+                t[k] = next(it)
+            else:
+                _assign_arrays(t[k], it)
+    elif isinstance(t, tuple):
+        for c in t:
+            if _is_array(c):
+                raise ValueError(
+                    "[compile] arrays in a tuple cannot be updated in place; "
+                    "use a list or dict as output state."
+                )
+            _assign_arrays(c, it)
+    elif isinstance(t, _core.random.KeyState):
+        t[0] = next(it)
 
 
 def _states(spec):
@@ -446,14 +447,19 @@ def compile(fun, inputs=None, outputs=None, shapeless=False):
         entry = cache.get(key)
         if entry is None:
             outs_rec = _Outputs("compile")
+            # The cached trace keeps only the constants, not this call's arrays.
+            in_consts = [None if c is None else c[1] for c in consts]
+            in_slots = [c is None for c in consts]
 
             def flat(arrays):
                 it = iter(arrays)
-                full = [next(it) if _is_array(x) else x for x in leaves]
+                full = [
+                    next(it) if s else c for s, c in zip(in_slots, in_consts)
+                ]
                 a, kw = _unflatten(treedef, full)
                 arrays_out = outs_rec.flatten(fun(*a, **kw))
-                for x in outs_rec.leaves:
-                    if not _is_array(x) and not isinstance(x, _CONSTANT_TYPES):
+                for x in outs_rec.consts:
+                    if not isinstance(x, _CONSTANT_TYPES):
                         raise ValueError(
                             "[compile] the function must return arrays or "
                             f"pytrees of arrays; got a {type(x).__name__}."

@@ -82,18 +82,20 @@ def tree_flatten(tree, prefix="", is_leaf=None):
     joined with dots: ``tree_flatten([[1], {"a": 2}])`` gives
     ``[("0.0", 1), ("1.a", 2)]``."""
     out = []
-
-    def walk(t, p):
-        node = None if (is_leaf is not None and is_leaf(t)) else _children(t)
-        if node is None:
-            out.append((p[1:], t))
-            return
-        _, keys, children = node
-        for k, c in zip(keys, children):
-            walk(c, f"{p}.{k}")
-
-    walk(tree, prefix)
+    _flatten_paths(tree, prefix, is_leaf, out)
     return out
+
+
+# Module-level recursion (not nested closures, which would form reference
+# cycles that keep the leaves alive until the garbage collector runs).
+def _flatten_paths(t, p, is_leaf, out):
+    node = None if (is_leaf is not None and is_leaf(t)) else _children(t)
+    if node is None:
+        out.append((p[1:], t))
+        return
+    _, keys, children = node
+    for k, c in zip(keys, children):
+        _flatten_paths(c, f"{p}.{k}", is_leaf, out)
 
 
 def tree_unflatten(tree):
@@ -171,25 +173,24 @@ def _flatten(tree, is_leaf=None):
     """(leaves, treedef): the leaves in order and a hashable description of
     the containers, from which _unflatten rebuilds the tree exactly."""
     leaves = []
+    return leaves, _flatten_def(tree, is_leaf, leaves)
 
-    def walk(t):
-        node = None if (is_leaf is not None and is_leaf(t)) else _children(t)
-        if node is None:
-            leaves.append(t)
-            return _LEAF
-        kind, keys, children = node
-        return (kind, tuple(keys), tuple(walk(c) for c in children))
 
-    return leaves, walk(tree)
+def _flatten_def(t, is_leaf, leaves):
+    node = None if (is_leaf is not None and is_leaf(t)) else _children(t)
+    if node is None:
+        leaves.append(t)
+        return _LEAF
+    kind, keys, children = node
+    return (kind, tuple(keys), tuple(_flatten_def(c, is_leaf, leaves) for c in children))
 
 
 def _unflatten(treedef, leaves):
-    it = iter(leaves)
+    return _build(treedef, iter(leaves))
 
-    def build(d):
-        if d is _LEAF:
-            return next(it)
-        kind, keys, children = d
-        return _rebuild(kind, keys, [build(c) for c in children])
 
-    return build(treedef)
+def _build(d, it):
+    if d is _LEAF:
+        return next(it)
+    kind, keys, children = d
+    return _rebuild(kind, keys, [_build(c, it) for c in children])

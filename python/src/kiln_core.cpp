@@ -4,6 +4,10 @@
 NB_MODULE(core, m) {
   m.doc() = "kiln: lazy arrays and composable function transformations.";
   using namespace kiln::py;
+  // Compiled and custom functions hold Python callables from C++, which
+  // the garbage collector cannot see; cycles through them (a function's
+  // globals) are normal and are freed at exit after nanobind's leak check.
+  nb::set_leak_warnings(false);
   init_dtype(m);
   init_device(m);
   init_memory(m);

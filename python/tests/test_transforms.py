@@ -249,3 +249,27 @@ def test_custom_vmap_rule():
 
     check(kc.vmap(f)(kc.ones((2, 2))), np.full((2, 2), 100.0))
     check(f(kc.ones((2,))), [2.0, 2.0])
+
+
+def test_compile_does_not_keep_arguments_alive():
+    # The first call traces on a small input (which the C++ trace may keep);
+    # later calls must not leave their arrays behind in the Python layer.
+    cf = kc.compile(lambda a, s: {"y": a * s}, shapeless=True)
+    cf(kc.ones((3,)), 2.0)
+    base = kc.get_active_memory()
+    x = kc.random.uniform(shape=(1 << 18,))
+    y = cf(x, 2.0)["y"]
+    kc.eval(y)
+    assert kc.get_active_memory() >= base + 2 * (1 << 20)
+    del x, y
+    assert kc.get_active_memory() < base + (1 << 16)
+    check(cf(kc.ones((3,)), 2.0)["y"], [2.0, 2.0, 2.0])
+
+
+def test_eval_does_not_keep_arrays_alive():
+    base = kc.get_active_memory()
+    x = kc.random.uniform(shape=(1 << 18,))
+    kc.eval({"x": [x]})
+    assert kc.get_active_memory() >= base + (1 << 20)
+    del x
+    assert kc.get_active_memory() < base + (1 << 16)
