@@ -10,9 +10,9 @@ namespace {
 // reshape(2, 3) and reshape((2, 3)) both work, as in MLX and NumPy.
 std::vector<int> varargs_ints(const nb::args& args) {
   if (args.size() == 1 && !PyLong_Check(args[0].ptr())) {
-    return nb::cast<std::vector<int>>(args[0]);
+    return cast_arg<std::vector<int>>(args[0], "array", "the shape or axes");
   }
-  return nb::cast<std::vector<int>>(args);
+  return cast_arg<std::vector<int>>(args, "array", "the shape or axes");
 }
 
 } // namespace

@@ -36,7 +36,7 @@ void init_fast(nb::module_& parent) {
         array x = to_array(a);
         if (PyLong_Check(offset.ptr())) {
           return fast::rope(x, dims, traditional, base, scale,
-                            nb::cast<int>(offset), opt_array(freqs),
+                            cast_arg<int>(offset, "rope", "offset"), opt_array(freqs),
                             to_sod(s));
         }
         return fast::rope(x, dims, traditional, base, scale, to_array(offset),

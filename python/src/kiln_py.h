@@ -88,6 +88,18 @@ void eval_released(std::vector<array> arrays);
 /** Python's type name of obj, for messages. */
 std::string py_type_name(nb::handle obj);
 
+/** nb::cast<T>(h), raising TypeError naming the op and the argument. */
+template <typename T>
+T cast_arg(nb::handle h, const char* op, const char* what) {
+  try {
+    return nb::cast<T>(h);
+  } catch (const nb::cast_error&) {
+    throw nb::type_error((std::string("[") + op + "] " + what +
+                          " has the wrong type: got " + py_type_name(h) + ".")
+                             .c_str());
+  }
+}
+
 void init_dtype(nb::module_& m);
 void init_device(nb::module_& m);
 void init_memory(nb::module_& m);

@@ -66,9 +66,9 @@ void init_ops_creation(nb::module_& m) {
          const StreamArg& s) {
         bool ints = is_int(a) && (b.is_none() || is_int(b)) &&
                     (step.is_none() || is_int(step));
-        double start = 0, stop = nb::cast<double>(a), st = 1;
-        if (!b.is_none()) start = stop, stop = nb::cast<double>(b);
-        if (!step.is_none()) st = nb::cast<double>(step);
+        double start = 0, stop = cast_arg<double>(a, "arange", "start"), st = 1;
+        if (!b.is_none()) start = stop, stop = cast_arg<double>(b, "arange", "stop");
+        if (!step.is_none()) st = cast_arg<double>(step, "arange", "step");
         return arange(start, stop, st, d.value_or(ints ? int32 : float32),
                       to_sod(s));
       },
@@ -133,7 +133,7 @@ void init_ops_indexing(nb::module_& m) {
          const StreamArg& s) {
         array x = to_array(a);
         if (is_int(indices)) {
-          int i = nb::cast<int>(indices);
+          int i = cast_arg<int>(indices, "take", "indices");
           return axis ? take(x, i, *axis, to_sod(s)) : take(x, i, to_sod(s));
         }
         array idx = to_array(indices);

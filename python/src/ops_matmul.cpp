@@ -78,9 +78,10 @@ void init_ops_matmul(nb::module_& m) {
       [](ArrayLike a, ArrayLike b, nb::handle axes, const StreamArg& s) {
         auto [x, y] = to_arrays(a, b);
         if (PyLong_Check(axes.ptr())) {
-          return tensordot(x, y, nb::cast<int>(axes), to_sod(s));
+          return tensordot(x, y, cast_arg<int>(axes, "tensordot", "axes"), to_sod(s));
         }
-        auto pair = nb::cast<std::pair<IntOrInts, IntOrInts>>(axes);
+        auto pair = cast_arg<std::pair<IntOrInts, IntOrInts>>(
+            axes, "tensordot", "axes");
         return tensordot(x, y, as_list(pair.first), as_list(pair.second),
                          to_sod(s));
       },
@@ -185,10 +186,11 @@ void init_ops_conv(nb::module_& m) {
         std::vector<int> lo, hi;
         if (PyTuple_Check(padding.ptr()) && nb::len(padding) == 2 &&
             !PyLong_Check(nb::borrow<nb::tuple>(padding)[0].ptr())) {
-          auto pr = nb::cast<std::pair<IntOrInts, IntOrInts>>(padding);
+          auto pr = cast_arg<std::pair<IntOrInts, IntOrInts>>(
+              padding, "conv_general", "padding");
           lo = as_list(pr.first), hi = as_list(pr.second);
         } else {
-          lo = as_list(nb::cast<IntOrInts>(padding));
+          lo = as_list(cast_arg<IntOrInts>(padding, "conv_general", "padding"));
         }
         return conv_general(to_array(in), to_array(w), as_list(stride), lo, hi,
                             as_list(kernel_dilation), as_list(input_dilation),

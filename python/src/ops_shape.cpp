@@ -95,7 +95,7 @@ void init_ops_shape(nb::module_& m) {
         Shape out;
         for (nb::handle h : shapes) {
           out = detail::broadcast_shapes(
-              out, to_shape(nb::cast<ShapeArg>(h)), "broadcast_shapes");
+              out, to_shape(cast_arg<ShapeArg>(h, "broadcast_shapes", "a shape")), "broadcast_shapes");
         }
         return nb::tuple(nb::cast(std::vector<int>(out.begin(), out.end())));
       },
@@ -236,13 +236,18 @@ void init_ops_shape(nb::module_& m) {
         array x = to_array(a);
         array v = to_array_weak(value, x.dtype());
         if (PyLong_Check(pad_width.ptr())) {
-          return pad(x, nb::cast<int>(pad_width), v, mode, to_sod(s));
+          return pad(x, cast_arg<int>(pad_width, "pad", "pad_width"), v, mode, to_sod(s));
         }
         std::vector<std::pair<int, int>> pairs;
+        if (!nb::isinstance<nb::sequence>(pad_width)) {
+          throw nb::type_error(("[pad] pad_width must be an int or a "
+                                "sequence, got " + py_type_name(pad_width) +
+                                ".").c_str());
+        }
         nb::list items = nb::list(pad_width);
         bool flat = nb::len(items) > 0 && PyLong_Check(items[0].ptr());
         if (flat) {
-          auto w = nb::cast<std::vector<int>>(items);
+          auto w = cast_arg<std::vector<int>>(items, "pad", "pad_width");
           if (w.size() == 1) return pad(x, w[0], v, mode, to_sod(s));
           if (w.size() != 2) {
             throw nb::value_error("[pad] pad_width must be an int, a pair or "
@@ -251,7 +256,7 @@ void init_ops_shape(nb::module_& m) {
           return pad(x, std::pair{w[0], w[1]}, v, mode, to_sod(s));
         }
         for (nb::handle h : items) {
-          auto w = nb::cast<std::vector<int>>(h);
+          auto w = cast_arg<std::vector<int>>(h, "pad", "pad_width");
           if (w.size() == 1) w.push_back(w[0]);
           if (w.size() != 2) {
             throw nb::value_error("[pad] each pad_width entry must be a pair.");

@@ -13,7 +13,7 @@ std::optional<array> key_of(nb::handle key) {
 }
 
 int checked_state_index(nb::handle i) {
-  long v = nb::cast<long>(i);
+  long v = cast_arg<long>(i, "random.state", "the index");
   if (v != 0 && v != -1) {
     throw nb::index_error("[random.state] the state holds one key; only "
                           "index 0 (or -1) is valid.");
@@ -178,7 +178,7 @@ void init_random(nb::module_& parent) {
       "permutation",
       [](ArrayLike x, int axis, nb::handle key, const StreamArg& s) {
         if (PyLong_Check(x.ptr())) {
-          return random::permutation(nb::cast<int>(x), key_of(key), to_sod(s));
+          return random::permutation(cast_arg<int>(x, "random.permutation", "x"), key_of(key), to_sod(s));
         }
         return random::permutation(to_array(x), axis, key_of(key), to_sod(s));
       },

@@ -96,3 +96,55 @@ def test_fuzz_never_crashes():
             kc.eval(b)
         except (ValueError, TypeError, IndexError):
             pass
+
+
+def test_wrong_argument_types_name_the_op():
+    with pytest.raises(TypeError, match="arange"):
+        kc.arange("a")
+    with pytest.raises(TypeError, match="broadcast_shapes"):
+        kc.broadcast_shapes("x")
+    with pytest.raises(TypeError, match="tensordot"):
+        kc.tensordot(kc.ones((2, 2)), kc.ones((2, 2)), axes="x")
+    with pytest.raises(TypeError, match="pad"):
+        kc.pad(kc.ones((2,)), 1.5)
+    with pytest.raises(TypeError, match="norm"):
+        kc.linalg.norm(kc.ones((2,)), ord=[1])
+
+
+FUZZ_VALUES = [
+    0, 1, -1, 3, 2.5, None, "s", "causal", (), [], [1, 2], (0, 5), (2, 3),
+    [-1], slice(1, None, -1), kc.ones((2,)), kc.zeros((0,)), kc.array(1),
+    np.ones(2), Ellipsis, kc.array([1.5]), [[0]], 10**12,
+    kc.ones((2, 3), kc.bfloat16), kc.array([True]), kc.arange(6).reshape(2, 3),
+    kc.ones((2, 2, 2, 2)), kc.float16, kc.random.key(0), kc.ones((3, 3)),
+    {"a": 1}, object(), float("nan"), kc.cpu, 1j,
+]
+
+
+def test_fuzz_every_function():
+    """Random arguments to every public function: only ValueError,
+    TypeError or IndexError (and the documented RuntimeError of a singular
+    matrix at evaluation)."""
+    rng = np.random.default_rng(2)
+    skip = {"set_memory_limit", "set_cache_limit", "set_default_device",
+            "set_default_stream", "disable_compile", "synchronize",
+            "clear_cache"}
+    funcs = [getattr(kc, n) for n in dir(kc)
+             if not n.startswith("_") and n not in skip and callable(getattr(kc, n))]
+    funcs += [getattr(m, n) for m in (kc.random, kc.linalg, kc.fast)
+              for n in dir(m) if not n.startswith("_") and n not in ("seed", "state")]
+    keys = ["axis", "keepdims", "dtype", "shape", "k", "stream", "key"]
+    for _ in range(3000):
+        f = funcs[rng.integers(len(funcs))]
+        args = [FUZZ_VALUES[rng.integers(len(FUZZ_VALUES))]
+                for _ in range(rng.integers(0, 5))]
+        kw = {}
+        if rng.random() < 0.3:
+            kw[keys[rng.integers(len(keys))]] = FUZZ_VALUES[rng.integers(len(FUZZ_VALUES))]
+        try:
+            r = f(*args, **kw)
+            kc.eval(r)
+        except ALLOWED:
+            pass
+        except RuntimeError as e:
+            assert "singular" in str(e) or "positive definite" in str(e), (f, e)
