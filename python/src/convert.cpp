@@ -60,7 +60,7 @@ int64_t to_int64(nb::handle v) {
   int overflow = 0;
   long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
   if (overflow != 0) {
-    value_error("the Python int " + nb::cast<std::string>(nb::str(v)) +
+    value_error("the Python int " + py_str(v) +
                 " does not fit in 64 bits.");
   }
   return x;
@@ -259,13 +259,25 @@ std::optional<Dtype> format_dtype(const char* fmt, Py_ssize_t itemsize,
 array buffer_to_array(nb::handle obj, std::optional<Dtype> dtype) {
   nb::module_ np = nb::module_::import_("numpy");
   nb::object arr = np.attr("ascontiguousarray")(obj);
+  // Extended precision has no kiln dtype: go through float64 / complex128.
+  std::string kind = nb::cast<std::string>(arr.attr("dtype").attr("kind"));
+  if (std::string("biufc").find(kind) == std::string::npos) {
+    type_error("cannot convert an object of type " + py_type_name(obj) +
+               " with NumPy dtype " +
+               py_str(arr.attr("dtype")) +
+               " to an array (numeric and bool dtypes only).");
+  }
+  if ((kind == "f" || kind == "c") &&
+      nb::cast<int>(arr.attr("dtype").attr("itemsize")) > (kind == "f" ? 8 : 16)) {
+    arr = arr.attr("astype")(kind == "f" ? "float64" : "complex128");
+  }
   Py_buffer view;
   if (PyObject_GetBuffer(arr.ptr(), &view,
                          PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
     PyErr_Clear();
     type_error("cannot convert an object of type " + py_type_name(obj) +
                " (NumPy dtype " +
-               nb::cast<std::string>(nb::str(arr.attr("dtype"))) +
+               py_str(arr.attr("dtype")) +
                ") to an array.");
   }
   struct Release {
@@ -311,9 +323,15 @@ array buffer_to_array(nb::handle obj, std::optional<Dtype> dtype) {
 
 } // namespace
 
+std::string py_str(nb::handle obj) {
+  PyObject* s = PyObject_Str(obj.ptr());
+  if (!s) throw nb::python_error();
+  return nb::cast<std::string>(nb::steal<nb::str>(s));
+}
+
 std::string py_type_name(nb::handle obj) {
-  return nb::cast<std::string>(nb::str(nb::handle(
-      reinterpret_cast<PyObject*>(Py_TYPE(obj.ptr()))).attr("__name__")));
+  nb::handle type(reinterpret_cast<PyObject*>(Py_TYPE(obj.ptr())));
+  return py_str(type.attr("__name__"));
 }
 
 bool is_python_scalar(nb::handle obj) {
@@ -330,6 +348,12 @@ array to_array(nb::handle obj, std::optional<Dtype> dtype) {
     return dtype && *dtype != a.dtype() ? astype(a, *dtype) : a;
   }
   if (is_sequence(obj)) return list_to_array(obj, dtype);
+  // A NumPy scalar keeps its dtype (np.int64(3) is int64), as in MLX.
+  if (!PyLong_Check(obj.ptr()) && !PyFloat_Check(obj.ptr()) &&
+      !PyBool_Check(obj.ptr()) && !PyComplex_Check(obj.ptr()) &&
+      nb::hasattr(obj, "dtype") && PyObject_CheckBuffer(obj.ptr())) {
+    return buffer_to_array(obj, dtype);
+  }
   nb::object v = as_builtin_scalar(obj);
   if (v.is_valid()) return scalar_to_array(v, scalar_kind(v), dtype);
   if (PyUnicode_Check(obj.ptr()) || PyBytes_Check(obj.ptr())) {

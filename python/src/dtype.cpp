@@ -1,6 +1,7 @@
 // Dtype objects, dtype categories, issubdtype, finfo and iinfo.
 #include <cmath>
 #include <limits>
+#include <sstream>
 
 #include "kiln_py.h"
 
@@ -63,11 +64,11 @@ IInfo iinfo(Dtype d) {
   });
 }
 
+// As MLX prints finfo: six significant digits.
 std::string fmt_number(double v) {
-  std::string s = nb::cast<std::string>(nb::str(nb::float_(v)));
-  return s.size() > 2 && s.substr(s.size() - 2) == ".0"
-             ? s.substr(0, s.size() - 2)
-             : s;
+  std::ostringstream os;
+  os << v;
+  return os.str();
 }
 
 } // namespace
@@ -153,8 +154,8 @@ void init_dtype(nb::module_& m) {
       .def_ro("min", &IInfo::min)
       .def_ro("max", &IInfo::max)
       .def("__repr__", [](const IInfo& i) {
-        return "iinfo(min=" + nb::cast<std::string>(nb::str(i.min)) +
-               ", max=" + nb::cast<std::string>(nb::str(i.max)) +
+        return "iinfo(min=" + py_str(i.min) +
+               ", max=" + py_str(i.max) +
                ", dtype=" + dtype_name(i.dtype) + ")";
       });
 }

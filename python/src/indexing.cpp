@@ -42,7 +42,7 @@ int32_t checked_int(nb::handle h, int32_t n, int axis) {
   long long v = PyLong_AsLongLongAndOverflow(
       nb::steal(PyNumber_Index(h.ptr())).ptr(), &overflow);
   if (overflow || v < -static_cast<long long>(n) || v >= n) {
-    index_error("index " + nb::cast<std::string>(nb::str(h)) +
+    index_error("index " + py_str(h) +
                 " is out of bounds for axis " + std::to_string(axis) +
                 " with size " + std::to_string(n) + ".");
   }

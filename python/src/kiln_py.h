@@ -85,6 +85,9 @@ nb::object item(array a);
  *  background evaluation may need the GIL to drop a Python callback). */
 void eval_released(std::vector<array> arrays);
 
+/** str(obj), as Python spells it. */
+std::string py_str(nb::handle obj);
+
 /** Python's type name of obj, for messages. */
 std::string py_type_name(nb::handle obj);
 
