@@ -4,7 +4,7 @@ MLX's programming model. ``import kiln.core as mx`` gives MLX's API."""
 import sys as _sys
 
 from . import core
-from . import _transforms
+from . import _compile, _transforms
 
 # The transformations are written in Python over the flat C++ ones; they
 # belong to kiln.core, as in mlx.core.
@@ -20,7 +20,7 @@ for _name in (
     "custom_function",
     "checkpoint",
 ):
-    _fn = getattr(_transforms, _name)
+    _fn = getattr(_compile if _name == "compile" else _transforms, _name)
     try:
         _fn.__module__ = "kiln.core"
     except (AttributeError, TypeError):

@@ -123,9 +123,7 @@ def value_and_grad(fun, argnums=None, argnames=[]):
                 )
             return arrays
 
-        outs, grads = _core._value_and_grad_flat(
-            flat, leaves, list(range(len(leaves)))
-        )
+        outs, grads = _core._value_and_grad_flat(flat, leaves, list(range(len(leaves))))
         value = outputs.rebuild(outs)
         gtrees = _unflatten(treedef, grads)
         pos_grads = gtrees[: len(pos)]
@@ -168,7 +166,9 @@ def vjp(fun, primals, cotangents):
     leaves, treedef = _flatten(list(primals))
     _check_all_arrays(leaves, "vjp")
     outputs = _Outputs("vjp")
-    cots = _flatten(list(cotangents) if isinstance(cotangents, (list, tuple)) else [cotangents])[0]
+    cots = _flatten(
+        list(cotangents) if isinstance(cotangents, (list, tuple)) else [cotangents]
+    )[0]
     _check_all_arrays(cots, "vjp")
     outs, vjps = _core._vjp_flat(_flat_call(fun, treedef, outputs), leaves, cots)
     return _as_list(outputs.rebuild(outs)), _unflatten(treedef, vjps)
@@ -202,8 +202,7 @@ def _prefix_leaves(prefix, tree, what):
     if isinstance(prefix, (list, tuple)) and isinstance(tree, (list, tuple)):
         if len(prefix) != len(tree):
             raise ValueError(
-                f"[vmap] {what} has {len(prefix)} entries for {len(tree)} "
-                "values."
+                f"[vmap] {what} has {len(prefix)} entries for {len(tree)} " "values."
             )
         return [v for p, t in zip(prefix, tree) for v in _prefix_leaves(p, t, what)]
     if isinstance(prefix, dict) and isinstance(tree, dict):
@@ -335,7 +334,8 @@ class custom_function:
         def flat_vjp(primals, cotangents, outs):
             p = _unflatten(treedef, primals)
             g = self._vjp(
-                p, rules_out(outputs.rebuild(cotangents)),
+                p,
+                rules_out(outputs.rebuild(cotangents)),
                 rules_out(outputs.rebuild(outs)),
             )
             if len(p) == 1 and not isinstance(g, (tuple, list)):
@@ -346,16 +346,12 @@ class custom_function:
             full = [_core.zeros_like(p) for p in primals]
             for t, n in zip(tangents, argnums):
                 full[n] = t
-            r = self._jvp(
-                _unflatten(treedef, primals), _unflatten(treedef, full)
-            )
+            r = self._jvp(_unflatten(treedef, primals), _unflatten(treedef, full))
             return _flatten(r)[0]
 
         def flat_vmap(inputs, axes):
             ax = [None if a < 0 else a for a in axes]
-            out, oax = self._vmap(
-                _unflatten(treedef, inputs), _unflatten(treedef, ax)
-            )
+            out, oax = self._vmap(_unflatten(treedef, inputs), _unflatten(treedef, ax))
             o = _flatten(out)[0]
             oa = _prefix_leaves(oax, out, "out_axes")
             return o, [-1 if a is None else a for a in oa]
@@ -368,108 +364,3 @@ class custom_function:
             leaves,
         )
         return outputs.rebuild(outs)
-
-
-_CONSTANT_TYPES = (bool, int, float, str, type(None))
-
-
-def _state_accessors(container):
-    """(get, set) for one captured state container: the random state, or a
-    tree of arrays (list, dict, module) updated in place."""
-    if isinstance(container, _core.random.KeyState):
-        return (lambda: [container[0]], lambda v: container.__setitem__(0, v[0]))
-
-    def get():
-        return _arrays_of(container)
-
-    def set_(values):
-        _assign_arrays(container, iter(values))
-
-    return get, set_
-
-
-def _assign_arrays(t, it):
-    """Write the next arrays from ``it`` over the arrays in ``t``, in place."""
-    if isinstance(t, (list, dict)):
-        keys = range(len(t)) if isinstance(t, list) else list(t)
-        for k in keys:
-            if _is_array(t[k]):
-                t[k] = next(it)
-            else:
-                _assign_arrays(t[k], it)
-    elif isinstance(t, tuple):
-        for c in t:
-            if _is_array(c):
-                raise ValueError(
-                    "[compile] arrays in a tuple cannot be updated in place; "
-                    "use a list or dict as output state."
-                )
-            _assign_arrays(c, it)
-    elif isinstance(t, _core.random.KeyState):
-        t[0] = next(it)
-
-
-def _states(spec):
-    if spec is None:
-        return []
-    if isinstance(spec, _core.random.KeyState) or isinstance(spec, dict):
-        spec = [spec]
-    return [_state_accessors(c) for c in spec]
-
-
-def compile(fun, inputs=None, outputs=None, shapeless=False):
-    """``fun`` compiled: traced once per argument structure, dtypes and
-    shapes (ranks when ``shapeless``) and values of non-array arguments
-    (bool, int, float, str, None), then replayed. ``inputs`` and
-    ``outputs`` are state containers read before and written after each
-    call, such as ``kiln.core.random.state``."""
-    in_states, out_states = _states(inputs), _states(outputs)
-    cache = {}
-
-    @functools.wraps(fun)
-    def wrapper(*args, **kwargs):
-        if not _core._compile_enabled():
-            return fun(*args, **kwargs)
-        leaves, treedef = _flatten((args, kwargs))
-        consts = []
-        for x in leaves:
-            if _is_array(x):
-                consts.append(None)
-            elif isinstance(x, _CONSTANT_TYPES):
-                consts.append((type(x), x))
-            else:
-                raise TypeError(
-                    "[compile] arguments must be arrays, pytrees of arrays, or "
-                    "bool, int, float, str or None; got a "
-                    f"{type(x).__name__}."
-                )
-        key = (treedef, tuple(consts))
-        entry = cache.get(key)
-        if entry is None:
-            outs_rec = _Outputs("compile")
-            # The cached trace keeps only the constants, not this call's arrays.
-            in_consts = [None if c is None else c[1] for c in consts]
-            in_slots = [c is None for c in consts]
-
-            def flat(arrays):
-                it = iter(arrays)
-                full = [
-                    next(it) if s else c for s, c in zip(in_slots, in_consts)
-                ]
-                a, kw = _unflatten(treedef, full)
-                arrays_out = outs_rec.flatten(fun(*a, **kw))
-                for x in outs_rec.consts:
-                    if not isinstance(x, _CONSTANT_TYPES):
-                        raise ValueError(
-                            "[compile] the function must return arrays or "
-                            f"pytrees of arrays; got a {type(x).__name__}."
-                        )
-                return arrays_out
-
-            compiled = _core._compile_flat(flat, shapeless, in_states, out_states)
-            entry = cache[key] = (compiled, outs_rec)
-        compiled, outs_rec = entry
-        outs = compiled([x for x in leaves if _is_array(x)])
-        return outs_rec.rebuild(outs)
-
-    return wrapper

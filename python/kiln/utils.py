@@ -148,10 +148,7 @@ def tree_merge(tree_a, tree_b, merge_fn=None):
             raise ValueError("tree_merge: a dict cannot merge with a list.")
         if isinstance(tree_a, dict):
             keys = list(tree_a) + [k for k in tree_b if k not in tree_a]
-            return {
-                k: tree_merge(tree_a.get(k), tree_b.get(k), merge_fn)
-                for k in keys
-            }
+            return {k: tree_merge(tree_a.get(k), tree_b.get(k), merge_fn) for k in keys}
         n = max(len(tree_a), len(tree_b))
         a = list(tree_a) + [None] * (n - len(tree_a))
         b = list(tree_b) + [None] * (n - len(tree_b))
@@ -182,7 +179,11 @@ def _flatten_def(t, is_leaf, leaves):
         leaves.append(t)
         return _LEAF
     kind, keys, children = node
-    return (kind, tuple(keys), tuple(_flatten_def(c, is_leaf, leaves) for c in children))
+    return (
+        kind,
+        tuple(keys),
+        tuple(_flatten_def(c, is_leaf, leaves) for c in children),
+    )
 
 
 def _unflatten(treedef, leaves):

@@ -96,8 +96,9 @@ void init_array(nb::module_& m) {
       .def_prop_ro("size", &array::size, "Number of elements.")
       .def_prop_ro("nbytes", &array::nbytes, "Bytes of the elements.")
       .def_prop_ro("itemsize", &array::itemsize, "Bytes of one element.")
-      .def_prop_ro("T", [](const array& a) { return transpose(a); },
-                   "The array with its axes reversed.")
+      .def_prop_ro(
+          "T", [](const array& a) { return transpose(a); },
+          "The array with its axes reversed.")
       .def(
           "astype",
           [](const array& a, Dtype d, const StreamArg& s) {
@@ -114,7 +115,8 @@ void init_array(nb::module_& m) {
            })
       .def("__iter__",
            [](const array& a) {
-             if (a.ndim() == 0) throw nb::type_error("iteration over a 0-d array");
+             if (a.ndim() == 0)
+               throw nb::type_error("iteration over a 0-d array");
              nb::list parts;
              for (int i = 0; i < a.shape(0); ++i) parts.append(take(a, i, 0));
              return nb::iter(parts);
@@ -132,8 +134,9 @@ void init_array(nb::module_& m) {
       .def("__float__", [](const array& a) { return nb::float_(item(a)); })
       .def("__hash__", [](const array& a) { return a.id(); })
       .def("__copy__", [](const array& a) { return array(a); })
-      .def("__deepcopy__", [](const array& a, nb::handle) { return array(a); },
-           "memo"_a)
+      .def(
+          "__deepcopy__", [](const array& a, nb::handle) { return array(a); },
+          "memo"_a)
       .def("__add__", &binop<add>)
       .def("__radd__", &rbinop<add>)
       .def("__iadd__", &ibinop<add>)

@@ -20,11 +20,12 @@ std::vector<int> varargs_ints(const nb::args& args) {
 void init_array_methods(nb::module_& m, nb::class_<array>& cls) {
   nb::handle mod = m;
   for (const char* name :
-       {"abs", "all", "any", "argmax", "argmin", "cos", "cummax", "cummin",
-        "cumprod", "cumsum", "exp", "flatten", "log", "log10", "log1p", "log2",
-        "logsumexp", "max", "mean", "min", "moveaxis", "prod", "reciprocal",
-        "round", "rsqrt", "sin", "split", "sqrt", "square", "squeeze", "std",
-        "sum", "swapaxes", "var", "view"}) {
+       {"abs",    "all",    "any",      "argmax", "argmin",     "cos",
+        "cummax", "cummin", "cumprod",  "cumsum", "exp",        "flatten",
+        "log",    "log10",  "log1p",    "log2",   "logsumexp",  "max",
+        "mean",   "min",    "moveaxis", "prod",   "reciprocal", "round",
+        "rsqrt",  "sin",    "split",    "sqrt",   "square",     "squeeze",
+        "std",    "sum",    "swapaxes", "var",    "view"}) {
     std::string n = name;
     cls.def(
         name,
@@ -50,8 +51,9 @@ void init_array_methods(nb::module_& m, nb::class_<array>& cls) {
       },
       "axes"_a, nb::kw_only(), "stream"_a = nb::none(),
       "Permute the axes: transpose(1, 0) or transpose((1, 0)).");
-  cls.def_prop_ro("mT", [](const array& a) { return swapaxes(a, -1, -2); },
-                  "The array with its last two axes swapped.");
+  cls.def_prop_ro(
+      "mT", [](const array& a) { return swapaxes(a, -1, -2); },
+      "The array with its last two axes swapped.");
 }
 
 } // namespace kiln::py

@@ -60,8 +60,7 @@ int64_t to_int64(nb::handle v) {
   int overflow = 0;
   long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
   if (overflow != 0) {
-    value_error("the Python int " + py_str(v) +
-                " does not fit in 64 bits.");
+    value_error("the Python int " + py_str(v) + " does not fit in 64 bits.");
   }
   return x;
 }
@@ -90,8 +89,7 @@ array scalar_to_array(nb::handle v, Kind k, std::optional<Dtype> dtype) {
                     static_cast<float>(PyComplex_ImagAsDouble(v.ptr())));
       return array(&x, Shape{}, dtype.value_or(complex64));
     }
-    default:
-      type_error("unsupported scalar of type " + py_type_name(v) + ".");
+    default: type_error("unsupported scalar of type " + py_type_name(v) + ".");
   }
 }
 
@@ -108,17 +106,17 @@ struct ListScan {
 void scan_list(nb::handle obj, int depth, ListScan& s) {
   if (is_sequence(obj)) {
     if (s.leaf_depth >= 0 && depth >= s.leaf_depth) {
-      value_error("the nested list is not rectangular (a list sits where "
-                  "another branch has a scalar).");
+      value_error(
+          "the nested list is not rectangular (a list sits where "
+          "another branch has a scalar).");
     }
     auto n = static_cast<int32_t>(nb::len(obj));
     if (static_cast<int>(s.shape.size()) == depth) {
       s.shape.push_back(n);
     } else if (s.shape[depth] != n) {
       value_error("the nested list is not rectangular: lengths " +
-                  std::to_string(s.shape[depth]) + " and " +
-                  std::to_string(n) + " at depth " + std::to_string(depth) +
-                  ".");
+                  std::to_string(s.shape[depth]) + " and " + std::to_string(n) +
+                  " at depth " + std::to_string(depth) + ".");
     }
     if (n == 0) {
       if (s.leaf_depth >= 0 && s.leaf_depth != depth + 1) {
@@ -136,8 +134,8 @@ void scan_list(nb::handle obj, int depth, ListScan& s) {
     }
   } else if (s.leaf_depth != depth) {
     value_error("the nested list is not rectangular (scalars at depths " +
-                std::to_string(s.leaf_depth) + " and " +
-                std::to_string(depth) + ").");
+                std::to_string(s.leaf_depth) + " and " + std::to_string(depth) +
+                ").");
   }
   if (nb::isinstance<array>(obj)) {
     s.has_array = true;
@@ -223,104 +221,6 @@ array list_to_array(nb::handle obj, std::optional<Dtype> dtype) {
   return array(0);
 }
 
-// ---- Buffers and NumPy ---------------------------------------------------
-
-// The dtype a PEP 3118 format names; complex128 maps to a marker handled
-// by the caller.
-std::optional<Dtype> format_dtype(const char* fmt, Py_ssize_t itemsize,
-                                  bool& complex128) {
-  complex128 = false;
-  if (*fmt == '@' || *fmt == '=' || *fmt == '<') ++fmt;
-  if (*fmt == '>' || *fmt == '!') return std::nullopt;
-  std::string f(fmt);
-  if (f == "?") return bool_;
-  if (f == "e") return float16;
-  if (f == "f") return float32;
-  if (f == "d") return float64;
-  if (f == "Zf") return complex64;
-  if (f == "Zd") {
-    complex128 = true;
-    return complex64;
-  }
-  if (f.size() != 1) return std::nullopt;
-  bool is_signed = std::islower(static_cast<unsigned char>(f[0]));
-  if (std::string("bBhHiIlLqQnN").find(f[0]) == std::string::npos) {
-    return std::nullopt;
-  }
-  switch (itemsize) {
-    case 1: return is_signed ? int8 : uint8;
-    case 2: return is_signed ? int16 : uint16;
-    case 4: return is_signed ? int32 : uint32;
-    case 8: return is_signed ? int64 : uint64;
-  }
-  return std::nullopt;
-}
-
-array buffer_to_array(nb::handle obj, std::optional<Dtype> dtype) {
-  nb::module_ np = nb::module_::import_("numpy");
-  nb::object arr = np.attr("ascontiguousarray")(obj);
-  // Extended precision has no kiln dtype: go through float64 / complex128.
-  std::string kind = nb::cast<std::string>(arr.attr("dtype").attr("kind"));
-  if (std::string("biufc").find(kind) == std::string::npos) {
-    type_error("cannot convert an object of type " + py_type_name(obj) +
-               " with NumPy dtype " +
-               py_str(arr.attr("dtype")) +
-               " to an array (numeric and bool dtypes only).");
-  }
-  if ((kind == "f" || kind == "c") &&
-      nb::cast<int>(arr.attr("dtype").attr("itemsize")) > (kind == "f" ? 8 : 16)) {
-    arr = arr.attr("astype")(kind == "f" ? "float64" : "complex128");
-  }
-  Py_buffer view;
-  if (PyObject_GetBuffer(arr.ptr(), &view,
-                         PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
-    PyErr_Clear();
-    type_error("cannot convert an object of type " + py_type_name(obj) +
-               " (NumPy dtype " +
-               py_str(arr.attr("dtype")) +
-               ") to an array.");
-  }
-  struct Release {
-    Py_buffer* v;
-    ~Release() { PyBuffer_Release(v); }
-  } release{&view};
-  bool complex128 = false;
-  auto src = format_dtype(view.format ? view.format : "B", view.itemsize,
-                          complex128);
-  if (!src) {
-    type_error("cannot convert an object of type " + py_type_name(obj) +
-               " with element format '" +
-               std::string(view.format ? view.format : "?") +
-               "' to an array.");
-  }
-  Shape shape;
-  for (int i = 0; i < view.ndim; ++i) {
-    if (view.shape[i] > std::numeric_limits<int32_t>::max()) {
-      value_error("dimension too large.");
-    }
-    shape.push_back(static_cast<int32_t>(view.shape[i]));
-  }
-  // MLX's defaults: float64 and complex128 become float32 and complex64.
-  Dtype def = *src == float64 ? float32 : *src;
-  Dtype out = dtype.value_or(def);
-  if (complex128) {
-    auto* p = static_cast<const std::complex<double>*>(view.buf);
-    std::vector<complex64_t> v(shape_size(shape));
-    for (size_t i = 0; i < v.size(); ++i) v[i] = complex64_t(p[i]);
-    return array(v.data(), shape, out);
-  }
-  if (out == *src) {
-    size_t nbytes = shape_size(shape) * out.size;
-    auto buf = allocator::malloc(nbytes);
-    if (nbytes) std::memcpy(buf.raw(), view.buf, nbytes);
-    return array(buf, shape, out);
-  }
-  return dispatch_type(*src, [&](auto tag) {
-    using T = KILN_TYPE(tag);
-    return array(static_cast<const T*>(view.buf), shape, out);
-  });
-}
-
 } // namespace
 
 std::string py_str(nb::handle obj) {
@@ -372,8 +272,7 @@ array to_array_weak(nb::handle obj, Dtype like) {
   nb::object v = as_builtin_scalar(obj);
   if (!v.is_valid() || is_sequence(obj)) return to_array(obj);
   switch (scalar_kind(v)) {
-    case Kind::boolean:
-      return scalar_to_array(v, Kind::boolean, like);
+    case Kind::boolean: return scalar_to_array(v, Kind::boolean, like);
     case Kind::integer: {
       if (like == bool_) return scalar_to_array(v, Kind::integer, std::nullopt);
       int64_t x = to_int64(v);
@@ -382,8 +281,8 @@ array to_array_weak(nb::handle obj, Dtype like) {
           using T = KILN_TYPE(tag);
           if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
             if constexpr (std::is_unsigned_v<T>) {
-              return x >= 0 && static_cast<uint64_t>(x) <=
-                                   std::numeric_limits<T>::max();
+              return x >= 0 &&
+                     static_cast<uint64_t>(x) <= std::numeric_limits<T>::max();
             } else {
               return x >= std::numeric_limits<T>::min() &&
                      x <= std::numeric_limits<T>::max();
@@ -403,10 +302,8 @@ array to_array_weak(nb::handle obj, Dtype like) {
     case Kind::floating:
       return scalar_to_array(v, Kind::floating,
                              is_inexact(like) ? like : float32);
-    case Kind::complex:
-      return scalar_to_array(v, Kind::complex, std::nullopt);
-    default:
-      return to_array(obj);
+    case Kind::complex: return scalar_to_array(v, Kind::complex, std::nullopt);
+    default: return to_array(obj);
   }
 }
 
@@ -433,90 +330,6 @@ std::pair<array, array> to_arrays(nb::handle a, nb::handle b) {
     }
   }
   return {to_array(a), to_array(b)};
-}
-
-void eval_released(std::vector<array> arrays) {
-  nb::gil_scoped_release release;
-  eval(std::move(arrays));
-}
-
-namespace {
-
-template <typename T>
-nb::object scalar_out(const T& v) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return nb::bool_(v);
-  } else if constexpr (std::is_same_v<T, complex64_t>) {
-    return nb::steal(PyComplex_FromDoubles(v.real(), v.imag()));
-  } else if constexpr (std::is_integral_v<T>) {
-    if constexpr (std::is_unsigned_v<T>) {
-      return nb::steal(PyLong_FromUnsignedLongLong(v));
-    } else {
-      return nb::steal(PyLong_FromLongLong(v));
-    }
-  } else {
-    if constexpr (is_half_v<T>) {
-      return nb::float_(static_cast<double>(static_cast<float>(v)));
-    } else {
-      return nb::float_(static_cast<double>(v));
-    }
-  }
-}
-
-template <typename T>
-nb::object tolist_rec(const array& a, const T* p, size_t dim) {
-  if (dim == a.ndim()) return scalar_out(*p);
-  nb::list out;
-  for (int32_t i = 0; i < a.shape()[dim]; ++i) {
-    out.append(tolist_rec(a, p + i * a.strides()[dim], dim + 1));
-  }
-  return out;
-}
-
-} // namespace
-
-nb::object tolist(array a) {
-  eval_released({a});
-  return dispatch_type(a.dtype(), [&](auto tag) {
-    using T = KILN_TYPE(tag);
-    return tolist_rec(a, a.data<T>(), 0);
-  });
-}
-
-nb::object item(array a) {
-  if (a.size() != 1) {
-    throw nb::value_error(
-        ("[item] only arrays of one element have an item; this one has " +
-         std::to_string(a.size()) + " elements.")
-            .c_str());
-  }
-  eval_released({a});
-  return dispatch_type(a.dtype(), [&](auto tag) {
-    using T = KILN_TYPE(tag);
-    return scalar_out(*a.data<T>());
-  });
-}
-
-StreamOrDevice to_sod(const StreamArg& s) {
-  if (!s) return {};
-  if (auto* st = std::get_if<Stream>(&*s)) return *st;
-  return std::get<Device>(*s);
-}
-
-Shape to_shape(const ShapeArg& s) {
-  if (auto* i = std::get_if<int>(&s)) return Shape{*i};
-  auto& v = std::get<std::vector<int>>(s);
-  return Shape(v.begin(), v.end());
-}
-
-std::vector<int> axes_of(const AxisArg& axis, int ndim) {
-  if (!axis) {
-    std::vector<int> all(ndim);
-    for (int i = 0; i < ndim; ++i) all[i] = i;
-    return all;
-  }
-  if (auto* i = std::get_if<int>(&*axis)) return {*i};
-  return std::get<std::vector<int>>(*axis);
 }
 
 } // namespace kiln::py

@@ -72,7 +72,9 @@ void init_device(nb::module_& m) {
       });
   m.def(
       "stream",
-      [](const std::variant<Stream, Device>& s) { return StreamContext{s, {}, {}}; },
+      [](const std::variant<Stream, Device>& s) {
+        return StreamContext{s, {}, {}};
+      },
       "s"_a, "A context manager making s the default stream or device.");
 
   m.def("default_device", &default_device, "The default device.");
@@ -83,8 +85,9 @@ void init_device(nb::module_& m) {
   m.def("set_default_stream", &set_default_stream, "stream"_a,
         "Set the default stream of its device.");
   m.def("new_stream", &new_stream, "device"_a, "A new stream on a device.");
-  m.def("is_available", [](const Device& d) { return is_available(d); },
-        "device"_a, "True when the device can run arrays.");
+  m.def(
+      "is_available", [](const Device& d) { return is_available(d); },
+      "device"_a, "True when the device can run arrays.");
   m.def(
       "synchronize",
       [](std::optional<Stream> s) {

@@ -55,10 +55,10 @@ IInfo iinfo(Dtype d) {
   return dispatch_type(d, [&](auto tag) -> IInfo {
     using T = KILN_TYPE(tag);
     if constexpr (std::is_integral_v<T>) {
-      return IInfo{d, nb::int_(static_cast<int64_t>(
-                          std::numeric_limits<T>::min())),
-                   nb::steal(PyLong_FromUnsignedLongLong(
-                       static_cast<uint64_t>(std::numeric_limits<T>::max())))};
+      return IInfo{
+          d, nb::int_(static_cast<int64_t>(std::numeric_limits<T>::min())),
+          nb::steal(PyLong_FromUnsignedLongLong(
+              static_cast<uint64_t>(std::numeric_limits<T>::max())))};
     }
     throw nb::value_error("[iinfo] not an integer type.");
   });
@@ -75,15 +75,15 @@ std::string fmt_number(double v) {
 
 void init_dtype(nb::module_& m) {
   nb::class_<Dtype>(m, "Dtype", "An element type of arrays.")
-      .def_prop_ro("size", [](const Dtype& d) { return int(d.size); },
-                   "Size of one element in bytes.")
+      .def_prop_ro(
+          "size", [](const Dtype& d) { return int(d.size); },
+          "Size of one element in bytes.")
       .def("__repr__",
            [](const Dtype& d) { return "kiln.core." + dtype_name(d); })
       .def("__str__", [](const Dtype& d) { return dtype_name(d); })
       .def("__eq__",
            [](const Dtype& a, nb::handle b) {
-             return nb::isinstance<Dtype>(b) &&
-                    a.val == nb::cast<Dtype>(b).val;
+             return nb::isinstance<Dtype>(b) && a.val == nb::cast<Dtype>(b).val;
            })
       .def("__ne__",
            [](const Dtype& a, nb::handle b) {
@@ -117,9 +117,9 @@ void init_dtype(nb::module_& m) {
       .value("integer", Dtype::Category::integer)
       .value("number", Dtype::Category::number)
       .value("generic", Dtype::Category::generic);
-  for (const char* c : {"complexfloating", "floating", "inexact",
-                        "signedinteger", "unsignedinteger", "integer",
-                        "number", "generic"}) {
+  for (const char* c :
+       {"complexfloating", "floating", "inexact", "signedinteger",
+        "unsignedinteger", "integer", "number", "generic"}) {
     m.attr(c) = m.attr("DtypeCategory").attr(c);
   }
 
@@ -127,15 +127,16 @@ void init_dtype(nb::module_& m) {
   m.def(
       "issubdtype",
       [](const DorC& a, const DorC& b) {
-        return std::visit(
-            [](auto x, auto y) { return kiln::issubdtype(x, y); }, a, b);
+        return std::visit([](auto x, auto y) { return kiln::issubdtype(x, y); },
+                          a, b);
       },
       "arg1"_a, "arg2"_a,
       "True when the first dtype or category is below the second one.");
 
   nb::class_<FInfo>(m, "finfo", "Limits of a floating dtype.")
-      .def("__init__", [](FInfo* f, Dtype d) { new (f) FInfo(finfo(d)); },
-           "dtype"_a)
+      .def(
+          "__init__", [](FInfo* f, Dtype d) { new (f) FInfo(finfo(d)); },
+          "dtype"_a)
       .def_ro("dtype", &FInfo::dtype)
       .def_ro("min", &FInfo::min)
       .def_ro("max", &FInfo::max)
@@ -143,19 +144,19 @@ void init_dtype(nb::module_& m) {
       .def_ro("smallest_normal", &FInfo::smallest_normal)
       .def_ro("bits", &FInfo::bits)
       .def("__repr__", [](const FInfo& f) {
-        return "finfo(min=" + fmt_number(f.min) + ", max=" +
-               fmt_number(f.max) + ", dtype=" + dtype_name(f.dtype) + ")";
+        return "finfo(min=" + fmt_number(f.min) + ", max=" + fmt_number(f.max) +
+               ", dtype=" + dtype_name(f.dtype) + ")";
       });
 
   nb::class_<IInfo>(m, "iinfo", "Limits of an integer dtype.")
-      .def("__init__", [](IInfo* i, Dtype d) { new (i) IInfo(iinfo(d)); },
-           "dtype"_a)
+      .def(
+          "__init__", [](IInfo* i, Dtype d) { new (i) IInfo(iinfo(d)); },
+          "dtype"_a)
       .def_ro("dtype", &IInfo::dtype)
       .def_ro("min", &IInfo::min)
       .def_ro("max", &IInfo::max)
       .def("__repr__", [](const IInfo& i) {
-        return "iinfo(min=" + py_str(i.min) +
-               ", max=" + py_str(i.max) +
+        return "iinfo(min=" + py_str(i.min) + ", max=" + py_str(i.max) +
                ", dtype=" + dtype_name(i.dtype) + ")";
       });
 }

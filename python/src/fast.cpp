@@ -17,27 +17,26 @@ void init_fast(nb::module_& parent) {
       [](ArrayLike x, ArrayLike weight, float eps, const StreamArg& s) {
         return fast::rms_norm(to_array(x), opt_array(weight), eps, to_sod(s));
       },
-      "x"_a, "weight"_a.none(), "eps"_a, nb::kw_only(),
-      "stream"_a = nb::none(), "Root-mean-square normalization.");
+      "x"_a, "weight"_a.none(), "eps"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "Root-mean-square normalization.");
   m.def(
       "layer_norm",
       [](ArrayLike x, ArrayLike weight, nb::handle bias, float eps,
          const StreamArg& s) {
-        return fast::layer_norm(to_array(x), opt_array(weight),
-                                opt_array(bias), eps, to_sod(s));
+        return fast::layer_norm(to_array(x), opt_array(weight), opt_array(bias),
+                                eps, to_sod(s));
       },
       "x"_a, "weight"_a.none(), "bias"_a.none(), "eps"_a, nb::kw_only(),
       "stream"_a = nb::none(), "Layer normalization over the last axis.");
   m.def(
       "rope",
       [](ArrayLike a, int dims, bool traditional, std::optional<float> base,
-         float scale, nb::handle offset, nb::handle freqs,
-         const StreamArg& s) {
+         float scale, nb::handle offset, nb::handle freqs, const StreamArg& s) {
         array x = to_array(a);
         if (PyLong_Check(offset.ptr())) {
           return fast::rope(x, dims, traditional, base, scale,
-                            cast_arg<int>(offset, "rope", "offset"), opt_array(freqs),
-                            to_sod(s));
+                            cast_arg<int>(offset, "rope", "offset"),
+                            opt_array(freqs), to_sod(s));
         }
         return fast::rope(x, dims, traditional, base, scale, to_array(offset),
                           opt_array(freqs), to_sod(s));
@@ -47,8 +46,8 @@ void init_fast(nb::module_& parent) {
       "Rotary position embedding.");
   m.def(
       "scaled_dot_product_attention",
-      [](ArrayLike q, ArrayLike k, ArrayLike v, float scale,
-         nb::handle mask, nb::handle sinks, const StreamArg& s) {
+      [](ArrayLike q, ArrayLike k, ArrayLike v, float scale, nb::handle mask,
+         nb::handle sinks, const StreamArg& s) {
         std::string mode;
         std::optional<array> mask_arr;
         if (PyUnicode_Check(mask.ptr())) {

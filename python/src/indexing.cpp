@@ -42,17 +42,15 @@ int32_t checked_int(nb::handle h, int32_t n, int axis) {
   long long v = PyLong_AsLongLongAndOverflow(
       nb::steal(PyNumber_Index(h.ptr())).ptr(), &overflow);
   if (overflow || v < -static_cast<long long>(n) || v >= n) {
-    index_error("index " + py_str(h) +
-                " is out of bounds for axis " + std::to_string(axis) +
-                " with size " + std::to_string(n) + ".");
+    index_error("index " + py_str(h) + " is out of bounds for axis " +
+                std::to_string(axis) + " with size " + std::to_string(n) + ".");
   }
   return static_cast<int32_t>(v < 0 ? v + n : v);
 }
 
 Plan make_plan(const array& a, nb::handle index) {
-  nb::tuple items = PyTuple_Check(index.ptr())
-                        ? nb::borrow<nb::tuple>(index)
-                        : nb::make_tuple(index);
+  nb::tuple items = PyTuple_Check(index.ptr()) ? nb::borrow<nb::tuple>(index)
+                                               : nb::make_tuple(index);
   int nd = static_cast<int>(a.ndim());
   int consumed = 0, ellipses = 0;
   bool has_array = false;
@@ -111,8 +109,10 @@ Plan make_plan(const array& a, nb::handle index) {
     }
     bool is_int = is_int_index(it);
     if (!is_int && !is_array_index(it)) {
-      index_error("only ints, slices, Ellipsis, None and integer arrays are "
-                  "valid indices; got " + py_type_name(it) + ".");
+      index_error(
+          "only ints, slices, Ellipsis, None and integer arrays are "
+          "valid indices; got " +
+          py_type_name(it) + ".");
     }
     if (is_int && !has_array) {
       int32_t i = checked_int(it, n, axis);
@@ -124,8 +124,9 @@ Plan make_plan(const array& a, nb::handle index) {
     }
     array idx = is_int ? array(checked_int(it, n, axis)) : to_array(it);
     if (idx.dtype() == bool_) {
-      index_error("boolean mask indices are not supported; use integer "
-                  "indices (for example from a nonzero computed in NumPy).");
+      index_error(
+          "boolean mask indices are not supported; use integer "
+          "indices (for example from a nonzero computed in NumPy).");
     }
     if (!is_integral(idx.dtype())) {
       index_error("arrays used as indices must be of integer type, got a " +
@@ -188,7 +189,8 @@ array window(const array& a, const Plan& p) {
 int block_rank(const Plan& p) {
   if (p.adv_index.empty()) return 0;
   Shape s;
-  for (auto& i : p.adv_index) s = detail::broadcast_shapes(s, i.shape(), "index");
+  for (auto& i : p.adv_index)
+    s = detail::broadcast_shapes(s, i.shape(), "index");
   return static_cast<int>(s.size());
 }
 
@@ -269,9 +271,9 @@ array update_item(const array& a, nb::handle index, nb::handle value,
   }
   array upd = canonical_update(a, p, index, v);
   array sub = window(a, p);
-  array r = op == "add"        ? scatter_add(sub, p.adv_index, upd, p.adv_axes)
-            : op == "subtract" ? scatter_add(sub, p.adv_index, negative(upd),
-                                             p.adv_axes)
+  array r = op == "add" ? scatter_add(sub, p.adv_index, upd, p.adv_axes)
+            : op == "subtract"
+                ? scatter_add(sub, p.adv_index, negative(upd), p.adv_axes)
             : op == "multiply" ? scatter_prod(sub, p.adv_index, upd, p.adv_axes)
             : op == "divide"
                 ? scatter_prod(sub, p.adv_index, reciprocal(upd), p.adv_axes)
@@ -299,9 +301,10 @@ void init_indexing(nb::class_<array>& cls) {
            [](array& a, nb::handle index, nb::handle value) {
              a = set_item(a, index, value);
            })
-      .def_prop_ro("at", [](const array& a) { return ArrayAt{a}; },
-                   "Functional updates: a.at[idx].add(v) and friends, where "
-                   "repeated indices accumulate.");
+      .def_prop_ro(
+          "at", [](const array& a) { return ArrayAt{a}; },
+          "Functional updates: a.at[idx].add(v) and friends, where "
+          "repeated indices accumulate.");
 
   nb::class_<ArrayAt>(cls, "_ArrayAt")
       .def("__getitem__", [](const ArrayAt& at, nb::handle index) {

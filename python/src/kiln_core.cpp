@@ -9,15 +9,14 @@ NB_MODULE(core, m) {
   // globals) are normal and are freed at exit after nanobind's leak check.
   nb::set_leak_warnings(false);
   // A failed conversion deep inside a binding is a wrong argument type.
-  nb::register_exception_translator(
-      [](const std::exception_ptr& p, void*) {
-        try {
-          std::rethrow_exception(p);
-        } catch (const nb::cast_error&) {
-          PyErr_SetString(PyExc_TypeError,
-                          "[kiln] an argument has the wrong type.");
-        }
-      });
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const nb::cast_error&) {
+      PyErr_SetString(PyExc_TypeError,
+                      "[kiln] an argument has the wrong type.");
+    }
+  });
   init_dtype(m);
   init_device(m);
   init_memory(m);

@@ -66,6 +66,9 @@ Shape to_shape(const ShapeArg& s);
  *  __array__. dtype, when given, is the result's dtype. */
 array to_array(nb::handle obj, std::optional<Dtype> dtype = std::nullopt);
 
+/** An array from a NumPy array, NumPy scalar or buffer (copied). */
+array buffer_to_array(nb::handle obj, std::optional<Dtype> dtype);
+
 /** obj as an array next to an array of dtype `like`: Python scalars are
  *  weakly typed (an int takes like's dtype, a float takes it when it is
  *  inexact); anything else converts as to_array. */

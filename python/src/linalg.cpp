@@ -17,11 +17,11 @@ void init_linalg(nb::module_& parent) {
           return linalg::norm(x, nb::cast<std::string>(ord), ax, keepdims,
                               to_sod(s));
         }
-        return linalg::norm(x, cast_arg<double>(ord, "linalg.norm", "ord"), ax, keepdims, to_sod(s));
+        return linalg::norm(x, cast_arg<double>(ord, "linalg.norm", "ord"), ax,
+                            keepdims, to_sod(s));
       },
-      "a"_a, "ord"_a = nb::none(), "axis"_a = nb::none(),
-      "keepdims"_a = false, nb::kw_only(), "stream"_a = nb::none(),
-      "Vector or matrix norm.");
+      "a"_a, "ord"_a = nb::none(), "axis"_a = nb::none(), "keepdims"_a = false,
+      nb::kw_only(), "stream"_a = nb::none(), "Vector or matrix norm.");
   m.def(
       "inv",
       [](ArrayLike a, const StreamArg& s) {

@@ -4,8 +4,7 @@
 namespace kiln::py {
 
 void init_memory(nb::module_& m) {
-  m.def("get_active_memory", &get_active_memory,
-        "Bytes held by arrays now.");
+  m.def("get_active_memory", &get_active_memory, "Bytes held by arrays now.");
   m.def("get_peak_memory", &get_peak_memory,
         "The most bytes held at once since the last reset.");
   m.def("reset_peak_memory", &reset_peak_memory, "Reset the peak count.");

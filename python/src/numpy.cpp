@@ -1,8 +1,116 @@
-// NumPy interop: the buffer protocol (zero-copy for any strided layout of
-// an evaluated array) and __array__ built on it.
+// NumPy interop: arrays from NumPy arrays and buffers; the buffer protocol
+// (zero-copy for any strided layout of an evaluated array) and __array__
+// built on it.
+#include <cstring>
+#include <limits>
+
 #include "kiln_py.h"
 
 namespace kiln::py {
+
+namespace {
+
+[[noreturn]] void type_error(const std::string& msg) {
+  throw nb::type_error(("[array] " + msg).c_str());
+}
+[[noreturn]] void value_error(const std::string& msg) {
+  throw nb::value_error(("[array] " + msg).c_str());
+}
+
+// The dtype a PEP 3118 format names; complex128 maps to a marker handled
+// by the caller.
+std::optional<Dtype> format_dtype(const char* fmt, Py_ssize_t itemsize,
+                                  bool& complex128) {
+  complex128 = false;
+  if (*fmt == '@' || *fmt == '=' || *fmt == '<') ++fmt;
+  if (*fmt == '>' || *fmt == '!') return std::nullopt;
+  std::string f(fmt);
+  if (f == "?") return bool_;
+  if (f == "e") return float16;
+  if (f == "f") return float32;
+  if (f == "d") return float64;
+  if (f == "Zf") return complex64;
+  if (f == "Zd") {
+    complex128 = true;
+    return complex64;
+  }
+  if (f.size() != 1) return std::nullopt;
+  bool is_signed = std::islower(static_cast<unsigned char>(f[0]));
+  if (std::string("bBhHiIlLqQnN").find(f[0]) == std::string::npos) {
+    return std::nullopt;
+  }
+  switch (itemsize) {
+    case 1: return is_signed ? int8 : uint8;
+    case 2: return is_signed ? int16 : uint16;
+    case 4: return is_signed ? int32 : uint32;
+    case 8: return is_signed ? int64 : uint64;
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+array buffer_to_array(nb::handle obj, std::optional<Dtype> dtype) {
+  nb::module_ np = nb::module_::import_("numpy");
+  nb::object arr = np.attr("ascontiguousarray")(obj);
+  // Extended precision has no kiln dtype: go through float64 / complex128.
+  std::string kind = nb::cast<std::string>(arr.attr("dtype").attr("kind"));
+  if (std::string("biufc").find(kind) == std::string::npos) {
+    type_error("cannot convert an object of type " + py_type_name(obj) +
+               " with NumPy dtype " + py_str(arr.attr("dtype")) +
+               " to an array (numeric and bool dtypes only).");
+  }
+  if ((kind == "f" || kind == "c") &&
+      nb::cast<int>(arr.attr("dtype").attr("itemsize")) >
+          (kind == "f" ? 8 : 16)) {
+    arr = arr.attr("astype")(kind == "f" ? "float64" : "complex128");
+  }
+  Py_buffer view;
+  if (PyObject_GetBuffer(arr.ptr(), &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) !=
+      0) {
+    PyErr_Clear();
+    type_error("cannot convert an object of type " + py_type_name(obj) +
+               " (NumPy dtype " + py_str(arr.attr("dtype")) + ") to an array.");
+  }
+  struct Release {
+    Py_buffer* v;
+    ~Release() { PyBuffer_Release(v); }
+  } release{&view};
+  bool complex128 = false;
+  auto src =
+      format_dtype(view.format ? view.format : "B", view.itemsize, complex128);
+  if (!src) {
+    type_error("cannot convert an object of type " + py_type_name(obj) +
+               " with element format '" +
+               std::string(view.format ? view.format : "?") + "' to an array.");
+  }
+  Shape shape;
+  for (int i = 0; i < view.ndim; ++i) {
+    if (view.shape[i] > std::numeric_limits<int32_t>::max()) {
+      value_error("dimension too large.");
+    }
+    shape.push_back(static_cast<int32_t>(view.shape[i]));
+  }
+  // MLX's defaults: float64 and complex128 become float32 and complex64.
+  Dtype def = *src == float64 ? float32 : *src;
+  Dtype out = dtype.value_or(def);
+  if (complex128) {
+    auto* p = static_cast<const std::complex<double>*>(view.buf);
+    std::vector<complex64_t> v(shape_size(shape));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = complex64_t(p[i]);
+    return array(v.data(), shape, out);
+  }
+  if (out == *src) {
+    size_t nbytes = shape_size(shape) * out.size;
+    auto buf = allocator::malloc(nbytes);
+    if (nbytes) std::memcpy(buf.raw(), view.buf, nbytes);
+    return array(buf, shape, out);
+  }
+  return dispatch_type(*src, [&](auto tag) {
+    using T = KILN_TYPE(tag);
+    return array(static_cast<const T*>(view.buf), shape, out);
+  });
+}
 
 namespace {
 

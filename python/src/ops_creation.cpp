@@ -1,5 +1,4 @@
-// Ops that create arrays, and the indexing ops take / take_along_axis /
-// put_along_axis.
+// Ops that create arrays.
 #include "kiln_py.h"
 
 namespace kiln::py {
@@ -18,15 +17,15 @@ void init_ops_creation(nb::module_& m) {
       [](const ShapeArg& shape, std::optional<Dtype> d, const StreamArg& s) {
         return zeros(to_shape(shape), d.value_or(float32), to_sod(s));
       },
-      "shape"_a, "dtype"_a = nb::none(), nb::kw_only(),
-      "stream"_a = nb::none(), "An array of zeros.");
+      "shape"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(),
+      "An array of zeros.");
   m.def(
       "ones",
       [](const ShapeArg& shape, std::optional<Dtype> d, const StreamArg& s) {
         return ones(to_shape(shape), d.value_or(float32), to_sod(s));
       },
-      "shape"_a, "dtype"_a = nb::none(), nb::kw_only(),
-      "stream"_a = nb::none(), "An array of ones.");
+      "shape"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(),
+      "An array of ones.");
   m.def(
       "full",
       [](const ShapeArg& shape, nb::handle vals, std::optional<Dtype> d,
@@ -67,7 +66,8 @@ void init_ops_creation(nb::module_& m) {
         bool ints = is_int(a) && (b.is_none() || is_int(b)) &&
                     (step.is_none() || is_int(step));
         double start = 0, stop = cast_arg<double>(a, "arange", "start"), st = 1;
-        if (!b.is_none()) start = stop, stop = cast_arg<double>(b, "arange", "stop");
+        if (!b.is_none())
+          start = stop, stop = cast_arg<double>(b, "arange", "stop");
         if (!step.is_none()) st = cast_arg<double>(step, "arange", "step");
         return arange(start, stop, st, d.value_or(ints ? int32 : float32),
                       to_sod(s));
@@ -82,9 +82,8 @@ void init_ops_creation(nb::module_& m) {
          const StreamArg& s) {
         return linspace(start, stop, num, d.value_or(float32), to_sod(s));
       },
-      "start"_a, "stop"_a, "num"_a = 50, "dtype"_a = nb::none(),
-      nb::kw_only(), "stream"_a = nb::none(),
-      "num evenly spaced values over [start, stop].");
+      "start"_a, "stop"_a, "num"_a = 50, "dtype"_a = nb::none(), nb::kw_only(),
+      "stream"_a = nb::none(), "num evenly spaced values over [start, stop].");
   m.def(
       "eye",
       [](int n, std::optional<int> mm, int k, std::optional<Dtype> d,
@@ -124,49 +123,6 @@ void init_ops_creation(nb::module_& m) {
       },
       "x"_a, "k"_a = 0, nb::kw_only(), "stream"_a = nb::none(),
       "The upper triangle of the last two axes.");
-}
-
-void init_ops_indexing(nb::module_& m) {
-  m.def(
-      "take",
-      [](ArrayLike a, ArrayLike indices, std::optional<int> axis,
-         const StreamArg& s) {
-        array x = to_array(a);
-        if (is_int(indices)) {
-          int i = cast_arg<int>(indices, "take", "indices");
-          return axis ? take(x, i, *axis, to_sod(s)) : take(x, i, to_sod(s));
-        }
-        array idx = to_array(indices);
-        return axis ? take(x, idx, *axis, to_sod(s))
-                    : take(x, idx, to_sod(s));
-      },
-      "a"_a, "indices"_a, "axis"_a = nb::none(), nb::kw_only(),
-      "stream"_a = nb::none(),
-      "Elements at indices along axis (of the flattened a when None).");
-  m.def(
-      "take_along_axis",
-      [](ArrayLike a, ArrayLike indices, std::optional<int> axis,
-         const StreamArg& s) {
-        array x = to_array(a), idx = to_array(indices);
-        return axis ? take_along_axis(x, idx, *axis, to_sod(s))
-                    : take_along_axis(x, idx, to_sod(s));
-      },
-      "a"_a, "indices"_a, "axis"_a.none(), nb::kw_only(),
-      "stream"_a = nb::none(), "out[..., j, ...] = a[..., indices[j], ...].");
-  m.def(
-      "put_along_axis",
-      [](ArrayLike a, ArrayLike indices, ArrayLike values,
-         std::optional<int> axis, const StreamArg& s) {
-        array x = to_array(a), idx = to_array(indices);
-        array v = to_array_weak(values, x.dtype());
-        if (axis) return put_along_axis(x, idx, v, *axis, to_sod(s));
-        array flat = put_along_axis(reshape(x, {-1}, to_sod(s)),
-                                    reshape(idx, {-1}, to_sod(s)), v, 0,
-                                    to_sod(s));
-        return reshape(flat, x.shape(), to_sod(s));
-      },
-      "a"_a, "indices"_a, "values"_a, "axis"_a.none(), nb::kw_only(),
-      "stream"_a = nb::none(), "a with values written at indices along axis.");
 }
 
 } // namespace kiln::py

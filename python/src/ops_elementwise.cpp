@@ -21,25 +21,44 @@ void init_ops_elementwise(nb::module_& m) {
     UnaryFn fn;
   };
   const U unary[] = {
-      {"abs", &kiln::abs},       {"negative", &negative},
-      {"sign", &sign},           {"square", &square},
-      {"exp", &kiln::exp},       {"expm1", &kiln::expm1},
-      {"log", &kiln::log},       {"log1p", &kiln::log1p},
-      {"log2", &kiln::log2},     {"log10", &kiln::log10},
-      {"sin", &kiln::sin},       {"cos", &kiln::cos},
-      {"tan", &kiln::tan},       {"arcsin", &arcsin},
-      {"arccos", &arccos},       {"arctan", &arctan},
-      {"sinh", &kiln::sinh},     {"cosh", &kiln::cosh},
-      {"tanh", &kiln::tanh},     {"arcsinh", &arcsinh},
-      {"arccosh", &arccosh},     {"arctanh", &arctanh},
-      {"sqrt", &kiln::sqrt},     {"rsqrt", &rsqrt},
-      {"reciprocal", &reciprocal}, {"sigmoid", &sigmoid},
-      {"erf", &kiln::erf},       {"erfinv", &erfinv},
-      {"floor", &kiln::floor},   {"ceil", &kiln::ceil},
-      {"logical_not", &logical_not}, {"bitwise_invert", &bitwise_invert},
-      {"isnan", &kiln::isnan},   {"isinf", &kiln::isinf},
-      {"isposinf", &isposinf},   {"isneginf", &isneginf},
-      {"isfinite", &kiln::isfinite}, {"stop_gradient", &stop_gradient},
+      {"abs", &kiln::abs},
+      {"negative", &negative},
+      {"sign", &sign},
+      {"square", &square},
+      {"exp", &kiln::exp},
+      {"expm1", &kiln::expm1},
+      {"log", &kiln::log},
+      {"log1p", &kiln::log1p},
+      {"log2", &kiln::log2},
+      {"log10", &kiln::log10},
+      {"sin", &kiln::sin},
+      {"cos", &kiln::cos},
+      {"tan", &kiln::tan},
+      {"arcsin", &arcsin},
+      {"arccos", &arccos},
+      {"arctan", &arctan},
+      {"sinh", &kiln::sinh},
+      {"cosh", &kiln::cosh},
+      {"tanh", &kiln::tanh},
+      {"arcsinh", &arcsinh},
+      {"arccosh", &arccosh},
+      {"arctanh", &arctanh},
+      {"sqrt", &kiln::sqrt},
+      {"rsqrt", &rsqrt},
+      {"reciprocal", &reciprocal},
+      {"sigmoid", &sigmoid},
+      {"erf", &kiln::erf},
+      {"erfinv", &erfinv},
+      {"floor", &kiln::floor},
+      {"ceil", &kiln::ceil},
+      {"logical_not", &logical_not},
+      {"bitwise_invert", &bitwise_invert},
+      {"isnan", &kiln::isnan},
+      {"isinf", &kiln::isinf},
+      {"isposinf", &isposinf},
+      {"isneginf", &isneginf},
+      {"isfinite", &kiln::isfinite},
+      {"stop_gradient", &stop_gradient},
   };
   for (const U& u : unary) {
     m.def(
@@ -51,9 +70,12 @@ void init_ops_elementwise(nb::module_& m) {
         (std::string("Elementwise ") + u.name + " of a.").c_str());
   }
   // MLX's aliases.
-  for (auto [alias, name] :
-       {std::pair{"arcsin", "asin"}, {"arccos", "acos"}, {"arctan", "atan"},
-        {"arcsinh", "asinh"}, {"arccosh", "acosh"}, {"arctanh", "atanh"}}) {
+  for (auto [alias, name] : {std::pair{"arcsin", "asin"},
+                             {"arccos", "acos"},
+                             {"arctan", "atan"},
+                             {"arcsinh", "asinh"},
+                             {"arccosh", "acosh"},
+                             {"arctanh", "atanh"}}) {
     m.attr(name) = m.attr(alias);
   }
 
@@ -133,8 +155,8 @@ void init_ops_elementwise(nb::module_& m) {
       "a cast to dtype.");
   m.def(
       "asarray",
-      [](ArrayLike a, std::optional<Dtype> d) { return to_array(a, d); },
-      "a"_a, "dtype"_a = nb::none(), "a as an array (no copy of arrays).");
+      [](ArrayLike a, std::optional<Dtype> d) { return to_array(a, d); }, "a"_a,
+      "dtype"_a = nb::none(), "a as an array (no copy of arrays).");
   m.def(
       "result_type",
       [](nb::args args) {

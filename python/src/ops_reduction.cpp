@@ -61,8 +61,7 @@ void init_ops_reduction(nb::module_& m) {
          const StreamArg& s) {
         array x = to_array(a);
         if (!axis) return kiln::std(x, keepdims, ddof, to_sod(s));
-        return kiln::std(x, axes_of(axis, x.ndim()), keepdims, ddof,
-                         to_sod(s));
+        return kiln::std(x, axes_of(axis, x.ndim()), keepdims, ddof, to_sod(s));
       },
       "a"_a, "axis"_a = nb::none(), "keepdims"_a = false, "ddof"_a = 0,
       nb::kw_only(), "stream"_a = nb::none(),
@@ -117,8 +116,7 @@ void init_ops_reduction(nb::module_& m) {
 
   m.def(
       "softmax",
-      [](ArrayLike a, const AxisArg& axis, bool precise,
-         const StreamArg& s) {
+      [](ArrayLike a, const AxisArg& axis, bool precise, const StreamArg& s) {
         array x = to_array(a);
         if (!axis) return softmax(x, precise, to_sod(s));
         return softmax(x, axes_of(axis, x.ndim()), precise, to_sod(s));

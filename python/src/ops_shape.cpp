@@ -59,8 +59,7 @@ void init_ops_shape(nb::module_& m) {
       [](ArrayLike a, const StreamArg& s) {
         return swapaxes(to_array(a), -1, -2, to_sod(s));
       },
-      "a"_a, nb::kw_only(), "stream"_a = nb::none(),
-      "Swap the last two axes.");
+      "a"_a, nb::kw_only(), "stream"_a = nb::none(), "Swap the last two axes.");
   m.def(
       "swapaxes",
       [](ArrayLike a, int a1, int a2, const StreamArg& s) {
@@ -95,7 +94,9 @@ void init_ops_shape(nb::module_& m) {
         Shape out;
         for (nb::handle h : shapes) {
           out = detail::broadcast_shapes(
-              out, to_shape(cast_arg<ShapeArg>(h, "broadcast_shapes", "a shape")), "broadcast_shapes");
+              out,
+              to_shape(cast_arg<ShapeArg>(h, "broadcast_shapes", "a shape")),
+              "broadcast_shapes");
         }
         return nb::tuple(nb::cast(std::vector<int>(out.begin(), out.end())));
       },
@@ -176,13 +177,13 @@ void init_ops_shape(nb::module_& m) {
                              : row_major_strides(sh);
         return as_strided(x, sh, st, offset, to_sod(s));
       },
-      "a"_a, "shape"_a = nb::none(), "strides"_a = nb::none(),
-      "offset"_a = 0, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "shape"_a = nb::none(), "strides"_a = nb::none(), "offset"_a = 0,
+      nb::kw_only(), "stream"_a = nb::none(),
       "A view with the given shape, strides and offset (in elements).");
   m.def(
       "split",
-      [](ArrayLike a, const std::variant<int, std::vector<int>>& ios,
-         int axis, const StreamArg& s) {
+      [](ArrayLike a, const std::variant<int, std::vector<int>>& ios, int axis,
+         const StreamArg& s) {
         array x = to_array(a);
         if (auto* n = std::get_if<int>(&ios)) {
           return split(x, *n, axis, to_sod(s));
@@ -236,13 +237,15 @@ void init_ops_shape(nb::module_& m) {
         array x = to_array(a);
         array v = to_array_weak(value, x.dtype());
         if (PyLong_Check(pad_width.ptr())) {
-          return pad(x, cast_arg<int>(pad_width, "pad", "pad_width"), v, mode, to_sod(s));
+          return pad(x, cast_arg<int>(pad_width, "pad", "pad_width"), v, mode,
+                     to_sod(s));
         }
         std::vector<std::pair<int, int>> pairs;
         if (!nb::isinstance<nb::sequence>(pad_width)) {
           throw nb::type_error(("[pad] pad_width must be an int or a "
-                                "sequence, got " + py_type_name(pad_width) +
-                                ".").c_str());
+                                "sequence, got " +
+                                py_type_name(pad_width) + ".")
+                                   .c_str());
         }
         nb::list items = nb::list(pad_width);
         bool flat = nb::len(items) > 0 && PyLong_Check(items[0].ptr());
@@ -250,8 +253,9 @@ void init_ops_shape(nb::module_& m) {
           auto w = cast_arg<std::vector<int>>(items, "pad", "pad_width");
           if (w.size() == 1) return pad(x, w[0], v, mode, to_sod(s));
           if (w.size() != 2) {
-            throw nb::value_error("[pad] pad_width must be an int, a pair or "
-                                  "one pair per axis.");
+            throw nb::value_error(
+                "[pad] pad_width must be an int, a pair or "
+                "one pair per axis.");
           }
           return pad(x, std::pair{w[0], w[1]}, v, mode, to_sod(s));
         }

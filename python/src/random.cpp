@@ -15,8 +15,9 @@ std::optional<array> key_of(nb::handle key) {
 int checked_state_index(nb::handle i) {
   long v = cast_arg<long>(i, "random.state", "the index");
   if (v != 0 && v != -1) {
-    throw nb::index_error("[random.state] the state holds one key; only "
-                          "index 0 (or -1) is valid.");
+    throw nb::index_error(
+        "[random.state] the state holds one key; only "
+        "index 0 (or -1) is valid.");
   }
   return 0;
 }
@@ -40,8 +41,9 @@ void init_random(nb::module_& parent) {
              checked_state_index(i);
              array k = to_array(key);
              if (k.dtype() != uint32 || k.shape() != Shape{2}) {
-               throw nb::value_error("[random.state] a key is a uint32 array "
-                                     "of shape (2,).");
+               throw nb::value_error(
+                   "[random.state] a key is a uint32 array "
+                   "of shape (2,).");
              }
              st.set(k);
            })
@@ -54,13 +56,14 @@ void init_random(nb::module_& parent) {
       .def("__repr__", [](const KeyState&) {
         return std::string("<kiln.core.random.state: one key>");
       });
-  m.attr("state") =
-      nb::cast(&random::state(), nb::rv_policy::reference);
+  m.attr("state") = nb::cast(&random::state(), nb::rv_policy::reference);
 
-  m.def("seed", [](uint64_t s) { random::seed(s); }, "seed"_a,
-        "Seed the global random state.");
-  m.def("key", [](uint64_t s) { return random::key(s); }, "seed"_a,
-        "A key from a seed.");
+  m.def(
+      "seed", [](uint64_t s) { random::seed(s); }, "seed"_a,
+      "Seed the global random state.");
+  m.def(
+      "key", [](uint64_t s) { return random::key(s); }, "seed"_a,
+      "A key from a seed.");
   m.def(
       "split",
       [](nb::handle key, int num, const StreamArg& s) {
@@ -109,9 +112,9 @@ void init_random(nb::module_& parent) {
         return random::randint(to_array_weak(low, dt), to_array_weak(high, dt),
                                to_shape(shape), dt, key_of(key), to_sod(s));
       },
-      "low"_a, "high"_a, "shape"_a = std::vector<int>{},
-      "dtype"_a = nb::none(), "key"_a = nb::none(), nb::kw_only(),
-      "stream"_a = nb::none(), "Integers in [low, high).");
+      "low"_a, "high"_a, "shape"_a = std::vector<int>{}, "dtype"_a = nb::none(),
+      "key"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(),
+      "Integers in [low, high).");
   m.def(
       "bernoulli",
       [](ArrayLike p, std::optional<ShapeArg> shape, nb::handle key,
@@ -123,9 +126,8 @@ void init_random(nb::module_& parent) {
         }
         return random::bernoulli(pa, key_of(key), to_sod(s));
       },
-      "p"_a = 0.5, "shape"_a = nb::none(), "key"_a = nb::none(),
-      nb::kw_only(), "stream"_a = nb::none(),
-      "Booleans that are true with probability p.");
+      "p"_a = 0.5, "shape"_a = nb::none(), "key"_a = nb::none(), nb::kw_only(),
+      "stream"_a = nb::none(), "Booleans that are true with probability p.");
   m.def(
       "truncated_normal",
       [](ArrayLike lower, ArrayLike upper, std::optional<ShapeArg> shape,
@@ -145,8 +147,8 @@ void init_random(nb::module_& parent) {
       "gumbel",
       [](const ShapeArg& shape, std::optional<Dtype> d, nb::handle key,
          const StreamArg& s) {
-        return random::gumbel(to_shape(shape), d.value_or(float32),
-                              key_of(key), to_sod(s));
+        return random::gumbel(to_shape(shape), d.value_or(float32), key_of(key),
+                              to_sod(s));
       },
       "shape"_a = std::vector<int>{}, "dtype"_a = nb::none(),
       "key"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(),
@@ -178,7 +180,9 @@ void init_random(nb::module_& parent) {
       "permutation",
       [](ArrayLike x, int axis, nb::handle key, const StreamArg& s) {
         if (PyLong_Check(x.ptr())) {
-          return random::permutation(cast_arg<int>(x, "random.permutation", "x"), key_of(key), to_sod(s));
+          return random::permutation(
+              cast_arg<int>(x, "random.permutation", "x"), key_of(key),
+              to_sod(s));
         }
         return random::permutation(to_array(x), axis, key_of(key), to_sod(s));
       },

@@ -77,7 +77,8 @@ struct Compiled {
 
 void init_transforms(nb::module_& m) {
   m.def(
-      "_eval", [](const std::vector<array>& a) { eval_released(a); }, "arrays"_a);
+      "_eval", [](const std::vector<array>& a) { eval_released(a); },
+      "arrays"_a);
   m.def(
       "_async_eval",
       [](const std::vector<array>& a) {
@@ -155,8 +156,8 @@ void init_transforms(nb::module_& m) {
                                   r.second);
           };
         }
-        return custom_function(wrap_fn(f, "custom_function: the function"),
-                               v, j, vm)(inputs);
+        return custom_function(wrap_fn(f, "custom_function: the function"), v,
+                               j, vm)(inputs);
       },
       "fun"_a, "vjp"_a.none(), "jvp"_a.none(), "vmap"_a.none(), "inputs"_a);
 

@@ -84,8 +84,12 @@ def test_numpy_other_dtypes():
     assert kc.array(np.array([1 + 2j], np.clongdouble)).item() == 1 + 2j
     assert kc.array(np.int64(3)).dtype == kc.int64
     assert kc.array(np.float32(2.5)).item() == 2.5
-    for bad in [np.array(["a"]), np.array([np.datetime64("2020-01-01")]),
-                np.array([b"x"]), np.array([object()])]:
+    for bad in [
+        np.array(["a"]),
+        np.array([np.datetime64("2020-01-01")]),
+        np.array([b"x"]),
+        np.array([object()]),
+    ]:
         with pytest.raises(TypeError, match="array"):
             kc.array(bad)
 
@@ -200,7 +204,10 @@ def test_dtype_objects():
     assert (i.min, i.max) == (-128, 127)
     assert kc.iinfo(kc.uint64).max == 2**64 - 1
     # Printed as MLX prints them.
-    assert repr(kc.finfo(kc.float32)) == "finfo(min=-3.40282e+38, max=3.40282e+38, dtype=float32)"
+    assert (
+        repr(kc.finfo(kc.float32))
+        == "finfo(min=-3.40282e+38, max=3.40282e+38, dtype=float32)"
+    )
     assert repr(kc.iinfo(kc.uint8)) == "iinfo(min=0, max=255, dtype=uint8)"
     with pytest.raises(ValueError):
         kc.finfo(kc.int32)

@@ -10,9 +10,21 @@ ALLOWED = (ValueError, TypeError, IndexError)
 
 
 def test_constructor_junk():
-    for junk in [object(), "abc", b"xy", {"a": 1}, None, [1, "a"], [[1, 2], [3]],
-                 [[1], 2], np.array(["a", "b"]), np.array([object()]), 2**70,
-                 [2**70], lambda: 0]:
+    for junk in [
+        object(),
+        "abc",
+        b"xy",
+        {"a": 1},
+        None,
+        [1, "a"],
+        [[1, 2], [3]],
+        [[1], 2],
+        np.array(["a", "b"]),
+        np.array([object()]),
+        2**70,
+        [2**70],
+        lambda: 0,
+    ]:
         with pytest.raises(ALLOWED):
             kc.array(junk)
     with pytest.raises(TypeError):
@@ -53,27 +65,73 @@ def test_wrong_types():
 
 def test_out_of_range_axes_and_bad_shapes():
     a = kc.ones((2, 3))
-    for f in [lambda: kc.squeeze(a, 0), lambda: kc.expand_dims(a, 5),
-              lambda: kc.swapaxes(a, 0, 3), lambda: kc.argmax(a, axis=2),
-              lambda: kc.cumsum(a, axis=-3), lambda: kc.sort(a, axis=2),
-              lambda: kc.split(a, 4, axis=1), lambda: kc.zeros((-1, 2)),
-              lambda: kc.take(a, 7, axis=0), lambda: kc.stack([a, kc.ones((3,))]),
-              lambda: kc.tile(a, (-1,)), lambda: kc.pad(a, -1),
-              lambda: kc.linalg.inv(kc.ones((2, 3)))]:
+    for f in [
+        lambda: kc.squeeze(a, 0),
+        lambda: kc.expand_dims(a, 5),
+        lambda: kc.swapaxes(a, 0, 3),
+        lambda: kc.argmax(a, axis=2),
+        lambda: kc.cumsum(a, axis=-3),
+        lambda: kc.sort(a, axis=2),
+        lambda: kc.split(a, 4, axis=1),
+        lambda: kc.zeros((-1, 2)),
+        lambda: kc.take(a, 7, axis=0),
+        lambda: kc.stack([a, kc.ones((3,))]),
+        lambda: kc.tile(a, (-1,)),
+        lambda: kc.pad(a, -1),
+        lambda: kc.linalg.inv(kc.ones((2, 3))),
+    ]:
         with pytest.raises(ALLOWED):
             f()
 
 
 def test_fuzz_never_crashes():
     rng = np.random.default_rng(1)
-    values = [0, 1, -1, 2.5, None, "s", (), [], [1, 2], (0, 5), slice(None, None, 0),
-              kc.ones((2,)), kc.zeros((0,)), kc.array(1), np.ones(2), Ellipsis,
-              kc.array([1.5]), [[0]], -100, 10**12, kc.ones((2, 3), kc.bfloat16),
-              kc.array([True])]
-    funcs = [kc.add, kc.matmul, kc.reshape, kc.sum, kc.take, kc.transpose,
-             kc.concatenate, kc.broadcast_to, kc.expand_dims, kc.split,
-             kc.where, kc.clip, kc.softmax, kc.arange, kc.full, kc.pad,
-             kc.repeat, kc.argsort, kc.cumsum, kc.linalg.norm]
+    values = [
+        0,
+        1,
+        -1,
+        2.5,
+        None,
+        "s",
+        (),
+        [],
+        [1, 2],
+        (0, 5),
+        slice(None, None, 0),
+        kc.ones((2,)),
+        kc.zeros((0,)),
+        kc.array(1),
+        np.ones(2),
+        Ellipsis,
+        kc.array([1.5]),
+        [[0]],
+        -100,
+        10**12,
+        kc.ones((2, 3), kc.bfloat16),
+        kc.array([True]),
+    ]
+    funcs = [
+        kc.add,
+        kc.matmul,
+        kc.reshape,
+        kc.sum,
+        kc.take,
+        kc.transpose,
+        kc.concatenate,
+        kc.broadcast_to,
+        kc.expand_dims,
+        kc.split,
+        kc.where,
+        kc.clip,
+        kc.softmax,
+        kc.arange,
+        kc.full,
+        kc.pad,
+        kc.repeat,
+        kc.argsort,
+        kc.cumsum,
+        kc.linalg.norm,
+    ]
     arrays = [kc.ones((2, 3)), kc.arange(6), kc.array(3.0), kc.zeros((0, 2))]
     for _ in range(600):
         f = funcs[rng.integers(len(funcs))]
@@ -112,12 +170,41 @@ def test_wrong_argument_types_name_the_op():
 
 
 FUZZ_VALUES = [
-    0, 1, -1, 3, 2.5, None, "s", "causal", (), [], [1, 2], (0, 5), (2, 3),
-    [-1], slice(1, None, -1), kc.ones((2,)), kc.zeros((0,)), kc.array(1),
-    np.ones(2), Ellipsis, kc.array([1.5]), [[0]], 10**12,
-    kc.ones((2, 3), kc.bfloat16), kc.array([True]), kc.arange(6).reshape(2, 3),
-    kc.ones((2, 2, 2, 2)), kc.float16, kc.random.key(0), kc.ones((3, 3)),
-    {"a": 1}, object(), float("nan"), kc.cpu, 1j,
+    0,
+    1,
+    -1,
+    3,
+    2.5,
+    None,
+    "s",
+    "causal",
+    (),
+    [],
+    [1, 2],
+    (0, 5),
+    (2, 3),
+    [-1],
+    slice(1, None, -1),
+    kc.ones((2,)),
+    kc.zeros((0,)),
+    kc.array(1),
+    np.ones(2),
+    Ellipsis,
+    kc.array([1.5]),
+    [[0]],
+    10**12,
+    kc.ones((2, 3), kc.bfloat16),
+    kc.array([True]),
+    kc.arange(6).reshape(2, 3),
+    kc.ones((2, 2, 2, 2)),
+    kc.float16,
+    kc.random.key(0),
+    kc.ones((3, 3)),
+    {"a": 1},
+    object(),
+    float("nan"),
+    kc.cpu,
+    1j,
 ]
 
 
@@ -126,21 +213,38 @@ def test_fuzz_every_function():
     TypeError or IndexError (and the documented RuntimeError of a singular
     matrix at evaluation)."""
     rng = np.random.default_rng(2)
-    skip = {"set_memory_limit", "set_cache_limit", "set_default_device",
-            "set_default_stream", "disable_compile", "synchronize",
-            "clear_cache"}
-    funcs = [getattr(kc, n) for n in dir(kc)
-             if not n.startswith("_") and n not in skip and callable(getattr(kc, n))]
-    funcs += [getattr(m, n) for m in (kc.random, kc.linalg, kc.fast)
-              for n in dir(m) if not n.startswith("_") and n not in ("seed", "state")]
+    skip = {
+        "set_memory_limit",
+        "set_cache_limit",
+        "set_default_device",
+        "set_default_stream",
+        "disable_compile",
+        "synchronize",
+        "clear_cache",
+    }
+    funcs = [
+        getattr(kc, n)
+        for n in dir(kc)
+        if not n.startswith("_") and n not in skip and callable(getattr(kc, n))
+    ]
+    funcs += [
+        getattr(m, n)
+        for m in (kc.random, kc.linalg, kc.fast)
+        for n in dir(m)
+        if not n.startswith("_") and n not in ("seed", "state")
+    ]
     keys = ["axis", "keepdims", "dtype", "shape", "k", "stream", "key"]
     for _ in range(3000):
         f = funcs[rng.integers(len(funcs))]
-        args = [FUZZ_VALUES[rng.integers(len(FUZZ_VALUES))]
-                for _ in range(rng.integers(0, 5))]
+        args = [
+            FUZZ_VALUES[rng.integers(len(FUZZ_VALUES))]
+            for _ in range(rng.integers(0, 5))
+        ]
         kw = {}
         if rng.random() < 0.3:
-            kw[keys[rng.integers(len(keys))]] = FUZZ_VALUES[rng.integers(len(FUZZ_VALUES))]
+            kw[keys[rng.integers(len(keys))]] = FUZZ_VALUES[
+                rng.integers(len(FUZZ_VALUES))
+            ]
         try:
             r = f(*args, **kw)
             kc.eval(r)

@@ -35,8 +35,11 @@ INDICES = [
 def test_getitem_matches_numpy(rng, index):
     x = rand(rng, (4, 5, 6))
     a = kc.array(x)
-    kidx = tuple(kc.array(i) if isinstance(i, np.ndarray) else i for i in index) \
-        if isinstance(index, tuple) else (kc.array(index) if isinstance(index, np.ndarray) else index)
+    kidx = (
+        tuple(kc.array(i) if isinstance(i, np.ndarray) else i for i in index)
+        if isinstance(index, tuple)
+        else (kc.array(index) if isinstance(index, np.ndarray) else index)
+    )
     check(a[kidx], x[index])
     # and on a transposed view
     x2 = rand(rng, (6, 5, 4))
@@ -48,8 +51,11 @@ def test_getitem_matches_numpy(rng, index):
 def test_setitem_matches_numpy(rng, index):
     x = rand(rng, (4, 5, 6))
     a = kc.array(x)
-    kidx = tuple(kc.array(i) if isinstance(i, np.ndarray) else i for i in index) \
-        if isinstance(index, tuple) else (kc.array(index) if isinstance(index, np.ndarray) else index)
+    kidx = (
+        tuple(kc.array(i) if isinstance(i, np.ndarray) else i for i in index)
+        if isinstance(index, tuple)
+        else (kc.array(index) if isinstance(index, np.ndarray) else index)
+    )
     shape = x[index].shape
     v = rand(rng, shape)
     x[index] = v
@@ -111,7 +117,11 @@ def test_at_updates_accumulate():
     assert (b * 2).at[idx].multiply(2.0).tolist() == [4, 8, 2, 16, 2]
     assert (b * 8).at[kc.array([2, 2])].divide(2.0).tolist() == [8, 8, 2, 8, 8]
     c = kc.array([1.0, 5.0, 3.0])
-    assert c.at[kc.array([0, 0, 2])].maximum(kc.array([4.0, 2.0, 1.0])).tolist() == [4, 5, 3]
+    assert c.at[kc.array([0, 0, 2])].maximum(kc.array([4.0, 2.0, 1.0])).tolist() == [
+        4,
+        5,
+        3,
+    ]
     assert c.at[kc.array([1, 1])].minimum(kc.array([4.0, 2.0])).tolist() == [1, 2, 3]
     assert c.at[1:].add(1.0).tolist() == [1, 6, 4]
     m = kc.zeros((3, 4))

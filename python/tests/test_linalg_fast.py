@@ -10,7 +10,9 @@ def test_linalg(rng):
     a = kc.array(x)
     check(kc.linalg.inv(a), np.linalg.inv(x), rtol=1e-4, atol=1e-5)
     spd = x @ x.T
-    check(kc.linalg.cholesky(kc.array(spd)), np.linalg.cholesky(spd), rtol=1e-4, atol=1e-4)
+    check(
+        kc.linalg.cholesky(kc.array(spd)), np.linalg.cholesky(spd), rtol=1e-4, atol=1e-4
+    )
     q, r = kc.linalg.qr(a)
     check(q @ r, x, rtol=1e-4, atol=1e-5)
     u, s, vt = kc.linalg.svd(a)
@@ -29,18 +31,39 @@ def test_fast(rng):
     w = rand(rng, (8,))
     a = kc.array(x)
     ms = (x**2).mean(-1, keepdims=True)
-    check(kc.fast.rms_norm(a, kc.array(w), 1e-5), x / np.sqrt(ms + 1e-5) * w, rtol=1e-4, atol=1e-5)
+    check(
+        kc.fast.rms_norm(a, kc.array(w), 1e-5),
+        x / np.sqrt(ms + 1e-5) * w,
+        rtol=1e-4,
+        atol=1e-5,
+    )
     mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
-    check(kc.fast.layer_norm(a, None, None, 1e-5), (x - mu) / np.sqrt(var + 1e-5), rtol=1e-4, atol=1e-4)
-    r = kc.fast.rope(kc.array(rand(rng, (1, 4, 8))), 8, traditional=False, base=10000.0, scale=1.0, offset=0)
+    check(
+        kc.fast.layer_norm(a, None, None, 1e-5),
+        (x - mu) / np.sqrt(var + 1e-5),
+        rtol=1e-4,
+        atol=1e-4,
+    )
+    r = kc.fast.rope(
+        kc.array(rand(rng, (1, 4, 8))),
+        8,
+        traditional=False,
+        base=10000.0,
+        scale=1.0,
+        offset=0,
+    )
     assert r.shape == (1, 4, 8)
     q, k, v = (rand(rng, (1, 2, 3, 4)) for _ in range(3))
     s = q @ k.transpose(0, 1, 3, 2) * 0.5
     p = np.exp(s - s.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
-    got = kc.fast.scaled_dot_product_attention(kc.array(q), kc.array(k), kc.array(v), scale=0.5)
+    got = kc.fast.scaled_dot_product_attention(
+        kc.array(q), kc.array(k), kc.array(v), scale=0.5
+    )
     check(got, p @ v, rtol=1e-4, atol=1e-5)
-    got_c = kc.fast.scaled_dot_product_attention(kc.array(q), kc.array(k), kc.array(v), scale=0.5, mask="causal")
+    got_c = kc.fast.scaled_dot_product_attention(
+        kc.array(q), kc.array(k), kc.array(v), scale=0.5, mask="causal"
+    )
     mask = np.triu(np.full((3, 3), -np.inf), 1)
     sc = s + mask
     pc = np.exp(sc - sc.max(-1, keepdims=True))

@@ -153,7 +153,11 @@ def test_other_reductions(rng):
     check(kc.any(a > 100), False)
     check(kc.cumsum(a, axis=0), np.cumsum(x, 0), rtol=1e-5)
     check(kc.cumsum(a), np.cumsum(x), rtol=1e-5)
-    check(kc.cumprod(a, axis=1, reverse=True), np.cumprod(x[:, ::-1], 1)[:, ::-1], rtol=1e-5)
+    check(
+        kc.cumprod(a, axis=1, reverse=True),
+        np.cumprod(x[:, ::-1], 1)[:, ::-1],
+        rtol=1e-5,
+    )
     check(kc.cummax(a, axis=1), np.maximum.accumulate(x, 1))
     e = np.exp(x - x.max(-1, keepdims=True))
     check(kc.softmax(a, axis=-1), e / e.sum(-1, keepdims=True), rtol=1e-5)
@@ -198,15 +202,19 @@ def test_shape_ops(rng):
     check(kc.repeat(a, 2, axis=1), np.repeat(x, 2, 1))
     check(kc.tile(a, (1, 2, 1)), np.tile(x, (1, 2, 1)))
     check(kc.pad(a, 1), np.pad(x, 1))
-    check(kc.pad(a, [(0, 1), (1, 0), (2, 2)], constant_values=3.0),
-          np.pad(x, [(0, 1), (1, 0), (2, 2)], constant_values=3.0))
+    check(
+        kc.pad(a, [(0, 1), (1, 0), (2, 2)], constant_values=3.0),
+        np.pad(x, [(0, 1), (1, 0), (2, 2)], constant_values=3.0),
+    )
     check(kc.pad(a, (1, 2), mode="edge"), np.pad(x, (1, 2), mode="edge"))
     check(kc.atleast_2d(kc.array([1, 2])), np.atleast_2d([1, 2]))
     check(kc.atleast_3d(kc.array([1, 2])), np.atleast_3d([1, 2]))
     v = kc.view(kc.array([1.0], kc.float32), kc.uint32)
     assert v.item() == np.array([1.0], np.float32).view(np.uint32)[0]
-    check(kc.as_strided(kc.arange(6), (2, 2), (1, 2)),
-          np.lib.stride_tricks.as_strided(np.arange(6), (2, 2), (8, 16)))
+    check(
+        kc.as_strided(kc.arange(6), (2, 2), (1, 2)),
+        np.lib.stride_tricks.as_strided(np.arange(6), (2, 2), (8, 16)),
+    )
 
 
 def test_creation():
@@ -250,11 +258,19 @@ def test_matmul_family(rng):
     a, b = kc.array(x), kc.array(y)
     check(kc.matmul(a, b), x @ y, rtol=1e-5)
     c = rand(rng, (5,))
-    check(kc.addmm(kc.array(c), a[0], b, alpha=2.0, beta=0.5), 2 * x[0] @ y + 0.5 * c, rtol=1e-5)
+    check(
+        kc.addmm(kc.array(c), a[0], b, alpha=2.0, beta=0.5),
+        2 * x[0] @ y + 0.5 * c,
+        rtol=1e-5,
+    )
     check(kc.inner(a, a), np.inner(x, x), rtol=1e-5)
     check(kc.outer(b[0], b[1]), np.outer(y[0], y[1]), rtol=1e-5)
     check(kc.tensordot(a, b, axes=1), np.tensordot(x, y, axes=1), rtol=1e-5)
-    check(kc.tensordot(a, a, axes=([1, 2], [1, 2])), np.tensordot(x, x, axes=([1, 2], [1, 2])), rtol=1e-5)
+    check(
+        kc.tensordot(a, a, axes=([1, 2], [1, 2])),
+        np.tensordot(x, x, axes=([1, 2], [1, 2])),
+        rtol=1e-5,
+    )
     check(kc.einsum("bij,jk->bik", a, b), np.einsum("bij,jk->bik", x, y), rtol=1e-5)
 
 
@@ -264,11 +280,13 @@ def test_conv(rng):
     got = kc.conv1d(kc.array(x), kc.array(w), padding=1)
     xp = np.pad(x, ((0, 0), (1, 1), (0, 0)))
     want = np.stack(
-        [np.einsum("lkc,okc->lo", np.stack([xp[0, i:i + 3] for i in range(8)]), w)]
+        [np.einsum("lkc,okc->lo", np.stack([xp[0, i : i + 3] for i in range(8)]), w)]
     )
     check(got, want, rtol=1e-4, atol=1e-5)
     x2 = rand(rng, (1, 5, 5, 2))
     w2 = rand(rng, (3, 3, 3, 2))
     out = kc.conv2d(kc.array(x2), kc.array(w2), stride=(2, 2), padding=1)
     assert out.shape == (1, 3, 3, 3)
-    assert kc.conv_general(kc.array(x2), kc.array(w2), padding=([1, 1], [1, 1])).shape == (1, 5, 5, 3)
+    assert kc.conv_general(
+        kc.array(x2), kc.array(w2), padding=([1, 1], [1, 1])
+    ).shape == (1, 5, 5, 3)

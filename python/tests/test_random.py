@@ -70,7 +70,9 @@ def test_global_state_draws_differ_and_reseed_repeats():
 def test_same_numbers_as_mlx():
     for seed in [0, 7, 12345]:
         kk, mk = kc.random.key(seed), mx.random.key(seed)
-        np.testing.assert_array_equal(np.array(kc.random.split(kk, 3)), np.array(mx.random.split(mk, 3)))
+        np.testing.assert_array_equal(
+            np.array(kc.random.split(kk, 3)), np.array(mx.random.split(mk, 3))
+        )
         np.testing.assert_allclose(
             np.array(kc.random.uniform(shape=(3, 5), key=kk)),
             np.array(mx.random.uniform(shape=(3, 5), key=mk)),
@@ -79,7 +81,8 @@ def test_same_numbers_as_mlx():
         np.testing.assert_allclose(
             np.array(kc.random.normal((7,), key=kk)),
             np.array(mx.random.normal((7,), key=mk)),
-            rtol=1e-5, atol=1e-6,
+            rtol=1e-5,
+            atol=1e-6,
         )
         np.testing.assert_array_equal(
             np.array(kc.random.randint(0, 100, (9,), key=kk)),

@@ -69,7 +69,9 @@ def test_vjp_jvp(rng):
     outs, vjps = kc.vjp(lambda a: kc.exp(a), [kc.array(x)], [kc.array(t)])
     check(outs[0], np.exp(x), rtol=1e-5)
     check(vjps[0], t * np.exp(x), rtol=1e-5)
-    outs, jvps = kc.jvp(lambda a, b: a * b, [kc.array(x), kc.array(t)], [kc.ones(4), kc.zeros(4)])
+    outs, jvps = kc.jvp(
+        lambda a, b: a * b, [kc.array(x), kc.array(t)], [kc.ones(4), kc.zeros(4)]
+    )
     check(jvps[0], t)
 
 
@@ -77,7 +79,11 @@ def test_vmap(rng):
     x = rand(rng, (3, 4))
     y = rand(rng, (4,))
     f = kc.vmap(lambda a, b: a * b + kc.sum(a))
-    check(f(kc.array(x), kc.broadcast_to(kc.array(y), (3, 4))), x * y + x.sum(1, keepdims=True), rtol=1e-5)
+    check(
+        f(kc.array(x), kc.broadcast_to(kc.array(y), (3, 4))),
+        x * y + x.sum(1, keepdims=True),
+        rtol=1e-5,
+    )
     g = kc.vmap(lambda a, b: a * b, in_axes=(1, None), out_axes=1)
     check(g(kc.array(x), kc.array(x[:, 0])), x * x[:, :1], rtol=1e-5)
     h = kc.vmap(lambda d: {"s": kc.sum(d["a"])}, in_axes=({"a": -1},))
@@ -183,7 +189,9 @@ def test_custom_function(rng):
 
     x, y = rand(rng, (3,)), rand(rng, (3,))
     check(f(kc.array(x), kc.array(y)), x * y)
-    ga, gb = kc.grad(lambda a, b: kc.sum(f(a, b)), argnums=[0, 1])(kc.array(x), kc.array(y))
+    ga, gb = kc.grad(lambda a, b: kc.sum(f(a, b)), argnums=[0, 1])(
+        kc.array(x), kc.array(y)
+    )
     check(ga, 10 * y, rtol=1e-5)
     check(gb, 10 * x, rtol=1e-5)
 

@@ -24,7 +24,9 @@ def test_tree_map_and_flatten():
     assert paths == {"a": ["a.0", "a.1"], "b": ("b.0", {"c": "b.1.c"})}
     P = namedtuple("P", "x y")
     assert tree_map(lambda v: v + 1, P(1, 2)) == P(2, 3)
-    assert tree_map(lambda v: 0, [[1], 2], is_leaf=lambda v: isinstance(v, list) and len(v) == 1) == [0, 0]
+    assert tree_map(
+        lambda v: 0, [[1], 2], is_leaf=lambda v: isinstance(v, list) and len(v) == 1
+    ) == [0, 0]
 
 
 def test_tree_reduce_and_merge():

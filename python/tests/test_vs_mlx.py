@@ -13,7 +13,9 @@ DTYPES = ["int8", "uint8", "int32", "float16", "bfloat16", "float32", "bool_"]
 
 
 def both(x, dtype):
-    return kc.array(x).astype(getattr(kc, dtype)), mx.array(x).astype(getattr(mx, dtype))
+    return kc.array(x).astype(getattr(kc, dtype)), mx.array(x).astype(
+        getattr(mx, dtype)
+    )
 
 
 def same(k, m, rtol=1e-5, atol=1e-6):
@@ -21,7 +23,9 @@ def same(k, m, rtol=1e-5, atol=1e-6):
     assert k.shape == m.shape
     kf = np.array(k.astype(kc.float32)) if k.dtype == kc.bfloat16 else np.array(k)
     mf = np.array(m.astype(mx.float32)) if m.dtype == mx.bfloat16 else np.array(m)
-    np.testing.assert_allclose(kf.astype(np.float64), mf.astype(np.float64), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(
+        kf.astype(np.float64), mf.astype(np.float64), rtol=rtol, atol=atol
+    )
 
 
 def tol(d):
@@ -29,9 +33,13 @@ def tol(d):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("op", ["add", "multiply", "maximum", "equal", "greater", "minimum"])
+@pytest.mark.parametrize(
+    "op", ["add", "multiply", "maximum", "equal", "greater", "minimum"]
+)
 def test_binary(rng, dtype, op):
-    (ka, ma), (kb, mb) = both(rand(rng, (3, 4), lo=1), dtype), both(rand(rng, (4,), lo=1), dtype)
+    (ka, ma), (kb, mb) = both(rand(rng, (3, 4), lo=1), dtype), both(
+        rand(rng, (4,), lo=1), dtype
+    )
     same(getattr(kc, op)(ka, kb), getattr(mx, op)(ma, mb), rtol=tol(dtype))
 
 
@@ -53,7 +61,9 @@ def test_reductions(rng, dtype, op):
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
-@pytest.mark.parametrize("op", ["exp", "log1p", "sin", "sigmoid", "sqrt", "erf", "abs", "round"])
+@pytest.mark.parametrize(
+    "op", ["exp", "log1p", "sin", "sigmoid", "sqrt", "erf", "abs", "round"]
+)
 def test_unary(rng, dtype, op):
     ka, ma = both(rand(rng, (6,), lo=0.1, hi=2), dtype)
     same(getattr(kc, op)(ka), getattr(mx, op)(ma), rtol=tol(dtype), atol=1e-3)
