@@ -35,6 +35,8 @@ void init_ops_creation(nb::module_& m) {
       },
       "shape"_a, "vals"_a, "dtype"_a = nb::none(), nb::kw_only(),
       "stream"_a = nb::none(), "An array of the shape filled with vals.");
+  // Arrays are never uninitialized memory in kiln: empty is zeros.
+  m.attr("empty") = m.attr("zeros");
   m.def(
       "zeros_like",
       [](ArrayLike a, const StreamArg& s) {
@@ -49,6 +51,7 @@ void init_ops_creation(nb::module_& m) {
       },
       "a"_a, nb::kw_only(), "stream"_a = nb::none(),
       "Ones of a's shape and dtype.");
+  m.attr("empty_like") = m.attr("zeros_like");
   m.def(
       "full_like",
       [](ArrayLike a, nb::handle vals, std::optional<Dtype> d,

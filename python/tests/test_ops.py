@@ -236,6 +236,8 @@ def test_creation():
     assert kc.zeros_like(kc.array([1, 2])).tolist() == [0, 0]
     assert kc.ones_like(kc.array([1.5])).tolist() == [1.0]
     assert kc.full_like(kc.array([1, 2]), 9).tolist() == [9, 9]
+    assert kc.empty((2, 3)).shape == (2, 3)
+    assert kc.empty_like(kc.array([1, 2])).dtype == kc.int32
 
 
 def test_take_ops(rng):
