@@ -262,6 +262,16 @@ TEST(Compile, LogExplainsLeftOutOps) {
   EXPECT_TRUE(left_out);
 }
 
+TEST(Compile, TraceDoesNotKeepTheFirstInputsAlive) {
+  auto cf = compile([](const std::vector<array>& in) { return one(exp(in[0])); });
+  size_t before = get_active_memory();
+  {
+    auto x = random_array({1 << 16}, float32);
+    cf({x})[0].eval();
+  }
+  EXPECT_EQ(get_active_memory(), before);
+}
+
 TEST(Compile, TracesAreReleasedWithTheFunction) {
   auto x = random_array({1 << 16}, float32);
   size_t before = get_active_memory();
