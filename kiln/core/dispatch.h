@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "kiln/core/dtype.h"
 
@@ -37,28 +38,18 @@ decltype(auto) dispatch_type(Dtype dt, F&& f) {
   throw std::invalid_argument("[dispatch_type] unknown dtype");
 }
 
-/** Dispatch over the real types only; complex raises naming the op. */
+/** Dispatch over the real types only; complex raises naming the op (f is
+ *  never instantiated for complex64). */
 template <typename F>
 decltype(auto) dispatch_real_type(Dtype dt, const char* op, F&& f) {
-  if (dt == complex64) {
-    throw std::invalid_argument(
-        std::string("[") + op + "] not supported for complex64.");
-  }
-  switch (dt.val) {
-    case Dtype::Val::bool_: return f(TypeTag<bool>{});
-    case Dtype::Val::uint8: return f(TypeTag<uint8_t>{});
-    case Dtype::Val::uint16: return f(TypeTag<uint16_t>{});
-    case Dtype::Val::uint32: return f(TypeTag<uint32_t>{});
-    case Dtype::Val::uint64: return f(TypeTag<uint64_t>{});
-    case Dtype::Val::int8: return f(TypeTag<int8_t>{});
-    case Dtype::Val::int16: return f(TypeTag<int16_t>{});
-    case Dtype::Val::int32: return f(TypeTag<int32_t>{});
-    case Dtype::Val::int64: return f(TypeTag<int64_t>{});
-    case Dtype::Val::float16: return f(TypeTag<float16_t>{});
-    case Dtype::Val::float32: return f(TypeTag<float>{});
-    case Dtype::Val::float64: return f(TypeTag<double>{});
-    default: return f(TypeTag<bfloat16_t>{});
-  }
+  return dispatch_type(dt, [&](auto tag) -> decltype(f(TypeTag<float>{})) {
+    if constexpr (std::is_same_v<KILN_TYPE(tag), complex64_t>) {
+      throw std::invalid_argument(
+          std::string("[") + op + "] not supported for complex64.");
+    } else {
+      return f(tag);
+    }
+  });
 }
 
 /** The type kernels compute in: 16-bit floats widen to float. */

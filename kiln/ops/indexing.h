@@ -24,7 +24,11 @@ array gather(const array& a, const array& indices, int axis,
 /** a with slices of updates written at the index values along axes (as
  *  gather's starts). updates has the broadcast index shape followed by one
  *  slice dimension per axis of a; it is cast to a's dtype. For repeated
- *  indices the last update wins (scatter) or all are combined. */
+ *  indices the last update wins (scatter) or all are combined.
+ *  Gradients: only the update that scatter kept gets one (overwritten
+ *  values and dropped slices get zero); scatter_max / scatter_min split
+ *  the gradient equally among the source value and the updates that tie
+ *  with the result. */
 array scatter(const array& a, const std::vector<array>& indices,
               const array& updates, const std::vector<int>& axes,
               StreamOrDevice s = {});

@@ -9,7 +9,9 @@ namespace kiln {
 
 /** Inputs {input (N, spatial..., C_in), weight (C_out, K..., C_in/groups)}
  *  of one floating dtype; output (N, out spatial..., C_out). Padding may be
- *  negative (it crops), as transposed convolutions produce. */
+ *  negative (it crops), as transposed convolutions and the gradients
+ *  produce. Both gradients are Convolutions again (conv_grads.cpp); that of
+ *  a flipped kernel reverses it with a slice. */
 class Convolution : public UnaryPrimitive {
  public:
   Convolution(Stream s, std::vector<int> stride, std::vector<int> padding_lo,
@@ -26,6 +28,7 @@ class Convolution : public UnaryPrimitive {
   const char* name() const override { return "Convolution"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
 

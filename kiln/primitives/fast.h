@@ -11,12 +11,15 @@ namespace kiln::fast {
 
 using Fallback = std::function<std::vector<array>(std::vector<array>)>;
 
-/** A primitive whose meaning is given by its fallback on the same inputs. */
+/** A primitive whose meaning is given by its fallback on the same inputs.
+ *  Its default transformation rules transform the fallback (floating inputs
+ *  only; integer and bool inputs get zero gradients). */
 class Custom : public Primitive {
  public:
   Custom(Stream s, Fallback fallback)
       : Primitive(s), fallback_(std::move(fallback)) {}
   const Fallback& fallback() const { return fallback_; }
+  KILN_DECLARE_GRADS
 
  protected:
   const Fallback fallback_;
@@ -32,6 +35,7 @@ class LayerNorm : public Custom {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   KILN_GPU_EVAL
+  KILN_DECLARE_VMAP
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const LayerNorm*>(&other);
     return o && o->eps_ == eps_;
@@ -54,6 +58,7 @@ class RMSNorm : public Custom {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   KILN_GPU_EVAL
+  KILN_DECLARE_VMAP
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const RMSNorm*>(&other);
     return o && o->eps_ == eps_;
@@ -83,6 +88,7 @@ class RoPE : public Custom {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   KILN_GPU_EVAL
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const RoPE*>(&other);
     return o && o->dims_ == dims_ && o->traditional_ == traditional_ &&
@@ -118,6 +124,7 @@ class ScaledDotProductAttention : public Custom {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   KILN_GPU_EVAL
+  KILN_DECLARE_VMAP
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const ScaledDotProductAttention*>(&other);
     return o && o->scale_ == scale_ && o->do_causal_ == do_causal_ &&

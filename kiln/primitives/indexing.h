@@ -21,6 +21,7 @@ class Gather : public UnaryPrimitive {
   const char* name() const override { return "Gather"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   const std::vector<int>& axes() const { return axes_; }
@@ -44,6 +45,7 @@ class Scatter : public UnaryPrimitive {
   const char* name() const override;
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
     return {inputs[0].shape()};
@@ -65,6 +67,7 @@ class GatherAxis : public UnaryPrimitive {
   const char* name() const override { return "GatherAxis"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
     return {inputs[1].shape()};
@@ -85,6 +88,7 @@ class ScatterAxis : public UnaryPrimitive {
   const char* name() const override;
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
     return {inputs[0].shape()};

@@ -1,6 +1,8 @@
 // Matrix products and LAPACK-backed factorizations. The ops broadcast batch
 // dimensions and cast to one dtype, so kernels see operands of equal batch
-// shape (possibly stride-0 views) and a single inexact dtype.
+// shape (possibly stride-0 views) and a single inexact dtype. Every class has
+// vjp, jvp and vmap rules (linalg_grads.cpp, factorization_grads.cpp); their
+// limits are noted on each class.
 #pragma once
 
 #include "kiln/core/primitive.h"
@@ -15,6 +17,7 @@ class Matmul : public UnaryPrimitive {
   const char* name() const override { return "Matmul"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const Matmul*>(&other) != nullptr;
   }
@@ -34,6 +37,7 @@ class AddMM : public UnaryPrimitive {
   const char* name() const override { return "AddMM"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const AddMM*>(&other);
     return o && o->alpha_ == alpha_ && o->beta_ == beta_;
@@ -48,13 +52,14 @@ class AddMM : public UnaryPrimitive {
 };
 
 /** Inverse of each square matrix over the last two axes; a singular matrix
- *  raises std::runtime_error at evaluation. */
+ *  raises std::runtime_error at evaluation. d(A^-1) = -A^-1 dA A^-1. */
 class Inverse : public UnaryPrimitive {
  public:
   explicit Inverse(Stream s) : UnaryPrimitive(s) {}
   const char* name() const override { return "Inverse"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const Inverse*>(&other) != nullptr;
   }
@@ -65,13 +70,18 @@ class Inverse : public UnaryPrimitive {
 
 /** Cholesky factor L (a = L L^T) read from the lower triangle, or with
  *  upper U (a = U^T U) read from the upper triangle, as MLX; a matrix that
- *  is not positive definite raises at evaluation. */
+ *  is not positive definite raises at evaluation.
+ *  Gradients are those of the function as computed: an entry of the triangle
+ *  that is read stands for itself and its mirror image, and the other
+ *  triangle gets a zero cotangent (JAX and PyTorch instead return the
+ *  symmetrized gradient; both agree on symmetric perturbations). */
 class Cholesky : public UnaryPrimitive {
  public:
   Cholesky(Stream s, bool upper) : UnaryPrimitive(s), upper_(upper) {}
   const char* name() const override { return "Cholesky"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const Cholesky*>(&other);
     return o && o->upper_ == upper_;
@@ -85,7 +95,9 @@ class Cholesky : public UnaryPrimitive {
   const bool upper_;
 };
 
-/** Reduced QR: outputs Q (..., M, K) and R (..., K, N), K = min(M, N). */
+/** Reduced QR: outputs Q (..., M, K) and R (..., K, N), K = min(M, N).
+ *  Gradients need the leading K x K block of R invertible (a of full rank
+ *  with its first K columns independent); otherwise they are not finite. */
 class QRF : public Primitive {
  public:
   explicit QRF(Stream s) : Primitive(s) {}
@@ -93,6 +105,7 @@ class QRF : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   KILN_GPU_EVAL
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const QRF*>(&other) != nullptr;
   }
@@ -100,7 +113,18 @@ class QRF : public Primitive {
 };
 
 /** Full SVD: outputs U (..., M, M), S (..., K), Vt (..., N, N); only S when
- *  compute_uv is false. Singular values are in descending order. */
+ *  compute_uv is false. Singular values are in descending order.
+ *  Gradients: S's (dS = diag(U_k^T dA V_k)) is finite for any input; where
+ *  singular values repeat it depends on the basis LAPACK picked, except for
+ *  symmetric functions of them (sums, norms). Those of U and Vt hold for
+ *  distinct nonzero singular values: with repeated ones the singular
+ *  vectors are not unique and the result is not finite (inf/NaN), and a
+ *  zero singular value of a non-square matrix likewise. Each pair
+ *  (u_i, v_i) is differentiated with the sign LAPACK picked. The columns of
+ *  the full U (or rows of Vt) beyond K span a complement that is unique
+ *  only up to rotation; they are differentiated as turning least while
+ *  staying orthogonal (dU_c = -U_k dU_k^T U_c), so functions of their span
+ *  (a projector U_c U_c^T) get exact gradients. */
 class SVD : public Primitive {
  public:
   SVD(Stream s, bool compute_uv) : Primitive(s), compute_uv_(compute_uv) {}
@@ -108,6 +132,7 @@ class SVD : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   KILN_GPU_EVAL
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const SVD*>(&other);
     return o && o->compute_uv_ == compute_uv_;
@@ -120,13 +145,15 @@ class SVD : public Primitive {
 };
 
 /** x with a @ x = b for a (..., N, N) and b (..., N, R) of equal batch
- *  shape; a singular matrix raises at evaluation. */
+ *  shape; a singular matrix raises at evaluation. db = A^-T dx and
+ *  dA = -db x^T. */
 class Solve : public UnaryPrimitive {
  public:
   explicit Solve(Stream s) : UnaryPrimitive(s) {}
   const char* name() const override { return "Solve"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const Solve*>(&other) != nullptr;
   }

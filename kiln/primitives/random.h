@@ -7,8 +7,9 @@
 
 namespace kiln {
 
-/** Random bits from one Threefry-2x32 key (a uint32 array of shape (2,)):
- *  `width` bytes per output element (1, 2 or 4), laid out as MLX does. */
+/** Random bits from Threefry-2x32 keys (uint32, shape (..., 2); one key
+ *  unless vmap batched them): `width` bytes per output element (1, 2 or 4),
+ *  laid out as MLX does, each key filling an equal consecutive share. */
 class RandomBits : public UnaryPrimitive {
  public:
   RandomBits(Stream s, Shape shape, int width)
@@ -16,6 +17,7 @@ class RandomBits : public UnaryPrimitive {
   const char* name() const override { return "RandomBits"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const RandomBits*>(&other);
     return o && o->shape_ == shape_ && o->width_ == width_;
@@ -39,6 +41,7 @@ class RandomPermutation : public UnaryPrimitive {
   const char* name() const override { return "RandomPermutation"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const RandomPermutation*>(&other);
     return o && o->axis_ == axis_;
@@ -61,6 +64,7 @@ class Float32Erf : public UnaryPrimitive {
   const char* name() const override { return "Float32Erf"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const Float32Erf*>(&other);
     return o && o->inverse_ == inverse_;

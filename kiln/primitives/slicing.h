@@ -19,6 +19,7 @@ class Slice : public UnaryPrimitive {
   const char* name() const override { return "Slice"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   const Shape& start() const { return start_; }
@@ -43,6 +44,7 @@ class DynamicSlice : public UnaryPrimitive {
   const char* name() const override { return "DynamicSlice"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>&) override {
     return {slice_size_};
@@ -68,6 +70,7 @@ class SliceUpdate : public UnaryPrimitive {
   const char* name() const override { return "SliceUpdate"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
     return {inputs[0].shape()};
@@ -92,6 +95,7 @@ class DynamicSliceUpdate : public UnaryPrimitive {
   const char* name() const override { return "DynamicSliceUpdate"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
     return {inputs[0].shape()};
@@ -109,6 +113,7 @@ class Concatenate : public UnaryPrimitive {
   const char* name() const override { return "Concatenate"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   int axis() const { return axis_; }
@@ -129,6 +134,7 @@ class AsStrided : public UnaryPrimitive {
   const char* name() const override { return "AsStrided"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   const Shape& shape() const { return shape_; }
   const Strides& strides() const { return strides_; }

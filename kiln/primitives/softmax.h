@@ -12,6 +12,7 @@ class Softmax : public UnaryPrimitive {
   const char* name() const override { return "Softmax"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const Softmax*>(&other);
     return o && o->precise_ == precise_;

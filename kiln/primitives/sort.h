@@ -12,6 +12,7 @@ class Sort : public UnaryPrimitive {
   const char* name() const override { return "Sort"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
     return {inputs[0].shape()};
@@ -29,6 +30,7 @@ class ArgSort : public UnaryPrimitive {
   const char* name() const override { return "ArgSort"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
     return {inputs[0].shape()};
@@ -48,6 +50,7 @@ class Partition : public UnaryPrimitive {
   const char* name() const override { return "Partition"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
     return {inputs[0].shape()};
@@ -67,6 +70,7 @@ class ArgPartition : public UnaryPrimitive {
   const char* name() const override { return "ArgPartition"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
     return {inputs[0].shape()};

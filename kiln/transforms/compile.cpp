@@ -107,6 +107,13 @@ std::shared_ptr<detail::Trace> build_trace(CompiledFunction& cf,
     trace->outputs.insert(trace->outputs.end(), v.begin(), v.end());
   }
   detail::run_passes(*trace, simplify_enabled.load(), fuse_enabled.load());
+  // The tracers stand for the inputs by identity only: let go of the first
+  // call's arrays so the trace does not keep their buffers alive.
+  for (auto& t : trace->tracers) {
+    if (t.has_primitive() && !t.inputs().empty()) {
+      t.inputs()[0] = array::uninitialized(t.shape(), t.dtype());
+    }
+  }
   return trace;
 }
 

@@ -158,7 +158,11 @@ class Fuser {
 
   void run() {
     for (int i = 0; i < static_cast<int>(tape_.size()); ++i) {
-      if (fusable(tape_[i])) place(i);
+      if (fusable(tape_[i])) {
+        place(i);
+      } else {
+        explain_left_out(i);
+      }
     }
     int fused = 0;
     for (auto& r : regions_) {
@@ -211,6 +215,24 @@ class Fuser {
     return false;
   }
 
+  // Why a node next to elementwise work stays outside every region.
+  void explain_left_out(int i) {
+    const array& node = tape_[i];
+    bool near = false;
+    for (auto& in : node.inputs()) {
+      int j = tape_index(in);
+      near |= j >= 0 && fusable(tape_[j]);
+    }
+    if (!near) return;
+    auto k = node.primitive().fusion_kind();
+    std::string why = k == FusionKind::broadcast
+        ? "a broadcast stays a view (a region never ends in one)"
+        : k == FusionKind::none ? "not elementwise"
+                                : "complex64 is not fused";
+    compile_log(1, std::string("left out ") + node.primitive().name() + ": " +
+                       why);
+  }
+
   void place(int i) {
     const array& node = tape_[i];
     // Candidate: the region of a fusable input with the same shape; take the
@@ -238,6 +260,12 @@ class Fuser {
       }
     }
     if (chosen < 0) {
+      if (node.inputs().size() > 0 && debug_level() >= 2) {
+        compile_log(2, std::string("new region at ") + node.primitive().name() +
+                           ": no input region of the same shape and stream "
+                           "could take it without a cycle or passing the "
+                           "size limits");
+      }
       regions_.push_back({{i}, i});
       region_of_[i] = static_cast<int>(regions_.size()) - 1;
     } else {

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "kiln/core/primitive.h"
+#include "kiln/transforms/graph_walk.h"
 
 namespace kiln {
 
@@ -41,38 +42,24 @@ std::vector<array> build_tape(const std::vector<array>& outputs,
                               std::vector<std::shared_ptr<Event>>& pending) {
   std::vector<array> tape;
   std::unordered_set<uintptr_t> visited;
-  // Explicit DFS stack of (array, index of the next input to visit).
-  std::vector<std::pair<array, size_t>> stack;
-
-  auto visit = [&](const array& a) {
-    if (!visited.insert(a.id()).second) return;
+  auto enter = [&](const array& a) {
+    if (!visited.insert(a.id()).second) return false;
     auto st = a.status();
-    if (st == array::Status::available) return;
+    if (st == array::Status::available) return false;
     if (st == array::Status::scheduled) {
       pending.push_back(const_cast<array&>(a).event());
-      return;
+      return false;
     }
     if (!a.has_primitive()) {
       throw std::runtime_error("[eval] array has neither data nor primitive.");
     }
-    stack.emplace_back(a, 0);
+    return true;
   };
-
-  for (auto& out : outputs) {
-    visit(out);
-    while (!stack.empty()) {
-      auto& [a, next] = stack.back();
-      auto& inputs = a.inputs();
-      if (next < inputs.size()) {
-        const array& in = inputs[next++];
-        visit(in); // may grow the stack; a and next are not used after this
-        continue;
-      }
-      for (auto& s : a.siblings()) visited.insert(s.id());
-      tape.push_back(std::move(a));
-      stack.pop_back();
-    }
-  }
+  auto leave = [&](array& a) {
+    for (auto& s : a.siblings()) visited.insert(s.id());
+    tape.push_back(std::move(a));
+  };
+  walk_graph(outputs, enter, leave);
   return tape;
 }
 

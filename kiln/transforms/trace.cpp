@@ -3,6 +3,7 @@
 #include "kiln/core/primitive.h"
 #include "kiln/primitives/shape.h"
 #include "kiln/transforms/autograd.h"
+#include "kiln/transforms/graph_walk.h"
 
 namespace kiln::detail {
 
@@ -43,33 +44,18 @@ Tape trace_tape(const std::vector<array>& outputs,
                 const std::vector<array>& tracers) {
   Tape tape;
   for (auto& t : tracers) tape.depends[t.id()] = true;
-  std::vector<std::pair<array, size_t>> stack;
-  auto visit = [&](const array& a) {
-    if (tape.depends.count(a.id())) return;
-    if (!a.has_primitive()) {
-      tape.depends[a.id()] = false;
-      return;
-    }
-    tape.depends[a.id()] = false; // provisional: marks "on the stack"
-    stack.emplace_back(a, 0);
+  auto enter = [&](const array& a) {
+    // Tracers are leaves: their own history is not part of the trace.
+    if (!tape.depends.emplace(a.id(), false).second) return false;
+    return a.has_primitive();
   };
-  for (auto& out : outputs) {
-    visit(out);
-    while (!stack.empty()) {
-      auto& [a, next] = stack.back();
-      auto& inputs = a.inputs();
-      if (next < inputs.size()) {
-        const array& in = inputs[next++];
-        visit(in);
-        continue;
-      }
-      bool dep = false;
-      for (auto& in : inputs) dep |= tape.depends[in.id()];
-      for (auto& o : a.outputs()) tape.depends[o.id()] = dep;
-      if (dep) tape.nodes.push_back(a);
-      stack.pop_back();
-    }
-  }
+  auto leave = [&](const array& a) {
+    bool dep = false;
+    for (auto& in : a.inputs()) dep |= tape.depends[in.id()];
+    for (auto& o : a.outputs()) tape.depends[o.id()] = dep;
+    if (dep) tape.nodes.push_back(a);
+  };
+  walk_graph(outputs, enter, leave);
   return tape;
 }
 

@@ -285,5 +285,43 @@ TEST(Compile, SeedLinearStepKeepsVectorBias) {
   EXPECT_TRUE(all_close(to_doubles(out), to_doubles(want), 1e-2, 1e-2));
 }
 
+TEST(Compile, LogExplainsLeftOutOps) {
+  clear_compile_log();
+  auto cf = compile([](const std::vector<array>& in) {
+    return one(sum(multiply(exp(in[0]), in[0])));
+  });
+  cf({random_array({6}, float32)})[0].eval();
+  bool left_out = false;
+  for (auto& line : compile_log()) {
+    left_out |= line.find("left out ReduceSum: not elementwise") != std::string::npos;
+  }
+  EXPECT_TRUE(left_out);
+}
+
+TEST(Compile, TraceDoesNotKeepTheFirstInputsAlive) {
+  auto cf = compile([](const std::vector<array>& in) { return one(exp(in[0])); });
+  size_t before = get_active_memory();
+  {
+    auto x = random_array({1 << 16}, float32);
+    cf({x})[0].eval();
+  }
+  EXPECT_EQ(get_active_memory(), before);
+}
+
+TEST(Compile, TracesAreReleasedWithTheFunction) {
+  auto x = random_array({1 << 16}, float32);
+  size_t before = get_active_memory();
+  {
+    auto cf = compile([](const std::vector<array>& in) {
+      // A constant subgraph: computed once, then held by the trace.
+      auto c = exp(multiply(arange(0.0, 65536.0, 1.0), array(1e-5f)));
+      return one(add(in[0], c));
+    });
+    for (int i = 0; i < 3; ++i) cf({x})[0].eval();
+    EXPECT_GE(get_active_memory(), before + (1 << 16) * sizeof(float));
+  }
+  EXPECT_EQ(get_active_memory(), before);
+}
+
 } // namespace
 } // namespace kiln::test

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "kiln/backend/cpu/copy.h"
 #include "kiln/backend/cpu/elementwise.h"
 #include "kiln/primitives/random.h"
 
@@ -121,19 +122,11 @@ void permute(const array& x, const std::vector<uint32_t>& order, int axis,
   }
 }
 
-} // namespace
-
 // Word j < half comes from the first output of counter (j, j + half + odd),
 // word j + half + odd from its second; an odd middle word from (half, 0).
-// A trailing partial word keeps its low-order bytes.
-void RandomBits::eval_cpu(const std::vector<array>& inputs, array& out) {
-  const array& keys = inputs[0];
-  out.set_data(allocator::malloc(out.nbytes()));
-  size_t nbytes = out.nbytes();
-  if (nbytes == 0) return;
-  const uint32_t* kp = keys.data<uint32_t>();
-  Pair key{kp[0], kp[keys.strides()[0]]};
-  char* dst = out.data<char>();
+// A trailing partial word keeps its low-order bytes. Words [lo, hi) of the
+// first half are written to the nbytes at dst.
+void fill_bits(Pair key, char* dst, size_t nbytes, size_t lo, size_t hi) {
   size_t words = (nbytes + 3) / 4;
   size_t half = words / 2;
   size_t odd = words % 2;
@@ -141,17 +134,49 @@ void RandomBits::eval_cpu(const std::vector<array>& inputs, array& out) {
     size_t n = std::min<size_t>(4, nbytes - 4 * word);
     std::memcpy(dst + 4 * word, &v, n); // little-endian: low bytes first
   };
-  detail::parallel_for(half, 1 << 14, [&](size_t b, size_t e) {
-    for (size_t j = b; j < e; ++j) {
-      auto r = threefry2x32(key, {static_cast<uint32_t>(j),
-                                  static_cast<uint32_t>(j + half + odd)});
-      put(j, r.first);
-      put(j + half + odd, r.second);
-    }
-  });
-  if (odd) {
+  for (size_t j = lo; j < std::min(hi, half); ++j) {
+    auto r = threefry2x32(
+        key, {static_cast<uint32_t>(j), static_cast<uint32_t>(j + half + odd)});
+    put(j, r.first);
+    put(j + half + odd, r.second);
+  }
+  if (odd && hi > half) {
     put(half, threefry2x32(key, {static_cast<uint32_t>(half), 0u}).first);
   }
+}
+
+} // namespace
+
+// Several keys (shape (..., 2), from vmap over keys) each fill an equal,
+// consecutive share of the output as if drawn alone.
+void RandomBits::eval_cpu(const std::vector<array>& inputs, array& out) {
+  array keys = inputs[0];
+  out.set_data(allocator::malloc(out.nbytes()));
+  size_t nbytes = out.nbytes();
+  size_t num_keys = keys.size() / 2;
+  if (nbytes == 0 || num_keys == 0) return;
+  if (!keys.flags().row_contiguous) {
+    auto tmp = array::uninitialized(keys.shape(), keys.dtype());
+    detail::copy_row_major(keys, tmp);
+    keys = tmp;
+  }
+  const uint32_t* kp = keys.data<uint32_t>();
+  char* dst = out.data<char>();
+  size_t per_key = nbytes / num_keys;
+  if (num_keys == 1) {
+    size_t half = (per_key + 3) / 4 / 2;
+    detail::parallel_for(half + 1, 1 << 14, [&](size_t b, size_t e) {
+      fill_bits({kp[0], kp[1]}, dst, per_key, b, e);
+    });
+    return;
+  }
+  size_t grain = std::max<size_t>(1, (1 << 16) / std::max<size_t>(per_key, 1));
+  detail::parallel_for(num_keys, grain, [&](size_t b, size_t e) {
+    for (size_t k = b; k < e; ++k) {
+      fill_bits({kp[2 * k], kp[2 * k + 1]}, dst + k * per_key, per_key, 0,
+                SIZE_MAX);
+    }
+  });
 }
 
 void RandomPermutation::eval_cpu(const std::vector<array>& inputs, array& out) {

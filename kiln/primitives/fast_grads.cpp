@@ -1,0 +1,242 @@
+// Transformation rules of the fused fast primitives. Gradients come from the
+// fallback graphs (RoPE's from a rotation by the opposite angles); vmap keeps
+// the fused kernels by folding the mapped axis into an axis they already
+// loop over.
+#include "kiln/ops/creation.h"
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/fast.h"
+#include "kiln/ops/shape.h"
+#include "kiln/primitives/fast.h"
+#include "kiln/transforms/autograd.h"
+
+namespace kiln::fast {
+
+namespace {
+
+array batch_first(const array& x, int axis) {
+  return axis == 0 ? x : moveaxis(x, axis, 0);
+}
+
+// x with a leading batch axis of size n (a broadcast view when unmapped).
+array batched(const array& x, int axis, int n) {
+  if (axis >= 0) return batch_first(x, axis);
+  Shape shape = x.shape();
+  shape.insert(shape.begin(), n);
+  return broadcast_to(expand_dims(x, 0), shape);
+}
+
+int batch_size(const std::vector<array>& inputs, const std::vector<int>& axes) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (axes[i] >= 0) return inputs[i].shape(axes[i]);
+  }
+  return 1;
+}
+
+// The fallback as a function of the inputs at idx only, the others fixed.
+Fn partial_fallback(const Fallback& f, const std::vector<array>& primals,
+                    const std::vector<int>& idx) {
+  return [f, primals, idx](const std::vector<array>& xs) {
+    auto args = primals;
+    for (size_t k = 0; k < idx.size(); ++k) args[idx[k]] = xs[k];
+    return f(std::move(args));
+  };
+}
+
+} // namespace
+
+// ---- rules from the fallback ------------------------------------------------
+
+std::vector<array> Custom::vjp(const std::vector<array>& primals,
+                               const std::vector<array>& cotangents,
+                               const std::vector<int>& argnums,
+                               const std::vector<array>&) {
+  std::vector<int> idx;
+  std::vector<array> chosen;
+  for (int i : argnums) {
+    if (!is_floating_point(primals[i].dtype())) continue;
+    idx.push_back(i);
+    chosen.push_back(primals[i]);
+  }
+  std::vector<array> grads;
+  if (!chosen.empty()) {
+    grads =
+        kiln::vjp(partial_fallback(fallback_, primals, idx), chosen, cotangents)
+            .second;
+  }
+  std::vector<array> out;
+  for (size_t k = 0, j = 0; k < argnums.size(); ++k) {
+    bool diff = j < idx.size() && idx[j] == argnums[k];
+    out.push_back(diff ? grads[j++] : zeros_like(primals[argnums[k]]));
+  }
+  return out;
+}
+
+std::vector<array> Custom::jvp(const std::vector<array>& primals,
+                               const std::vector<array>& tangents,
+                               const std::vector<int>& argnums) {
+  std::vector<int> idx;
+  std::vector<array> chosen, tans;
+  for (size_t k = 0; k < argnums.size(); ++k) {
+    int i = argnums[k];
+    if (!is_floating_point(primals[i].dtype())) continue;
+    idx.push_back(i);
+    chosen.push_back(primals[i]);
+    tans.push_back(tangents[k]);
+  }
+  if (chosen.empty()) {
+    // Only integer or bool inputs vary: the output does not.
+    return {zeros(output_shapes(primals)[0], primals[0].dtype())};
+  }
+  return kiln::jvp(partial_fallback(fallback_, primals, idx), chosen, tans)
+      .second;
+}
+
+std::pair<std::vector<array>, std::vector<int>> Custom::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  Fn f = [fb = fallback_](const std::vector<array>& in) { return fb(in); };
+  auto outs = kiln::vmap(f, axes)(inputs);
+  return {outs, std::vector<int>(outs.size(), 0)};
+}
+
+// ---- norms ------------------------------------------------------------------
+
+namespace {
+
+// A weight or bias mapped at axis, shaped to broadcast against x with the
+// batch axis first: (n, 1, ..., 1, D), or (n, 1, ..., 1) for a 0-d one.
+array batched_param(const array& p, int axis, int ndim) {
+  auto pb = batch_first(p, axis);
+  Shape shape(ndim, 1);
+  shape[0] = pb.shape(0);
+  if (pb.ndim() == 2) shape.back() = pb.shape(1);
+  return reshape(pb, shape);
+}
+
+// x normalized over its last axis by prim, then scaled and shifted by
+// params that may be mapped (so the kernel cannot take them).
+std::pair<std::vector<array>, std::vector<int>> norm_vmap(
+    const std::shared_ptr<Primitive>& prim, const std::vector<array>& inputs,
+    const std::vector<int>& axes) {
+  int n = batch_size(inputs, axes);
+  auto x = batched(inputs[0], axes[0], n);
+  Dtype dt = x.dtype();
+  bool params_mapped = false;
+  for (size_t i = 1; i < inputs.size(); ++i) params_mapped |= axes[i] >= 0;
+  if (!params_mapped) {
+    auto in = inputs;
+    in[0] = x;
+    return {{array(x.shape(), dt, prim, in)}, {0}};
+  }
+  std::vector<array> in = {x, array(1, dt)};
+  if (inputs.size() == 3) in.push_back(array(0, dt));
+  array out(x.shape(), dt, prim, in);
+  int nd = static_cast<int>(x.ndim());
+  auto param = [&](size_t i) {
+    return axes[i] >= 0 ? batched_param(inputs[i], axes[i], nd) : inputs[i];
+  };
+  out = multiply(out, param(1));
+  if (inputs.size() == 3) out = add(out, param(2));
+  return {{out}, {0}};
+}
+
+} // namespace
+
+std::pair<std::vector<array>, std::vector<int>> LayerNorm::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  return norm_vmap(shared_from_this(), inputs, axes);
+}
+
+std::pair<std::vector<array>, std::vector<int>> RMSNorm::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  return norm_vmap(shared_from_this(), inputs, axes);
+}
+
+// ---- RoPE -------------------------------------------------------------------
+
+namespace {
+
+// rope with this primitive's parameters and a given angle scale.
+array rope_like(const RoPE& p, const array& x, const array& offset,
+                const std::vector<array>& inputs, float scale) {
+  std::optional<array> freqs;
+  std::optional<float> base;
+  if (inputs.size() == 3) {
+    freqs = inputs[2];
+  } else {
+    base = p.base();
+  }
+  return rope(x, p.dims(), p.traditional(), base, scale, offset, freqs,
+              p.stream());
+}
+
+} // namespace
+
+std::vector<array> RoPE::vjp(const std::vector<array>& primals,
+                             const std::vector<array>& cotangents,
+                             const std::vector<int>& argnums,
+                             const std::vector<array>& outputs) {
+  // The rotation is orthogonal: its transpose rotates by the opposite angle.
+  std::vector<array> out;
+  for (int i : argnums) {
+    if (i == 0) {
+      out.push_back(
+          rope_like(*this, cotangents[0], primals[1], primals, -scale_));
+    } else if (i == 1) {
+      out.push_back(zeros_like(primals[1]));
+    } else {
+      out.push_back(Custom::vjp(primals, cotangents, {i}, outputs)[0]);
+    }
+  }
+  return out;
+}
+
+std::vector<array> RoPE::jvp(const std::vector<array>& primals,
+                             const std::vector<array>& tangents,
+                             const std::vector<int>& argnums) {
+  if (argnums.back() == 2) return Custom::jvp(primals, tangents, argnums);
+  if (argnums[0] != 0) return {zeros_like(primals[0])};
+  // Linear in x.
+  return {rope_like(*this, tangents[0], primals[1], primals, scale_)};
+}
+
+std::pair<std::vector<array>, std::vector<int>> RoPE::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  if (inputs.size() == 3 && axes[2] >= 0) return Custom::vmap(inputs, axes);
+  if (axes[1] < 0) {
+    // (B, n, ..., T, D): the offsets still index the leading axis.
+    auto x = moveaxis(inputs[0], axes[0], 1);
+    return {{rope_like(*this, x, inputs[1], inputs, scale_)}, {1}};
+  }
+  // Mapped offsets: fold the batch into B, with one offset per (n, B) pair.
+  int n = batch_size(inputs, axes);
+  auto x = batched(inputs[0], axes[0], n);
+  int B = x.shape(1);
+  auto off = reshape(batch_first(inputs[1], axes[1]), {n, -1});
+  off = reshape(broadcast_to(off, {n, B}), {n * B});
+  auto out = rope_like(*this, flatten(x, 0, 1), off, inputs, scale_);
+  return {{unflatten(out, 0, {n, B})}, {0}};
+}
+
+// ---- scaled_dot_product_attention ------------------------------------------
+
+std::pair<std::vector<array>, std::vector<int>> ScaledDotProductAttention::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  // Mapped sinks differ per batch element: only the fallback handles them.
+  if (has_sinks_ && axes.back() >= 0) return Custom::vmap(inputs, axes);
+  int n = batch_size(inputs, axes);
+  int B = inputs[0].shape(axes[0] == 0 ? 1 : 0);
+  size_t n_folded = inputs.size() - (has_sinks_ ? 1 : 0);
+  std::vector<array> in;
+  for (size_t i = 0; i < n_folded; ++i) {
+    in.push_back(flatten(batched(inputs[i], axes[i], n), 0, 1));
+  }
+  std::optional<array> mask, sinks;
+  if (in.size() == 4) mask = in[3];
+  if (has_sinks_) sinks = inputs.back();
+  auto out = scaled_dot_product_attention(in[0], in[1], in[2], scale_,
+                                          do_causal_ ? "causal" : "", mask,
+                                          sinks, false, stream());
+  return {{unflatten(out, 0, {n, B})}, {0}};
+}
+
+} // namespace kiln::fast

@@ -1,0 +1,71 @@
+#include "kiln/primitives/index_grad_utils.h"
+
+#include <algorithm>
+
+#include "kiln/ops/creation.h"
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/shape.h"
+
+namespace kiln::detail {
+
+array to_batch_first(const array& x, int axis, int b) {
+  if (axis >= 0) return axis == 0 ? x : moveaxis(x, axis, 0);
+  Shape shape = x.shape();
+  shape.insert(shape.begin(), b);
+  return broadcast_to(expand_dims(x, 0), shape);
+}
+
+array batch_first_or_one(const array& x, int axis) {
+  if (axis < 0) return expand_dims(x, 0);
+  return axis == 0 ? x : moveaxis(x, axis, 0);
+}
+
+int batch_size(const std::vector<array>& inputs, const std::vector<int>& axes) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (axes[i] >= 0) return inputs[i].shape(axes[i]);
+  }
+  return 1;
+}
+
+array batch_index(const Shape& shape) {
+  Shape column(shape.size(), 1);
+  column[0] = shape[0];
+  return broadcast_to(reshape(arange(0, shape[0], 1), column), shape);
+}
+
+namespace {
+
+array wrapped(const array& idx, int dim) {
+  auto v = astype(idx, int64);
+  return where(v < 0, v + int64_t{dim}, v);
+}
+
+} // namespace
+
+array clamped_starts(const array& idx, int dim, int size) {
+  int64_t hi = std::max(dim - size, 0);
+  return clip(wrapped(idx, dim), array(int64_t{0}), array(hi));
+}
+
+array starts_in_range(const array& idx, int dim, int size) {
+  auto v = wrapped(idx, dim);
+  return logical_and(v >= int64_t{0}, v <= int64_t{dim - size});
+}
+
+array element_ids(const Shape& shape) {
+  size_t n = shape_size(shape);
+  if (n < (size_t{1} << 31)) {
+    return reshape(arange(0, static_cast<int>(n), 1), shape);
+  }
+  return reshape(arange(0.0, static_cast<double>(n), 1.0, int64), shape);
+}
+
+array tangent_of(int i, const std::vector<array>& primals,
+                 const std::vector<array>& tangents,
+                 const std::vector<int>& argnums) {
+  auto it = std::find(argnums.begin(), argnums.end(), i);
+  if (it == argnums.end()) return zeros_like(primals[i]);
+  return tangents[it - argnums.begin()];
+}
+
+} // namespace kiln::detail

@@ -1,0 +1,44 @@
+// Helpers shared by the transformation rules of the slicing, indexing and
+// sorting primitives.
+#pragma once
+
+#include <vector>
+
+#include "kiln/core/array.h"
+
+namespace kiln::detail {
+
+/** x with its batch axis first; an unmapped x (axis -1) gains a leading
+ *  axis of size b as a broadcast view. */
+array to_batch_first(const array& x, int axis, int b);
+
+/** x with its batch axis first, or with a leading axis of size 1 when it is
+ *  not mapped (for ops that broadcast it). */
+array batch_first_or_one(const array& x, int axis);
+
+/** The size of the mapped axis (the first input with axis >= 0). */
+int batch_size(const std::vector<array>& inputs, const std::vector<int>& axes);
+
+/** (b, 1, ..., 1) values 0..b-1 broadcast to shape (whose first entry is b):
+ *  the index of the batch axis in a batched gather or scatter. */
+array batch_index(const Shape& shape);
+
+/** Start indices as gather and the dynamic slices read them: wrapped once
+ *  when negative, then clamped so a slice of `size` fits in `dim` (int64). */
+array clamped_starts(const array& idx, int dim, int size);
+
+/** Whether a scatter writes the slice at idx: its wrapped start lies in
+ *  [0, dim - size] (a scatter drops the other slices). */
+array starts_in_range(const array& idx, int dim, int size);
+
+/** Distinct integer ids for the elements of shape (row-major order): a
+ *  scatter of them shows which update landed last at each position. */
+array element_ids(const Shape& shape);
+
+/** The tangent given for input i (argnums lists the inputs that have
+ *  one), or zeros shaped like primals[i]. */
+array tangent_of(int i, const std::vector<array>& primals,
+                 const std::vector<array>& tangents,
+                 const std::vector<int>& argnums);
+
+} // namespace kiln::detail

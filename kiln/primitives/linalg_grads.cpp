@@ -1,0 +1,222 @@
+// Transformation rules of the matrix products, the inverse and solve. The
+// primitives' operands already share one batch shape (broadcast views), so a
+// rule may return cotangents of that shape; the Broadcast nodes in front of
+// them reduce over broadcast dimensions.
+#include <optional>
+
+#include "kiln/ops/creation.h"
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/linalg.h"
+#include "kiln/ops/reduction.h"
+#include "kiln/ops/shape.h"
+#include "kiln/primitives/linalg.h"
+
+namespace kiln {
+
+namespace {
+
+array mT(const array& x, StreamOrDevice s) { return swapaxes(x, -1, -2, s); }
+
+array batch_first(const array& x, int axis, StreamOrDevice s) {
+  return axis <= 0 ? x : moveaxis(x, axis, 0, s);
+}
+
+array scaled(const array& x, float f, StreamOrDevice s) {
+  return f == 1.0f ? x : multiply(x, array(f, x.dtype()), s);
+}
+
+array sum_or_first(const std::optional<array>& acc, const array& x,
+                   StreamOrDevice s) {
+  return acc ? add(*acc, x, s) : x;
+}
+
+int batch_size(const std::vector<array>& inputs, const std::vector<int>& axes) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (axes[i] >= 0) return inputs[i].shape(axes[i]);
+  }
+  return 1;
+}
+
+} // namespace
+
+// ---- Matmul ----
+std::vector<array> Matmul::vjp(const std::vector<array>& primals,
+                               const std::vector<array>& cotangents,
+                               const std::vector<int>& argnums,
+                               const std::vector<array>&) {
+  StreamOrDevice s = stream();
+  const array& c = cotangents[0];
+  std::vector<array> out;
+  for (int i : argnums) {
+    out.push_back(i == 0 ? matmul(c, mT(primals[1], s), s)
+                         : matmul(mT(primals[0], s), c, s));
+  }
+  return out;
+}
+
+std::vector<array> Matmul::jvp(const std::vector<array>& primals,
+                               const std::vector<array>& tangents,
+                               const std::vector<int>& argnums) {
+  StreamOrDevice s = stream();
+  std::optional<array> t;
+  for (size_t k = 0; k < argnums.size(); ++k) {
+    auto term = argnums[k] == 0 ? matmul(tangents[k], primals[1], s)
+                                : matmul(primals[0], tangents[k], s);
+    t = sum_or_first(t, term, s);
+  }
+  return {*t};
+}
+
+std::pair<std::vector<array>, std::vector<int>> Matmul::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  // Batch axes go first; an unmapped operand keeps its (equal) batch dims,
+  // which align from the right, so matmul broadcasts it over the new axis.
+  StreamOrDevice s = stream();
+  auto a = batch_first(inputs[0], axes[0], s);
+  auto b = batch_first(inputs[1], axes[1], s);
+  return {{matmul(a, b, s)}, {0}};
+}
+
+// ---- AddMM: out = alpha * (a @ b) + beta * c ----
+std::vector<array> AddMM::vjp(const std::vector<array>& primals,
+                              const std::vector<array>& cotangents,
+                              const std::vector<int>& argnums,
+                              const std::vector<array>&) {
+  StreamOrDevice s = stream();
+  const array& c = primals[0];
+  const array& cot = cotangents[0];
+  std::vector<array> out;
+  for (int i : argnums) {
+    if (i == 0) {
+      auto g = scaled(cot, beta_, s);
+      // A vector bias was added to every row: sum over all other axes.
+      if (c.shape() != cot.shape()) {
+        std::vector<int> rows(cot.ndim() - 1);
+        for (size_t k = 0; k < rows.size(); ++k) rows[k] = static_cast<int>(k);
+        g = reshape(sum(g, rows, false, s), c.shape(), s);
+      }
+      out.push_back(g);
+    } else if (i == 1) {
+      out.push_back(scaled(matmul(cot, mT(primals[2], s), s), alpha_, s));
+    } else {
+      out.push_back(scaled(matmul(mT(primals[1], s), cot, s), alpha_, s));
+    }
+  }
+  return out;
+}
+
+std::vector<array> AddMM::jvp(const std::vector<array>& primals,
+                              const std::vector<array>& tangents,
+                              const std::vector<int>& argnums) {
+  StreamOrDevice s = stream();
+  Shape shape = output_shapes(primals)[0];
+  std::optional<array> prod, bias;
+  for (size_t k = 0; k < argnums.size(); ++k) {
+    const array& t = tangents[k];
+    if (argnums[k] == 0) {
+      bias = broadcast_to(scaled(t, beta_, s), shape, s);
+    } else {
+      auto term =
+          argnums[k] == 1 ? matmul(t, primals[2], s) : matmul(primals[1], t, s);
+      prod = sum_or_first(prod, term, s);
+    }
+  }
+  if (!prod) return {*bias};
+  auto t = scaled(*prod, alpha_, s);
+  return {bias ? add(t, *bias, s) : t};
+}
+
+std::pair<std::vector<array>, std::vector<int>> AddMM::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  StreamOrDevice s = stream();
+  int n = batch_size(inputs, axes);
+  auto c = batch_first(inputs[0], axes[0], s);
+  auto a = batch_first(inputs[1], axes[1], s);
+  auto b = batch_first(inputs[2], axes[2], s);
+  // The unbatched product's rank: a's rank without its batch axis.
+  int rank = static_cast<int>(inputs[1].ndim()) - (axes[1] >= 0 ? 1 : 0);
+  if (axes[0] >= 0) {
+    // A mapped vector bias (B, N) becomes (B, 1, ..., 1, N) so that it lines
+    // up with the mapped product.
+    if (c.ndim() == 2 && rank > 1) {
+      Shape shape(rank + 1, 1);
+      shape.front() = n;
+      shape.back() = c.shape(-1);
+      c = reshape(c, shape, s);
+    }
+    if (axes[1] < 0 && axes[2] < 0) {
+      Shape shape = a.shape();
+      shape.insert(shape.begin(), n);
+      a = broadcast_to(expand_dims(a, 0, s), shape, s);
+    }
+  }
+  return {{addmm(c, a, b, alpha_, beta_, s)}, {0}};
+}
+
+// ---- Inverse: d(A^-1) = -A^-1 dA A^-1 ----
+std::vector<array> Inverse::vjp(const std::vector<array>&,
+                                const std::vector<array>& cotangents,
+                                const std::vector<int>&,
+                                const std::vector<array>& outputs) {
+  StreamOrDevice s = stream();
+  auto yt = mT(outputs[0], s);
+  return {negative(matmul(yt, matmul(cotangents[0], yt, s), s), s)};
+}
+
+std::vector<array> Inverse::jvp(const std::vector<array>& primals,
+                                const std::vector<array>& tangents,
+                                const std::vector<int>&) {
+  StreamOrDevice s = stream();
+  auto y = linalg::inv(primals[0], s);
+  return {negative(matmul(y, matmul(tangents[0], y, s), s), s)};
+}
+
+std::pair<std::vector<array>, std::vector<int>> Inverse::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  StreamOrDevice s = stream();
+  return {{linalg::inv(batch_first(inputs[0], axes[0], s), s)}, {0}};
+}
+
+// ---- Solve: x = A^-1 b, so db = A^-T dx and dA = -db x^T ----
+std::vector<array> Solve::vjp(const std::vector<array>& primals,
+                              const std::vector<array>& cotangents,
+                              const std::vector<int>& argnums,
+                              const std::vector<array>& outputs) {
+  StreamOrDevice s = stream();
+  auto gb = linalg::solve(mT(primals[0], s), cotangents[0], s);
+  std::vector<array> out;
+  for (int i : argnums) {
+    out.push_back(i == 0 ? negative(matmul(gb, mT(outputs[0], s), s), s) : gb);
+  }
+  return out;
+}
+
+std::vector<array> Solve::jvp(const std::vector<array>& primals,
+                              const std::vector<array>& tangents,
+                              const std::vector<int>& argnums) {
+  // dx = A^-1 (db - dA x)
+  StreamOrDevice s = stream();
+  const array& a = primals[0];
+  std::optional<array> rhs;
+  for (size_t k = 0; k < argnums.size(); ++k) {
+    if (argnums[k] == 1) {
+      rhs = rhs ? add(*rhs, tangents[k], s) : tangents[k];
+    } else {
+      auto x = linalg::solve(a, primals[1], s);
+      auto term = negative(matmul(tangents[k], x, s), s);
+      rhs = rhs ? add(*rhs, term, s) : term;
+    }
+  }
+  return {linalg::solve(a, *rhs, s)};
+}
+
+std::pair<std::vector<array>, std::vector<int>> Solve::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  // b is at least 2-d here, so solve never takes it for a single vector.
+  StreamOrDevice s = stream();
+  auto a = batch_first(inputs[0], axes[0], s);
+  auto b = batch_first(inputs[1], axes[1], s);
+  return {{linalg::solve(a, b, s)}, {0}};
+}
+
+} // namespace kiln

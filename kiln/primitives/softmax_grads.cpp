@@ -1,0 +1,47 @@
+// Transformation rules of Softmax (over the last axis). With y = softmax(x),
+// dy = y * (dx - sum(dx * y)): the Jacobian is symmetric, so the vjp and the
+// jvp share one expression.
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/reduction.h"
+#include "kiln/ops/shape.h"
+#include "kiln/primitives/softmax.h"
+
+namespace kiln {
+
+namespace {
+
+array softmax_product(const array& y, const array& v, Stream s) {
+  auto dot = sum(multiply(v, y, s), -1, true, s);
+  return multiply(y, subtract(v, dot, s), s);
+}
+
+} // namespace
+
+std::vector<array> Softmax::vjp(const std::vector<array>&,
+                                const std::vector<array>& cotangents,
+                                const std::vector<int>&,
+                                const std::vector<array>& outputs) {
+  return {softmax_product(outputs[0], cotangents[0], stream())};
+}
+
+std::vector<array> Softmax::jvp(const std::vector<array>& primals,
+                                const std::vector<array>& tangents,
+                                const std::vector<int>&) {
+  array y(primals[0].shape(), primals[0].dtype(), shared_from_this(), primals);
+  return {softmax_product(y, tangents[0], stream())};
+}
+
+std::pair<std::vector<array>, std::vector<int>> Softmax::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  // The batch axis may stay where it is unless it is the normalized (last)
+  // one; then it moves first.
+  auto x = inputs[0];
+  int ax = axes[0];
+  if (ax == static_cast<int>(x.ndim()) - 1) {
+    x = moveaxis(x, ax, 0, stream());
+    ax = 0;
+  }
+  return {{array(x.shape(), x.dtype(), shared_from_this(), {x})}, {ax}};
+}
+
+} // namespace kiln

@@ -1,0 +1,109 @@
+"""compile over pytrees, with captured state (``inputs=`` / ``outputs=``)."""
+
+import functools
+
+from . import core as _core
+from ._transforms import _Outputs, _is_array, _arrays_of
+from .utils import _flatten, _unflatten
+
+_CONSTANT_TYPES = (bool, int, float, str, type(None))
+
+
+def _state_accessors(container):
+    """(get, set) for one captured state container: the random state, or a
+    tree of arrays (list, dict, module) updated in place."""
+    if isinstance(container, _core.random.KeyState):
+        return (lambda: [container[0]], lambda v: container.__setitem__(0, v[0]))
+
+    def get():
+        return _arrays_of(container)
+
+    def set_(values):
+        _assign_arrays(container, iter(values))
+
+    return get, set_
+
+
+def _assign_arrays(t, it):
+    """Write the next arrays from ``it`` over the arrays in ``t``, in place."""
+    if isinstance(t, (list, dict)):
+        keys = range(len(t)) if isinstance(t, list) else list(t)
+        for k in keys:
+            if _is_array(t[k]):
+                t[k] = next(it)
+            else:
+                _assign_arrays(t[k], it)
+    elif isinstance(t, tuple):
+        for c in t:
+            if _is_array(c):
+                raise ValueError(
+                    "[compile] arrays in a tuple cannot be updated in place; "
+                    "use a list or dict as output state."
+                )
+            _assign_arrays(c, it)
+    elif isinstance(t, _core.random.KeyState):
+        t[0] = next(it)
+
+
+def _states(spec):
+    if spec is None:
+        return []
+    if isinstance(spec, _core.random.KeyState) or isinstance(spec, dict):
+        spec = [spec]
+    return [_state_accessors(c) for c in spec]
+
+
+def compile(fun, inputs=None, outputs=None, shapeless=False):
+    """``fun`` compiled: traced once per argument structure, dtypes and
+    shapes (ranks when ``shapeless``) and values of non-array arguments
+    (bool, int, float, str, None), then replayed. ``inputs`` and
+    ``outputs`` are state containers read before and written after each
+    call, such as ``kiln.core.random.state``."""
+    in_states, out_states = _states(inputs), _states(outputs)
+    cache = {}
+
+    @functools.wraps(fun)
+    def wrapper(*args, **kwargs):
+        if not _core._compile_enabled():
+            return fun(*args, **kwargs)
+        leaves, treedef = _flatten((args, kwargs))
+        consts = []
+        for x in leaves:
+            if _is_array(x):
+                consts.append(None)
+            elif isinstance(x, _CONSTANT_TYPES):
+                consts.append((type(x), x))
+            else:
+                raise TypeError(
+                    "[compile] arguments must be arrays, pytrees of arrays, or "
+                    "bool, int, float, str or None; got a "
+                    f"{type(x).__name__}."
+                )
+        key = (treedef, tuple(consts))
+        entry = cache.get(key)
+        if entry is None:
+            outs_rec = _Outputs("compile")
+            # The cached trace keeps only the constants, not this call's arrays.
+            in_consts = [None if c is None else c[1] for c in consts]
+            in_slots = [c is None for c in consts]
+
+            def flat(arrays):
+                it = iter(arrays)
+                full = [next(it) if s else c for s, c in zip(in_slots, in_consts)]
+                a, kw = _unflatten(treedef, full)
+                arrays_out = outs_rec.flatten(fun(*a, **kw))
+                for x in outs_rec.consts:
+                    if not isinstance(x, _CONSTANT_TYPES):
+                        raise ValueError(
+                            "[compile] the function must return arrays or "
+                            f"pytrees of arrays; got a {type(x).__name__}."
+                        )
+                return arrays_out
+
+            compiled = _core._compile_flat(flat, shapeless, in_states, out_states)
+            entry = cache[key] = (compiled, outs_rec)
+        compiled, outs_rec = entry
+        outs = compiled([x for x in leaves if _is_array(x)])
+        return outs_rec.rebuild(outs)
+
+    return wrapper

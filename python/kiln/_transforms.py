@@ -1,0 +1,366 @@
+"""Function transformations over pytrees: eval, grad, value_and_grad, vjp,
+jvp, vmap, compile, custom_function and checkpoint. Arguments are flattened
+with kiln.utils and the flat C++ transformations do the work."""
+
+import functools
+
+from . import core as _core
+from .utils import _flatten, _unflatten
+
+array = _core.array
+
+
+def _is_array(x):
+    return isinstance(x, array)
+
+
+def _arrays_of(tree):
+    return [x for x in _flatten(tree)[0] if _is_array(x)]
+
+
+def eval(*args):
+    """Evaluate the arrays in the given pytrees (other leaves are
+    ignored)."""
+    _core._eval(_arrays_of(args))
+
+
+def async_eval(*args):
+    """Start evaluating the arrays in the given pytrees in the background."""
+    _core._async_eval(_arrays_of(args))
+
+
+class _Outputs:
+    """Records the pytree a traced function returned, to rebuild it from the
+    flat arrays the C++ transformation hands back."""
+
+    def __init__(self, what):
+        self.what = what
+        self.treedef = None
+        # Non-array leaves, with None where an array goes: traced arrays are
+        # not kept alive by the record.
+        self.consts = None
+        self.slots = None
+
+    def flatten(self, out):
+        leaves, self.treedef = _flatten(out)
+        self.slots = [_is_array(x) for x in leaves]
+        self.consts = [None if s else x for s, x in zip(self.slots, leaves)]
+        return [x for x in leaves if _is_array(x)]
+
+    def rebuild(self, arrays):
+        it = iter(arrays)
+        leaves = [next(it) if s else c for s, c in zip(self.slots, self.consts)]
+        return _unflatten(self.treedef, leaves)
+
+
+def _check_all_arrays(leaves, what):
+    for x in leaves:
+        if not _is_array(x):
+            raise ValueError(
+                f"[{what}] the differentiated arguments must hold only arrays; "
+                f"got a leaf of type {type(x).__name__}."
+            )
+
+
+def _normalize_argnums(argnums, argnames, what):
+    if isinstance(argnames, str):
+        argnames = [argnames]
+    argnames = list(argnames)
+    if argnums is None:
+        argnums = [] if argnames else 0
+    single = isinstance(argnums, int)
+    nums = [argnums] if single else list(argnums)
+    for n in nums:
+        if not isinstance(n, int):
+            raise TypeError(f"[{what}] argnums must be ints, got {n!r}.")
+    if len(set(nums)) != len(nums):
+        raise ValueError(f"[{what}] argnums has duplicates: {nums}.")
+    if not nums and not argnames:
+        raise ValueError(f"[{what}] no arguments to differentiate.")
+    return nums, argnames, single
+
+
+def value_and_grad(fun, argnums=None, argnames=[]):
+    """A function returning ``(fun(*args), gradient)``; the gradient is of
+    fun's first output (a scalar array) with respect to the arguments in
+    ``argnums`` (default 0) and the keyword arguments in ``argnames``."""
+    nums, names, single = _normalize_argnums(argnums, argnames, "value_and_grad")
+
+    @functools.wraps(fun)
+    def wrapper(*args, **kwargs):
+        nargs = len(args)
+        pos = [n + nargs if n < 0 else n for n in nums]
+        for n in pos:
+            if n < 0 or n >= nargs:
+                raise ValueError(
+                    f"[value_and_grad] argnums {nums} asks for argument {n} "
+                    f"but the function got {nargs} positional arguments."
+                )
+        for k in names:
+            if k not in kwargs:
+                raise ValueError(
+                    f"[value_and_grad] argname '{k}' was not passed as a "
+                    "keyword argument."
+                )
+        targets = [args[n] for n in pos] + [kwargs[k] for k in names]
+        leaves, treedef = _flatten(targets)
+        _check_all_arrays(leaves, "value_and_grad")
+        outputs = _Outputs("value_and_grad")
+
+        def flat(primals):
+            new = _unflatten(treedef, primals)
+            a, kw = list(args), dict(kwargs)
+            for i, n in enumerate(pos):
+                a[n] = new[i]
+            for j, k in enumerate(names):
+                kw[k] = new[len(pos) + j]
+            out = fun(*a, **kw)
+            arrays = outputs.flatten(out)
+            if not outputs.slots or not outputs.slots[0]:
+                raise ValueError(
+                    "[value_and_grad] the function must return a scalar array "
+                    "or a tuple whose first element is a scalar array."
+                )
+            return arrays
+
+        outs, grads = _core._value_and_grad_flat(flat, leaves, list(range(len(leaves))))
+        value = outputs.rebuild(outs)
+        gtrees = _unflatten(treedef, grads)
+        pos_grads = gtrees[: len(pos)]
+        if single:
+            pos_grads = pos_grads[0]
+        else:
+            pos_grads = tuple(pos_grads)
+        if names:
+            kw_grads = {k: gtrees[len(pos) + j] for j, k in enumerate(names)}
+            if not nums:
+                pos_grads = None
+            return value, (pos_grads, kw_grads)
+        return value, pos_grads
+
+    return wrapper
+
+
+def grad(fun, argnums=None, argnames=[]):
+    """A function returning the gradient of ``fun`` (see value_and_grad)."""
+    vg = value_and_grad(fun, argnums, argnames)
+
+    @functools.wraps(fun)
+    def wrapper(*args, **kwargs):
+        return vg(*args, **kwargs)[1]
+
+    return wrapper
+
+
+def _flat_call(fun, args_def, outputs):
+    def flat(arrays):
+        out = fun(*_unflatten(args_def, arrays))
+        return outputs.flatten(out)
+
+    return flat
+
+
+def vjp(fun, primals, cotangents):
+    """``(fun(*primals), vjps)``: the cotangents of the primals for the
+    given cotangents of the outputs (lists of arrays)."""
+    leaves, treedef = _flatten(list(primals))
+    _check_all_arrays(leaves, "vjp")
+    outputs = _Outputs("vjp")
+    cots = _flatten(
+        list(cotangents) if isinstance(cotangents, (list, tuple)) else [cotangents]
+    )[0]
+    _check_all_arrays(cots, "vjp")
+    outs, vjps = _core._vjp_flat(_flat_call(fun, treedef, outputs), leaves, cots)
+    return _as_list(outputs.rebuild(outs)), _unflatten(treedef, vjps)
+
+
+def jvp(fun, primals, tangents):
+    """``(fun(*primals), jvps)``: the tangents of the outputs for the given
+    tangents of the primals (lists of arrays)."""
+    leaves, treedef = _flatten(list(primals))
+    _check_all_arrays(leaves, "jvp")
+    tans = _flatten(list(tangents))[0]
+    _check_all_arrays(tans, "jvp")
+    outputs = _Outputs("jvp")
+    outs, jvps = _core._jvp_flat(_flat_call(fun, treedef, outputs), leaves, tans)
+    return _as_list(outputs.rebuild(outs)), _as_list(outputs.rebuild(jvps))
+
+
+def _as_list(x):
+    if isinstance(x, list):
+        return x
+    if isinstance(x, tuple):
+        return list(x)
+    return [x]
+
+
+def _prefix_leaves(prefix, tree, what):
+    """One value of ``prefix`` per leaf of ``tree``, where prefix is a leaf
+    (applied to the whole subtree) or a container matching tree's."""
+    if prefix is None or isinstance(prefix, int):
+        return [prefix] * len(_flatten(tree)[0])
+    if isinstance(prefix, (list, tuple)) and isinstance(tree, (list, tuple)):
+        if len(prefix) != len(tree):
+            raise ValueError(
+                f"[vmap] {what} has {len(prefix)} entries for {len(tree)} " "values."
+            )
+        return [v for p, t in zip(prefix, tree) for v in _prefix_leaves(p, t, what)]
+    if isinstance(prefix, dict) and isinstance(tree, dict):
+        out = []
+        for k in tree:
+            if k not in prefix:
+                raise ValueError(f"[vmap] {what} has no entry for key '{k}'.")
+            out += _prefix_leaves(prefix[k], tree[k], what)
+        return out
+    raise ValueError(
+        f"[vmap] {what} must be an int, None, or a tree matching the "
+        f"arguments; got {type(prefix).__name__}."
+    )
+
+
+def vmap(fun, in_axes=0, out_axes=0):
+    """``fun`` mapped over an axis of its inputs: ``in_axes`` and
+    ``out_axes`` are ints, None (not mapped) or trees matching the
+    arguments / outputs."""
+
+    @functools.wraps(fun)
+    def wrapper(*args):
+        ia = in_axes
+        if isinstance(ia, list) and len(args) == 1 and len(ia) != 1:
+            ia = (ia,)
+        if isinstance(ia, (list, tuple)) and not isinstance(ia, tuple):
+            ia = tuple(ia)
+        axes = _prefix_leaves(ia, args, "in_axes")
+        leaves, treedef = _flatten(args)
+        arrays, flat_axes, slots = [], [], []
+        for leaf, ax in zip(leaves, axes):
+            if _is_array(leaf):
+                if ax is not None and ax < 0:
+                    ax += leaf.ndim
+                arrays.append(leaf)
+                flat_axes.append(-1 if ax is None else ax)
+                slots.append(True)
+            else:
+                if ax is not None:
+                    raise ValueError(
+                        "[vmap] only array arguments can be mapped; got an "
+                        f"axis for a {type(leaf).__name__}."
+                    )
+                slots.append(False)
+        if arrays and all(a == -1 for a in flat_axes):
+            raise ValueError("[vmap] at least one argument must be mapped.")
+        outputs = _Outputs("vmap")
+
+        def flat(batched):
+            it = iter(batched)
+            full = [next(it) if s else x for s, x in zip(slots, leaves)]
+            return outputs.flatten(fun(*_unflatten(treedef, full)))
+
+        outs = _core._vmap_flat(flat, arrays, flat_axes)
+        tree = outputs.rebuild(outs)
+        oaxes = _prefix_leaves(out_axes, tree, "out_axes")
+        oleaves, odef = _flatten(tree)
+        moved = []
+        for leaf, ax in zip(oleaves, oaxes):
+            if _is_array(leaf) and ax is not None and ax != 0:
+                leaf = _core.moveaxis(leaf, 0, ax)
+            elif _is_array(leaf) and ax is None:
+                leaf = leaf[0]
+            moved.append(leaf)
+        return _unflatten(odef, moved)
+
+    return wrapper
+
+
+def checkpoint(fun):
+    """``fun`` whose intermediates are recomputed in the backward pass
+    instead of being kept alive."""
+
+    @functools.wraps(fun)
+    def wrapper(*args):
+        leaves, treedef = _flatten(args)
+        slots = [_is_array(x) for x in leaves]
+        outputs = _Outputs("checkpoint")
+
+        def flat(arrays):
+            it = iter(arrays)
+            full = [next(it) if s else x for s, x in zip(slots, leaves)]
+            return outputs.flatten(fun(*_unflatten(treedef, full)))
+
+        outs = _core._checkpoint_flat(flat, [x for x in leaves if _is_array(x)])
+        return outputs.rebuild(outs)
+
+    return wrapper
+
+
+class custom_function:
+    """A function with user-defined transformation rules, set with the
+    decorators ``.vjp``, ``.jvp`` and ``.vmap``:
+
+    - vjp(primals, cotangents, outputs) -> one cotangent per primal
+    - jvp(primals, tangents) -> the outputs' tangents
+    - vmap(inputs, axes) -> (outputs, output axes)
+
+    Absent rules fall back to transforming the function itself."""
+
+    def __init__(self, fun):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self._vjp = self._jvp = self._vmap = None
+
+    def vjp(self, f):
+        self._vjp = f
+        return self
+
+    def jvp(self, f):
+        self._jvp = f
+        return self
+
+    def vmap(self, f):
+        self._vmap = f
+        return self
+
+    def __call__(self, *args):
+        leaves, treedef = _flatten(args)
+        _check_all_arrays(leaves, "custom_function")
+        outputs = _Outputs("custom_function")
+
+        def flat(arrays):
+            return outputs.flatten(self.fun(*_unflatten(treedef, arrays)))
+
+        def rules_out(x):
+            return x[0] if isinstance(x, tuple) and len(x) == 1 else x
+
+        def flat_vjp(primals, cotangents, outs):
+            p = _unflatten(treedef, primals)
+            g = self._vjp(
+                p,
+                rules_out(outputs.rebuild(cotangents)),
+                rules_out(outputs.rebuild(outs)),
+            )
+            if len(p) == 1 and not isinstance(g, (tuple, list)):
+                g = (g,)
+            return _flatten(list(g))[0]
+
+        def flat_jvp(primals, tangents, argnums):
+            full = [_core.zeros_like(p) for p in primals]
+            for t, n in zip(tangents, argnums):
+                full[n] = t
+            r = self._jvp(_unflatten(treedef, primals), _unflatten(treedef, full))
+            return _flatten(r)[0]
+
+        def flat_vmap(inputs, axes):
+            ax = [None if a < 0 else a for a in axes]
+            out, oax = self._vmap(_unflatten(treedef, inputs), _unflatten(treedef, ax))
+            o = _flatten(out)[0]
+            oa = _prefix_leaves(oax, out, "out_axes")
+            return o, [-1 if a is None else a for a in oa]
+
+        outs = _core._custom_function_flat(
+            flat,
+            flat_vjp if self._vjp else None,
+            flat_jvp if self._jvp else None,
+            flat_vmap if self._vmap else None,
+            leaves,
+        )
+        return outputs.rebuild(outs)

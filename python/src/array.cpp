@@ -1,0 +1,196 @@
+// The array class: construction, properties, conversions and operators.
+#include <sstream>
+
+#include "kiln_py.h"
+
+namespace kiln::py {
+
+namespace {
+
+nb::tuple shape_tuple(const array& a) {
+  nb::list l;
+  for (auto d : a.shape()) l.append(d);
+  return nb::tuple(l);
+}
+
+// Binary operators return NotImplemented for operands no array can be made
+// of, so that Python can try the other side or raise its TypeError.
+bool convertible(nb::handle o) {
+  return nb::isinstance<array>(o) || is_python_scalar(o) ||
+         PyList_Check(o.ptr()) || PyTuple_Check(o.ptr()) ||
+         nb::hasattr(o, "__array__");
+}
+
+using BinFn = array (*)(const array&, const array&, StreamOrDevice);
+
+template <BinFn F>
+nb::object binop(nb::handle a, nb::handle b) {
+  if (!convertible(b)) return nb::borrow(Py_NotImplemented);
+  auto [x, y] = to_arrays(a, b);
+  return nb::cast(F(x, y, {}));
+}
+
+template <BinFn F>
+nb::object rbinop(nb::handle a, nb::handle b) {
+  if (!convertible(b)) return nb::borrow(Py_NotImplemented);
+  auto [x, y] = to_arrays(b, a);
+  return nb::cast(F(x, y, {}));
+}
+
+// In-place operators rebind the Python array to the result (as MLX does):
+// other Python references to the same object see the new value.
+template <BinFn F>
+nb::object ibinop(nb::handle a, nb::handle b) {
+  if (!convertible(b)) return nb::borrow(Py_NotImplemented);
+  auto [x, y] = to_arrays(a, b);
+  array r = F(x, y, {});
+  if (r.dtype() != x.dtype()) {
+    r = astype(r, x.dtype());
+  }
+  nb::cast<array&>(a) = r;
+  return nb::borrow(a);
+}
+
+array true_divide(const array& a, const array& b, StreamOrDevice s) {
+  return divide(a, b, s);
+}
+
+array and_op(const array& a, const array& b, StreamOrDevice s) {
+  return bitwise_and(a, b, s);
+}
+array or_op(const array& a, const array& b, StreamOrDevice s) {
+  return bitwise_or(a, b, s);
+}
+array xor_op(const array& a, const array& b, StreamOrDevice s) {
+  return bitwise_xor(a, b, s);
+}
+array lshift_op(const array& a, const array& b, StreamOrDevice s) {
+  return left_shift(a, b, s);
+}
+array rshift_op(const array& a, const array& b, StreamOrDevice s) {
+  return right_shift(a, b, s);
+}
+
+std::string repr(const array& a) {
+  eval_released({a});
+  std::ostringstream os;
+  os << a;
+  return os.str();
+}
+
+} // namespace
+
+void init_array(nb::module_& m) {
+  auto cls = nb::class_<array>(m, "array", nb::type_slots(array_buffer_slots()),
+                               "A lazy n-dimensional array.");
+  cls.def(
+         "__init__",
+         [](array* self, nb::handle val, std::optional<Dtype> dtype) {
+           new (self) array(to_array(val, dtype));
+         },
+         "val"_a, "dtype"_a = nb::none(),
+         "An array from a scalar, a nested list, a NumPy array or an array.")
+      .def_prop_ro("shape", &shape_tuple, "The shape, a tuple of ints.")
+      .def_prop_ro("dtype", &array::dtype, "The element type.")
+      .def_prop_ro("ndim", &array::ndim, "Number of dimensions.")
+      .def_prop_ro("size", &array::size, "Number of elements.")
+      .def_prop_ro("nbytes", &array::nbytes, "Bytes of the elements.")
+      .def_prop_ro("itemsize", &array::itemsize, "Bytes of one element.")
+      .def_prop_ro(
+          "T", [](const array& a) { return transpose(a); },
+          "The array with its axes reversed.")
+      .def(
+          "astype",
+          [](const array& a, Dtype d, const StreamArg& s) {
+            return astype(a, d, to_sod(s));
+          },
+          "dtype"_a, "stream"_a = nb::none(), "The array cast to dtype.")
+      .def("item", &item, "The value of a one-element array, a Python scalar.")
+      .def("tolist", &tolist, "The values as nested Python lists.")
+      .def("__repr__", &repr)
+      .def("__len__",
+           [](const array& a) {
+             if (a.ndim() == 0) throw nb::type_error("len() of a 0-d array");
+             return a.shape(0);
+           })
+      .def("__iter__",
+           [](const array& a) {
+             if (a.ndim() == 0)
+               throw nb::type_error("iteration over a 0-d array");
+             nb::list parts;
+             for (int i = 0; i < a.shape(0); ++i) parts.append(take(a, i, 0));
+             return nb::iter(parts);
+           })
+      .def("__bool__",
+           [](const array& a) {
+             if (a.size() != 1) {
+               throw nb::value_error(
+                   "The truth value of an array with more than one element is "
+                   "ambiguous.");
+             }
+             return nb::cast<bool>(nb::bool_(item(a)));
+           })
+      .def("__int__", [](const array& a) { return nb::int_(item(a)); })
+      .def("__float__", [](const array& a) { return nb::float_(item(a)); })
+      .def("__hash__", [](const array& a) { return a.id(); })
+      .def("__copy__", [](const array& a) { return array(a); })
+      .def(
+          "__deepcopy__", [](const array& a, nb::handle) { return array(a); },
+          "memo"_a)
+      .def("__add__", &binop<add>)
+      .def("__radd__", &rbinop<add>)
+      .def("__iadd__", &ibinop<add>)
+      .def("__sub__", &binop<subtract>)
+      .def("__rsub__", &rbinop<subtract>)
+      .def("__isub__", &ibinop<subtract>)
+      .def("__mul__", &binop<multiply>)
+      .def("__rmul__", &rbinop<multiply>)
+      .def("__imul__", &ibinop<multiply>)
+      .def("__truediv__", &binop<true_divide>)
+      .def("__rtruediv__", &rbinop<true_divide>)
+      .def("__itruediv__", &ibinop<true_divide>)
+      .def("__floordiv__", &binop<floor_divide>)
+      .def("__rfloordiv__", &rbinop<floor_divide>)
+      .def("__ifloordiv__", &ibinop<floor_divide>)
+      .def("__mod__", &binop<remainder>)
+      .def("__rmod__", &rbinop<remainder>)
+      .def("__imod__", &ibinop<remainder>)
+      .def("__pow__", &binop<power>)
+      .def("__rpow__", &rbinop<power>)
+      .def("__ipow__", &ibinop<power>)
+      .def("__matmul__", &binop<matmul>)
+      .def("__rmatmul__", &rbinop<matmul>)
+      .def("__imatmul__", &ibinop<matmul>)
+      .def("__and__", &binop<and_op>)
+      .def("__rand__", &rbinop<and_op>)
+      .def("__iand__", &ibinop<and_op>)
+      .def("__or__", &binop<or_op>)
+      .def("__ror__", &rbinop<or_op>)
+      .def("__ior__", &ibinop<or_op>)
+      .def("__xor__", &binop<xor_op>)
+      .def("__rxor__", &rbinop<xor_op>)
+      .def("__ixor__", &ibinop<xor_op>)
+      .def("__lshift__", &binop<lshift_op>)
+      .def("__rlshift__", &rbinop<lshift_op>)
+      .def("__ilshift__", &ibinop<lshift_op>)
+      .def("__rshift__", &binop<rshift_op>)
+      .def("__rrshift__", &rbinop<rshift_op>)
+      .def("__irshift__", &ibinop<rshift_op>)
+      .def("__eq__", &binop<equal>)
+      .def("__ne__", &binop<not_equal>)
+      .def("__lt__", &binop<less>)
+      .def("__le__", &binop<less_equal>)
+      .def("__gt__", &binop<greater>)
+      .def("__ge__", &binop<greater_equal>)
+      .def("__neg__", [](const array& a) { return negative(a); })
+      .def("__pos__", [](const array& a) { return a; })
+      .def("__abs__", [](const array& a) { return abs(a); })
+      .def("__invert__", [](const array& a) {
+        return a.dtype() == bool_ ? logical_not(a) : bitwise_invert(a);
+      });
+  init_numpy(cls);
+  init_indexing(cls);
+  init_array_methods(m, cls);
+}
+
+} // namespace kiln::py

@@ -1,0 +1,78 @@
+// Matrix products, tensor contractions and einsum.
+#include "kiln_py.h"
+
+namespace kiln::py {
+
+namespace {
+
+using IntOrInts = std::variant<int, std::vector<int>>;
+
+std::vector<int> as_list(const IntOrInts& v) {
+  if (auto* i = std::get_if<int>(&v)) return {*i};
+  return std::get<std::vector<int>>(v);
+}
+
+} // namespace
+
+void init_ops_matmul(nb::module_& m) {
+  m.def(
+      "matmul",
+      [](ArrayLike a, ArrayLike b, const StreamArg& s) {
+        auto [x, y] = to_arrays(a, b);
+        return matmul(x, y, to_sod(s));
+      },
+      "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "Matrix product with NumPy's rules for 1-d and batched operands.");
+  m.def(
+      "addmm",
+      [](ArrayLike c, ArrayLike a, ArrayLike b, float alpha, float beta,
+         const StreamArg& s) {
+        return addmm(to_array(c), to_array(a), to_array(b), alpha, beta,
+                     to_sod(s));
+      },
+      "c"_a, "a"_a, "b"_a, "alpha"_a = 1.0f, "beta"_a = 1.0f, nb::kw_only(),
+      "stream"_a = nb::none(), "alpha * (a @ b) + beta * c.");
+  m.def(
+      "inner",
+      [](ArrayLike a, ArrayLike b, const StreamArg& s) {
+        auto [x, y] = to_arrays(a, b);
+        return inner(x, y, to_sod(s));
+      },
+      "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "Sum product over the last axes.");
+  m.def(
+      "outer",
+      [](ArrayLike a, ArrayLike b, const StreamArg& s) {
+        auto [x, y] = to_arrays(a, b);
+        return outer(x, y, to_sod(s));
+      },
+      "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "Outer product of the flattened arrays.");
+  m.def(
+      "tensordot",
+      [](ArrayLike a, ArrayLike b, nb::handle axes, const StreamArg& s) {
+        auto [x, y] = to_arrays(a, b);
+        if (PyLong_Check(axes.ptr())) {
+          return tensordot(x, y, cast_arg<int>(axes, "tensordot", "axes"),
+                           to_sod(s));
+        }
+        auto pair = cast_arg<std::pair<IntOrInts, IntOrInts>>(axes, "tensordot",
+                                                              "axes");
+        return tensordot(x, y, as_list(pair.first), as_list(pair.second),
+                         to_sod(s));
+      },
+      "a"_a, "b"_a, "axes"_a = 2, nb::kw_only(), "stream"_a = nb::none(),
+      "Contract the last axes of a with the first of b, or the given "
+      "pairs of axes.");
+  m.def(
+      "einsum",
+      [](const std::string& subscripts, nb::args operands, const StreamArg& s) {
+        std::vector<array> ops;
+        for (nb::handle h : operands) ops.push_back(to_array(h));
+        return einsum(subscripts, ops, to_sod(s));
+      },
+      "subscripts"_a, "operands"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "Einstein summation.");
+}
+
+} // namespace kiln::py

@@ -1,0 +1,42 @@
+import numpy as np
+import pytest
+
+import kiln.core as kc
+
+try:
+    import mlx.core as mx  # optional peer, used as a reference when present
+except ImportError:  # pragma: no cover
+    mx = None
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+def rand(rng, shape, dtype=np.float32, lo=-2.0, hi=2.0):
+    """Random values, never all zero."""
+    if np.issubdtype(dtype, np.integer):
+        lo_i = max(int(lo), np.iinfo(dtype).min)
+        x = rng.integers(lo_i, int(hi) + 5, size=shape).astype(dtype)
+        if x.size:
+            x.flat[0] = 3
+        return x
+    if dtype == np.bool_:
+        x = rng.random(shape) > 0.5
+        if x.size:
+            x.flat[0] = True
+        return x
+    return rng.uniform(lo, hi, size=shape).astype(dtype)
+
+
+def check(got, want, rtol=1e-5, atol=1e-6):
+    got = np.asarray(got)
+    want = np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    np.testing.assert_allclose(
+        got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol
+    )
+
+
+needs_mlx = pytest.mark.skipif(mx is None, reason="mlx is not installed")

@@ -1,0 +1,215 @@
+import numpy as np
+import pytest
+
+import kiln.core as kc
+from conftest import check, mx, needs_mlx, rand
+
+NP_DTYPES = [
+    (np.bool_, kc.bool_),
+    (np.uint8, kc.uint8),
+    (np.uint16, kc.uint16),
+    (np.uint32, kc.uint32),
+    (np.uint64, kc.uint64),
+    (np.int8, kc.int8),
+    (np.int16, kc.int16),
+    (np.int32, kc.int32),
+    (np.int64, kc.int64),
+    (np.float16, kc.float16),
+    (np.float32, kc.float32),
+    (np.complex64, kc.complex64),
+]
+
+
+def test_scalars_default_dtypes():
+    assert kc.array(True).dtype == kc.bool_
+    assert kc.array(3).dtype == kc.int32
+    assert kc.array(2**40).dtype == kc.int64
+    assert kc.array(1.5).dtype == kc.float32
+    assert kc.array(1 + 2j).dtype == kc.complex64
+    assert kc.array(3).item() == 3 and isinstance(kc.array(3).item(), int)
+    assert kc.array(2**40).item() == 2**40
+    assert kc.array(True).item() is True
+    assert kc.array(1.5).item() == 1.5
+    assert kc.array(1 + 2j).item() == 1 + 2j
+    assert kc.array(7, kc.float16).dtype == kc.float16
+
+
+def test_nested_lists():
+    a = kc.array([[1, 2, 3], [4, 5, 6]])
+    assert a.shape == (2, 3) and a.dtype == kc.int32 and a.ndim == 2
+    assert a.tolist() == [[1, 2, 3], [4, 5, 6]]
+    assert kc.array([1, 2.5]).dtype == kc.float32
+    assert kc.array([True, False]).dtype == kc.bool_
+    assert kc.array([True, 2]).dtype == kc.int32
+    assert kc.array([1, 1j]).dtype == kc.complex64
+    assert kc.array((1, 2)).tolist() == [1, 2]
+    assert kc.array([]).shape == (0,)
+    assert kc.array([[], []]).shape == (2, 0)
+    assert kc.array([[1, 2]], dtype=kc.float64).dtype == kc.float64
+    assert kc.array([np.float32(1.5), 2]).tolist() == [1.5, 2.0]
+
+
+def test_list_of_arrays_stacks():
+    a = kc.array([kc.array([1, 2]), kc.array([3, 4])])
+    assert a.shape == (2, 2)
+    assert a.tolist() == [[1, 2], [3, 4]]
+
+
+@pytest.mark.parametrize("np_dtype,kc_dtype", NP_DTYPES)
+def test_numpy_roundtrip_every_dtype(rng, np_dtype, kc_dtype):
+    x = rand(rng, (3, 4), np_dtype)
+    if np_dtype == np.complex64:
+        x = x + 1j * rand(rng, (3, 4), np.float32)
+    a = kc.array(x)
+    assert a.dtype == kc_dtype
+    assert a.shape == (3, 4)
+    y = np.array(a)
+    assert y.dtype == np_dtype
+    np.testing.assert_array_equal(y, x)
+    assert a.tolist() == x.tolist()
+
+
+def test_numpy_float64_defaults_to_float32_as_mlx():
+    x = np.array([1.0, 2.0])
+    assert kc.array(x).dtype == kc.float32
+    b = kc.array(np.array([1e300]), dtype=kc.float64)
+    assert b.dtype == kc.float64 and np.array(b)[0] == 1e300
+    assert kc.array(np.array([1 + 2j])).dtype == kc.complex64
+
+
+def test_numpy_other_dtypes():
+    a = kc.array(np.array([1.5], np.longdouble))
+    assert a.dtype == kc.float32 and a.item() == 1.5
+    assert kc.array(np.array([1.5], np.longdouble), kc.float64).dtype == kc.float64
+    assert kc.array(np.array([1 + 2j], np.clongdouble)).item() == 1 + 2j
+    assert kc.array(np.int64(3)).dtype == kc.int64
+    assert kc.array(np.float32(2.5)).item() == 2.5
+    for bad in [
+        np.array(["a"]),
+        np.array([np.datetime64("2020-01-01")]),
+        np.array([b"x"]),
+        np.array([object()]),
+    ]:
+        with pytest.raises(TypeError, match="array"):
+            kc.array(bad)
+
+
+def test_numpy_noncontiguous_input(rng):
+    x = rand(rng, (4, 6))
+    check(kc.array(x.T), x.T)
+    check(kc.array(x[::2, ::-3]), x[::2, ::-3])
+
+
+def test_zero_copy_to_numpy(rng):
+    a = kc.array(rand(rng, (3, 5)))
+    y = np.asarray(a)
+    z = np.asarray(a)
+    assert np.shares_memory(y, z)
+    mv = memoryview(a)
+    assert mv.shape == (3, 5) and mv.format == "f"
+
+
+def test_numpy_of_views(rng):
+    x = rand(rng, (4, 5))
+    a = kc.array(x)
+    np.testing.assert_array_equal(np.array(a.T), x.T)
+    np.testing.assert_array_equal(np.array(a[1:3, ::-2]), x[1:3, ::-2])
+    np.testing.assert_array_equal(
+        np.array(kc.broadcast_to(kc.array(x[0]), (3, 5))),
+        np.broadcast_to(x[0], (3, 5)),
+    )
+
+
+def test_bfloat16_to_numpy_raises_clear_error():
+    a = kc.array([1.0, 2.0], kc.bfloat16)
+    with pytest.raises(ValueError, match="cast"):
+        np.array(a)
+    with pytest.raises(ValueError, match="bfloat16"):
+        memoryview(a)
+    np.testing.assert_array_equal(np.array(a.astype(kc.float32)), [1.0, 2.0])
+    assert a.tolist() == [1.0, 2.0]
+
+
+def test_properties(rng):
+    a = kc.array(rand(rng, (2, 3, 4)))
+    assert a.size == 24 and a.ndim == 3 and a.itemsize == 4
+    assert a.nbytes == 96 and a.T.shape == (4, 3, 2)
+    assert len(a) == 2
+    assert a.astype(kc.int16).dtype == kc.int16
+    assert [x.shape for x in a] == [(3, 4), (3, 4)]
+    assert a.mT.shape == (2, 4, 3)
+    with pytest.raises(TypeError):
+        len(kc.array(1.0))
+
+
+def test_item_and_conversions():
+    assert float(kc.array(2.5)) == 2.5
+    assert int(kc.array(7)) == 7
+    assert bool(kc.array([True]))
+    with pytest.raises(ValueError):
+        bool(kc.array([1, 2]))
+    with pytest.raises(ValueError):
+        kc.array([1, 2]).item()
+    assert isinstance(kc.array(1.0, kc.float16).item(), float)
+
+
+def test_repr():
+    assert "array" in repr(kc.array([1, 2]))
+    assert repr(kc.float32) == "kiln.core.float32"
+
+
+def test_methods(rng):
+    x = rand(rng, (3, 4))
+    a = kc.array(x)
+    check(a.sum(), x.sum(), rtol=1e-5)
+    check(a.sum(axis=0), x.sum(0))
+    check(a.mean(1, keepdims=True), x.mean(1, keepdims=True))
+    check(a.max(), x.max())
+    check(a.reshape(2, 6), x.reshape(2, 6))
+    check(a.reshape((4, 3)), x.reshape(4, 3))
+    check(a.transpose(1, 0), x.T)
+    check(a.transpose(), x.T)
+    check(a.square(), x**2)
+    check(a.abs().sqrt(), np.sqrt(np.abs(x)))
+    check(a.swapaxes(0, 1), x.T)
+    assert a.argmax().item() == int(x.argmax())
+    check(a.cumsum(1), np.cumsum(x, 1), rtol=1e-5)
+    assert len(a.split(2, axis=1)) == 2
+    check(a.var(), x.var(), rtol=1e-4)
+    check(a.flatten(), x.flatten())
+
+
+@needs_mlx
+def test_dtype_rules_match_mlx():
+    for d in ["int8", "uint8", "int32", "float16", "bfloat16", "float32", "bool_"]:
+        for s in [1, 1.5, True]:
+            kd = getattr(kc, d)
+            md = getattr(mx, d)
+            got = (kc.array([1], kd) + s).dtype
+            want = (mx.array([1], md) + s).dtype
+            assert str(got) == str(want).split(".")[-1], (d, s, got, want)
+
+
+def test_dtype_objects():
+    assert kc.float32.size == 4 and kc.complex64.size == 8
+    assert kc.float32 == kc.float32 and kc.float32 != kc.int32
+    assert kc.issubdtype(kc.float16, kc.floating)
+    assert kc.issubdtype(kc.int8, kc.signedinteger)
+    assert not kc.issubdtype(kc.uint8, kc.signedinteger)
+    assert kc.issubdtype(kc.floating, kc.inexact)
+    f = kc.finfo(kc.float16)
+    assert f.max == 65504.0 and f.min == -65504.0 and f.eps == 2.0**-10
+    assert kc.finfo(kc.float32).eps == np.finfo(np.float32).eps
+    i = kc.iinfo(kc.int8)
+    assert (i.min, i.max) == (-128, 127)
+    assert kc.iinfo(kc.uint64).max == 2**64 - 1
+    # Printed as MLX prints them.
+    assert (
+        repr(kc.finfo(kc.float32))
+        == "finfo(min=-3.40282e+38, max=3.40282e+38, dtype=float32)"
+    )
+    assert repr(kc.iinfo(kc.uint8)) == "iinfo(min=0, max=255, dtype=uint8)"
+    with pytest.raises(ValueError):
+        kc.finfo(kc.int32)
+    with pytest.raises(ValueError):
+        kc.iinfo(kc.float32)

@@ -1,0 +1,139 @@
+import numpy as np
+import pytest
+
+import kiln.core as kc
+from conftest import check, rand
+
+INDICES = [
+    0,
+    -1,
+    (1, 2),
+    slice(1, 3),
+    slice(None, None, -1),
+    slice(None, None, -2),
+    slice(3, 0, -1),
+    slice(-2, None),
+    (Ellipsis, 1),
+    (None, 0),
+    (slice(None), None, 2),
+    (1, Ellipsis, None),
+    (slice(None, None, 2), slice(1, None), 0),
+    np.array([0, 2, 1]),
+    [3, 0],
+    (np.array([[0, 1], [2, 3]]), 1),
+    (slice(None), np.array([0, 0, 4])),
+    (np.array([0, 1]), slice(None), np.array([1, 2])),
+    (np.array([0, 1]), np.array([2, 3])),
+    (slice(1, 3), np.array([1, 2]), None),
+    (Ellipsis, np.array([-1, 0])),
+    (None, np.array([1]), 2, slice(None)),
+    (0, slice(None), np.array([1, 0])),
+]
+
+
+@pytest.mark.parametrize("index", INDICES, ids=[repr(i) for i in INDICES])
+def test_getitem_matches_numpy(rng, index):
+    x = rand(rng, (4, 5, 6))
+    a = kc.array(x)
+    kidx = (
+        tuple(kc.array(i) if isinstance(i, np.ndarray) else i for i in index)
+        if isinstance(index, tuple)
+        else (kc.array(index) if isinstance(index, np.ndarray) else index)
+    )
+    check(a[kidx], x[index])
+    # and on a transposed view
+    x2 = rand(rng, (6, 5, 4))
+    xt, at = x2.T, kc.array(x2).T
+    check(at[kidx], xt[index])
+
+
+@pytest.mark.parametrize("index", INDICES, ids=[repr(i) for i in INDICES])
+def test_setitem_matches_numpy(rng, index):
+    x = rand(rng, (4, 5, 6))
+    a = kc.array(x)
+    kidx = (
+        tuple(kc.array(i) if isinstance(i, np.ndarray) else i for i in index)
+        if isinstance(index, tuple)
+        else (kc.array(index) if isinstance(index, np.ndarray) else index)
+    )
+    shape = x[index].shape
+    v = rand(rng, shape)
+    x[index] = v
+    a[kidx] = kc.array(v)
+    check(a, x)
+    x[index] = 2.5
+    a[kidx] = 2.5
+    check(a, x)
+
+
+def test_setitem_broadcast_and_dtype():
+    a = kc.zeros((3, 4), kc.int32)
+    a[1] = [1, 2, 3, 4]
+    a[:, 0] = 7
+    a[2, 1:3] = kc.array([[5, 6]])
+    assert a.tolist() == [[7, 0, 0, 0], [7, 2, 3, 4], [7, 5, 6, 0]]
+    assert a.dtype == kc.int32
+
+
+def test_out_of_range_int_raises_index_error():
+    a = kc.arange(10)
+    with pytest.raises(IndexError):
+        a[10]
+    with pytest.raises(IndexError):
+        a[-11]
+    with pytest.raises(IndexError):
+        a[0, 0]
+    with pytest.raises(IndexError):
+        a[..., ...]
+    b = kc.zeros((2, 3))
+    with pytest.raises(IndexError):
+        b[:, 3]
+    with pytest.raises(IndexError):
+        b[kc.array([0]), 5]
+    with pytest.raises(IndexError):
+        b[2] = 1.0
+    assert a[-10].item() == 0 and a[9].item() == 9
+
+
+def test_bad_index_types():
+    a = kc.arange(6)
+    with pytest.raises(IndexError):
+        a[1.5]
+    with pytest.raises(IndexError):
+        a["x"]
+    with pytest.raises(IndexError):
+        a[kc.array([1.0])]
+    with pytest.raises(IndexError):
+        a[kc.array([True, False, True, False, True, False])]
+
+
+def test_at_updates_accumulate():
+    a = kc.zeros((5,))
+    idx = kc.array([0, 1, 1, 3, 3, 3])
+    assert a.at[idx].add(1.0).tolist() == [1, 2, 0, 3, 0]
+    assert a.tolist() == [0.0] * 5  # functional
+    b = kc.ones((5,))
+    assert b.at[idx].subtract(1.0).tolist() == [0, -1, 1, -2, 1]
+    assert (b * 2).at[idx].multiply(2.0).tolist() == [4, 8, 2, 16, 2]
+    assert (b * 8).at[kc.array([2, 2])].divide(2.0).tolist() == [8, 8, 2, 8, 8]
+    c = kc.array([1.0, 5.0, 3.0])
+    assert c.at[kc.array([0, 0, 2])].maximum(kc.array([4.0, 2.0, 1.0])).tolist() == [
+        4,
+        5,
+        3,
+    ]
+    assert c.at[kc.array([1, 1])].minimum(kc.array([4.0, 2.0])).tolist() == [1, 2, 3]
+    assert c.at[1:].add(1.0).tolist() == [1, 6, 4]
+    m = kc.zeros((3, 4))
+    got = m.at[kc.array([0, 0, 2]), 1:3].add(1.0)
+    want = np.zeros((3, 4))
+    np.add.at(want, (np.array([0, 0, 2]), slice(1, 3)), 1.0)
+    check(got, want)
+
+
+def test_index_zero_size():
+    a = kc.zeros((0, 3))
+    assert a[:, 1].shape == (0,)
+    b = kc.arange(5)
+    assert b[3:1].shape == (0,)
+    assert b[kc.array([], kc.int32)].shape == (0,)

@@ -1,0 +1,294 @@
+import numpy as np
+import pytest
+
+import kiln.core as kc
+from conftest import check, rand
+
+UNARY = {
+    "abs": np.abs,
+    "negative": np.negative,
+    "square": np.square,
+    "exp": np.exp,
+    "log": lambda x: np.log(np.abs(x) + 0.5),
+    "sin": np.sin,
+    "cos": np.cos,
+    "tanh": np.tanh,
+    "sqrt": lambda x: np.sqrt(np.abs(x)),
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "arctan": np.arctan,
+    "expm1": np.expm1,
+    "sign": np.sign,
+}
+
+PRE = {"log": lambda a: kc.abs(a) + 0.5, "sqrt": kc.abs}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced", "broadcast"])
+def test_unary(rng, name, layout):
+    x = rand(rng, (4, 6))
+    a = kc.array(x)
+    if layout == "transposed":
+        x, a = x.T, a.T
+    elif layout == "sliced":
+        x, a = x[1:, ::-2], a[1:, ::-2]
+    elif layout == "broadcast":
+        x, a = np.broadcast_to(x[:1], (3, 6)), kc.broadcast_to(a[:1], (3, 6))
+    f = getattr(kc, name)
+    got = f(PRE[name](a)) if name in PRE else f(a)
+    check(got, UNARY[name](x), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.int32, np.uint8])
+def test_binary_arith_dtypes(rng, dtype):
+    x = rand(rng, (3, 4), dtype, lo=1, hi=5)
+    y = rand(rng, (4,), dtype, lo=1, hi=5)
+    a, b = kc.array(x), kc.array(y)
+    tol = 1e-2 if dtype == np.float16 else 1e-6
+    check(a + b, x + y, rtol=tol)
+    check(a * b, x * y, rtol=tol)
+    check(kc.maximum(a, b), np.maximum(x, y))
+    check(a == b, x == y)
+    check(a < b, x < y)
+    if dtype != np.uint8:
+        check(a - b, x - y, rtol=tol)
+
+
+def test_operators_reflected_and_weak_scalars(rng):
+    x = rand(rng, (2, 3))
+    a = kc.array(x)
+    check(2 + a, 2 + x)
+    check(2 - a, 2 - x)
+    check(2 * a, 2 * x)
+    check(1 / (kc.abs(a) + 1), 1 / (np.abs(x) + 1))
+    check(a**2, x**2, rtol=1e-5)
+    check(2**a, 2**x, rtol=1e-5)
+    check(-a, -x)
+    check(abs(a), np.abs(x))
+    check(a @ a.T, x @ x.T, rtol=1e-5)
+    i = kc.array([5, 7, -3])
+    check(i // 2, np.array([5, 7, -3]) // 2)
+    check(i % 3, np.array([5, 7, -3]) % 3)
+    check(i & 3, np.array([5, 7, -3]) & 3)
+    check(i | 8, np.array([5, 7, -3]) | 8)
+    check(i ^ 1, np.array([5, 7, -3]) ^ 1)
+    check(i << 1, np.array([5, 7, -3]) << 1)
+    check(~i, ~np.array([5, 7, -3]))
+    check(~kc.array([True, False]), [False, True])
+
+
+def test_weak_typing_rules():
+    i32 = kc.array([1, 2], kc.int32)
+    f16 = kc.array([1, 2], kc.float16)
+    u8 = kc.array([1, 2], kc.uint8)
+    b = kc.array([True, False])
+    assert (i32 + 1.5).dtype == kc.float32
+    assert (i32 + 1).dtype == kc.int32
+    assert (f16 + 1).dtype == kc.float16
+    assert (f16 + 1.5).dtype == kc.float16
+    assert (u8 + 1).dtype == kc.uint8
+    assert (b + 1).dtype == kc.int32
+    assert (b + 1.0).dtype == kc.float32
+    assert (i32 + True).dtype == kc.int32
+    assert (i32 + 1j).dtype == kc.complex64
+    assert (1 + u8).dtype == kc.uint8
+    assert (i32 / 2).dtype == kc.float32
+    with pytest.raises(ValueError, match="overflow"):
+        u8 + 300
+    with pytest.raises(ValueError, match="overflow"):
+        u8 + (-1)
+    assert kc.add(1, 2).dtype == kc.int32
+    assert kc.add(1, 2.0).dtype == kc.float32
+
+
+def test_inplace_operators_rebind():
+    a = kc.array([1.0, 2.0])
+    b = a
+    a += 1
+    assert a is b
+    assert a.tolist() == [2.0, 3.0]
+    i = kc.array([1, 2])
+    i *= 3
+    assert i.tolist() == [3, 6] and i.dtype == kc.int32
+
+
+def test_where_clip_isclose(rng):
+    x = rand(rng, (3, 4))
+    a = kc.array(x)
+    check(kc.where(a > 0, a, 0.0), np.where(x > 0, x, 0.0))
+    check(kc.clip(a, -1, 1), np.clip(x, -1, 1))
+    check(kc.clip(a, None, 0.5), np.minimum(x, 0.5))
+    assert kc.allclose(a, a + 1e-7).item()
+    assert not kc.array_equal(a, a + 1).item()
+    check(kc.isclose(a, a), np.ones((3, 4), bool))
+    q, r = kc.divmod(kc.array([7, -7]), 3)
+    assert q.tolist() == [2, -3] and r.tolist() == [1, 2]
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "mean", "max", "min"])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, (0, 2), [1, 2]])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reductions(rng, name, axis, keepdims):
+    x = rand(rng, (3, 4, 5), lo=0.5, hi=1.5)
+    a = kc.array(x)
+    ax = tuple(axis) if isinstance(axis, list) else axis
+    want = getattr(np, name)(x, axis=ax, keepdims=keepdims)
+    got = getattr(kc, name)(a, axis=axis, keepdims=keepdims)
+    check(got, want, rtol=1e-4)
+    got_t = getattr(kc, name)(kc.array(x.T).T, axis=axis, keepdims=keepdims)
+    check(got_t, want, rtol=1e-4)
+
+
+def test_other_reductions(rng):
+    x = rand(rng, (4, 5))
+    a = kc.array(x)
+    check(kc.var(a, axis=1, ddof=1), x.var(1, ddof=1), rtol=1e-4)
+    check(kc.std(a), x.std(), rtol=1e-4)
+    check(kc.logsumexp(a, axis=0), np.log(np.exp(x).sum(0)), rtol=1e-5)
+    assert kc.argmax(a, axis=1).tolist() == x.argmax(1).tolist()
+    assert kc.argmin(a).item() == x.argmin()
+    check(kc.all(a > -3), True)
+    check(kc.any(a > 100), False)
+    check(kc.cumsum(a, axis=0), np.cumsum(x, 0), rtol=1e-5)
+    check(kc.cumsum(a), np.cumsum(x), rtol=1e-5)
+    check(
+        kc.cumprod(a, axis=1, reverse=True),
+        np.cumprod(x[:, ::-1], 1)[:, ::-1],
+        rtol=1e-5,
+    )
+    check(kc.cummax(a, axis=1), np.maximum.accumulate(x, 1))
+    e = np.exp(x - x.max(-1, keepdims=True))
+    check(kc.softmax(a, axis=-1), e / e.sum(-1, keepdims=True), rtol=1e-5)
+    check(kc.sort(a, axis=0), np.sort(x, 0))
+    check(kc.sort(a, axis=None), np.sort(x, None))
+    assert kc.argsort(a).tolist() == np.argsort(x, kind="stable").tolist()
+    t = kc.topk(a, 2, axis=1)
+    check(kc.sort(t, axis=1), np.sort(x, 1)[:, -2:])
+    p = np.array(kc.partition(a, 2, axis=1))
+    check(p[:, 2], np.sort(x, 1)[:, 2])
+
+
+def test_zero_size_and_0d():
+    z = kc.zeros((0, 3))
+    assert kc.sum(z, axis=0).tolist() == [0.0, 0.0, 0.0]
+    assert (z + 1).shape == (0, 3)
+    s = kc.array(2.0)
+    assert (s * 3).item() == 6.0 and kc.exp(s).shape == ()
+
+
+def test_shape_ops(rng):
+    x = rand(rng, (2, 3, 4))
+    a = kc.array(x)
+    check(kc.reshape(a, (4, -1)), x.reshape(4, -1))
+    check(kc.flatten(a, 1), x.reshape(2, 12))
+    check(kc.unflatten(a, 2, (2, 2)), x.reshape(2, 3, 2, 2))
+    check(kc.transpose(a, (2, 0, 1)), x.transpose(2, 0, 1))
+    check(kc.swapaxes(a, 0, 2), x.swapaxes(0, 2))
+    check(kc.moveaxis(a, 0, -1), np.moveaxis(x, 0, -1))
+    check(kc.expand_dims(a, (0, 2)), np.expand_dims(x, (0, 2)))
+    check(kc.squeeze(kc.expand_dims(a, 1)), x)
+    check(kc.broadcast_to(kc.array(x[0, 0]), (5, 4)), np.broadcast_to(x[0, 0], (5, 4)))
+    b1, b2 = kc.broadcast_arrays(kc.array([1, 2]), kc.array([[1], [2]]))
+    assert b1.shape == b2.shape == (2, 2)
+    assert kc.broadcast_shapes((2, 1), (3,)) == (2, 3)
+    check(kc.concatenate([a, a], axis=1), np.concatenate([x, x], 1))
+    check(kc.concatenate([a, a], axis=None), np.concatenate([x.ravel(), x.ravel()]))
+    check(kc.stack([a, a], axis=-1), np.stack([x, x], -1))
+    parts = kc.split(a, [1, 3], axis=2)
+    for g, w in zip(parts, np.split(x, [1, 3], axis=2)):
+        check(g, w)
+    check(kc.repeat(a, 2, axis=1), np.repeat(x, 2, 1))
+    check(kc.tile(a, (1, 2, 1)), np.tile(x, (1, 2, 1)))
+    check(kc.pad(a, 1), np.pad(x, 1))
+    check(
+        kc.pad(a, [(0, 1), (1, 0), (2, 2)], constant_values=3.0),
+        np.pad(x, [(0, 1), (1, 0), (2, 2)], constant_values=3.0),
+    )
+    check(kc.pad(a, (1, 2), mode="edge"), np.pad(x, (1, 2), mode="edge"))
+    check(kc.atleast_2d(kc.array([1, 2])), np.atleast_2d([1, 2]))
+    check(kc.atleast_3d(kc.array([1, 2])), np.atleast_3d([1, 2]))
+    v = kc.view(kc.array([1.0], kc.float32), kc.uint32)
+    assert v.item() == np.array([1.0], np.float32).view(np.uint32)[0]
+    check(
+        kc.as_strided(kc.arange(6), (2, 2), (1, 2)),
+        np.lib.stride_tricks.as_strided(np.arange(6), (2, 2), (8, 16)),
+    )
+
+
+def test_creation():
+    assert kc.zeros((2, 3)).tolist() == [[0.0] * 3] * 2
+    assert kc.ones(3, dtype=kc.int32).tolist() == [1, 1, 1]
+    assert kc.full((2,), 7).dtype == kc.int32
+    assert kc.full((2, 2), 2.5).tolist() == [[2.5, 2.5], [2.5, 2.5]]
+    assert kc.arange(5).tolist() == list(range(5))
+    assert kc.arange(5).dtype == kc.int32
+    assert kc.arange(1, 7, 2).tolist() == [1, 3, 5]
+    assert kc.arange(0.0, 1.0, 0.25).dtype == kc.float32
+    check(kc.linspace(0, 1, 5), np.linspace(0, 1, 5))
+    check(kc.eye(3, 4, k=1), np.eye(3, 4, k=1))
+    check(kc.identity(2), np.eye(2))
+    check(kc.tri(3, k=-1), np.tri(3, k=-1))
+    x = np.arange(9.0).reshape(3, 3)
+    check(kc.tril(kc.array(x)), np.tril(x))
+    check(kc.triu(kc.array(x), 1), np.triu(x, 1))
+    assert kc.zeros_like(kc.array([1, 2])).tolist() == [0, 0]
+    assert kc.ones_like(kc.array([1.5])).tolist() == [1.0]
+    assert kc.full_like(kc.array([1, 2]), 9).tolist() == [9, 9]
+    assert kc.empty((2, 3)).shape == (2, 3)
+    assert kc.empty_like(kc.array([1, 2])).dtype == kc.int32
+
+
+def test_take_ops(rng):
+    x = rand(rng, (4, 5))
+    a = kc.array(x)
+    idx = np.array([[0, 3], [2, 1]])
+    check(kc.take(a, kc.array(idx), axis=1), np.take(x, idx, axis=1))
+    check(kc.take(a, kc.array(idx)), np.take(x, idx))
+    check(kc.take(a, 2, axis=0), x[2])
+    ti = np.argsort(x, axis=1)
+    check(kc.take_along_axis(a, kc.array(ti), axis=1), np.take_along_axis(x, ti, 1))
+    y = x.copy()
+    np.put_along_axis(y, ti[:, :1], 0.0, 1)
+    check(kc.put_along_axis(a, kc.array(ti[:, :1]), 0.0, axis=1), y)
+
+
+def test_matmul_family(rng):
+    x = rand(rng, (2, 3, 4))
+    y = rand(rng, (4, 5))
+    a, b = kc.array(x), kc.array(y)
+    check(kc.matmul(a, b), x @ y, rtol=1e-5)
+    c = rand(rng, (5,))
+    check(
+        kc.addmm(kc.array(c), a[0], b, alpha=2.0, beta=0.5),
+        2 * x[0] @ y + 0.5 * c,
+        rtol=1e-5,
+    )
+    check(kc.inner(a, a), np.inner(x, x), rtol=1e-5)
+    check(kc.outer(b[0], b[1]), np.outer(y[0], y[1]), rtol=1e-5)
+    check(kc.tensordot(a, b, axes=1), np.tensordot(x, y, axes=1), rtol=1e-5)
+    check(
+        kc.tensordot(a, a, axes=([1, 2], [1, 2])),
+        np.tensordot(x, x, axes=([1, 2], [1, 2])),
+        rtol=1e-5,
+    )
+    check(kc.einsum("bij,jk->bik", a, b), np.einsum("bij,jk->bik", x, y), rtol=1e-5)
+
+
+def test_conv(rng):
+    x = rand(rng, (1, 8, 3))
+    w = rand(rng, (2, 3, 3))
+    got = kc.conv1d(kc.array(x), kc.array(w), padding=1)
+    xp = np.pad(x, ((0, 0), (1, 1), (0, 0)))
+    want = np.stack(
+        [np.einsum("lkc,okc->lo", np.stack([xp[0, i : i + 3] for i in range(8)]), w)]
+    )
+    check(got, want, rtol=1e-4, atol=1e-5)
+    x2 = rand(rng, (1, 5, 5, 2))
+    w2 = rand(rng, (3, 3, 3, 2))
+    out = kc.conv2d(kc.array(x2), kc.array(w2), stride=(2, 2), padding=1)
+    assert out.shape == (1, 3, 3, 3)
+    assert kc.conv_general(
+        kc.array(x2), kc.array(w2), padding=([1, 1], [1, 1])
+    ).shape == (1, 5, 5, 3)

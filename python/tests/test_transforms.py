@@ -1,0 +1,283 @@
+import numpy as np
+import pytest
+
+import kiln.core as kc
+from conftest import check, rand
+
+
+def test_grad_simple(rng):
+    x = rand(rng, (5,))
+    g = kc.grad(lambda a: kc.sum(kc.sin(a)))(kc.array(x))
+    check(g, np.cos(x), rtol=1e-5)
+
+
+def test_value_and_grad_argnums_and_pytrees(rng):
+    x, y = rand(rng, (3,)), rand(rng, (3,))
+
+    def f(params, scale):
+        return kc.sum(params["w"] * params["b"][0]) * scale
+
+    p = {"w": kc.array(x), "b": [kc.array(y)]}
+    v, g = kc.value_and_grad(f)(p, 2.0)
+    check(v, 2 * (x * y).sum(), rtol=1e-5)
+    assert set(g) == {"w", "b"} and isinstance(g["b"], list)
+    check(g["w"], 2 * y, rtol=1e-5)
+    check(g["b"][0], 2 * x, rtol=1e-5)
+
+    f2 = lambda a, b: kc.sum(a * b)
+    ga, gb = kc.grad(f2, argnums=[0, 1])(kc.array(x), kc.array(y))
+    check(ga, y)
+    check(gb, x)
+    gb_only = kc.grad(f2, argnums=1)(kc.array(x), kc.array(y))
+    check(gb_only, x)
+
+
+def test_argnames(rng):
+    x, y = rand(rng, (2,)), rand(rng, (2,))
+    f = lambda a, b=None: kc.sum(a * b)
+    v, (gpos, gkw) = kc.value_and_grad(f, argnames=["b"])(kc.array(x), b=kc.array(y))
+    assert gpos is None
+    check(gkw["b"], x)
+    g0, gkw = kc.grad(f, argnums=0, argnames="b")(kc.array(x), b=kc.array(y))
+    check(g0, y)
+    check(gkw["b"], x)
+    with pytest.raises(ValueError):
+        kc.grad(f, argnames=["b"])(kc.array(x))
+
+
+def test_aux_outputs(rng):
+    x = rand(rng, (3,))
+    (loss, aux), g = kc.value_and_grad(lambda a: (kc.sum(a * a), a + 1))(kc.array(x))
+    check(aux, x + 1)
+    check(g, 2 * x)
+
+
+def test_grad_errors():
+    with pytest.raises(ValueError):
+        kc.grad(lambda a: a * 2)(1.0)
+    with pytest.raises(ValueError):
+        kc.grad(lambda a: a * 2)(kc.array([1.0, 2.0]))
+    with pytest.raises(ValueError):
+        kc.grad(lambda a: kc.sum(a), argnums=3)(kc.array([1.0]))
+    with pytest.raises(ValueError):
+        kc.grad(lambda a: "x")(kc.array([1.0]))
+
+
+def test_vjp_jvp(rng):
+    x = rand(rng, (4,))
+    t = rand(rng, (4,))
+    outs, vjps = kc.vjp(lambda a: kc.exp(a), [kc.array(x)], [kc.array(t)])
+    check(outs[0], np.exp(x), rtol=1e-5)
+    check(vjps[0], t * np.exp(x), rtol=1e-5)
+    outs, jvps = kc.jvp(
+        lambda a, b: a * b, [kc.array(x), kc.array(t)], [kc.ones(4), kc.zeros(4)]
+    )
+    check(jvps[0], t)
+
+
+def test_vmap(rng):
+    x = rand(rng, (3, 4))
+    y = rand(rng, (4,))
+    f = kc.vmap(lambda a, b: a * b + kc.sum(a))
+    check(
+        f(kc.array(x), kc.broadcast_to(kc.array(y), (3, 4))),
+        x * y + x.sum(1, keepdims=True),
+        rtol=1e-5,
+    )
+    g = kc.vmap(lambda a, b: a * b, in_axes=(1, None), out_axes=1)
+    check(g(kc.array(x), kc.array(x[:, 0])), x * x[:, :1], rtol=1e-5)
+    h = kc.vmap(lambda d: {"s": kc.sum(d["a"])}, in_axes=({"a": -1},))
+    check(h({"a": kc.array(x)})["s"], x.sum(0), rtol=1e-5)
+    with pytest.raises(ValueError):
+        kc.vmap(lambda a: a, in_axes=(0, 0))(kc.array(x))
+
+
+def test_compile(rng):
+    calls = []
+
+    def f(a, b, scale=1.0):
+        calls.append(1)
+        return {"out": kc.exp(a) * b * scale}
+
+    cf = kc.compile(f)
+    x, y = rand(rng, (3,)), rand(rng, (3,))
+    r = cf(kc.array(x), kc.array(y), scale=2.0)
+    check(r["out"], np.exp(x) * y * 2, rtol=1e-5)
+    n = len(calls)
+    r = cf(kc.array(y), kc.array(x), scale=2.0)
+    check(r["out"], np.exp(y) * x * 2, rtol=1e-5)
+    assert len(calls) == n  # cached
+    cf(kc.array(x), kc.array(y), scale=3.0)
+    assert len(calls) > n  # new constant: new trace
+    with pytest.raises(TypeError):
+        cf(kc.array(x), kc.array(y), scale=object())
+
+
+def test_compile_shapeless(rng):
+    calls = []
+
+    def f(a):
+        calls.append(1)
+        return kc.sin(a) * 2
+
+    cf = kc.compile(f, shapeless=True)
+    cf(kc.array(rand(rng, (3,))))
+    n = len(calls)
+    x = rand(rng, (7,))
+    check(cf(kc.array(x)), np.sin(x) * 2, rtol=1e-5)
+    assert len(calls) == n
+
+
+def test_compile_random_state():
+    def step():
+        return kc.random.uniform(shape=(4,))
+
+    cs = kc.compile(step, inputs=[kc.random.state], outputs=[kc.random.state])
+    kc.random.seed(3)
+    a = cs()
+    b = cs()
+    assert not np.allclose(np.array(a), np.array(b))
+    kc.random.seed(3)
+    check(cs(), a)
+
+
+def test_compile_state_containers():
+    state = {"w": kc.array([1.0, 2.0])}
+
+    def step(x):
+        state["w"] = state["w"] + x
+        return kc.sum(state["w"])
+
+    cs = kc.compile(step, inputs=[state], outputs=[state])
+    assert cs(kc.array(1.0)).item() == 5.0
+    assert cs(kc.array(1.0)).item() == 7.0
+    assert state["w"].tolist() == [3.0, 4.0]
+
+
+def test_disable_compile():
+    calls = []
+
+    def f(a):
+        calls.append(1)
+        return a + 1
+
+    cf = kc.compile(f)
+    kc.disable_compile()
+    try:
+        cf(kc.array(1.0))
+        cf(kc.array(1.0))
+        assert len(calls) == 2
+    finally:
+        kc.enable_compile()
+
+
+def test_grad_of_compile(rng):
+    x = rand(rng, (5,))
+    f = lambda a: kc.sum(kc.exp(a) * a)
+    check(kc.grad(kc.compile(f))(kc.array(x)), kc.grad(f)(kc.array(x)), rtol=1e-5)
+
+
+def test_custom_function(rng):
+    @kc.custom_function
+    def f(a, b):
+        return a * b
+
+    @f.vjp
+    def f_vjp(primals, cotangent, output):
+        a, b = primals
+        return 10 * cotangent * b, 10 * cotangent * a
+
+    x, y = rand(rng, (3,)), rand(rng, (3,))
+    check(f(kc.array(x), kc.array(y)), x * y)
+    ga, gb = kc.grad(lambda a, b: kc.sum(f(a, b)), argnums=[0, 1])(
+        kc.array(x), kc.array(y)
+    )
+    check(ga, 10 * y, rtol=1e-5)
+    check(gb, 10 * x, rtol=1e-5)
+
+    @kc.custom_function
+    def g(a):
+        return kc.sin(a)
+
+    @g.jvp
+    def g_jvp(primals, tangents):
+        return 3 * tangents[0]
+
+    _, t = kc.jvp(g, [kc.array(x)], [kc.ones(3)])
+    check(t[0], 3 * np.ones(3))
+
+
+def test_checkpoint(rng):
+    x = rand(rng, (4,))
+    f = lambda a: kc.sum(kc.sin(a) ** 2)
+    check(kc.grad(kc.checkpoint(f))(kc.array(x)), 2 * np.sin(x) * np.cos(x), rtol=1e-5)
+
+
+def test_eval_pytrees():
+    a = kc.array([1.0]) + 1
+    tree = {"x": [a, (a * 2, 3)], "y": None}
+    kc.eval(tree)
+    kc.eval(a, [a])
+    kc.async_eval(a * 3)
+    assert a.item() == 2.0
+
+
+def test_exceptions_in_traced_functions_propagate_and_recover():
+    def bad(a):
+        raise RuntimeError("boom")
+
+    x = kc.array([0.5, 1.0])
+    for t in [kc.grad, kc.vmap, kc.compile, kc.checkpoint]:
+        with pytest.raises(RuntimeError, match="boom"):
+            t(bad)(x)
+    check(kc.grad(lambda a: kc.sum(a * a))(x), [1.0, 2.0])
+
+
+def test_nested_transforms(rng):
+    x = rand(rng, (3,))
+    a = kc.array(x)
+    g2 = kc.grad(lambda v: kc.sum(kc.grad(lambda b: kc.sum(b**3))(v)))
+    check(g2(a), 6 * x, rtol=1e-5)
+    y = rand(rng, (2, 3))
+    check(kc.vmap(kc.grad(lambda v: kc.sum(v**2)))(kc.array(y)), 2 * y, rtol=1e-5)
+    _, t = kc.jvp(kc.vmap(lambda v: v * v), [a], [kc.ones(3)])
+    check(t[0], 2 * x, rtol=1e-5)
+    check(kc.compile(kc.grad(lambda v: kc.sum(kc.sin(v))))(a), np.cos(x), rtol=1e-5)
+    check(kc.vmap(kc.compile(lambda v: kc.sum(v)))(kc.array(y)), y.sum(1), rtol=1e-5)
+
+
+def test_custom_vmap_rule():
+    @kc.custom_function
+    def f(a):
+        return a + 1
+
+    @f.vmap
+    def f_vmap(inputs, axes):
+        return inputs[0] * 100, axes[0]
+
+    check(kc.vmap(f)(kc.ones((2, 2))), np.full((2, 2), 100.0))
+    check(f(kc.ones((2,))), [2.0, 2.0])
+
+
+def test_compile_does_not_keep_arguments_alive():
+    # The first call traces on a small input (which the C++ trace may keep);
+    # later calls must not leave their arrays behind in the Python layer.
+    cf = kc.compile(lambda a, s: {"y": a * s}, shapeless=True)
+    cf(kc.ones((3,)), 2.0)
+    base = kc.get_active_memory()
+    x = kc.random.uniform(shape=(1 << 18,))
+    y = cf(x, 2.0)["y"]
+    kc.eval(y)
+    assert kc.get_active_memory() > base + (1 << 20)
+    del x, y
+    assert kc.get_active_memory() < base + (1 << 16)
+    check(cf(kc.ones((3,)), 2.0)["y"], [2.0, 2.0, 2.0])
+
+
+def test_eval_does_not_keep_arrays_alive():
+    base = kc.get_active_memory()
+    x = kc.random.uniform(shape=(1 << 18,))
+    kc.eval({"x": [x]})
+    assert kc.get_active_memory() > base + (1 << 19)
+    del x
+    assert kc.get_active_memory() < base + (1 << 16)

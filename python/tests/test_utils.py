@@ -1,0 +1,44 @@
+from collections import namedtuple
+
+import kiln.core as kc
+from kiln.utils import (
+    tree_flatten,
+    tree_map,
+    tree_map_with_path,
+    tree_merge,
+    tree_reduce,
+    tree_unflatten,
+)
+
+
+def test_tree_map_and_flatten():
+    t = {"a": [1, 2], "b": (3, {"c": 4})}
+    assert tree_map(lambda x: x * 10, t) == {"a": [10, 20], "b": (30, {"c": 40})}
+    assert tree_map(lambda x, y: x + y, [1, 2], [10, 20]) == [11, 22]
+    assert tree_flatten(t) == [("a.0", 1), ("a.1", 2), ("b.0", 3), ("b.1.c", 4)]
+    assert tree_flatten(5) == [("", 5)]
+    assert tree_flatten([1], prefix=".p") == [("p.0", 1)]  # as mlx.utils
+    assert tree_unflatten(tree_flatten(t)) == {"a": [1, 2], "b": [3, {"c": 4}]}
+    assert tree_unflatten([("", 3)]) == 3
+    paths = tree_map_with_path(lambda p, x: p, t)
+    assert paths == {"a": ["a.0", "a.1"], "b": ("b.0", {"c": "b.1.c"})}
+    P = namedtuple("P", "x y")
+    assert tree_map(lambda v: v + 1, P(1, 2)) == P(2, 3)
+    assert tree_map(
+        lambda v: 0, [[1], 2], is_leaf=lambda v: isinstance(v, list) and len(v) == 1
+    ) == [0, 0]
+
+
+def test_tree_reduce_and_merge():
+    assert tree_reduce(lambda a, b: a + b, {"a": [1, 2], "b": 3}) == 6
+    assert tree_reduce(lambda a, b: a + b, [1, 2], initializer=10) == 13
+    m = tree_merge({"a": 1, "b": None}, {"b": [2], "a": None})
+    assert m == {"a": 1, "b": [2]}
+    assert tree_merge([1, None], [None, 2]) == [1, 2]
+
+
+def test_trees_of_arrays():
+    t = {"w": kc.ones((2,)), "b": [kc.zeros((1,))]}
+    s = tree_map(lambda a: a + 1, t)
+    assert s["w"].tolist() == [2.0, 2.0] and s["b"][0].tolist() == [1.0]
+    assert tree_reduce(lambda acc, a: acc + a.size, t, 0) == 3
