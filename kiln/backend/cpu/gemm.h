@@ -13,10 +13,15 @@
 
 namespace kiln::detail {
 
+/** Warns once when OpenBLAS runs generic kernels on a CPU it does not know
+ *  (blas_check.cpp). */
+void check_blas_core_once();
+
 /** C (M x N, ldc) = alpha * op(A) @ op(B) + beta * C, all row-major. */
 inline void gemm(bool ta, bool tb, int m, int n, int k, float alpha,
                  const float* a, int lda, const float* b, int ldb, float beta,
                  float* c, int ldc) {
+  check_blas_core_once();
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
               tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
               beta, c, ldc);
@@ -25,6 +30,7 @@ inline void gemm(bool ta, bool tb, int m, int n, int k, float alpha,
 inline void gemm(bool ta, bool tb, int m, int n, int k, double alpha,
                  const double* a, int lda, const double* b, int ldb,
                  double beta, double* c, int ldc) {
+  check_blas_core_once();
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
               tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
               beta, c, ldc);
@@ -33,6 +39,7 @@ inline void gemm(bool ta, bool tb, int m, int n, int k, double alpha,
 inline void gemm(bool ta, bool tb, int m, int n, int k, complex64_t alpha,
                  const complex64_t* a, int lda, const complex64_t* b, int ldb,
                  complex64_t beta, complex64_t* c, int ldc) {
+  check_blas_core_once();
   cblas_cgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
               tb ? CblasTrans : CblasNoTrans, m, n, k, &alpha, a, lda, b, ldb,
               &beta, c, ldc);
