@@ -25,25 +25,34 @@ int main() {
   std::cout << "10 passes over a (16384, 2048, 16) broadcast: " << dt.count()
             << " ms, peak memory " << get_peak_memory() << " bytes\n";
 
-  // Fit y = w x + b to noisy data with hand-written gradients.
-  int n = 4096;
-  auto xs = linspace(-1, 1, n);
-  auto noise = multiply(sin(multiply(xs, array(137.0f))), array(0.05f));
-  auto ys = add(add(multiply(xs, array(3.0f)), array(2.0f)), noise);
-  array w(0.0f), b(0.0f);
-  float lr = 0.5f;
-  for (int step = 0; step <= 200; ++step) {
-    auto err = subtract(add(multiply(w, xs), b), ys);
-    auto loss = mean(square(err));
-    auto gw = mean(multiply(err, xs)) * 2.0f;
-    auto gb = mean(err) * 2.0f;
-    w = subtract(w, gw * lr);
-    b = subtract(b, gb * lr);
-    eval(w, b, loss);
-    if (step % 50 == 0) {
-      std::cout << "step " << step << "  loss " << loss.item<float>()
-                << "  w " << w.item<float>() << "  b " << b.item<float>()
-                << "\n";
+  // Fit a small MLP to y = sin(3x) with value_and_grad, one compiled step.
+  int n = 256, hidden = 32;
+  auto xs = reshape(linspace(-1, 1, n), {n, 1});
+  auto ys = sin(multiply(xs, array(3.0f)));
+  random::seed(0);
+  std::vector<array> params = {
+      random::uniform(array(-1.0f), array(1.0f), {1, hidden}), zeros({hidden}),
+      random::uniform(array(-0.3f), array(0.3f), {hidden, 1}), zeros({1})};
+  auto loss_fn = [&](const std::vector<array>& p) {
+    auto h = tanh(add(matmul(xs, p[0]), p[1]));
+    return mean(square(subtract(add(matmul(h, p[2]), p[3]), ys)));
+  };
+  auto loss_and_grads = value_and_grad(loss_fn, std::vector<int>{0, 1, 2, 3});
+  // One step: the loss, then the updated parameters; compiled once.
+  auto step = compile([&](const std::vector<array>& p) {
+    auto [loss, grads] = loss_and_grads(p);
+    std::vector<array> out = {loss};
+    for (size_t k = 0; k < p.size(); ++k) {
+      out.push_back(subtract(p[k], multiply(grads[k], array(0.1f))));
+    }
+    return out;
+  });
+  for (int it = 0; it <= 2000; ++it) {
+    auto out = step(params);
+    params.assign(out.begin() + 1, out.end());
+    eval(out);
+    if (it % 500 == 0) {
+      std::cout << "step " << it << "  loss " << out[0].item<float>() << "\n";
     }
   }
   return 0;
