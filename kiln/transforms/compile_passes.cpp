@@ -1,5 +1,6 @@
 #include "kiln/transforms/compile_passes.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -271,7 +272,65 @@ class Fuser {
     } else {
       regions_[chosen].nodes.push_back(i);
       region_of_[i] = chosen;
+      // Other input regions of the same shape join too when that makes no
+      // cycle, so trees of elementwise ops become one region, not several.
+      for (auto& in : node.inputs()) {
+        int j = tape_index(in);
+        if (j < 0 || region_of_[j] < 0 || region_of_[j] == chosen) continue;
+        if (in.shape() != node.shape() ||
+            tape_[j].primitive().stream() != node.primitive().stream()) {
+          continue;
+        }
+        try_merge(chosen, region_of_[j]);
+      }
     }
+  }
+
+  // External input nodes (on the tape) of region r, excluding region skip.
+  std::vector<int> external_nodes(int r, int skip) {
+    std::vector<int> out;
+    for (int n : regions_[r].nodes) {
+      for (auto& in : tape_[n].inputs()) {
+        int k = tape_index(in);
+        if (k >= 0 && region_of_[k] != r && region_of_[k] != skip) {
+          out.push_back(k);
+        }
+      }
+    }
+    return out;
+  }
+
+  // Merge region b into region a unless that would form a cycle (some input
+  // of one depends on the other) or pass the size limits.
+  void try_merge(int a, int b) {
+    Region& ra = regions_[a];
+    Region& rb = regions_[b];
+    if (static_cast<int>(ra.nodes.size() + rb.nodes.size()) > max_fused_ops) {
+      return;
+    }
+    for (int k : external_nodes(b, a)) {
+      if (depends_on(k, a, ra.min_index)) return;
+    }
+    for (int k : external_nodes(a, b)) {
+      if (depends_on(k, b, rb.min_index)) return;
+    }
+    std::unordered_set<uintptr_t> ext;
+    for (int r : {a, b}) {
+      for (int n : regions_[r].nodes) {
+        for (auto& in : tape_[n].inputs()) {
+          int k = tape_index(in);
+          if (k < 0 || (region_of_[k] != a && region_of_[k] != b)) {
+            ext.insert(in.id());
+          }
+        }
+      }
+    }
+    if (static_cast<int>(ext.size()) > max_fused_inputs) return;
+    for (int n : rb.nodes) region_of_[n] = a;
+    ra.nodes.insert(ra.nodes.end(), rb.nodes.begin(), rb.nodes.end());
+    std::sort(ra.nodes.begin(), ra.nodes.end());
+    ra.min_index = std::min(ra.min_index, rb.min_index);
+    rb.nodes.clear();
   }
 
   // Number of distinct external inputs of region r if node i joined it.

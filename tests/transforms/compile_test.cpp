@@ -84,6 +84,26 @@ TEST(Compile, FusesElementwiseRegions) {
   EXPECT_EQ(plain.find("Compiled"), std::string::npos) << plain;
 }
 
+TEST(Compile, TreesOfElementwiseOpsBecomeOneRegion) {
+  // tanh(a*b+1)*0.5 + exp(-a) - b*b: two branches meet; one kernel.
+  auto f = [](const std::vector<array>& in) {
+    auto& a = in[0];
+    auto& b = in[1];
+    auto left = multiply(tanh(add(multiply(a, b), array(1.0f))), array(0.5f));
+    return one(subtract(add(left, exp(negative(a))), multiply(b, b)));
+  };
+  auto x = random_array({64}, float32), y = random_array({64}, float32);
+  auto text = export_compiled_graph(compile(f), {x, y});
+  size_t n = 0;
+  for (size_t p = text.find("Compiled{"); p != std::string::npos;
+       p = text.find("Compiled{", p + 1)) {
+    ++n;
+  }
+  EXPECT_EQ(n, 1u) << text;
+  EXPECT_TRUE(all_close(to_doubles(compile(f)({x, y})[0]),
+                        to_doubles(f({x, y})[0]), 1e-6, 1e-6));
+}
+
 TEST(Compile, SimplifyMergesCommonSubexpressions) {
   auto f = [](const std::vector<array>& in) {
     auto a = exp(in[0]);
