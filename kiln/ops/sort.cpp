@@ -51,7 +51,7 @@ array argsort(const array& a, StreamOrDevice s) {
 array partition(const array& a, int kth, int axis, StreamOrDevice s) {
   axis = check_axis("partition", a, axis);
   kth = check_kth("partition", a, kth, axis);
-  auto p = std::make_shared<Partition>(to_stream(s), kth, axis);
+  auto p = std::make_shared<Partition>(to_stream(s), axis, kth);
   return array(a.shape(), a.dtype(), std::move(p), {a});
 }
 
@@ -62,7 +62,7 @@ array partition(const array& a, int kth, StreamOrDevice s) {
 array argpartition(const array& a, int kth, int axis, StreamOrDevice s) {
   axis = check_axis("argpartition", a, axis);
   kth = check_kth("argpartition", a, kth, axis);
-  auto p = std::make_shared<ArgPartition>(to_stream(s), kth, axis);
+  auto p = std::make_shared<ArgPartition>(to_stream(s), axis, kth);
   return array(a.shape(), uint32, std::move(p), {a});
 }
 

@@ -6,81 +6,47 @@
 
 namespace kiln {
 
-class Sort : public UnaryPrimitive {
+/** What the sort primitives share: an axis, for partitions a kth, the
+ *  input's shape, and equivalence of the same class with the same
+ *  parameters. */
+class AxisSortPrimitive : public UnaryPrimitive {
  public:
-  Sort(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
-  const char* name() const override { return "Sort"; }
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  KILN_GPU_EVAL_UNARY
-  KILN_DECLARE_GRADS
-  bool is_equivalent(const Primitive& other) const override;
+  AxisSortPrimitive(Stream s, int axis, int kth = -1)
+      : UnaryPrimitive(s), axis_(axis), kth_(kth) {}
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const AxisSortPrimitive*>(&other);
+    return o && typeid(*o) == typeid(*this) && o->axis_ == axis_ &&
+           o->kth_ == kth_;
+  }
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
     return {inputs[0].shape()};
   }
   int axis() const { return axis_; }
+  int kth() const { return kth_; }
 
- private:
+ protected:
   const int axis_;
+  const int kth_;
 };
 
+// One class per primitive; only the name and the rules differ.
+#define KILN_SORT_PRIMITIVE(Name)                                         \
+  class Name : public AxisSortPrimitive {                                 \
+   public:                                                                \
+    using AxisSortPrimitive::AxisSortPrimitive;                           \
+    const char* name() const override { return #Name; }                   \
+    void eval_cpu(const std::vector<array>& inputs, array& out) override; \
+    KILN_GPU_EVAL_UNARY                                                   \
+    KILN_DECLARE_GRADS                                                    \
+  };
+
+KILN_SORT_PRIMITIVE(Sort)
 /** Stable: equal values keep their order. */
-class ArgSort : public UnaryPrimitive {
- public:
-  ArgSort(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
-  const char* name() const override { return "ArgSort"; }
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  KILN_GPU_EVAL_UNARY
-  KILN_DECLARE_GRADS
-  bool is_equivalent(const Primitive& other) const override;
-  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
-    return {inputs[0].shape()};
-  }
-  int axis() const { return axis_; }
-
- private:
-  const int axis_;
-};
-
+KILN_SORT_PRIMITIVE(ArgSort)
 /** Element kth (normalized, in [0, n)) lands where a sort would put it;
  *  smaller-or-equal values come before it, larger-or-equal after. */
-class Partition : public UnaryPrimitive {
- public:
-  Partition(Stream s, int kth, int axis)
-      : UnaryPrimitive(s), kth_(kth), axis_(axis) {}
-  const char* name() const override { return "Partition"; }
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  KILN_GPU_EVAL_UNARY
-  KILN_DECLARE_GRADS
-  bool is_equivalent(const Primitive& other) const override;
-  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
-    return {inputs[0].shape()};
-  }
-  int kth() const { return kth_; }
-  int axis() const { return axis_; }
-
- private:
-  const int kth_;
-  const int axis_;
-};
-
-class ArgPartition : public UnaryPrimitive {
- public:
-  ArgPartition(Stream s, int kth, int axis)
-      : UnaryPrimitive(s), kth_(kth), axis_(axis) {}
-  const char* name() const override { return "ArgPartition"; }
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  KILN_GPU_EVAL_UNARY
-  KILN_DECLARE_GRADS
-  bool is_equivalent(const Primitive& other) const override;
-  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
-    return {inputs[0].shape()};
-  }
-  int kth() const { return kth_; }
-  int axis() const { return axis_; }
-
- private:
-  const int kth_;
-  const int axis_;
-};
+KILN_SORT_PRIMITIVE(Partition)
+KILN_SORT_PRIMITIVE(ArgPartition)
+#undef KILN_SORT_PRIMITIVE
 
 } // namespace kiln
