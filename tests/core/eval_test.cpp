@@ -81,14 +81,17 @@ TEST(Eval, AsyncEvalThenWaitAndEval) {
 }
 
 TEST(Eval, AsyncErrorSurfacesAtWait) {
-  // An op that only fails at eval time: a kernel that does not support the
-  // dtype.
-  auto c = astype(array({1.0f, 2.0f}), complex64);
-  auto m = sign(c); // complex sign is supported
-  auto bad = exp(astype(m, float16)); // fine too
+  // An error that only happens at evaluation: the memory limit.
+  auto x = random_array({1 << 18}, float32);
+  auto bad = exp(add(x, array(1.0f)));
+  size_t old = set_memory_limit(get_active_memory() + 1024);
   async_eval({bad});
-  bad.wait();
+  EXPECT_THROW(bad.wait(), std::runtime_error);
+  set_memory_limit(old);
+  // The graph is intact: evaluating again (within the limit) works.
+  bad.eval();
   EXPECT_TRUE(bad.is_available());
+  EXPECT_FLOAT_EQ(bad.data<float>()[0], std::exp(x.data<float>()[0] + 1.0f));
 }
 
 // A two-output primitive for testing siblings: (x + 1, x * 2).
