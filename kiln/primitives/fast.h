@@ -25,51 +25,48 @@ class Custom : public Primitive {
   const Fallback fallback_;
 };
 
-/** Inputs: x (any shape), weight and bias (1-d over x's last axis, or 0-d
- *  when absent). Normalizes over the last axis. */
-class LayerNorm : public Custom {
+/** What the two norms share: eps, the input's shape, and equivalence of the
+ *  same class with the same eps. Both normalize over the last axis. */
+class NormCustom : public Custom {
  public:
-  LayerNorm(Stream s, Fallback f, float eps)
+  NormCustom(Stream s, Fallback f, float eps)
       : Custom(s, std::move(f)), eps_(eps) {}
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override = 0;
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const NormCustom*>(&other);
+    return o && typeid(*o) == typeid(*this) && o->eps_ == eps_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    return {in[0].shape()};
+  }
+  float eps() const { return eps_; }
+
+ protected:
+  const float eps_;
+};
+
+/** Inputs: x (any shape), weight and bias (1-d over x's last axis, or 0-d
+ *  when absent). */
+class LayerNorm : public NormCustom {
+ public:
+  using NormCustom::NormCustom;
   const char* name() const override { return "LayerNorm"; }
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   KILN_GPU_EVAL
   KILN_DECLARE_VMAP
-  bool is_equivalent(const Primitive& other) const override {
-    auto* o = dynamic_cast<const LayerNorm*>(&other);
-    return o && o->eps_ == eps_;
-  }
-  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
-    return {in[0].shape()};
-  }
-  float eps() const { return eps_; }
-
- private:
-  const float eps_;
 };
 
 /** Inputs: x, weight (1-d over x's last axis, or 0-d when absent). */
-class RMSNorm : public Custom {
+class RMSNorm : public NormCustom {
  public:
-  RMSNorm(Stream s, Fallback f, float eps)
-      : Custom(s, std::move(f)), eps_(eps) {}
+  using NormCustom::NormCustom;
   const char* name() const override { return "RMSNorm"; }
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   KILN_GPU_EVAL
   KILN_DECLARE_VMAP
-  bool is_equivalent(const Primitive& other) const override {
-    auto* o = dynamic_cast<const RMSNorm*>(&other);
-    return o && o->eps_ == eps_;
-  }
-  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
-    return {in[0].shape()};
-  }
-  float eps() const { return eps_; }
-
- private:
-  const float eps_;
 };
 
 /** Inputs: x (B, ..., T, D), offset (int32, 0-d or (B,)), and optionally
