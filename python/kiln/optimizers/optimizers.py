@@ -136,8 +136,9 @@ class Optimizer:
 
     @property
     def learning_rate(self):
-        """The learning rate of the next update (an array). Set it to a
-        number or to a schedule (a function of the step)."""
+        """The learning rate (an array): the value the last update used, or
+        the initial value. Set it to a number or to a schedule (a function
+        of the step count, evaluated at the start of each update)."""
         return self._state["learning_rate"]
 
     @learning_rate.setter
