@@ -496,6 +496,26 @@ def test_update_writes_into_the_model(rng):
     assert opt.step.item() == 1
 
 
+class AttributeModel:
+    """A model that is not a dict: only the two methods an optimizer uses."""
+
+    def __init__(self, **params):
+        self.params = params
+
+    def trainable_parameters(self):
+        return self.params
+
+    def update(self, params):
+        _assign(self.params, params)
+
+
+def test_update_of_a_model_that_is_not_a_dict(rng):
+    w, gw = rand(rng, (2, 3)), rand(rng, (2, 3))
+    model = AttributeModel(w=kc.array(w))
+    optim.SGD(0.5, momentum=0.9).update(model, {"w": kc.array(gw)})
+    check(model.params["w"], w - 0.5 * gw)
+
+
 def test_apply_gradients_to_a_subset_of_the_parameters(rng):
     params = as_kiln(random_tree(rng), kc.float32)
     g = rand(rng, (5,))

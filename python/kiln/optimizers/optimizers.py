@@ -48,10 +48,12 @@ class Optimizer:
         self._schedulers = dict(schedulers or {})
 
     def update(self, model, gradients):
-        """Apply ``gradients`` to the parameters of ``model`` (anything with
-        ``update(params)`` that can be indexed like its parameter tree, such
-        as an ``nn.Module``) and write the new parameters into it."""
-        model.update(self.apply_gradients(gradients, model))
+        """Apply ``gradients`` to the parameters of ``model`` and write the
+        new parameters into it with ``model.update(params)``. A model that
+        is a dict (an ``nn.Module``) is read directly, any other through
+        ``model.trainable_parameters()``."""
+        parameters = model if isinstance(model, dict) else model.trainable_parameters()
+        model.update(self.apply_gradients(gradients, parameters))
 
     def init(self, parameters):
         """Set up the state of every parameter in ``parameters`` that has
