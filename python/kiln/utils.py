@@ -3,7 +3,7 @@ anything else). This module is kiln's one pytree implementation: the
 function transformations in ``kiln.core`` flatten their arguments with it.
 """
 
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 
 __all__ = [
     "tree_map",
@@ -31,7 +31,9 @@ def _children(tree):
 
 def _rebuild(kind, keys, children):
     if issubclass(kind, dict):
-        out = kind() if kind is not dict else {}
+        # Other dict subclasses (nn.Module among them) come back as plain
+        # dicts, as in MLX: their constructors may need arguments.
+        out = OrderedDict() if issubclass(kind, OrderedDict) else {}
         for k, c in zip(keys, children):
             out[k] = c
         return out
