@@ -912,3 +912,72 @@ def test_bad_arguments_raise():
         optim.Adam(0.1).init([kc.array([1.0])])
     with pytest.raises(TypeError, match=r"\[SGD.init\].*list"):
         optim.SGD(0.1).apply_gradients([kc.array([1.0])], [kc.array([2.0])])
+
+
+# ---- With kiln.nn.Module -------------------------------------------------------
+
+
+def _module_training(nn, core, optimizers, seed):
+    """MLX's usual training step over an nn.Module with a frozen parameter,
+    written once for kiln and for mlx."""
+    rng = np.random.default_rng(seed)
+
+    class TwoLayer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w1 = core.array(rand(rng, (4, 8)))
+            self.layers = [{"w": core.array(rand(rng, (8, 3)))}]
+            self.b = core.array(rand(rng, (3,)))
+
+        def __call__(self, x):
+            return core.tanh(x @ self.w1) @ self.layers[0]["w"] + self.b
+
+    model = TwoLayer()
+    model.freeze(keys=["b"])
+    opt = optimizers.AdamW(optimizers.linear_schedule(0.0, 0.05, 3))
+    loss_and_grad = nn.value_and_grad(
+        model, lambda x, y: core.mean(core.square(model(x) - y))
+    )
+
+    def step(x, y):
+        loss, grads = loss_and_grad(x, y)
+        opt.update(model, grads)
+        return loss
+
+    return model, opt, step
+
+
+def test_with_nn_module_compiled_and_eager(rng):
+    nn = pytest.importorskip("kiln.nn")
+    eager_model, eager_opt, eager_step = _module_training(nn, kc, optim, 3)
+    model, opt, step = _module_training(nn, kc, optim, 3)
+    frozen = to_np(model.b)
+    state = [model.state, opt.state]
+    compiled = kc.compile(step, inputs=state, outputs=state)
+    for _ in range(4):
+        x, y = kc.array(rand(rng, (5, 4))), kc.array(rand(rng, (5, 3)))
+        check(compiled(x, y), eager_step(x, y), rtol=1e-5)
+    for (_, a), (_, b) in zip(tree_flatten(model), tree_flatten(eager_model)):
+        check(a, b, rtol=1e-5, atol=1e-6)
+    check(to_np(model.b), frozen)  # frozen: neither updated nor in the state
+    assert sorted(opt.state) == ["layers", "learning_rate", "step", "w1"]
+
+
+@needs_mlx
+def test_with_nn_module_matches_mlx(rng):
+    nn = pytest.importorskip("kiln.nn")
+    import mlx.nn as mlx_nn
+    import mlx.optimizers as mlx_optim
+
+    model, opt, step = _module_training(nn, kc, optim, 4)
+    mmodel, mopt, mstep = _module_training(mlx_nn, mx, mlx_optim, 4)
+    for _ in range(4):
+        x, y = rand(rng, (5, 4)), rand(rng, (5, 3))
+        check(
+            to_np(step(kc.array(x), kc.array(y))),
+            to_np(mstep(mx.array(x), mx.array(y))),
+            rtol=1e-5,
+        )
+    for (ka, a), (kb, b) in zip(tree_flatten(model), tree_flatten(mmodel)):
+        assert ka == kb
+        check(to_np(a), to_np(b), rtol=1e-5, atol=1e-6)
