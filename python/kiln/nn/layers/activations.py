@@ -1,7 +1,7 @@
 """Activation functions and their layers, with MLX's names and formulas.
 
-The elementwise activations are compiled with ``shapeless=True``: one trace
-per dtype and rank, and their ops fuse into a single kernel.
+The elementwise activations are compiled with ``shapeless=True``, as in MLX:
+one trace per dtype and rank, and their ops fuse into a single kernel.
 """
 
 import math
@@ -12,9 +12,11 @@ import kiln.core as mx
 from .base import Module
 
 _shapeless = partial(mx.compile, shapeless=True)
-# An implicit broadcast between two arrays of different shapes is a
-# Broadcast node with a fixed target shape, which shapeless mode cannot
-# re-infer; functions that need one are compiled per shape instead.
+# Compiled per shape instead, until shapeless traces handle them:
+# - an implicit broadcast between two arrays (log_softmax, prelu) is a
+#   Broadcast node with a fixed target shape, which cannot be re-inferred;
+# - a lone elementwise op with a scalar (relu's maximum(x, 0)) is left
+#   unfused, and its scalar stays broadcast to the first call's shape.
 _per_shape = mx.compile
 
 # SELU's constants as MLX writes them (truncated), so results match MLX's.
@@ -31,7 +33,7 @@ def sigmoid(x):
     return mx.sigmoid(x)
 
 
-@_shapeless
+@_per_shape
 def relu(x):
     """``max(x, 0)``."""
     return mx.maximum(x, 0)
