@@ -118,20 +118,30 @@ def test_compiled_function_retraces_for_new_shapes_and_ranks(name, rng):
         assert_close(got, want, kc.float32)
 
 
+def _eager(f, *args):
+    kc.disable_compile()
+    try:
+        return f(*args)
+    finally:
+        kc.enable_compile()
+
+
 @pytest.mark.parametrize("name", sorted(set(REFERENCES) - {"step"}))
-def test_gradient_after_a_call_at_another_shape(name, rng):
-    # The gradient replays the compiled trace at the new shape: nothing of
-    # the first call's shape may leak into it.
+def test_transformations_after_a_call_at_another_shape(name, rng):
+    # grad, jvp and vmap replay the compiled trace at the new shape: nothing
+    # of the first call's shape may leak into them.
     fn = getattr(nn, name)
     fn(kc.array(rng.uniform(-4, 4, (6, 10)).astype(np.float32)))
     x, _ = random_input(rng, (5, 8))
-    g = kc.grad(lambda x: fn(x).sum())(x)
-    kc.disable_compile()
-    try:
-        want = to_numpy(kc.grad(lambda x: fn(x).sum())(x))
-    finally:
-        kc.enable_compile()
-    assert_close(g, want.astype(np.float64), scale=2)
+    t, _ = random_input(rng, (5, 8))
+    grad = kc.grad(lambda x: fn(x).sum())
+    assert_close(grad(x), to_numpy(_eager(grad, x)).astype(np.float64), scale=2)
+    jvp = lambda x, t: kc.jvp(fn, [x], [t])[1][0]  # noqa: E731
+    assert_close(jvp(x, t), to_numpy(_eager(jvp, x, t)).astype(np.float64), scale=2)
+    x3, _ = random_input(rng, (12, 8))
+    x3 = x3.reshape(3, 4, 8)
+    vmapped = kc.vmap(fn)
+    assert_close(vmapped(x3), to_numpy(_eager(vmapped, x3)).astype(np.float64))
 
 
 @pytest.mark.parametrize("name", sorted(REFERENCES))

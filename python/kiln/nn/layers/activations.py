@@ -15,8 +15,9 @@ _shapeless = partial(mx.compile, shapeless=True)
 # Compiled per shape instead, until shapeless traces handle them:
 # - an implicit broadcast between two arrays (log_softmax, prelu) is a
 #   Broadcast node with a fixed target shape, which cannot be re-inferred;
-# - a lone elementwise op with a scalar (relu's maximum(x, 0)) is left
-#   unfused, and its scalar stays broadcast to the first call's shape.
+# - a lone elementwise op with a scalar (relu's maximum(x, 0), softplus's
+#   logaddexp(x, 0)) is left unfused, and its scalar stays broadcast to the
+#   first call's shape.
 _per_shape = mx.compile
 
 # SELU's constants as MLX writes them (truncated), so results match MLX's.
@@ -78,7 +79,7 @@ def softmax(x, axis=-1):
     return mx.softmax(x, axis=axis)
 
 
-@_shapeless
+@_per_shape
 def softplus(x):
     """``log(1 + exp(x))``, computed without overflow."""
     return mx.logaddexp(x, 0)
