@@ -1,6 +1,8 @@
 """Shared by the kiln.nn tests: dtypes and tolerances, input layouts, and
 loading the same weights into a kiln and an MLX module."""
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -80,3 +82,16 @@ def share_weights(rng, kiln_module, mlx_module, positive=()):
 
 def param_names(tree):
     return sorted(k for k, _ in tree_flatten(tree))
+
+
+def assert_same_signature(ours, theirs):
+    """Same parameter names and defaults (dtype defaults compared by
+    name: kiln.core.float32 and mlx.core.float32 are the same default)."""
+
+    def default(d):
+        return str(d).rsplit(".", 1)[-1] if type(d).__name__ == "Dtype" else d
+
+    def params(f):
+        return [(p.name, default(p.default)) for p in inspect.signature(f).parameters.values()]
+
+    assert params(ours) == params(theirs), (params(ours), params(theirs))

@@ -2,7 +2,6 @@
 float dtype and layout, the layer classes and their options, gradients in
 closed form, and MLX's results."""
 
-import inspect
 import math
 
 import numpy as np
@@ -11,6 +10,7 @@ import pytest
 import kiln.core as kc
 import kiln.nn as nn
 from nn_helpers import (
+    assert_same_signature,
     FLOAT_DTYPES,
     LAYOUTS,
     assert_close,
@@ -50,7 +50,9 @@ REFERENCES = {
     "celu": lambda x: np.maximum(x, 0) + np.minimum(0, np.expm1(x)),
     "elu": _elu,
     "gelu": lambda x: x * 0.5 * (1 + _erf(x / math.sqrt(2))),
-    "gelu_approx": lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3))),
+    "gelu_approx": lambda x: 0.5
+    * x
+    * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3))),
     "gelu_fast_approx": lambda x: x * _sigmoid(1.702 * x),
     "glu": lambda x: x[:, : x.shape[1] // 2] * _sigmoid(x[:, x.shape[1] // 2 :]),
     "hard_shrink": lambda x: np.where(np.abs(x) > 0.5, x, 0),
@@ -290,7 +292,8 @@ GRADIENTS = {
     "sigmoid": lambda x: _sigmoid(x) * (1 - _sigmoid(x)),
     "silu": lambda x: _sigmoid(x) * (1 + x * (1 - _sigmoid(x))),
     "softplus": _sigmoid,
-    "gelu": lambda x: 0.5 * (1 + _erf(x / math.sqrt(2))) + x * np.exp(-x * x / 2) / math.sqrt(2 * math.pi),
+    "gelu": lambda x: 0.5 * (1 + _erf(x / math.sqrt(2)))
+    + x * np.exp(-x * x / 2) / math.sqrt(2 * math.pi),
     "elu": lambda x: np.where(x > 0, 1.0, np.exp(x)),
     "log_sigmoid": lambda x: 1 - _sigmoid(x),
     "softsign": lambda x: 1 / (1 + np.abs(x)) ** 2,
@@ -336,9 +339,16 @@ def test_layers_match_mlx(rng):
     mx, mnn = mlx()
     x64 = rng.uniform(-5, 5, (4, 8)).astype(np.float32)
     cases = [(c, ()) for c in PLAIN_LAYERS] + [
-        ("GELU", ("precise",)), ("GELU", ("fast",)), ("LeakyReLU", (0.3,)),
-        ("ELU", (0.4,)), ("CELU", (0.6,)), ("Step", (0.5,)), ("GLU", (0,)),
-        ("Softshrink", (0.9,)), ("HardShrink", (0.9,)), ("PReLU", (8, 0.3)),
+        ("GELU", ("precise",)),
+        ("GELU", ("fast",)),
+        ("LeakyReLU", (0.3,)),
+        ("ELU", (0.4,)),
+        ("CELU", (0.6,)),
+        ("Step", (0.5,)),
+        ("GLU", (0,)),
+        ("Softshrink", (0.9,)),
+        ("HardShrink", (0.9,)),
+        ("PReLU", (8, 0.3)),
     ]
     for cls, args in cases:
         got = to_numpy(getattr(nn, cls)(*args)(kc.array(x64)))
@@ -350,14 +360,6 @@ def test_layers_match_mlx(rng):
 def test_signatures_match_mlx():
     _, mnn = mlx()
     for name in list(REFERENCES) + ["prelu"]:
-        ours = inspect.signature(getattr(nn, name))
-        theirs = inspect.signature(getattr(mnn, name))
-        assert [(p.name, p.default) for p in ours.parameters.values()] == [
-            (p.name, p.default) for p in theirs.parameters.values()
-        ], name
+        assert_same_signature(getattr(nn, name), getattr(mnn, name))
     for cls in list(PLAIN_LAYERS) + ["PReLU"]:
-        ours = inspect.signature(getattr(nn, cls).__init__)
-        theirs = inspect.signature(getattr(mnn, cls).__init__)
-        assert [(p.name, p.default) for p in ours.parameters.values()] == [
-            (p.name, p.default) for p in theirs.parameters.values()
-        ], cls
+        assert_same_signature(getattr(nn, cls).__init__, getattr(mnn, cls).__init__)

@@ -7,7 +7,7 @@ import pytest
 
 import kiln.core as kc
 import kiln.nn as nn
-from nn_helpers import mlx, to_numpy
+from nn_helpers import assert_same_signature, mlx, to_numpy
 
 
 def _positive(rng, shape, dtype=kc.float32):
@@ -104,9 +104,13 @@ def test_probability_out_of_range_raises(cls, p):
 
 
 def test_channel_dropout_rejects_other_ranks():
-    with pytest.raises(ValueError, match="Received input with 2 dimensions. Expected 3 or 4 dimensions."):
+    with pytest.raises(
+        ValueError, match="Received input with 2 dimensions. Expected 3 or 4 dimensions."
+    ):
         nn.Dropout2d()(kc.ones((3, 4)))
-    with pytest.raises(ValueError, match="Received input with 6 dimensions. Expected 4 or 5 dimensions."):
+    with pytest.raises(
+        ValueError, match="Received input with 6 dimensions. Expected 4 or 5 dimensions."
+    ):
         nn.Dropout3d().eval()(kc.ones((1, 2, 3, 4, 5, 6)))
 
 
@@ -117,7 +121,9 @@ def test_repr_matches_mlx():
             assert repr(getattr(nn, name)(p)) == repr(getattr(mnn, name)(p))
 
 
-@pytest.mark.parametrize("name,shape", [("Dropout", (6, 7)), ("Dropout2d", (2, 3, 4, 5)), ("Dropout3d", (2, 3, 2, 4, 5))])
+@pytest.mark.parametrize(
+    "name,shape", [("Dropout", (6, 7)), ("Dropout2d", (2, 3, 4, 5)), ("Dropout3d", (2, 3, 2, 4, 5))]
+)
 def test_same_masks_as_mlx_for_the_same_seed(name, shape, rng):
     # kiln's Threefry keys draw MLX's Bernoulli bits for the same seed.
     mx, mnn = mlx()
@@ -127,3 +133,9 @@ def test_same_masks_as_mlx_for_the_same_seed(name, shape, rng):
     ours = to_numpy(getattr(nn, name)(0.3)(kc.array(x)))
     theirs = np.array(getattr(mnn, name)(0.3)(mx.array(x)))
     np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
+def test_constructor_signatures_match_mlx():
+    _, mnn = mlx()
+    for name in "Dropout,Dropout2d,Dropout3d".split(","):
+        assert_same_signature(getattr(nn, name).__init__, getattr(mnn, name).__init__)

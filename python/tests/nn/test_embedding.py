@@ -8,7 +8,14 @@ import pytest
 
 import kiln.core as kc
 import kiln.nn as nn
-from nn_helpers import assert_close, mlx, param_names, share_weights, to_numpy
+from nn_helpers import (
+    assert_same_signature,
+    assert_close,
+    mlx,
+    param_names,
+    share_weights,
+    to_numpy,
+)
 
 
 def test_parameters_and_initial_scale():
@@ -73,6 +80,15 @@ def test_matches_mlx(rng):
     np.testing.assert_array_equal(to_numpy(ours(kc.array(idx))), np.array(theirs(mx.array(idx))))
     x = rng.normal(size=(3, 5)).astype(np.float32)
     np.testing.assert_allclose(
-        to_numpy(ours.as_linear(kc.array(x))), np.array(theirs.as_linear(mx.array(x))), rtol=1e-5, atol=1e-6
+        to_numpy(ours.as_linear(kc.array(x))),
+        np.array(theirs.as_linear(mx.array(x))),
+        rtol=1e-5,
+        atol=1e-6,
     )
     assert repr(ours) == repr(theirs)
+
+
+def test_constructor_signatures_match_mlx():
+    _, mnn = mlx()
+    for name in "Embedding".split(","):
+        assert_same_signature(getattr(nn, name).__init__, getattr(mnn, name).__init__)

@@ -2,7 +2,6 @@
 on large draws, fan computations, the validation errors, and MLX's draws
 for the same seed (kiln's Threefry keys match MLX's)."""
 
-import inspect
 import math
 
 import numpy as np
@@ -10,7 +9,7 @@ import pytest
 
 import kiln.core as kc
 import kiln.nn as nn
-from nn_helpers import mlx, to_numpy
+from nn_helpers import assert_same_signature, mlx, to_numpy
 
 init = nn.init
 
@@ -45,7 +44,9 @@ def test_normal_moments(dtype):
 @pytest.mark.parametrize("dtype", [kc.float32, kc.float16], ids=str)
 def test_uniform_range_and_moments(dtype):
     kc.random.seed(12)
-    v = to_numpy(_draw(init.uniform(low=-3.0, high=5.0, dtype=dtype), (300, 300))).astype(np.float64)
+    v = to_numpy(_draw(init.uniform(low=-3.0, high=5.0, dtype=dtype), (300, 300))).astype(
+        np.float64
+    )
     assert v.min() >= -3.0 and v.max() <= 5.0
     assert abs(v.mean() - 1.0) < 0.05
     assert abs(v.std() - 8 / math.sqrt(12)) < 0.03
@@ -100,10 +101,14 @@ def test_he(shape, mode):
 
 def test_fan_based_initializers_reject_bad_arguments():
     for make in (init.glorot_normal, init.glorot_uniform, init.he_normal, init.he_uniform):
-        with pytest.raises(ValueError, match="at least 2 dimensional input but input with 1 dimensions"):
+        with pytest.raises(
+            ValueError, match="at least 2 dimensional input but input with 1 dimensions"
+        ):
             make()(kc.zeros((4,)))
     for make in (init.he_normal, init.he_uniform):
-        with pytest.raises(ValueError, match="Invalid mode: fan_avg. Valid modes are: fan_in, fan_out"):
+        with pytest.raises(
+            ValueError, match="Invalid mode: fan_avg. Valid modes are: fan_in, fan_out"
+        ):
             make()(kc.zeros((4, 4)), mode="fan_avg")
 
 
@@ -176,9 +181,7 @@ def test_same_draws_as_mlx_for_the_same_seed(name, args, call_args):
 def test_signatures_match_mlx():
     _, mnn = mlx()
     for name, _, _ in CASES:
-        ours = inspect.signature(getattr(init, name)).parameters.values()
-        theirs = inspect.signature(getattr(mnn.init, name)).parameters.values()
-        assert [p.name for p in ours] == [p.name for p in theirs], name
-        assert [p.default for p in ours if p.name != "dtype"] == [
-            p.default for p in theirs if p.name != "dtype"
-        ], name
+        assert_same_signature(getattr(init, name), getattr(mnn.init, name))
+        # The initializers they return take the same arguments too.
+        args = (0.5,) if name in ("constant", "sparse") else ()
+        assert_same_signature(getattr(init, name)(*args), getattr(mnn.init, name)(*args))

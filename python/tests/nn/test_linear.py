@@ -10,7 +10,15 @@ import pytest
 import kiln.core as kc
 import kiln.nn as nn
 from kiln.utils import tree_map
-from nn_helpers import assert_close, mlx, param_names, random_input, share_weights, to_numpy
+from nn_helpers import (
+    assert_same_signature,
+    assert_close,
+    mlx,
+    param_names,
+    random_input,
+    share_weights,
+    to_numpy,
+)
 
 
 def test_identity_passes_input_through_and_takes_any_arguments(rng):
@@ -151,12 +159,22 @@ def test_linear_and_bilinear_match_mlx(rng):
         ours, theirs = nn.Linear(6, 4, bias=bias), mnn.Linear(6, 4, bias=bias)
         share_weights(rng, ours, theirs)
         x = rng.normal(size=(3, 2, 6)).astype(np.float32)
-        np.testing.assert_allclose(to_numpy(ours(kc.array(x))), np.array(theirs(mx.array(x))), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            to_numpy(ours(kc.array(x))), np.array(theirs(mx.array(x))), rtol=1e-5, atol=1e-6
+        )
         assert repr(ours) == repr(theirs)
         ours, theirs = nn.Bilinear(3, 5, 4, bias=bias), mnn.Bilinear(3, 5, 4, bias=bias)
         share_weights(rng, ours, theirs)
         x1 = rng.normal(size=(7, 3)).astype(np.float32)
         x2 = rng.normal(size=(7, 5)).astype(np.float32)
         got = to_numpy(ours(kc.array(x1), kc.array(x2)))
-        np.testing.assert_allclose(got, np.array(theirs(mx.array(x1), mx.array(x2))), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(
+            got, np.array(theirs(mx.array(x1), mx.array(x2))), rtol=1e-5, atol=1e-5
+        )
         assert repr(ours) == repr(theirs)
+
+
+def test_constructor_signatures_match_mlx():
+    _, mnn = mlx()
+    for name in "Identity,Linear,Bilinear".split(","):
+        assert_same_signature(getattr(nn, name).__init__, getattr(mnn, name).__init__)

@@ -10,6 +10,7 @@ import kiln.core as kc
 import kiln.nn as nn
 from kiln.utils import tree_map
 from nn_helpers import (
+    assert_same_signature,
     FLOAT_DTYPES,
     assert_close,
     mlx,
@@ -137,17 +138,25 @@ def test_group_norm_on_non_contiguous_and_half_inputs(rng):
         xh = x.astype(kc.float16)
         y = layer(xh)
         assert y.dtype == kc.float16
-        assert_close(y, _group_norm(to_numpy(xh).astype(np.float64), 2, 1e-5, blocked), kc.float16, scale=3)
+        assert_close(
+            y, _group_norm(to_numpy(xh).astype(np.float64), 2, 1e-5, blocked), kc.float16, scale=3
+        )
 
 
 def test_group_norm_errors():
-    with pytest.raises(ValueError, match=r"The number of features \(10\) must be evenly divisible by the number of groups \(4\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"The number of features \(10\) must be evenly divisible by the number of groups \(4\)",
+    ):
         nn.GroupNorm(4, 10)
     with pytest.raises(ValueError, match=r"number of groups \(0\) must be a positive integer"):
         nn.GroupNorm(0, 10)
     with pytest.raises(ValueError, match=r"number of features \(0\) must be a positive integer"):
         nn.GroupNorm(2, 0)
-    assert repr(nn.GroupNorm(2, 4)) == "GroupNorm(2, 4, eps=1e-05, affine=True, pytorch_compatible=False)"
+    assert (
+        repr(nn.GroupNorm(2, 4))
+        == "GroupNorm(2, 4, eps=1e-05, affine=True, pytorch_compatible=False)"
+    )
 
 
 # ---- InstanceNorm -------------------------------------------------------------
@@ -174,7 +183,9 @@ def test_instance_norm(shape, affine, rng):
 
 
 def test_instance_norm_rejects_inputs_without_spatial_axes():
-    with pytest.raises(ValueError, match="at least 3 dimensions .N, ..., C. but the input has 2 dimensions"):
+    with pytest.raises(
+        ValueError, match="at least 3 dimensions .N, ..., C. but the input has 2 dimensions"
+    ):
         nn.InstanceNorm(4)(kc.ones((2, 4)))
     assert repr(nn.InstanceNorm(4)) == "InstanceNorm(4, eps=1e-05, affine=False)"
 
@@ -194,8 +205,13 @@ def test_batch_norm_parameters():
     assert bare.parameters() == {}
     bare.unfreeze()
     assert bare.trainable_parameters() == {}
-    assert param_names(nn.BatchNorm(3, affine=False).parameters()) == ["running_mean", "running_var"]
-    assert repr(bn) == "BatchNorm(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)"
+    assert param_names(nn.BatchNorm(3, affine=False).parameters()) == [
+        "running_mean",
+        "running_var",
+    ]
+    assert (
+        repr(bn) == "BatchNorm(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)"
+    )
 
 
 @pytest.mark.parametrize("shape", [(16, 4), (6, 5, 4), (3, 4, 5, 4)])
@@ -256,7 +272,12 @@ def test_batch_norm_gradient_excludes_running_stats_and_compiles(rng):
         return (model(x) ** 2).mean()
 
     _, grads = nn.value_and_grad(model, loss)(x)
-    assert param_names(grads) == ["layers.0.bias", "layers.0.weight", "layers.1.bias", "layers.1.weight"]
+    assert param_names(grads) == [
+        "layers.0.bias",
+        "layers.0.weight",
+        "layers.1.bias",
+        "layers.1.weight",
+    ]
 
     def step(x):
         value, grads = nn.value_and_grad(model, loss)(x)
@@ -274,13 +295,16 @@ def test_batch_norm_gradient_excludes_running_stats_and_compiles(rng):
 
 
 @pytest.mark.parametrize("eps", [0.0, -1e-5])
-@pytest.mark.parametrize("make", [
-    lambda e: nn.LayerNorm(4, eps=e),
-    lambda e: nn.RMSNorm(4, eps=e),
-    lambda e: nn.GroupNorm(2, 4, eps=e),
-    lambda e: nn.InstanceNorm(4, eps=e),
-    lambda e: nn.BatchNorm(4, eps=e),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda e: nn.LayerNorm(4, eps=e),
+        lambda e: nn.RMSNorm(4, eps=e),
+        lambda e: nn.GroupNorm(2, 4, eps=e),
+        lambda e: nn.InstanceNorm(4, eps=e),
+        lambda e: nn.BatchNorm(4, eps=e),
+    ],
+)
 def test_non_positive_eps_raises(make, eps):
     with pytest.raises(ValueError, match=r"\[\w+\] 'eps' must be positive"):
         make(eps)
@@ -307,17 +331,31 @@ def test_matches_mlx(rng):
         ours, theirs = getattr(nn, name)(*args), getattr(mnn, name)(*args)
         share_weights(rng, ours, theirs, positive={"running_var"})
         assert repr(ours) == repr(theirs)
-        assert param_names(ours.trainable_parameters()) == param_names(theirs.trainable_parameters())
+        assert param_names(ours.trainable_parameters()) == param_names(
+            theirs.trainable_parameters()
+        )
         x = rng.normal(size=shape).astype(np.float32)
         np.testing.assert_allclose(
-            to_numpy(ours(kc.array(x))), np.array(theirs(mx.array(x))), rtol=1e-5, atol=1e-5, err_msg=name
+            to_numpy(ours(kc.array(x))),
+            np.array(theirs(mx.array(x))),
+            rtol=1e-5,
+            atol=1e-5,
+            err_msg=name,
         )
         if name == "BatchNorm":
             for stat in ("running_mean", "running_var"):
                 if stat in theirs:
-                    np.testing.assert_allclose(to_numpy(ours[stat]), np.array(theirs[stat]), rtol=1e-5, atol=1e-6)
+                    np.testing.assert_allclose(
+                        to_numpy(ours[stat]), np.array(theirs[stat]), rtol=1e-5, atol=1e-6
+                    )
             ours.eval()
             theirs.eval()
             np.testing.assert_allclose(
                 to_numpy(ours(kc.array(x))), np.array(theirs(mx.array(x))), rtol=1e-5, atol=1e-5
             )
+
+
+def test_constructor_signatures_match_mlx():
+    _, mnn = mlx()
+    for name in "LayerNorm,RMSNorm,GroupNorm,InstanceNorm,BatchNorm".split(","):
+        assert_same_signature(getattr(nn, name).__init__, getattr(mnn, name).__init__)
