@@ -363,3 +363,24 @@ def test_signatures_match_mlx():
         assert_same_signature(getattr(nn, name), getattr(mnn, name))
     for cls in list(PLAIN_LAYERS) + ["PReLU"]:
         assert_same_signature(getattr(nn, cls).__init__, getattr(mnn, cls).__init__)
+
+
+@pytest.mark.parametrize("name", sorted(set(REFERENCES) - {"glu"}))
+def test_float64_inputs_stay_float64(name, rng):
+    x64 = rng.uniform(-4, 4, (4, 6))
+    y = getattr(nn, name)(kc.array(x64).astype(kc.float64))
+    if name == "step":
+        np.testing.assert_array_equal(to_numpy(y), REFERENCES[name](x64))
+        return
+    assert y.dtype == kc.float64
+    np.testing.assert_allclose(to_numpy(y), REFERENCES[name](x64), rtol=1e-5, atol=1e-6)
+
+
+def test_integer_inputs_promote_as_mlx(rng):
+    mx, mnn = mlx()
+    xi = rng.integers(-5, 6, (3, 4)).astype(np.int32)
+    for name in sorted(set(REFERENCES) - {"glu"}):
+        ours = getattr(nn, name)(kc.array(xi))
+        theirs = getattr(mnn, name)(mx.array(xi))
+        assert str(ours.dtype).rsplit(".", 1)[-1] == str(theirs.dtype).rsplit(".", 1)[-1], name
+        np.testing.assert_allclose(to_numpy(ours), np.array(theirs), rtol=2e-6, atol=2e-6, err_msg=name)
