@@ -139,3 +139,19 @@ def test_constructor_signatures_match_mlx():
     _, mnn = mlx()
     for name in "Dropout,Dropout2d,Dropout3d".split(","):
         assert_same_signature(getattr(nn, name).__init__, getattr(mnn, name).__init__)
+
+
+def test_train_and_eval_reach_dropout_inside_a_model(rng):
+    model = nn.Sequential(nn.Linear(4, 64), nn.Dropout(0.5), nn.Linear(64, 2))
+    x = kc.array(rng.normal(size=(8, 4)).astype(np.float32))
+    kc.random.seed(8)
+    assert not np.allclose(to_numpy(model(x)), to_numpy(model(x)))
+    model.eval()
+    assert not model.layers[1].training
+    a, b = to_numpy(model(x)), to_numpy(model(x))
+    np.testing.assert_array_equal(a, b)
+    h = to_numpy(model.layers[0](x)).astype(np.float64)
+    w, bias = to_numpy(model.layers[2].weight), to_numpy(model.layers[2].bias)
+    np.testing.assert_allclose(a, h @ w.T + bias, rtol=1e-4, atol=1e-5)
+    model.train()
+    assert model.layers[1].training
