@@ -207,7 +207,7 @@ def _activation_layer(fn, name):
     def __call__(self, x):
         return fn(x)
 
-    doc = f"Applies :func:`{fn.__name__}` elementwise. See its documentation."
+    doc = f"Applies :func:`{fn.__name__}` with its defaults. See its documentation."
     return type(name, (Module,), {"__call__": __call__, "__doc__": doc})
 
 
