@@ -95,3 +95,19 @@ def assert_same_signature(ours, theirs):
         return [(p.name, default(p.default)) for p in inspect.signature(f).parameters.values()]
 
     assert params(ours) == params(theirs), (params(ours), params(theirs))
+
+
+def numeric_grad(f, x, h=1e-6):
+    """Central differences of the scalar NumPy function ``f`` at the float64
+    array ``x``."""
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[i] = h
+        g[i] = (f(x + step) - f(x - step)) / (2 * h)
+    return g
+
+
+def kiln_grad64(f, x):
+    """``grad(f)`` at ``x`` computed by kiln in float64, as NumPy."""
+    return np.array(kc.grad(f)(kc.array(x).astype(kc.float64)))

@@ -383,4 +383,6 @@ def test_integer_inputs_promote_as_mlx(rng):
         ours = getattr(nn, name)(kc.array(xi))
         theirs = getattr(mnn, name)(mx.array(xi))
         assert str(ours.dtype).rsplit(".", 1)[-1] == str(theirs.dtype).rsplit(".", 1)[-1], name
-        np.testing.assert_allclose(to_numpy(ours), np.array(theirs), rtol=2e-6, atol=2e-6, err_msg=name)
+        np.testing.assert_allclose(
+            to_numpy(ours), np.array(theirs), rtol=2e-6, atol=2e-6, err_msg=name
+        )

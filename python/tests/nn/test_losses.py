@@ -9,7 +9,15 @@ import pytest
 
 import kiln.core as kc
 import kiln.nn as nn
-from nn_helpers import assert_same_signature, assert_close, mlx, random_input, to_numpy
+from nn_helpers import (
+    assert_same_signature,
+    kiln_grad64,
+    numeric_grad,
+    assert_close,
+    mlx,
+    random_input,
+    to_numpy,
+)
 
 losses = nn.losses
 REDUCTIONS = ["none", "mean", "sum"]
@@ -385,3 +393,65 @@ def test_signatures_match_mlx():
     _, mnn = mlx()
     for name, _, _ in _mlx_cases(np.random.default_rng(0)):
         assert_same_signature(getattr(losses, name), getattr(mnn.losses, name))
+
+
+# ---- gradients against finite differences (float64) ------------------------------
+
+
+def _check_grad(loss, reference, x64):
+    got = kiln_grad64(loss, x64)
+    want = numeric_grad(reference, x64)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+def test_gradients_match_finite_differences(rng):
+    x64, y64, z64 = rng.normal(size=(3, 4, 5))
+    y, z = kc.array(y64).astype(kc.float64), kc.array(z64).astype(kc.float64)
+    t = rng.integers(0, 5, 4)
+
+    def ce_ref(x):
+        q = 0.7 * np.eye(5)[t] + 0.3 / 5
+        return -(q * _log_softmax(x)).sum()
+
+    _check_grad(
+        lambda x: losses.cross_entropy(x, kc.array(t), label_smoothing=0.3, reduction="sum"),
+        ce_ref,
+        x64,
+    )
+
+    def dist(a, b):
+        return ((np.abs(a - b) ** 3).sum(-1) + 1e-6) ** (1 / 3)
+
+    _check_grad(
+        lambda x: losses.triplet_loss(x, y, z, p=3, margin=2.0, reduction="sum"),
+        lambda x: np.maximum(dist(x, y64) - dist(x, z64) + 2.0, 0).sum(),
+        x64,
+    )
+    _check_grad(
+        lambda x: losses.cosine_similarity_loss(x, y, reduction="sum"),
+        lambda x: (
+            (x * y64).sum(1) / (np.linalg.norm(x, axis=1) * np.linalg.norm(y64, axis=1))
+        ).sum(),
+        x64,
+    )
+    v64 = rng.uniform(0.5, 2.0, (4, 5))
+    v = kc.array(v64).astype(kc.float64)
+    _check_grad(
+        lambda x: losses.gaussian_nll_loss(x, y, v),
+        lambda x: (0.5 * (np.log(v64) + (y64 - x) ** 2 / v64)).mean(),
+        x64,
+    )
+    _check_grad(
+        lambda x: losses.log_cosh_loss(x, y, reduction="mean"),
+        lambda x: np.log(np.cosh(x - y64)).mean(),
+        x64,
+    )
+    p64 = rng.uniform(0.05, 0.95, (4, 5))
+    tb = (rng.uniform(size=(4, 5)) > 0.5).astype(np.float64)
+    _check_grad(
+        lambda p: losses.binary_cross_entropy(
+            p, kc.array(tb).astype(kc.float64), with_logits=False
+        ),
+        lambda p: (-(tb * np.log(p) + (1 - tb) * np.log(1 - p))).mean(),
+        p64,
+    )

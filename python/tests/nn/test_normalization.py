@@ -10,6 +10,8 @@ import kiln.core as kc
 import kiln.nn as nn
 from kiln.utils import tree_map
 from nn_helpers import (
+    kiln_grad64,
+    numeric_grad,
     assert_same_signature,
     FLOAT_DTYPES,
     assert_close,
@@ -359,3 +361,35 @@ def test_constructor_signatures_match_mlx():
     _, mnn = mlx()
     for name in "LayerNorm,RMSNorm,GroupNorm,InstanceNorm,BatchNorm".split(","):
         assert_same_signature(getattr(nn, name).__init__, getattr(mnn, name).__init__)
+
+
+# ---- gradients against finite differences (float64) ------------------------------
+
+
+def _cubed_sum_grads(module, reference, x64):
+    """kiln's gradient of sum(module(x)^3) against central differences of
+    sum(reference(x)^3)."""
+    module.set_dtype(kc.float64)
+    got = kiln_grad64(lambda x: (module(x) ** 3).sum(), x64)
+    want = numeric_grad(lambda x: (reference(x) ** 3).sum(), x64)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("blocked", [False, True])
+def test_group_norm_gradient_matches_finite_differences(blocked, rng):
+    x64 = rng.normal(size=(2, 3, 6))
+    layer = nn.GroupNorm(2, 6, pytorch_compatible=blocked)
+    _cubed_sum_grads(layer, lambda x: _group_norm(x, 2, 1e-5, blocked), x64)
+
+
+def test_instance_and_rms_norm_gradients_match_finite_differences(rng):
+    x64 = rng.normal(size=(2, 3, 4))
+    _cubed_sum_grads(nn.InstanceNorm(4), lambda x: _normalize(x, (1,), 1e-5), x64)
+    rms = lambda x: x / np.sqrt((x**2).mean(-1, keepdims=True) + 1e-5)  # noqa: E731
+    _cubed_sum_grads(nn.RMSNorm(4), rms, x64)
+
+
+def test_batch_norm_training_gradient_matches_finite_differences(rng):
+    x64 = rng.normal(size=(5, 3))
+    bn = nn.BatchNorm(3, track_running_stats=False)
+    _cubed_sum_grads(bn, lambda x: _normalize(x, (0,), 1e-5), x64)
