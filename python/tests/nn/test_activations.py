@@ -180,6 +180,25 @@ def test_options_of_the_functions(rng):
     assert_close(nn.prelu(x, kc.array(alpha)), np.where(x64 > 0, x64, alpha * x64))
 
 
+def test_softmax_family_over_several_axes(rng):
+    x64 = rng.uniform(-3, 3, (2, 3, 4))
+    x = kc.array(x64.astype(np.float32))
+    x64 = x64.astype(np.float32).astype(np.float64)
+    for axis in [(0, 1), (1, 2), (0, 2), (0, 1, 2)]:
+        lsm = x64 - x64.max(axis=axis, keepdims=True)
+        lsm = lsm - np.log(np.exp(lsm).sum(axis=axis, keepdims=True))
+        assert_close(nn.log_softmax(x, axis=axis), lsm)
+        assert_close(nn.softmax(x, axis=axis), np.exp(lsm))
+        neg = -x64 - (-x64).max(axis=axis, keepdims=True)
+        assert_close(nn.softmin(x, axis), np.exp(neg) / np.exp(neg).sum(axis=axis, keepdims=True))
+    # A second shape reuses nothing of the first.
+    y64 = rng.uniform(-3, 3, (3, 2, 5))
+    y = kc.array(y64.astype(np.float32))
+    y64 = y64.astype(np.float32).astype(np.float64)
+    e = np.exp(y64 - y64.max(axis=(0, 1), keepdims=True))
+    assert_close(nn.softmax(y, axis=(0, 1)), e / e.sum(axis=(0, 1), keepdims=True))
+
+
 def test_log_softmax_is_stable_for_large_logits():
     x = kc.array([[1000.0, 0.0, -1000.0], [-5e4, -5e4 + 1.0, -5e4 + 2.0]])
     want = _log_softmax(np.array(x, dtype=np.float64))

@@ -5,7 +5,7 @@ one trace per dtype and rank, and their ops fuse into a single kernel.
 """
 
 import math
-from functools import partial
+from functools import partial, wraps
 
 import kiln.core as mx
 
@@ -19,6 +19,19 @@ _shapeless = partial(mx.compile, shapeless=True)
 #   logaddexp(x, 0)) is left unfused, and its scalar stays broadcast to the
 #   first call's shape.
 _per_shape = mx.compile
+
+
+def _compiled_by_axis(fn):
+    """``fn(x, axis)`` compiled shapeless for one axis and per shape for
+    several: kiln's softmax over several axes reshapes to the traced
+    shape."""
+    one_axis, many_axes = _shapeless(fn), _per_shape(fn)
+
+    @wraps(fn)
+    def wrapper(x, axis=-1):
+        return (one_axis if isinstance(axis, int) else many_axes)(x, axis)
+
+    return wrapper
 
 # SELU's constants as MLX writes them (truncated), so results match MLX's.
 _SELU_ALPHA = 1.67326
@@ -73,7 +86,7 @@ def elu(x, alpha=1.0):
     return mx.where(x > 0, x, alpha * (mx.exp(x) - 1))
 
 
-@_shapeless
+@_compiled_by_axis
 def softmax(x, axis=-1):
     """``exp(x) / sum(exp(x))`` along ``axis``."""
     return mx.softmax(x, axis=axis)
@@ -187,7 +200,7 @@ def hard_shrink(x, lambd=0.5):
     return mx.where(mx.abs(x) > lambd, x, 0)
 
 
-@_shapeless
+@_compiled_by_axis
 def softmin(x, axis=-1):
     """``softmax(-x)`` along ``axis``."""
     return mx.softmax(-x, axis=axis)
