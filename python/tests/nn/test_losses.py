@@ -91,6 +91,16 @@ def test_cross_entropy_in_half_precision(dtype, rng):
     assert_close(got, -_log_softmax(l64)[np.arange(8), t], dtype, scale=2)
 
 
+@pytest.mark.parametrize("index_dtype", [kc.uint8, kc.int16, kc.uint32, kc.int64], ids=str)
+def test_class_indices_of_any_integer_dtype(index_dtype, rng):
+    logits, l64 = random_input(rng, (5, 4))
+    t = rng.integers(0, 4, 5)
+    ti = kc.array(t).astype(index_dtype)
+    want = -_log_softmax(l64)[np.arange(5), t]
+    assert_close(losses.cross_entropy(logits, ti), want)
+    assert_close(losses.nll_loss(kc.array(_log_softmax(l64).astype(np.float32)), ti), want)
+
+
 def test_cross_entropy_is_stable_for_large_logits():
     logits = kc.array([[1e4, 0.0, -1e4], [0.0, 3e4, 0.0]])
     got = to_numpy(losses.cross_entropy(logits, kc.array([1, 1])))

@@ -33,6 +33,7 @@ def _compiled_by_axis(fn):
 
     return wrapper
 
+
 # SELU's constants as MLX writes them (truncated), so results match MLX's.
 _SELU_ALPHA = 1.67326
 _SELU_SCALE = 1.0507
