@@ -40,8 +40,8 @@ array binary(const char* op, const array& a, const array& b,
   auto stream = to_stream(s);
   Dtype dt = compute.value_or(promote_types(a.dtype(), b.dtype()));
   auto shape = detail::broadcast_shapes(a.shape(), b.shape(), op);
-  auto x = broadcast_to(astype(a, dt, stream), shape, stream);
-  auto y = broadcast_to(astype(b, dt, stream), shape, stream);
+  auto x = detail::broadcast_operand(astype(a, dt, stream), shape, stream);
+  auto y = detail::broadcast_operand(astype(b, dt, stream), shape, stream);
   return array(std::move(shape), out_dtype.value_or(dt),
                std::make_shared<P>(stream), {x, y});
 }
@@ -391,9 +391,9 @@ array where(const array& condition, const array& x, const array& y,
       detail::broadcast_shapes(condition.shape(), x.shape(), "where"),
       y.shape(), "where");
   std::vector<array> inputs = {
-      broadcast_to(astype(condition, bool_, stream), shape, stream),
-      broadcast_to(astype(x, dt, stream), shape, stream),
-      broadcast_to(astype(y, dt, stream), shape, stream)};
+      detail::broadcast_operand(astype(condition, bool_, stream), shape, stream),
+      detail::broadcast_operand(astype(x, dt, stream), shape, stream),
+      detail::broadcast_operand(astype(y, dt, stream), shape, stream)};
   return array(std::move(shape), dt, std::make_shared<Select>(stream),
                std::move(inputs));
 }

@@ -27,9 +27,7 @@ class Elementwise : public UnaryPrimitive {
     return typeid(*this) == typeid(other);
   }
   FusionKind fusion_kind() const override { return kind_; }
-  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
-    return {inputs[0].shape()};
-  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
 
  private:
   const FusionKind kind_;

@@ -35,6 +35,41 @@ TEST(Compile, MatchesEagerAndCachesTraces) {
   EXPECT_EQ(traces, 3); // so does a new dtype
 }
 
+TEST(Compile, ShapelessOperandsThatNoLongerBroadcastRaise) {
+  // x + w with a captured w of the traced shape: at a new shape of x the
+  // operands no longer line up, which is an error (never a kernel reading
+  // past w).
+  auto w = random_array({2, 3}, float32);
+  auto cf = compile([w](const std::vector<array>& in) { return one(add(in[0], w)); }, true);
+  cf({random_array({2, 3}, float32)});
+  EXPECT_THROW(cf({random_array({4, 5}, float32)}), std::invalid_argument);
+}
+
+TEST(Compile, ShapelessRebroadcastsImplicitBroadcastsOnly) {
+  // x - max(x, keepdims): the max is broadcast against x at the new shape.
+  auto centre = [](const std::vector<array>& in) {
+    return one(subtract(in[0], max(in[0], std::vector<int>{-1}, true)));
+  };
+  auto cc = compile(centre, true);
+  cc({random_array({2, 3}, float32)});
+  auto x = random_array({4, 5}, float32);
+  auto got = cc({x})[0];
+  ASSERT_EQ(got.shape(), (Shape{4, 5}));
+  EXPECT_TRUE(all_close(to_doubles(got), to_doubles(centre({x})[0]), 0, 0));
+  // An explicit broadcast_to keeps its shape: (1, 4) -> (3, 4), plus y.
+  auto expl = [](const std::vector<array>& in) {
+    return one(add(broadcast_to(in[0], {3, 4}), in[1]));
+  };
+  auto ce = compile(expl, true);
+  ce({random_array({1, 4}, float32), random_array({4}, float32)});
+  auto a = random_array({1, 4}, float32), b = random_array({1, 4}, float32);
+  auto out = ce({a, b})[0];
+  ASSERT_EQ(out.shape(), (Shape{3, 4}));
+  EXPECT_TRUE(all_close(to_doubles(out), to_doubles(expl({a, b})[0]), 0, 0));
+  EXPECT_THROW(ce({random_array({1, 5}, float32), random_array({5}, float32)}),
+               std::invalid_argument);
+}
+
 TEST(Compile, ShapelessKeysOnRank) {
   int traces = 0;
   auto cf = compile([&](const std::vector<array>& in) {
