@@ -66,3 +66,11 @@ from .pooling import AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxP
 from .positional_encoding import ALiBi, RoPE, SinusoidalPositionalEncoding
 from .recurrent import GRU, LSTM, RNN
 from .upsample import Upsample
+from .transformer import (
+    MultiHeadAttention,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)

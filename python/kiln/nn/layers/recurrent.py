@@ -11,6 +11,7 @@ from typing import Callable, Optional
 import kiln.core as mx
 
 from ._arguments import positive_int
+from .activations import tanh
 from .base import Module
 
 
@@ -53,7 +54,7 @@ class RNN(Module):
         nonlinearity: Optional[Callable] = None,
     ):
         super().__init__()
-        self.nonlinearity = nonlinearity or mx.tanh
+        self.nonlinearity = nonlinearity or tanh
         if not callable(self.nonlinearity):
             raise ValueError(
                 f"Nonlinearity must be callable. Current value: {nonlinearity}."
