@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "kiln/core/primitive.h"
+#include "kiln/ops/shape.h"
 #include "kiln/ops/utils.h"
 #include "kiln/primitives/compiled.h"
 #include "kiln/transforms/trace.h"
@@ -444,6 +445,8 @@ class Fuser {
 
 void check_shapeless(const Trace& trace) {
   for (auto& node : trace.tape) {
+    // A broadcast takes its shape from its consumer's operands in replay.
+    if (node.primitive().fusion_kind() == FusionKind::broadcast) continue;
     try {
       node.primitive().output_shapes(node.inputs());
     } catch (const std::invalid_argument&) {
@@ -480,6 +483,23 @@ void run_passes(Trace& trace, bool simplify_on, bool fuse_on) {
   if (trace.shapeless) check_shapeless(trace);
 }
 
+namespace {
+
+// Nodes whose output shape is the broadcast of their inputs' shapes.
+bool broadcasts_its_inputs(const Primitive& p) {
+  switch (p.fusion_kind()) {
+    case FusionKind::unary:
+    case FusionKind::binary:
+    case FusionKind::ternary:
+    case FusionKind::cast:
+      return true;
+    default:
+      return dynamic_cast<const Compiled*>(&p) != nullptr;
+  }
+}
+
+} // namespace
+
 std::vector<array> replay(const Trace& trace, const std::vector<array>& inputs) {
   std::unordered_map<uintptr_t, array> value;
   value.reserve(trace.tape.size() * 2 + inputs.size());
@@ -490,10 +510,39 @@ std::vector<array> replay(const Trace& trace, const std::vector<array>& inputs) 
     auto it = value.find(a.id());
     return it == value.end() ? a : it->second;
   };
+  // In shapeless mode a Broadcast's target is the shape seen when tracing
+  // (an op broadcasting the scalar of `x * 2` to x, say), whether it is on
+  // the tape or a constant off it. It is broadcast again, to the shape its
+  // consumer's operands broadcast to now.
+  auto rebroadcast = [&](const array& x) {
+    return trace.shapeless && !value.count(x.id()) && x.has_primitive() &&
+           x.primitive().fusion_kind() == FusionKind::broadcast;
+  };
   for (auto& node : trace.tape) {
+    auto& traced_in = node.inputs();
+    if (rebroadcast(node.outputs()[0])) continue;
     std::vector<array> in;
-    in.reserve(node.inputs().size());
-    for (auto& x : node.inputs()) in.push_back(lookup(x));
+    in.reserve(traced_in.size());
+    size_t again = 0;
+    for (auto& x : traced_in) {
+      bool b = rebroadcast(x);
+      again += b;
+      in.push_back(b ? lookup(x.inputs()[0]) : lookup(x));
+    }
+    if (again) {
+      // An elementwise consumer broadcasts its operands together, when one
+      // of them gives a shape; otherwise (only broadcasts, or another
+      // primitive) the traced shape stays.
+      Shape shape;
+      for (auto& x : in) shape = broadcast_shapes(shape, x.shape(), "compile");
+      bool together = broadcasts_its_inputs(node.primitive()) && again < in.size();
+      for (size_t k = 0; k < in.size(); ++k) {
+        if (rebroadcast(traced_in[k])) {
+          in[k] = broadcast_to(in[k], together ? shape : traced_in[k].shape(),
+                               traced_in[k].primitive().stream());
+        }
+      }
+    }
     auto outs = node.outputs();
     std::vector<Shape> shapes;
     std::vector<Dtype> dtypes;
@@ -513,7 +562,12 @@ std::vector<array> replay(const Trace& trace, const std::vector<array>& inputs) 
     for (size_t k = 0; k < outs.size(); ++k) value.emplace(outs[k].id(), made[k]);
   }
   std::vector<array> result;
-  for (auto& o : trace.outputs) result.push_back(lookup(o));
+  for (auto& o : trace.outputs) {
+    // An output that is a broadcast keeps its traced shape.
+    result.push_back(rebroadcast(o) ? broadcast_to(lookup(o.inputs()[0]), o.shape(),
+                                                   o.primitive().stream())
+                                    : lookup(o));
+  }
   return result;
 }
 
