@@ -44,9 +44,7 @@ def identity(dtype: mx.Dtype = mx.float32) -> Callable[[mx.array], mx.array]:
 
     def initializer(arr: mx.array) -> mx.array:
         if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
-            raise ValueError(
-                f"The input array must be a square matrix but got shape {arr.shape}."
-            )
+            raise ValueError(f"The input array must be a square matrix but got shape {arr.shape}.")
         return mx.eye(arr.shape[0], dtype=dtype)
 
     return initializer
@@ -156,8 +154,7 @@ def orthogonal(gain: float = 1.0, dtype: mx.Dtype = mx.float32) -> Callable[[mx.
     def initializer(a: mx.array) -> mx.array:
         if a.ndim != 2:
             raise ValueError(
-                "Orthogonal initialization requires a 2D array but got"
-                f" a {a.ndim}D array."
+                "Orthogonal initialization requires a 2D array but got" f" a {a.ndim}D array."
             )
         rows, cols = a.shape
         n = max(rows, cols)

@@ -12,9 +12,7 @@ Reduction = Literal["none", "mean", "sum"]
 
 def _reduce(loss, reduction: Reduction = "none"):
     if reduction not in get_args(Reduction):
-        raise ValueError(
-            f"Invalid reduction {reduction!r}. Must be one of {get_args(Reduction)}."
-        )
+        raise ValueError(f"Invalid reduction {reduction!r}. Must be one of {get_args(Reduction)}.")
     if reduction == "mean":
         return mx.mean(loss)
     if reduction == "sum":

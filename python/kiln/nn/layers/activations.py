@@ -1,21 +1,38 @@
 """Activation functions and their layers, with MLX's names and formulas.
 
-The elementwise activations are compiled with ``shapeless=True``: one trace
-per dtype and rank, and their ops fuse into a single kernel.
+The elementwise activations are compiled with ``shapeless=True``, as in MLX:
+one trace per dtype and rank, and their ops fuse into a single kernel.
 """
 
 import math
-from functools import partial
+from functools import partial, wraps
 
 import kiln.core as mx
 
 from .base import Module
 
 _shapeless = partial(mx.compile, shapeless=True)
-# An implicit broadcast between two arrays of different shapes is a
-# Broadcast node with a fixed target shape, which shapeless mode cannot
-# re-infer; functions that need one are compiled per shape instead.
+# Compiled per shape instead, until shapeless traces handle them:
+# - an implicit broadcast between two arrays (log_softmax, prelu) is a
+#   Broadcast node with a fixed target shape, which cannot be re-inferred;
+# - a lone elementwise op with a scalar (relu's maximum(x, 0), softplus's
+#   logaddexp(x, 0)) is left unfused, and its scalar stays broadcast to the
+#   first call's shape.
 _per_shape = mx.compile
+
+
+def _compiled_by_axis(fn):
+    """``fn(x, axis)`` compiled shapeless for one axis and per shape for
+    several: kiln's softmax over several axes reshapes to the traced
+    shape."""
+    one_axis, many_axes = _shapeless(fn), _per_shape(fn)
+
+    @wraps(fn)
+    def wrapper(x, axis=-1):
+        return (one_axis if isinstance(axis, int) else many_axes)(x, axis)
+
+    return wrapper
+
 
 # SELU's constants as MLX writes them (truncated), so results match MLX's.
 _SELU_ALPHA = 1.67326
@@ -31,7 +48,7 @@ def sigmoid(x):
     return mx.sigmoid(x)
 
 
-@_shapeless
+@_per_shape
 def relu(x):
     """``max(x, 0)``."""
     return mx.maximum(x, 0)
@@ -70,13 +87,13 @@ def elu(x, alpha=1.0):
     return mx.where(x > 0, x, alpha * (mx.exp(x) - 1))
 
 
-@_shapeless
+@_compiled_by_axis
 def softmax(x, axis=-1):
     """``exp(x) / sum(exp(x))`` along ``axis``."""
     return mx.softmax(x, axis=axis)
 
 
-@_shapeless
+@_per_shape
 def softplus(x):
     """``log(1 + exp(x))``, computed without overflow."""
     return mx.logaddexp(x, 0)
@@ -184,7 +201,7 @@ def hard_shrink(x, lambd=0.5):
     return mx.where(mx.abs(x) > lambd, x, 0)
 
 
-@_shapeless
+@_compiled_by_axis
 def softmin(x, axis=-1):
     """``softmax(-x)`` along ``axis``."""
     return mx.softmax(-x, axis=axis)
@@ -204,7 +221,7 @@ def _activation_layer(fn, name):
     def __call__(self, x):
         return fn(x)
 
-    doc = f"Applies :func:`{fn.__name__}` elementwise. See its documentation."
+    doc = f"Applies :func:`{fn.__name__}` with its defaults. See its documentation."
     return type(name, (Module,), {"__call__": __call__, "__doc__": doc})
 
 

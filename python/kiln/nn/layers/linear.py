@@ -55,9 +55,7 @@ class Bilinear(Module):
     ) -> None:
         super().__init__()
         bound = math.sqrt(1.0 / input1_dims)
-        self.weight = mx.random.uniform(
-            -bound, bound, (output_dims, input2_dims, input1_dims)
-        )
+        self.weight = mx.random.uniform(-bound, bound, (output_dims, input2_dims, input1_dims))
         if bias:
             self.bias = mx.random.uniform(-bound, bound, (output_dims,))
 
