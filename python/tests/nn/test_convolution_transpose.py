@@ -23,6 +23,7 @@ from layer_checks import (
     random_weights,
     set_weights,
     share_weights,
+    to_numpy,
 )
 
 
@@ -104,7 +105,7 @@ def test_conv_transpose_in_each_float_dtype(rng, case, dtype):
     layer = cls(**args)
     weights = random_weights(rng, layer)
     set_weights(layer, weights, dtype)
-    rounded = {k: np.array(getattr(layer, k).astype(kc.float32)).astype(np.float64) for k in weights}
+    rounded = {k: to_numpy(getattr(layer, k)).astype(np.float64) for k in weights}
     x, x64 = random_input(rng, (2, *spatial, args["in_channels"]), dtype=dtype)
     y = layer(x)
     assert y.dtype == dtype

@@ -21,6 +21,7 @@ from layer_checks import (
     random_weights,
     set_weights,
     share_weights,
+    to_numpy,
 )
 
 
@@ -153,7 +154,7 @@ def test_recurrent_unbatched_sequences(rng, name, args):
 def test_recurrent_in_each_float_dtype(rng, name, dtype):
     layer, _ = _make(name, {})
     set_weights(layer, random_weights(rng, layer), dtype)
-    rounded = {k: np.array(v.astype(kc.float32)).astype(np.float64) for k, v in _flat(layer)}
+    rounded = {k: to_numpy(v).astype(np.float64) for k, v in _flat(layer)}
     x, x64 = random_input(rng, (2, 4, 3), dtype=dtype)
     got = _run(layer, x, ())
     for g, w in zip(got, _reference(layer, rounded, x64, None)):

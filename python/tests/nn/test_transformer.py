@@ -22,6 +22,7 @@ from layer_checks import (
     random_weights,
     set_weights,
     share_weights,
+    to_numpy,
 )
 
 
@@ -147,7 +148,7 @@ def test_multi_head_attention_matches_reference(rng, args, layout, mask_kind):
 def test_multi_head_attention_in_each_float_dtype(rng, dtype):
     mha = nn.MultiHeadAttention(8, 2, bias=True)
     with_random_weights(rng, mha, dtype)
-    p = nested({k: np.array(v.astype(kc.float32)).astype(np.float64) for k, v in tree_flatten(mha.parameters())})
+    p = nested({k: to_numpy(v).astype(np.float64) for k, v in tree_flatten(mha.parameters())})
     x, x64 = random_input(rng, (2, 4, 8), dtype=dtype)
     y = mha(x, x, x)
     assert y.dtype == dtype
