@@ -13,6 +13,7 @@ from layer_checks import (
     FLOAT_DTYPES,
     LAYOUTS,
     assert_close,
+    check_compiled_training,
     check_input_grad,
     check_parameter_grads,
     f64,
@@ -233,3 +234,15 @@ def mlx_flatten(tree):
     from mlx.utils import tree_flatten
 
     return tree_flatten(tree)
+
+
+def test_conv_model_in_a_compiled_training_step(rng):
+    def make():
+        return nn.Sequential(
+            nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.ConvTranspose2d(4, 3, 2, stride=2), nn.AvgPool2d(2, 1),
+        )
+
+    x = kc.array(rng.standard_normal((2, 6, 6, 2)).astype(np.float32))
+    y = kc.array(rng.standard_normal((2, 5, 5, 3)).astype(np.float32))
+    check_compiled_training(make, lambda out, y: ((out - y) ** 2).mean(), x, y)

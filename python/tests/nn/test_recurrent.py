@@ -12,6 +12,7 @@ from layer_checks import (
     FLOAT_DTYPES,
     LAYOUTS,
     assert_close,
+    check_compiled_training,
     check_input_grad,
     check_parameter_grads,
     f64,
@@ -296,3 +297,20 @@ def test_recurrent_init_draws_as_mlx():
         assert a.keys() == b.keys()
         for k in a:
             assert np.array_equal(np.array(a[k]), np.array(b[k])), (name, k)
+
+
+def test_recurrent_model_in_a_compiled_training_step(rng):
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gru = nn.GRU(3, 5)
+            self.lstm = nn.LSTM(5, 4)
+            self.rnn = nn.RNN(4, 2)
+
+        def __call__(self, x):
+            h, _ = self.lstm(self.gru(x))
+            return self.rnn(h)
+
+    x = kc.array(rng.standard_normal((2, 6, 3)).astype(np.float32))
+    y = kc.array(rng.standard_normal((2, 6, 2)).astype(np.float32))
+    check_compiled_training(Model, lambda out, y: ((out - y) ** 2).mean(), x, y)

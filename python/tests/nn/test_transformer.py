@@ -15,6 +15,7 @@ from layer_checks import (
     FLOAT_DTYPES,
     LAYOUTS,
     assert_close,
+    check_compiled_training,
     check_parameter_grads,
     f64,
     mlx,
@@ -397,3 +398,22 @@ def test_gradients_at_several_sequence_lengths(rng):
             kc.enable_compile()
         for (k, a), (_, b) in zip(tree_flatten(grads), tree_flatten(eager)):
             assert_close(a, np.array(b), scale=10.0)
+
+
+def test_transformer_in_a_compiled_training_step(rng):
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rope = nn.RoPE(4)
+            self.encoder = nn.TransformerEncoder(2, 8, 2, mlp_dims=16, norm_first=False)
+            self.decoder = nn.TransformerDecoder(1, 8, 2, mlp_dims=16, checkpoint=True)
+
+        def __call__(self, src, tgt):
+            memory = self.encoder(self.rope(src), None)
+            mask = nn.MultiHeadAttention.create_additive_causal_mask(tgt.shape[1])
+            return self.decoder(tgt, memory, mask, None)
+
+    src = kc.array(rng.standard_normal((2, 5, 8)).astype(np.float32))
+    tgt = kc.array(rng.standard_normal((2, 4, 8)).astype(np.float32))
+    y = kc.array(rng.standard_normal((2, 4, 8)).astype(np.float32))
+    check_compiled_training(Model, lambda out, y: ((out - y) ** 2).mean(), src, tgt, y)

@@ -133,20 +133,20 @@ def upsample_nearest(x: mx.array, scale_factor: Tuple):
     """Nearest-neighbour resampling of the spatial axes of ``x`` (N, *spatial,
     C) by one scale per spatial axis."""
     _check_scales(x, scale_factor)
-    if all(float(s).is_integer() for s in scale_factor):
-        # Integer scales repeat each element: a broadcast and a reshape.
-        n = len(scale_factor)
-        spread = [x.shape[0]]
-        for size in x.shape[1:-1]:
-            spread += [size, 1]
-        spread.append(x.shape[-1])
-        repeated = list(spread)
-        for d, s in enumerate(scale_factor):
-            repeated[2 + 2 * d] = int(s)
-        out = mx.broadcast_to(x.reshape(spread), repeated)
-        shape = [x.shape[0], *(x.shape[1 + d] * int(s) for d, s in enumerate(scale_factor)), x.shape[-1]]
-        return out.reshape(shape)
-    return _resample(x, scale_factor, _nearest_taps)
+    if not all(float(s).is_integer() for s in scale_factor):
+        return _resample(x, scale_factor, _nearest_taps)
+    # Integer scales repeat each element: a size-1 axis after each spatial
+    # axis, broadcast to the scale, then merged into it.
+    scales = [int(s) for s in scale_factor]
+    spatial = x.shape[1:-1]
+    spread = [x.shape[0]]
+    repeated = [x.shape[0]]
+    for size, s in zip(spatial, scales):
+        spread += [size, 1]
+        repeated += [size, s]
+    out = mx.broadcast_to(x.reshape(*spread, x.shape[-1]), (*repeated, x.shape[-1]))
+    merged = [size * s for size, s in zip(spatial, scales)]
+    return out.reshape(x.shape[0], *merged, x.shape[-1])
 
 
 def _check_antialias(align_corners, antialias):
