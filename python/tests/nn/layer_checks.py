@@ -146,3 +146,28 @@ def check_compiled_training(make, loss, *inputs, steps=3, scale=10.0):
     theirs = dict(tree_flatten(eager_model.parameters()))
     for k, a in ours:
         assert_close(a, np.array(theirs[k]), scale=scale)
+
+
+def assert_same_signatures(names):
+    """The constructors and calls of the layers ``names`` take MLX's
+    parameters with MLX's defaults (a function default compared by name)."""
+    import inspect
+
+    _, mnn = mlx()
+
+    def params(f):
+        out = []
+        for p in inspect.signature(f).parameters.values():
+            d = p.default
+            if callable(d) and hasattr(d, "__name__"):
+                d = "function " + d.__name__
+            elif type(d).__name__ == "Dtype":
+                d = str(d).rsplit(".", 1)[-1]
+            out.append((p.name, p.kind, d))
+        return out
+
+    for name in names:
+        for method in ("__init__", "__call__"):
+            ours = getattr(getattr(nn, name), method)
+            theirs = getattr(getattr(mnn, name), method)
+            assert params(ours) == params(theirs), (name, method)

@@ -10,6 +10,7 @@ import pytest
 import kiln.core as kc
 import kiln.nn as nn
 from layer_checks import (
+    assert_same_signatures,
     FLOAT_DTYPES,
     LAYOUTS,
     assert_close,
@@ -246,3 +247,9 @@ def test_conv_model_in_a_compiled_training_step(rng):
     x = kc.array(rng.standard_normal((2, 6, 6, 2)).astype(np.float32))
     y = kc.array(rng.standard_normal((2, 5, 5, 3)).astype(np.float32))
     check_compiled_training(make, lambda out, y: ((out - y) ** 2).mean(), x, y)
+
+
+def test_signatures_match_mlx():
+    assert_same_signatures(
+        ["Conv1d", "Conv2d", "Conv3d"]
+    )

@@ -11,6 +11,7 @@ import pytest
 import kiln.core as kc
 import kiln.nn as nn
 from layer_checks import (
+    assert_same_signatures,
     FLOAT_DTYPES,
     LAYOUTS,
     assert_close,
@@ -201,3 +202,9 @@ def test_conv_transpose_init_draws_as_mlx():
     mx.random.seed(4)
     ours, theirs = nn.ConvTranspose2d(3, 5, (2, 3)), mnn.ConvTranspose2d(3, 5, (2, 3))
     assert np.array_equal(np.array(ours.weight), np.array(theirs.weight))
+
+
+def test_signatures_match_mlx():
+    assert_same_signatures(
+        ["ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
+    )

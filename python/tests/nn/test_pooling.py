@@ -9,6 +9,7 @@ import pytest
 import kiln.core as kc
 import kiln.nn as nn
 from layer_checks import (
+    assert_same_signatures,
     FLOAT_DTYPES,
     LAYOUTS,
     assert_close,
@@ -152,3 +153,9 @@ def test_pooling_matches_mlx(rng, case):
     assert repr(ours) == repr(theirs)
     x = rng.standard_normal((2, *spatial, 3)).astype(np.float32)
     assert_close(ours(kc.array(x)), np.array(theirs(mx.array(x))))
+
+
+def test_signatures_match_mlx():
+    assert_same_signatures(
+        ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d"]
+    )

@@ -11,6 +11,7 @@ import pytest
 import kiln.core as kc
 import kiln.nn as nn
 from layer_checks import (
+    assert_same_signatures,
     FLOAT_DTYPES,
     LAYOUTS,
     assert_close,
@@ -201,3 +202,9 @@ def test_positional_encodings_match_mlx(rng):
             nn.ALiBi.create_alibi_matrix(6, 5, h, offset=1),
             np.array(mnn.ALiBi.create_alibi_matrix(6, 5, h, offset=1)),
         )
+
+
+def test_signatures_match_mlx():
+    assert_same_signatures(
+        ["RoPE", "SinusoidalPositionalEncoding", "ALiBi"]
+    )

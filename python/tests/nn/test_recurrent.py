@@ -9,6 +9,7 @@ import pytest
 import kiln.core as kc
 import kiln.nn as nn
 from layer_checks import (
+    assert_same_signatures,
     FLOAT_DTYPES,
     LAYOUTS,
     assert_close,
@@ -314,3 +315,9 @@ def test_recurrent_model_in_a_compiled_training_step(rng):
     x = kc.array(rng.standard_normal((2, 6, 3)).astype(np.float32))
     y = kc.array(rng.standard_normal((2, 6, 2)).astype(np.float32))
     check_compiled_training(Model, lambda out, y: ((out - y) ** 2).mean(), x, y)
+
+
+def test_signatures_match_mlx():
+    assert_same_signatures(
+        ["RNN", "GRU", "LSTM"]
+    )

@@ -12,6 +12,7 @@ import kiln.core as kc
 import kiln.nn as nn
 from kiln.utils import tree_flatten, tree_unflatten
 from layer_checks import (
+    assert_same_signatures,
     FLOAT_DTYPES,
     LAYOUTS,
     assert_close,
@@ -417,3 +418,12 @@ def test_transformer_in_a_compiled_training_step(rng):
     tgt = kc.array(rng.standard_normal((2, 4, 8)).astype(np.float32))
     y = kc.array(rng.standard_normal((2, 4, 8)).astype(np.float32))
     check_compiled_training(Model, lambda out, y: ((out - y) ** 2).mean(), src, tgt, y)
+
+
+def test_signatures_match_mlx():
+    assert_same_signatures(
+        [
+            "MultiHeadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+            "TransformerDecoderLayer", "TransformerDecoder", "Transformer",
+        ]
+    )

@@ -12,6 +12,7 @@ import kiln.core as kc
 import kiln.nn as nn
 from kiln.nn.layers.upsample import upsample_cubic, upsample_linear, upsample_nearest
 from layer_checks import (
+    assert_same_signatures,
     FLOAT_DTYPES,
     LAYOUTS,
     assert_close,
@@ -238,3 +239,21 @@ def test_upsample_matches_mlx(rng, case):
     y, want = ours(kc.array(x)), theirs(mx.array(x))
     assert str(y.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
     assert_close(y, np.array(want))
+
+
+def test_signatures_match_mlx():
+    assert_same_signatures(
+        ["Upsample"]
+    )
+
+
+def test_functions_signatures_match_mlx():
+    mlx()
+    import inspect
+
+    from mlx.nn.layers import upsample as theirs
+
+    for fn in (upsample_nearest, upsample_linear, upsample_cubic):
+        mine = [(p.name, p.default) for p in inspect.signature(fn).parameters.values()]
+        want = [(p.name, p.default) for p in inspect.signature(getattr(theirs, fn.__name__)).parameters.values()]
+        assert mine == want, fn.__name__
