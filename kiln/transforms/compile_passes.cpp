@@ -518,6 +518,11 @@ std::vector<array> replay(const Trace& trace, const std::vector<array>& inputs) 
     return trace.shapeless && !value.count(x.id()) && x.has_primitive() &&
            x.primitive().fusion_kind() == FusionKind::broadcast;
   };
+  // What a (chain of) broadcasts to rebroadcast reads, replayed.
+  auto source = [&](array x) {
+    while (rebroadcast(x)) x = x.inputs()[0];
+    return lookup(x);
+  };
   for (auto& node : trace.tape) {
     auto& traced_in = node.inputs();
     if (rebroadcast(node.outputs()[0])) continue;
@@ -527,15 +532,17 @@ std::vector<array> replay(const Trace& trace, const std::vector<array>& inputs) 
     for (auto& x : traced_in) {
       bool b = rebroadcast(x);
       again += b;
-      in.push_back(b ? lookup(x.inputs()[0]) : lookup(x));
+      in.push_back(b ? source(x) : lookup(x));
     }
     if (again) {
       // An elementwise consumer broadcasts its operands together, when one
       // of them gives a shape; otherwise (only broadcasts, or another
       // primitive) the traced shape stays.
-      Shape shape;
-      for (auto& x : in) shape = broadcast_shapes(shape, x.shape(), "compile");
       bool together = broadcasts_its_inputs(node.primitive()) && again < in.size();
+      Shape shape;
+      if (together) {
+        for (auto& x : in) shape = broadcast_shapes(shape, x.shape(), "compile");
+      }
       for (size_t k = 0; k < in.size(); ++k) {
         if (rebroadcast(traced_in[k])) {
           in[k] = broadcast_to(in[k], together ? shape : traced_in[k].shape(),
@@ -564,9 +571,9 @@ std::vector<array> replay(const Trace& trace, const std::vector<array>& inputs) 
   std::vector<array> result;
   for (auto& o : trace.outputs) {
     // An output that is a broadcast keeps its traced shape.
-    result.push_back(rebroadcast(o) ? broadcast_to(lookup(o.inputs()[0]), o.shape(),
-                                                   o.primitive().stream())
-                                    : lookup(o));
+    result.push_back(rebroadcast(o)
+                         ? broadcast_to(source(o), o.shape(), o.primitive().stream())
+                         : lookup(o));
   }
   return result;
 }

@@ -81,6 +81,18 @@ TEST(Compile, ShapelessRebroadcastsScalarsAndOperands) {
       EXPECT_TRUE(all_close(to_doubles(g_c[k]), to_doubles(g_f[k]), 1e-6, 1e-6));
     }
   }
+  // A broadcast read by a non-elementwise op keeps its traced shape.
+  auto h = [](const std::vector<array>& in) {
+    return one(matmul(broadcast_to(in[0], {3, 4}), in[1]));
+  };
+  auto ch = compile(h, true);
+  auto row = random_array({1, 4}, float32);
+  for (int n : {2, 5}) {
+    auto w = random_array({4, n}, float32);
+    auto got = ch({row, w})[0];
+    ASSERT_EQ(got.shape(), (Shape{3, n}));
+    EXPECT_TRUE(all_close(to_doubles(got), to_doubles(h({row, w})[0]), 1e-6, 1e-6));
+  }
 }
 
 TEST(Compile, FusesElementwiseRegions) {
