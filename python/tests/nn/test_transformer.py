@@ -129,7 +129,7 @@ def _mha_inputs(rng, args, layout="contiguous"):
 
 @pytest.mark.parametrize("args", MHA_CASES)
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("mask_kind", [None, "additive", "boolean", "per-head"])
+@pytest.mark.parametrize("mask_kind", [None, "additive", "boolean", "per-head", "causal"])
 def test_multi_head_attention_matches_reference(rng, args, layout, mask_kind):
     mha = nn.MultiHeadAttention(**args)
     p = with_random_weights(rng, mha)
@@ -142,7 +142,13 @@ def test_multi_head_attention_matches_reference(rng, args, layout, mask_kind):
         mask[..., 0] = True  # every query sees some key
     elif mask_kind == "per-head":
         mask = rng.standard_normal((1, args["num_heads"], 5, 6)).astype(np.float32)
-    y = mha(q, k, v, mask=None if mask is None else kc.array(mask))
+    if mask_kind == "causal":
+        # The string asks the kernel for the causal mask, aligned so that
+        # the last query sees every key.
+        y = mha(q, k, v, mask="causal")
+        mask = np.arange(6)[None, :] <= np.arange(5)[:, None] + 1
+    else:
+        y = mha(q, k, v, mask=None if mask is None else kc.array(mask))
     assert_close(y, attention_ref(p, q64, k64, v64, mask, args["num_heads"]))
 
 
