@@ -190,6 +190,9 @@ def test_conv_bad_inputs_raise_naming_the_shapes():
         nn.Conv1d(4, 6, 3)(kc.ones((2, 9, 3)))
     with pytest.raises(ValueError, match="conv2d"):
         nn.Conv2d(4, 6, 3)(kc.ones((2, 9, 4)))
+    # Integer inputs are refused, as MLX refuses them.
+    with pytest.raises(ValueError, match=r"conv1d.*int32"):
+        nn.Conv1d(3, 2, 2)(kc.arange(30).reshape(2, 5, 3))
 
 
 def test_conv2d_gradients_match_finite_differences(rng):
