@@ -75,6 +75,14 @@ def test_rope_attributes_repr_and_errors():
     assert rope.parameters() == {}
     with pytest.raises(ValueError, match="rope"):
         nn.RoPE(10)(kc.ones((2, 5, 8)))
+    with pytest.raises(ValueError, match="rope"):
+        nn.RoPE(8)(kc.ones((5, 8)))  # (batch, ..., length, features), as MLX
+
+
+def test_rope_offset_may_be_an_array(rng):
+    x, x64 = random_input(rng, (2, 5, 8))
+    y = nn.RoPE(8, traditional=True)(x, offset=kc.array(4))
+    assert_close(y, rope_reference(x64, 8, True, 10000, 1.0, 4))
 
 
 def test_rope_gradient_matches_finite_differences(rng):
