@@ -91,6 +91,45 @@ TEST(Compile, ShapelessKeysOnRank) {
   EXPECT_THROW(bad({random_array({2, 3}, float32)}), std::invalid_argument);
 }
 
+TEST(Compile, ShapelessRebroadcastsScalarsAndOperands) {
+  // relu(x + b): the ops broadcast b and the scalar 0 to the traced shape;
+  // replayed on another shape, they broadcast to the new one, in the
+  // forward pass and in the gradient's.
+  auto f = [](const std::vector<array>& in) {
+    return one(maximum(add(in[0], in[1]), array(0.0f)));
+  };
+  auto cf = compile(f, true);
+  auto b = random_array({2}, float32);
+  cf({random_array({3, 2}, float32), b});
+  for (int n : {7, 1}) {
+    auto x = random_array({n, 2}, float32);
+    auto got = cf({x, b})[0];
+    ASSERT_EQ(got.shape(), (Shape{n, 2}));
+    EXPECT_TRUE(all_close(to_doubles(got), to_doubles(f({x, b})[0]), 0, 0));
+    auto loss = [](const Fn& g) {
+      return [g](const std::vector<array>& v) { return sum(multiply(g(v)[0], v[0])); };
+    };
+    auto g_c = grad(loss(cf), {0, 1})({x, b});
+    auto g_f = grad(loss(f), {0, 1})({x, b});
+    for (int k = 0; k < 2; ++k) {
+      ASSERT_EQ(g_c[k].shape(), g_f[k].shape());
+      EXPECT_TRUE(all_close(to_doubles(g_c[k]), to_doubles(g_f[k]), 1e-6, 1e-6));
+    }
+  }
+  // A broadcast read by a non-elementwise op keeps its traced shape.
+  auto h = [](const std::vector<array>& in) {
+    return one(matmul(broadcast_to(in[0], {3, 4}), in[1]));
+  };
+  auto ch = compile(h, true);
+  auto row = random_array({1, 4}, float32);
+  for (int n : {2, 5}) {
+    auto w = random_array({4, n}, float32);
+    auto got = ch({row, w})[0];
+    ASSERT_EQ(got.shape(), (Shape{3, n}));
+    EXPECT_TRUE(all_close(to_doubles(got), to_doubles(h({row, w})[0]), 1e-6, 1e-6));
+  }
+}
+
 TEST(Compile, FusesElementwiseRegions) {
   clear_compile_log();
   auto f = [](const std::vector<array>& in) {
