@@ -48,6 +48,13 @@ array tensordot(const array& a, const array& b, const std::vector<int>& axes_a,
 array einsum(const std::string& subscripts, const std::vector<array>& operands,
              StreamOrDevice s = {});
 
+/** The contraction order a greedy search picks for einsum (pairs of
+ *  positions in the shrinking operand list, results appended at its end)
+ *  and a report of the naive and optimized costs, as mlx.core.einsum_path
+ *  prints them. */
+std::pair<std::vector<std::vector<int>>, std::string> einsum_path(
+    const std::string& subscripts, const std::vector<array>& operands);
+
 namespace linalg {
 
 /** Vector or matrix norm, as mlx.core.linalg.norm. Without axis and ord, the

@@ -27,6 +27,13 @@ for _name in (
         pass
     setattr(core, _name, _fn)
 
+from . import _graph  # noqa: E402
+
+for _name in ("depends", "export_to_dot", "get_array_buffer_size"):
+    _fn = getattr(_graph, _name)
+    _fn.__module__ = "kiln.core"
+    setattr(core, _name, _fn)
+
 # Make ``import kiln.core.random`` and friends work.
 for _sub in ("random", "linalg", "fast"):
     _sys.modules[f"kiln.core.{_sub}"] = getattr(core, _sub)

@@ -189,6 +189,7 @@ void init_array(nb::module_& m) {
         return a.dtype() == bool_ ? logical_not(a) : bitwise_invert(a);
       });
   init_numpy(cls);
+  init_dlpack(m, cls);
   init_indexing(cls);
   init_array_methods(m, cls);
 }
