@@ -34,6 +34,28 @@ for _name in ("depends", "export_to_dot", "get_array_buffer_size"):
     _fn.__module__ = "kiln.core"
     setattr(core, _name, _fn)
 
+class _ArrayLikeMeta(type):
+    def __instancecheck__(cls, obj):
+        if isinstance(obj, (core.array, bool, int, float, complex, list, tuple)):
+            return True
+        if hasattr(obj, "__array__"):
+            return True
+        try:
+            memoryview(obj)
+            return True
+        except TypeError:
+            return False
+
+
+class ArrayLike(metaclass=_ArrayLikeMeta):
+    """Anything kiln.core.array accepts as data: arrays, Python scalars,
+    nested lists and tuples, NumPy arrays and scalars, and objects with a
+    buffer or ``__array__``. ``isinstance(x, ArrayLike)`` tells which."""
+
+
+ArrayLike.__module__ = "kiln.core"
+core.ArrayLike = ArrayLike
+
 # Make ``import kiln.core.random`` and friends work.
 for _sub in ("random", "linalg", "fast"):
     _sys.modules[f"kiln.core.{_sub}"] = getattr(core, _sub)
