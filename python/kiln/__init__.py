@@ -54,6 +54,8 @@ class ArrayLike(metaclass=_ArrayLikeMeta):
 
 
 ArrayLike.__module__ = "kiln.core"
+# mlx.core.matrix_norm is mlx.core.linalg.norm.
+core.matrix_norm = core.linalg.norm
 core.ArrayLike = ArrayLike
 
 # Make ``import kiln.core.random`` and friends work.

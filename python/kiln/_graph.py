@@ -1,6 +1,8 @@
 """Graph utilities over pytrees: depends, export_to_dot and
 get_array_buffer_size (the flat work is in C++)."""
 
+import os
+
 from . import core as _core
 from .utils import _flatten
 
@@ -40,6 +42,13 @@ def export_to_dot(file, *args, **kwargs):
                 f"{type(value).__name__}."
             )
         names.append((name, value))
+    if not (hasattr(file, "write") or isinstance(file, (str, os.PathLike))):
+        # open() would take an int (or an array's __index__) as a file
+        # descriptor.
+        raise TypeError(
+            "[export_to_dot] file must be a path or a writable text file, "
+            f"got {type(file).__name__}."
+        )
     text = _core._graph_to_dot(outputs, names)
     if hasattr(file, "write"):
         file.write(text)

@@ -106,6 +106,7 @@ void init_array_methods(nb::module_& m, nb::class_<array>& cls) {
     auto data = nb::cast<nb::bytes>(state[0]);
     auto dims = nb::cast<std::vector<int>>(state[1]);
     auto name = nb::cast<std::string>(state[2]);
+    if (name == "bool") name = "bool_"; // the attribute's spelling
     nb::object dt = nb::module_::import_("kiln.core").attr(name.c_str());
     Dtype dtype = nb::cast<Dtype>(dt);
     auto buf = allocator::malloc(data.size());
