@@ -106,8 +106,8 @@ array eye(int n, std::optional<int> m, int k, Dtype dtype, StreamOrDevice s) {
 std::vector<array> meshgrid(const std::vector<array>& arrays, bool sparse,
                             const std::string& indexing, StreamOrDevice s) {
   if (indexing != "xy" && indexing != "ij") {
-    invalid("meshgrid", "indexing must be 'xy' or 'ij', got '" + indexing +
-                            "'.");
+    invalid("meshgrid",
+            "indexing must be 'xy' or 'ij', got '" + indexing + "'.");
   }
   int nd = static_cast<int>(arrays.size());
   std::vector<array> flat;

@@ -62,7 +62,8 @@ array diag(const array& a, int k, StreamOrDevice s) {
   int n = len + std::abs(k);
   // Row r, column r + k holds a[r] (k >= 0); row c - k, column c holds a[c]
   // (k < 0). Padded to n, a broadcasts along the other axis.
-  auto padded = pad(a, {0}, {0}, {std::abs(k)}, array(0, a.dtype()), "constant", s);
+  auto padded =
+      pad(a, {0}, {0}, {std::abs(k)}, array(0, a.dtype()), "constant", s);
   auto values = k >= 0 ? expand_dims(padded, 1, s) : expand_dims(padded, 0, s);
   auto mask = eye(n, n, k, bool_, s);
   return where(mask, values, zeros({}, a.dtype(), s), s);

@@ -3,8 +3,8 @@
 // inexact types, multiply + sum otherwise) and transpose to the output order.
 #include <algorithm>
 #include <cctype>
-#include <map>
 #include <iomanip>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -390,8 +390,8 @@ std::pair<std::vector<std::vector<int>>, std::string> einsum_path(
         for (int l : uni) {
           if (keep.count(l)) result.insert(l);
         }
-        double cost = size_of(result, eq.sizes) -
-                      size_of(sets[i], eq.sizes) - size_of(sets[j], eq.sizes);
+        double cost = size_of(result, eq.sizes) - size_of(sets[i], eq.sizes) -
+                      size_of(sets[j], eq.sizes);
         if (bi < 0 || cost < best_cost) {
           best_cost = cost;
           bi = static_cast<int>(i);
@@ -409,11 +409,12 @@ std::pair<std::vector<std::vector<int>>, std::string> einsum_path(
     sets.erase(sets.begin() + bi);
     sets.push_back(best_result);
   }
-  std::string text = with_width("Complete contraction", subscripts) +
-                     with_width("Naive scaling", std::to_string(all.size())) +
-                     with_width("Optimized scaling", std::to_string(scaling)) +
-                     with_width("Naive FLOP count", integer_text(naive)) +
-                     with_width("Optimized FLOP count", integer_text(optimized));
+  std::string text =
+      with_width("Complete contraction", subscripts) +
+      with_width("Naive scaling", std::to_string(all.size())) +
+      with_width("Optimized scaling", std::to_string(scaling)) +
+      with_width("Naive FLOP count", integer_text(naive)) +
+      with_width("Optimized FLOP count", integer_text(optimized));
   return {path, text};
 }
 

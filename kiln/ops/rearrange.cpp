@@ -90,10 +90,11 @@ std::vector<array> unstack(const array& a, int axis, StreamOrDevice s) {
 
 array diff(const array& a, int n, int axis, StreamOrDevice s) {
   if (n < 0) {
-    invalid("diff", "the order n must be non-negative, got " +
-                        std::to_string(n) + ".");
+    invalid("diff",
+            "the order n must be non-negative, got " + std::to_string(n) + ".");
   }
-  if (a.ndim() == 0) invalid("diff", "needs at least 1-d input, got a 0-d " + describe(a) + ".");
+  if (a.ndim() == 0)
+    invalid("diff", "needs at least 1-d input, got a 0-d " + describe(a) + ".");
   int nd = static_cast<int>(a.ndim());
   axis = detail::normalize_axis(axis, nd, "diff");
   array out = a;

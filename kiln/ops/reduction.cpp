@@ -207,10 +207,10 @@ array scan(const char* op, const array& a, int axis, bool reverse,
   } else if (type == Scan::LogAddExp) {
     if (is_complex(dt)) invalid(op, "not supported for complex64.");
     dt = detail::at_least_float(dt);
-    return array(a.shape(), dt,
-                 std::make_shared<Scan>(to_stream(s), type, axis, reverse,
-                                        inclusive),
-                 {astype(a, dt, s)});
+    return array(
+        a.shape(), dt,
+        std::make_shared<Scan>(to_stream(s), type, axis, reverse, inclusive),
+        {astype(a, dt, s)});
   } else if (is_complex(dt)) {
     invalid(op, "not supported for complex64.");
   }

@@ -42,8 +42,8 @@ std::vector<array> unique(const array& a, int size, bool return_index,
                           const std::optional<array>& fill_value,
                           StreamOrDevice s) {
   if (size < 0) {
-    invalid("unique", "size must be non-negative, got " +
-                          std::to_string(size) + ".");
+    invalid("unique",
+            "size must be non-negative, got " + std::to_string(size) + ".");
   }
   if (is_complex(a.dtype())) {
     invalid("unique", "not supported for complex64 (" + describe(a) + ").");
@@ -58,21 +58,22 @@ std::vector<array> unique(const array& a, int size, bool return_index,
   auto sorted = take(flat, perm, 0, s);
   // Rank of each sorted element among the unique values (NaN != NaN, so
   // each NaN is its own value, as MLX).
-  auto is_first = n == 0 ? zeros({0}, bool_, s)
-                         : concatenate({full({1}, true, s),
-                                        not_equal(slice(sorted, {1}, {n}, s),
-                                                  slice(sorted, {0}, {n - 1}, s),
-                                                  s)},
-                                       0, s);
+  auto is_first =
+      n == 0 ? zeros({0}, bool_, s)
+             : concatenate({full({1}, true, s),
+                            not_equal(slice(sorted, {1}, {n}, s),
+                                      slice(sorted, {0}, {n - 1}, s), s)},
+                           0, s);
   auto rank = subtract(cumsum(astype(is_first, int32, s), 0, false, true, s),
                        array(1, int32), s);
   // Scatters drop indices past size, which truncates the output.
   auto column = [&](const array& x) { return reshape(x, {n, 1}, s); };
-  auto fill = fill_value ? astype(*fill_value, a.dtype(), s)
-                         : (n > 0 ? take(sorted, 0, 0, s) : zeros({}, a.dtype(), s));
+  auto fill = fill_value
+                  ? astype(*fill_value, a.dtype(), s)
+                  : (n > 0 ? take(sorted, 0, 0, s) : zeros({}, a.dtype(), s));
   if (fill.ndim() != 0) {
-    invalid("unique", "fill_value must be a scalar, got a " + describe(fill) +
-                          ".");
+    invalid("unique",
+            "fill_value must be a scalar, got a " + describe(fill) + ".");
   }
   std::vector<array> out;
   out.push_back(scatter(full({size}, fill, s), rank, column(sorted), 0, s));
@@ -87,8 +88,8 @@ std::vector<array> unique(const array& a, int size, bool return_index,
   }
   if (return_inverse) {
     // Truncated values point at the last entry kept.
-    auto clamped = maximum(minimum(rank, array(size - 1, int32), s),
-                           array(0, int32), s);
+    auto clamped =
+        maximum(minimum(rank, array(size - 1, int32), s), array(0, int32), s);
     auto inv = scatter(zeros({n}, uint32, s), perm,
                        column(astype(clamped, uint32, s)), 0, s);
     out.push_back(reshape(inv, a.shape(), s));

@@ -56,10 +56,11 @@ array median(const array& a, const std::vector<int>& axes_in, bool keepdims,
   auto x = reshape(transpose(astype(a, dt, s), perm, s), flat_shape, s);
   auto sorted = sort(x, -1, s);
   int lo = static_cast<int>((count - 1) / 2), hi = static_cast<int>(count / 2);
-  auto mid = lo == hi ? take(sorted, lo, -1, s)
-                      : multiply(add(take(sorted, lo, -1, s),
-                                     take(sorted, hi, -1, s), s),
-                                 array(0.5, dt), s);
+  auto mid =
+      lo == hi
+          ? take(sorted, lo, -1, s)
+          : multiply(add(take(sorted, lo, -1, s), take(sorted, hi, -1, s), s),
+                     array(0.5, dt), s);
   // Sorting puts NaN last; the median of values with a NaN is NaN.
   auto has_nan = any(isnan(x, s), -1, false, s);
   auto out = where(has_nan, array(std::nan(""), dt), mid, s);
@@ -84,8 +85,8 @@ std::pair<array, array> minmax(const array& a, bool keepdims,
   return minmax(a, every_axis(a), keepdims, s);
 }
 
-array count_nonzero(const array& a, const std::vector<int>& axes,
-                    bool keepdims, StreamOrDevice s) {
+array count_nonzero(const array& a, const std::vector<int>& axes, bool keepdims,
+                    StreamOrDevice s) {
   auto nonzero = not_equal(a, zeros({}, a.dtype(), s), s);
   return astype(sum(nonzero, axes, keepdims, s), int32, s);
 }

@@ -40,7 +40,8 @@ class CustomTransforms : public Primitive {
  *  forwarded inputs alone. */
 class Depends : public Primitive {
  public:
-  Depends(Stream s, int num_outputs) : Primitive(s), num_outputs_(num_outputs) {}
+  Depends(Stream s, int num_outputs)
+      : Primitive(s), num_outputs_(num_outputs) {}
   const char* name() const override { return "Depends"; }
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;

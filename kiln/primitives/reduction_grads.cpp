@@ -200,8 +200,8 @@ std::vector<array> Scan::jvp(const std::vector<array>& primals,
     case LogAddExp: {
       // dy_i = sum_j t_j exp(x_j - y_i) over the j that y_i includes.
       auto y = logcumsumexp(x, axis_, reverse_, inclusive_);
-      auto dy = weighted_exp_scan(t, x, negative(y), axis_, reverse_,
-                                  inclusive_);
+      auto dy =
+          weighted_exp_scan(t, x, negative(y), axis_, reverse_, inclusive_);
       // An empty sum (an exclusive scan's first output, -inf) has tangent 0.
       return {where(isneginf(y), zeros_like(dy), dy)};
     }

@@ -4,8 +4,8 @@
 // no gradient.
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
-#include "kiln/ops/reduction.h"
 #include "kiln/ops/indexing.h"
+#include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/sort.h"
 #include "kiln/primitives/sort.h"

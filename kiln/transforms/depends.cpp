@@ -15,8 +15,8 @@ std::vector<array> depends(const std::vector<array>& inputs,
   }
   std::vector<array> all = inputs;
   all.insert(all.end(), dependencies.begin(), dependencies.end());
-  auto p = std::make_shared<Depends>(to_stream({}),
-                                     static_cast<int>(inputs.size()));
+  auto p =
+      std::make_shared<Depends>(to_stream({}), static_cast<int>(inputs.size()));
   return array::make_arrays(std::move(shapes), dtypes, p, all);
 }
 

@@ -27,18 +27,17 @@ std::string graph_to_dot(
     return n;
   };
   auto emit = [&](const array& a) {
-        std::string n = name_of(a);
-        auto it = label.find(a.id());
-        std::string text =
-            it != label.end() ? it->second
-                              : (a.has_primitive() ? a.primitive().name()
-                                                   : std::string("array"));
-        text += "\\n" + dtype_name(a.dtype()) + " " +
-                detail::shape_str(a.shape());
-        os << "  " << n << " [label=\"" << text << "\", shape="
-           << (a.has_primitive() ? "box" : "ellipse") << "];\n";
-        if (!a.has_primitive()) return;
-        for (auto& in : a.inputs()) {
+    std::string n = name_of(a);
+    auto it = label.find(a.id());
+    std::string text =
+        it != label.end()
+            ? it->second
+            : (a.has_primitive() ? a.primitive().name() : std::string("array"));
+    text += "\\n" + dtype_name(a.dtype()) + " " + detail::shape_str(a.shape());
+    os << "  " << n << " [label=\"" << text
+       << "\", shape=" << (a.has_primitive() ? "box" : "ellipse") << "];\n";
+    if (!a.has_primitive()) return;
+    for (auto& in : a.inputs()) {
       os << "  " << name_of(in) << " -> " << n << ";\n";
     }
   };

@@ -34,6 +34,7 @@ for _name in ("depends", "export_to_dot", "get_array_buffer_size"):
     _fn.__module__ = "kiln.core"
     setattr(core, _name, _fn)
 
+
 class _ArrayLikeMeta(type):
     def __instancecheck__(cls, obj):
         if isinstance(obj, (core.array, bool, int, float, complex, list, tuple)):

@@ -22,11 +22,11 @@ def depends(inputs, dependencies):
     deps = [dependencies] if isinstance(dependencies, array) else list(dependencies)
     for x in ins + deps:
         if not isinstance(x, array):
-            raise TypeError(
-                f"[depends] expected arrays, got {type(x).__name__}."
-            )
+            raise TypeError(f"[depends] expected arrays, got {type(x).__name__}.")
     outs = _core._depends(ins, deps)
-    return outs[0] if single else type(inputs)(outs) if isinstance(inputs, tuple) else outs
+    return (
+        outs[0] if single else type(inputs)(outs) if isinstance(inputs, tuple) else outs
+    )
 
 
 def export_to_dot(file, *args, **kwargs):

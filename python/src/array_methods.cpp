@@ -22,13 +22,13 @@ std::vector<int> varargs_ints(const nb::args& args) {
 void init_array_methods(nb::module_& m, nb::class_<array>& cls) {
   nb::handle mod = m;
   for (const char* name :
-       {"abs",    "all",    "any",      "argmax", "argmin",     "cos",
-        "cummax", "cummin", "cumprod",  "cumsum", "exp",        "flatten",
-        "log",    "log10",  "log1p",    "log2",   "logsumexp",  "max",
-        "mean",   "min",    "moveaxis", "prod",   "reciprocal", "round",
-        "rsqrt",  "sin",    "split",    "sqrt",   "square",     "squeeze",
-        "std",    "sum",    "swapaxes", "var",    "view",       "conj",
-       "diag",   "diagonal", "logcumsumexp"}) {
+       {"abs",    "all",      "any",         "argmax", "argmin",     "cos",
+        "cummax", "cummin",   "cumprod",     "cumsum", "exp",        "flatten",
+        "log",    "log10",    "log1p",       "log2",   "logsumexp",  "max",
+        "mean",   "min",      "moveaxis",    "prod",   "reciprocal", "round",
+        "rsqrt",  "sin",      "split",       "sqrt",   "square",     "squeeze",
+        "std",    "sum",      "swapaxes",    "var",    "view",       "conj",
+        "diag",   "diagonal", "logcumsumexp"}) {
     std::string n = name;
     cls.def(
         name,

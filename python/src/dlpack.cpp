@@ -17,17 +17,22 @@ namespace dl = nb::dlpack;
 dl::dtype to_dl(Dtype d) {
   auto bits = static_cast<uint8_t>(d.size * 8);
   if (d == bool_) return {static_cast<uint8_t>(dl::dtype_code::Bool), 8, 1};
-  if (d == bfloat16) return {static_cast<uint8_t>(dl::dtype_code::Bfloat), 16, 1};
-  if (d == complex64) return {static_cast<uint8_t>(dl::dtype_code::Complex), 64, 1};
-  if (is_floating_point(d)) return {static_cast<uint8_t>(dl::dtype_code::Float), bits, 1};
-  if (is_unsigned(d)) return {static_cast<uint8_t>(dl::dtype_code::UInt), bits, 1};
+  if (d == bfloat16)
+    return {static_cast<uint8_t>(dl::dtype_code::Bfloat), 16, 1};
+  if (d == complex64)
+    return {static_cast<uint8_t>(dl::dtype_code::Complex), 64, 1};
+  if (is_floating_point(d))
+    return {static_cast<uint8_t>(dl::dtype_code::Float), bits, 1};
+  if (is_unsigned(d))
+    return {static_cast<uint8_t>(dl::dtype_code::UInt), bits, 1};
   return {static_cast<uint8_t>(dl::dtype_code::Int), bits, 1};
 }
 
 Dtype from_dl(dl::dtype t) {
   if (t.lanes != 1) {
-    throw nb::type_error("[from_dlpack] vector (multi-lane) dtypes are not "
-                         "supported.");
+    throw nb::type_error(
+        "[from_dlpack] vector (multi-lane) dtypes are not "
+        "supported.");
   }
   auto code = static_cast<dl::dtype_code>(t.code);
   switch (code) {
@@ -58,8 +63,8 @@ Dtype from_dl(dl::dtype t) {
     default: break;
   }
   throw nb::type_error(("[from_dlpack] unsupported DLPack dtype (code " +
-                        std::to_string(t.code) + ", " +
-                        std::to_string(t.bits) + " bits).")
+                        std::to_string(t.code) + ", " + std::to_string(t.bits) +
+                        " bits).")
                            .c_str());
 }
 
@@ -71,7 +76,8 @@ using AnyCpuArray = nb::ndarray<nb::ro, nb::device::cpu>;
 nb::object as_ndarray(const array& a) {
   eval_released({a});
   auto* keep = new array(a);
-  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<array*>(p); });
+  nb::capsule owner(keep,
+                    [](void* p) noexcept { delete static_cast<array*>(p); });
   std::vector<size_t> shape(a.shape().begin(), a.shape().end());
   std::vector<int64_t> strides(a.strides().begin(), a.strides().end());
   nb::ndarray<nb::ro> view(a.data<void>(), a.ndim(), shape.data(), owner,
@@ -101,23 +107,23 @@ void init_dlpack(nb::module_& m, nb::class_<array>& cls) {
   cls.def(
       "__dlpack__",
       [](const array& a, nb::kwargs kwargs) {
-        if (kwargs.contains("copy") && nb::cast<bool>(nb::bool_(kwargs["copy"]))) {
+        if (kwargs.contains("copy") &&
+            nb::cast<bool>(nb::bool_(kwargs["copy"]))) {
           return as_ndarray(contiguous(a));
         }
         return as_ndarray(a);
       },
-      "kwargs"_a,
-      "A DLPack capsule viewing the array's memory (CPU).");
+      "kwargs"_a, "A DLPack capsule viewing the array's memory (CPU).");
   cls.def(
-      "__dlpack_device__",
-      [](const array&) { return nb::make_tuple(1, 0); },
+      "__dlpack_device__", [](const array&) { return nb::make_tuple(1, 0); },
       "The DLPack device: (1, 0), the CPU.");
   m.def(
       "from_dlpack",
       [](nb::handle x, std::optional<bool> copy) {
         if (copy && !*copy) {
-          throw nb::value_error("[from_dlpack] copy=False cannot be honoured: "
-                                "kiln copies memory it does not own.");
+          throw nb::value_error(
+              "[from_dlpack] copy=False cannot be honoured: "
+              "kiln copies memory it does not own.");
         }
         AnyCpuArray in;
         try {

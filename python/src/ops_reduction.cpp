@@ -99,10 +99,9 @@ void init_ops_reduction(nb::module_& m) {
   for (const S& sc : typed_scans) {
     m.def(
         sc.name,
-        [ax = sc.axis, all = sc.all](ArrayLike a, std::optional<int> axis,
-                                     bool reverse, bool inclusive,
-                                     std::optional<Dtype> dtype,
-                                     const StreamArg& s) {
+        [ax = sc.axis, all = sc.all](
+            ArrayLike a, std::optional<int> axis, bool reverse, bool inclusive,
+            std::optional<Dtype> dtype, const StreamArg& s) {
           array x = to_array(a);
           if (dtype) x = astype(x, *dtype, to_sod(s));
           return axis ? ax(x, *axis, reverse, inclusive, to_sod(s))
@@ -248,8 +247,8 @@ void init_ops_reduction(nb::module_& m) {
         array x = to_array(a);
         std::optional<array> fill;
         if (!fill_value.is_none()) fill = to_array_weak(fill_value, x.dtype());
-        auto out = unique(x, size, return_index, return_inverse,
-                          return_counts, fill, to_sod(s));
+        auto out = unique(x, size, return_index, return_inverse, return_counts,
+                          fill, to_sod(s));
         if (out.size() == 1) return nb::cast(out[0]);
         nb::list items;
         for (auto& o : out) items.append(nb::cast(o));

@@ -21,8 +21,7 @@ void init_printing(nb::module_& m) {
         return "PrintOptions(precision=" + std::to_string(o.precision) + ")";
       });
   m.def(
-      "set_printoptions",
-      [](int precision) { set_print_options({precision}); },
+      "set_printoptions", [](int precision) { set_print_options({precision}); },
       "precision"_a = -1,
       "Set the number of digits printed after the decimal point (-1 for the "
       "default).");

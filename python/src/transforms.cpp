@@ -104,7 +104,8 @@ void init_transforms(nb::module_& m) {
           if (!a.is_available()) {
             throw nb::value_error(
                 ("[get_array_buffer_size] arrays must be evaluated first; "
-                 "got an unevaluated " + detail::describe(a) + ".")
+                 "got an unevaluated " +
+                 detail::describe(a) + ".")
                     .c_str());
           }
           void* p = a.buffer().raw();

@@ -76,46 +76,55 @@ def test_unstack_diff_kron_meshgrid(rng, dtype):
     x, y, z = (rand(rng, (m,), dtype) for m in (3, 4, 2))
     for indexing in ("xy", "ij"):
         for sparse in (False, True):
-            got = kc.meshgrid(kc.array(x), kc.array(y), kc.array(z),
-                              sparse=sparse, indexing=indexing)
+            got = kc.meshgrid(
+                kc.array(x), kc.array(y), kc.array(z), sparse=sparse, indexing=indexing
+            )
             want = np.meshgrid(x, y, z, sparse=sparse, indexing=indexing)
             for g, w in zip(got, want):
                 check(g, w)
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.float16,
-                                   np.float32])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.float16, np.float32])
 def test_median_minmax_count_nonzero(rng, dtype):
     tol = 2e-3 if dtype == np.float16 else 1e-6
     for n, k in layouts(rng, dtype):
         for axis in (None, 0, -1, (0, 2)):
-            check(kc.median(k, axis=axis), np.median(n.astype(np.float64),
-                                                    axis=axis), tol, tol)
+            check(
+                kc.median(k, axis=axis),
+                np.median(n.astype(np.float64), axis=axis),
+                tol,
+                tol,
+            )
             lo, hi = kc.minmax(k, axis=axis, keepdims=True)
             check(lo, np.min(n, axis=axis, keepdims=True))
             check(hi, np.max(n, axis=axis, keepdims=True))
             c = kc.count_nonzero(k, axis=axis)
             assert c.dtype == kc.int32
             check(c, np.count_nonzero(n, axis=axis))
-        assert kc.median(k, axis=1, keepdims=True).shape == (n.shape[0], 1,
-                                                            n.shape[2])
+        assert kc.median(k, axis=1, keepdims=True).shape == (n.shape[0], 1, n.shape[2])
     x = np.array([[1.0, np.nan, 2.0], [3.0, 1.0, 2.0]], np.float32)
     check(kc.median(kc.array(x), axis=1), np.median(x, axis=1))
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.float16, np.float32,
-                                   np.float64])
+@pytest.mark.parametrize(
+    "dtype", [np.int8, np.int32, np.float16, np.float32, np.float64]
+)
 def test_searchsorted(rng, dtype):
     seq = np.sort(rand(rng, (30,), dtype, lo=-9, hi=9))
     vals = rand(rng, (4, 6), dtype, lo=-12, hi=12)
-    for v_np, v_k in ((vals, kc.array(vals)), (vals.T, kc.array(vals).T),
-                      (vals[::2, 1::3], kc.array(vals)[::2, 1::3])):
+    for v_np, v_k in (
+        (vals, kc.array(vals)),
+        (vals.T, kc.array(vals).T),
+        (vals[::2, 1::3], kc.array(vals)[::2, 1::3]),
+    ):
         for side in ("left", "right"):
             got = kc.searchsorted(kc.array(seq), v_k, side=side)
             assert got.dtype == kc.uint32
             check(got, np.searchsorted(seq, v_np, side=side))
-    check(kc.searchsorted(kc.array(seq)[::-1][::-1], kc.array(vals)),
-          np.searchsorted(seq, vals))
+    check(
+        kc.searchsorted(kc.array(seq)[::-1][::-1], kc.array(vals)),
+        np.searchsorted(seq, vals),
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.bool_, np.int16, np.uint8, np.float32])
@@ -123,9 +132,9 @@ def test_unique(rng, dtype):
     a = rand(rng, (5, 6), dtype, lo=0, hi=4)
     k = kc.array(a).T
     a = a.T
-    vals, index, inverse, counts = np.unique(a, return_index=True,
-                                             return_inverse=True,
-                                             return_counts=True)
+    vals, index, inverse, counts = np.unique(
+        a, return_index=True, return_inverse=True, return_counts=True
+    )
     m = vals.size
     for size in (m, m + 3, max(m - 1, 0)):
         v, i, inv, c = kc.unique(k, size, True, True, True)
@@ -157,8 +166,10 @@ def test_elementwise_helpers(rng):
         got = kc.nan_to_num(kc.array(x))
         # kiln (as MLX) makes float32 of float64 NumPy input.
         check(got, np.nan_to_num(x.astype(np.array(got).dtype)), rtol=0, atol=0)
-        check(kc.nan_to_num(kc.array(x), nan=2, posinf=3, neginf=-4),
-              np.nan_to_num(x, nan=2, posinf=3, neginf=-4))
+        check(
+            kc.nan_to_num(kc.array(x), nan=2, posinf=3, neginf=-4),
+            np.nan_to_num(x, nan=2, posinf=3, neginf=-4),
+        )
     bf = kc.nan_to_num(kc.array([np.inf], kc.bfloat16))
     assert np_of(bf)[0] == pytest.approx(3.38953e38, rel=1e-4)
 
@@ -197,16 +208,16 @@ def test_scans(rng):
                         want = np.take(want, range(x.shape[ax]), axis=ax)
                     if reverse:
                         want = np.flip(want, ax)
-                    got = kc.logcumsumexp(k, axis, reverse=reverse,
-                                          inclusive=inclusive)
+                    got = kc.logcumsumexp(k, axis, reverse=reverse, inclusive=inclusive)
                     check(got, want, 1e-5, 1e-5)
         check(k.logcumsumexp(1), np.logaddexp.accumulate(n, axis=1), 1e-5, 1e-5)
     ints = rand(rng, (5,), np.int8)
     got = kc.cumulative_sum(kc.array(ints), dtype=kc.float32)
     assert got.dtype == kc.float32
     check(got, np.cumsum(ints))
-    check(kc.cumulative_prod(kc.array([1.5, 2.0, -1.0]), reverse=True),
-          [-3.0, -2.0, -1.0])
+    check(
+        kc.cumulative_prod(kc.array([1.5, 2.0, -1.0]), reverse=True), [-3.0, -2.0, -1.0]
+    )
     assert kc.cumulative_sum is kc.cumsum
 
 
@@ -217,8 +228,9 @@ def test_vecdot_and_einsum_path(rng):
     z = np.array([1 + 2j, 3j], np.complex64)
     w = np.array([1 + 1j, 2], np.complex64)
     assert complex(kc.vecdot(kc.array(z), kc.array(w)).item()) == np.vdot(z, w)
-    path, text = kc.einsum_path("ij,jk,kl->il", kc.ones((2, 3)),
-                                kc.ones((3, 4)), kc.ones((4, 5)))
+    path, text = kc.einsum_path(
+        "ij,jk,kl->il", kc.ones((2, 3)), kc.ones((3, 4)), kc.ones((4, 5))
+    )
     assert path == [(1, 2), (0, 1)]
     assert "Naive FLOP count:  360" in text and "Optimized scaling:  3" in text
 
@@ -236,8 +248,11 @@ def test_errors():
         (lambda: kc.meshgrid(x, indexing="ab"), ValueError, "meshgrid"),
         (lambda: kc.median(kc.ones((0,))), ValueError, "median"),
         (lambda: kc.searchsorted(x, kc.ones((2,))), ValueError, "searchsorted"),
-        (lambda: kc.searchsorted(kc.ones((2,)), x, side="up"), ValueError,
-         "searchsorted"),
+        (
+            lambda: kc.searchsorted(kc.ones((2,)), x, side="up"),
+            ValueError,
+            "searchsorted",
+        ),
         (lambda: kc.unique(x, -1), ValueError, "unique"),
         (lambda: kc.unique(kc.ones((0,)), 2), ValueError, "unique"),
         (lambda: kc.trunc(kc.array([1j])), ValueError, "trunc"),
@@ -270,24 +285,29 @@ def test_vs_mlx(rng):
         (kc.diff(ka, 2), mx.diff(ma, 2)),
         (kc.median(ka, axis=0), mx.median(ma, axis=0)),
         (kc.minmax(ka)[1], mx.minmax(ma)[1]),
-        (kc.searchsorted(kc.array(s), ka, side="right"),
-         mx.searchsorted(mx.array(s), ma, side="right")),
+        (
+            kc.searchsorted(kc.array(s), ka, side="right"),
+            mx.searchsorted(mx.array(s), ma, side="right"),
+        ),
         (kc.degrees(ka), mx.degrees(ma)),
         (kc.radians(ka), mx.radians(ma)),
         (kc.trunc(ka), mx.trunc(ma)),
         (kc.count_nonzero(ka > 0, axis=1), mx.count_nonzero(ma > 0, axis=1)),
-        (kc.logcumsumexp(ka, 1, reverse=True), mx.logcumsumexp(ma, 1,
-                                                               reverse=True)),
+        (kc.logcumsumexp(ka, 1, reverse=True), mx.logcumsumexp(ma, 1, reverse=True)),
         (kc.vecdot(ka, ka), mx.vecdot(ma, ma)),
-        (kc.cumulative_sum(ka, 0, inclusive=False),
-         mx.cumulative_sum(ma, 0, inclusive=False)),
+        (
+            kc.cumulative_sum(ka, 0, inclusive=False),
+            mx.cumulative_sum(ma, 0, inclusive=False),
+        ),
     ]
     for kg, mg in pairs:
         assert str(kg.dtype) == str(mg.dtype).split(".")[-1]
         check(kg, np.array(mg), 1e-5, 1e-5)
     ints = rand(rng, (3, 4), np.int32, lo=0, hi=3)
-    for kg, mg in zip(kc.unique(kc.array(ints), 6, True, True, True, fill_value=0),
-                      mx.unique(mx.array(ints), 6, True, True, True, fill_value=0)):
+    for kg, mg in zip(
+        kc.unique(kc.array(ints), 6, True, True, True, fill_value=0),
+        mx.unique(mx.array(ints), 6, True, True, True, fill_value=0),
+    ):
         assert str(kg.dtype) == str(mg.dtype).split(".")[-1]
         check(kg, np.array(mg))
     for kg, mg in zip(kc.meshgrid(ka[0], ka[1, :3]), mx.meshgrid(ma[0], ma[1, :3])):
@@ -297,15 +317,29 @@ def test_vs_mlx(rng):
     ops = [kc.ones((2, 3)), kc.ones((3, 4)), kc.ones((4, 2)), kc.ones((2, 5))]
     mops = [mx.ones(o.shape) for o in ops]
     assert kc.einsum_path("ab,bc,cd,de->ae", *ops) == mx.einsum_path(
-        "ab,bc,cd,de->ae", *mops)
+        "ab,bc,cd,de->ae", *mops
+    )
     assert kc.einsum_path("ab,ab,ab->", *[kc.ones((2, 3))] * 3) == mx.einsum_path(
-        "ab,ab,ab->", *[mx.ones((2, 3))] * 3)
-    for f, t in [("int8", "int16"), ("float32", "int32"), ("uint8", "int8"),
-                 ("float16", "bfloat16"), ("bool_", "float16")]:
+        "ab,ab,ab->", *[mx.ones((2, 3))] * 3
+    )
+    for f, t in [
+        ("int8", "int16"),
+        ("float32", "int32"),
+        ("uint8", "int8"),
+        ("float16", "bfloat16"),
+        ("bool_", "float16"),
+    ]:
         assert kc.can_cast(getattr(kc, f), getattr(kc, t)) == mx.can_cast(
-            getattr(mx, f), getattr(mx, t))
+            getattr(mx, f), getattr(mx, t)
+        )
     for d in ("bool_", "int8", "uint32", "float16", "complex64"):
-        for kind in ("bool", "signed integer", "unsigned integer", "integral",
-                     "real floating", "complex floating", "numeric"):
-            assert kc.isdtype(getattr(kc, d), kind) == mx.isdtype(getattr(mx, d),
-                                                                  kind)
+        for kind in (
+            "bool",
+            "signed integer",
+            "unsigned integer",
+            "integral",
+            "real floating",
+            "complex floating",
+            "numeric",
+        ):
+            assert kc.isdtype(getattr(kc, d), kind) == mx.isdtype(getattr(mx, d), kind)

@@ -81,7 +81,8 @@ def test_signature_matches_mlx(name):
         if w[1] is not None:
             assert g[1] is not None and (
                 g[1] == w[1] or float(g[1]) == float(w[1])
-                if re.fullmatch(r"-?[\d.]+", w[1]) else g[1] == w[1]
+                if re.fullmatch(r"-?[\d.]+", w[1])
+                else g[1] == w[1]
             ), (name, g, w)
         assert g[2] == w[2], (name, g, w)
 
@@ -93,8 +94,13 @@ def test_dlpack_both_ways(rng):
     np.testing.assert_array_equal(np.from_dlpack(k), a)
     np.testing.assert_array_equal(np.from_dlpack(k.T), a.T)  # strided view
     np.testing.assert_array_equal(np.from_dlpack(k[:, 1::2]), a[:, 1::2])
-    for src in (a, a.T, a[::2, ::-1], rand(rng, (5,), np.int16),
-                np.array([True, False])):
+    for src in (
+        a,
+        a.T,
+        a[::2, ::-1],
+        rand(rng, (5,), np.int16),
+        np.array([True, False]),
+    ):
         got = kc.from_dlpack(src)
         np.testing.assert_array_equal(np.array(got), src)
     # Round trip through kiln's own capsules.
@@ -182,8 +188,9 @@ def test_depends_dot_buffer_size(tmp_path, rng):
     assert isinstance(ys, list) and len(ys) == 2
     check(ys[1], np.array(b))
     # No gradient reaches the dependency.
-    ga, gb = kc.grad(lambda p, q: kc.sum(kc.depends(p * q, q) ** 2),
-                     argnums=(0, 1))(a, b)
+    ga, gb = kc.grad(lambda p, q: kc.sum(kc.depends(p * q, q) ** 2), argnums=(0, 1))(
+        a, b
+    )
     na, nb = np.array(a), np.array(b)
     check(ga, 2 * na * nb * nb, 1e-5)
     check(gb, 2 * na * na * nb, 1e-5)

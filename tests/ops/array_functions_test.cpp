@@ -117,8 +117,10 @@ TEST(ArrayFunctions, Searchsorted) {
       auto left = to_doubles(searchsorted(seq, values));
       auto right = to_doubles(searchsorted(seq, values, "right"));
       for (size_t i = 0; i < v.size(); ++i) {
-        EXPECT_EQ(left[i], std::lower_bound(s.begin(), s.end(), v[i]) - s.begin());
-        EXPECT_EQ(right[i], std::upper_bound(s.begin(), s.end(), v[i]) - s.begin());
+        EXPECT_EQ(left[i],
+                  std::lower_bound(s.begin(), s.end(), v[i]) - s.begin());
+        EXPECT_EQ(right[i],
+                  std::upper_bound(s.begin(), s.end(), v[i]) - s.begin());
       }
     }
     // A strided (reversed twice) sequence reads the same.
@@ -127,8 +129,11 @@ TEST(ArrayFunctions, Searchsorted) {
               to_doubles(searchsorted(seq, base)));
   }
   EXPECT_EQ(searchsorted(array({1, 2}), array({1.5f})).dtype(), uint32);
-  EXPECT_TRUE(throws_naming([] { searchsorted(zeros({2, 2}), zeros({1})); },
-                            "searchsorted"));
+  EXPECT_TRUE(throws_naming(
+      [] {
+        searchsorted(zeros({2, 2}), zeros({1}));
+      },
+      "searchsorted"));
   EXPECT_TRUE(throws_naming([] { searchsorted(zeros({2}), zeros({1}), "mid"); },
                             "searchsorted"));
 }
@@ -167,7 +172,8 @@ TEST(ArrayFunctions, Unique) {
         EXPECT_EQ(counts[p], 0);
       }
       for (size_t i = 0; i < v.size(); ++i) {
-        int rank = static_cast<int>(std::distance(seen.begin(), seen.find(v[i])));
+        int rank =
+            static_cast<int>(std::distance(seen.begin(), seen.find(v[i])));
         EXPECT_EQ(inverse[i], std::min(rank, std::max(size - 1, 0)));
       }
     }
@@ -182,13 +188,16 @@ TEST(ArrayFunctions, ElementwiseHelpers) {
   for (Dtype dt : {float16, bfloat16, float32, float64}) {
     for (auto& a : layouts(dt)) {
       auto v = to_doubles(a);
-      EXPECT_EQ(to_doubles(trunc(a)), map1(v, [](double x) { return std::trunc(x); }));
-      EXPECT_TRUE(all_close(to_doubles(degrees(a)),
-                            map1(v, [](double x) { return x * 180 / std::numbers::pi; }),
-                            2 * tolerance(dt), tolerance(dt)));
-      EXPECT_TRUE(all_close(to_doubles(radians(a)),
-                            map1(v, [](double x) { return x * std::numbers::pi / 180; }),
-                            2 * tolerance(dt), tolerance(dt)));
+      EXPECT_EQ(to_doubles(trunc(a)),
+                map1(v, [](double x) { return std::trunc(x); }));
+      EXPECT_TRUE(all_close(
+          to_doubles(degrees(a)),
+          map1(v, [](double x) { return x * 180 / std::numbers::pi; }),
+          2 * tolerance(dt), tolerance(dt)));
+      EXPECT_TRUE(all_close(
+          to_doubles(radians(a)),
+          map1(v, [](double x) { return x * std::numbers::pi / 180; }),
+          2 * tolerance(dt), tolerance(dt)));
     }
   }
   auto ints = random_array({5}, int8, -9, 9);
@@ -199,16 +208,16 @@ TEST(ArrayFunctions, ElementwiseHelpers) {
   for (Dtype dt : {float16, bfloat16, float32, float64}) {
     auto x = array({double(NAN), double(INFINITY), -double(INFINITY), 1.5}, dt);
     auto d = to_doubles(nan_to_num(x));
-    double big = dt == float16 ? 65504.0
+    double big = dt == float16    ? 65504.0
                  : dt == bfloat16 ? 3.3895313892515355e38
-                 : dt == float32 ? double(std::numeric_limits<float>::max())
-                                 : std::numeric_limits<double>::max();
+                 : dt == float32  ? double(std::numeric_limits<float>::max())
+                                  : std::numeric_limits<double>::max();
     EXPECT_EQ(d, (std::vector<double>{0, big, -big, 1.5})) << dtype_name(dt);
     EXPECT_EQ(to_doubles(nan_to_num(x, 2.0f, 3.0f, -4.0f)),
               (std::vector<double>{2, 3, -4, 1.5}));
   }
-  EXPECT_TRUE(throws_naming([] { nan_to_num(zeros({2}, complex64)); },
-                            "nan_to_num"));
+  EXPECT_TRUE(
+      throws_naming([] { nan_to_num(zeros({2}, complex64)); }, "nan_to_num"));
 
   // Complex parts, against std::complex on random values.
   auto re = random_array({3, 4}, float32), im = random_array({3, 4}, float32);
@@ -218,7 +227,8 @@ TEST(ArrayFunctions, ElementwiseHelpers) {
   EXPECT_EQ(real(zt).dtype(), float32);
   EXPECT_EQ(to_doubles(real(zt)), to_doubles(transpose(re)));
   EXPECT_EQ(to_doubles(imag(zt)), to_doubles(transpose(im)));
-  EXPECT_EQ(to_doubles(imag(conjugate(zt))), to_doubles(negative(transpose(im))));
+  EXPECT_EQ(to_doubles(imag(conjugate(zt))),
+            to_doubles(negative(transpose(im))));
   EXPECT_EQ(to_doubles(real(conj(zt))), to_doubles(transpose(re)));
   EXPECT_EQ(to_doubles(real(re)), to_doubles(re));
   EXPECT_EQ(to_doubles(imag(re)), std::vector<double>(12, 0.0));
@@ -244,26 +254,31 @@ TEST(ArrayFunctions, Vecdot) {
 }
 
 TEST(ArrayFunctions, EinsumPathAndDepends) {
-  auto [path, text] = einsum_path("ab,bc,cd,de->ae",
-                                  {zeros({2, 30}), zeros({30, 4}),
-                                   zeros({4, 50}), zeros({50, 6})});
+  auto [path, text] = einsum_path(
+      "ab,bc,cd,de->ae",
+      {zeros({2, 30}), zeros({30, 4}), zeros({4, 50}), zeros({50, 6})});
   EXPECT_EQ(path, (std::vector<std::vector<int>>{{2, 3}, {0, 1}, {0, 1}}));
   EXPECT_NE(text.find("Naive FLOP count:  288000"), std::string::npos) << text;
-  EXPECT_NE(text.find("Optimized FLOP count:  2976"), std::string::npos) << text;
+  EXPECT_NE(text.find("Optimized FLOP count:  2976"), std::string::npos)
+      << text;
   auto single = einsum_path("ii->i", {zeros({3, 3})});
   EXPECT_EQ(single.first, (std::vector<std::vector<int>>{{0}}));
-  EXPECT_TRUE(throws_naming([] { einsum_path("ij,jk", {zeros({2, 3})}); },
-                            "einsum"));
+  EXPECT_TRUE(throws_naming(
+      [] {
+        einsum_path("ij,jk", {zeros({2, 3})});
+      },
+      "einsum"));
 
   auto x = random_array({4}, float32), y = random_array({4}, float32);
   auto outs = depends({x}, {y});
   ASSERT_EQ(outs.size(), 1u);
   EXPECT_EQ(to_doubles(outs[0]), to_doubles(x));
   // Gradients go to the forwarded input only.
-  auto g = grad([&](const std::vector<array>& in) {
-             return sum(multiply(depends({in[0]}, {in[1]})[0], in[0]));
-           },
-           std::vector<int>{0, 1})({x, y});
+  auto g = grad(
+      [&](const std::vector<array>& in) {
+        return sum(multiply(depends({in[0]}, {in[1]})[0], in[0]));
+      },
+      std::vector<int>{0, 1})({x, y});
   EXPECT_TRUE(all_close(to_doubles(g[0]), to_doubles(multiply(x, array(2.0f))),
                         1e-6, 1e-6));
   EXPECT_EQ(to_doubles(g[1]), std::vector<double>(4, 0.0));

@@ -15,8 +15,8 @@ std::vector<array> layouts(Dtype dt) {
                 Shape{-8, 4, 6}, Shape{-2, 1, 1})};
 }
 
-const std::vector<Dtype> family = {bool_, int8, uint16, int64, float16,
-                                   bfloat16, float32, float64};
+const std::vector<Dtype> family = {bool_,   int8,     uint16,  int64,
+                                   float16, bfloat16, float32, float64};
 
 TEST(Rearrange, FlipAndRoll) {
   for (Dtype dt : family) {
@@ -42,8 +42,11 @@ TEST(Rearrange, FlipAndRoll) {
     }
   }
   EXPECT_TRUE(throws_naming([] { flip(zeros({2, 3}), 2); }, "flip"));
-  EXPECT_TRUE(throws_naming([] { roll(zeros({2, 3}), Shape{1, 2}, {0}); },
-                            "roll"));
+  EXPECT_TRUE(throws_naming(
+      [] {
+        roll(zeros({2, 3}), Shape{1, 2}, {0});
+      },
+      "roll"));
   EXPECT_TRUE(throws_naming([] { roll(zeros({2, 3}), 1, 5); }, "roll"));
 }
 
@@ -96,8 +99,11 @@ TEST(Rearrange, DiagonalTraceAndDiag) {
   EXPECT_EQ(trace(array({1, 2, 3, 4}, {2, 2}, int8), 0, 0, 1, float32).dtype(),
             float32);
   EXPECT_TRUE(throws_naming([] { diagonal(zeros({3})); }, "diagonal"));
-  EXPECT_TRUE(throws_naming([] { diagonal(zeros({3, 3}), 0, 1, -1); },
-                            "diagonal"));
+  EXPECT_TRUE(throws_naming(
+      [] {
+        diagonal(zeros({3, 3}), 0, 1, -1);
+      },
+      "diagonal"));
   EXPECT_TRUE(throws_naming([] { diag(zeros({2, 2, 2})); }, "diag"));
   EXPECT_TRUE(throws_naming([] { trace(zeros({2})); }, "trace"));
 }
@@ -135,7 +141,8 @@ TEST(Rearrange, UnstackAndDiff) {
           want.insert(want.end(), x.begin(), x.end());
         }
         EXPECT_EQ(d.shape(2), std::max(0, 5 - n));
-        EXPECT_TRUE(all_close(to_doubles(d), want, tolerance(dt), tolerance(dt)))
+        EXPECT_TRUE(
+            all_close(to_doubles(d), want, tolerance(dt), tolerance(dt)))
             << dtype_name(dt) << " n=" << n;
       }
     }

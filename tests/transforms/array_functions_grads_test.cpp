@@ -13,16 +13,20 @@ array rnd(const Shape& s) { return random_array(s, float64, -1.5, 1.5); }
 
 TEST(GradArrayFunctions, Rearrangements) {
   auto x = rnd({3, 4, 5});
-  check_transforms("flip", [](const Args& in) { return flip(in[0], {0, 2}); },
+  check_transforms("flip",
+                   [](const Args& in) {
+                     return flip(in[0], {0, 2});
+                   },
                    {x});
   check_transforms("roll",
-                   [](const Args& in) { return roll(in[0], Shape{2, -3}, {1, 2}); },
+                   [](const Args& in) {
+                     return roll(in[0], Shape{2, -3}, {1, 2});
+                   },
                    {as_transposed(x)});
   check_transforms("roll flat", [](const Args& in) { return roll(in[0], 5); },
                    {x});
-  check_transforms("diagonal",
-                   [](const Args& in) { return diagonal(in[0], 1, 2, 0); },
-                   {x});
+  check_transforms(
+      "diagonal", [](const Args& in) { return diagonal(in[0], 1, 2, 0); }, {x});
   check_transforms("diagonal negative",
                    [](const Args& in) { return diagonal(in[0], -1, 1, 2); },
                    {as_transposed(x)});
@@ -42,8 +46,7 @@ TEST(GradArrayFunctions, Rearrangements) {
                      return multiply(g[0], g[1]);
                    },
                    {rnd({3}), rnd({4})});
-  check_transforms("kron",
-                   [](const Args& in) { return kron(in[0], in[1]); },
+  check_transforms("kron", [](const Args& in) { return kron(in[0], in[1]); },
                    {rnd({2, 3}), rnd({3, 2})});
   check_transforms("vecdot",
                    [](const Args& in) { return vecdot(in[0], in[1], 0); },
@@ -51,7 +54,10 @@ TEST(GradArrayFunctions, Rearrangements) {
   check_transforms("median odd",
                    [](const Args& in) { return median(in[0], 2); }, {x});
   check_transforms("median even",
-                   [](const Args& in) { return median(in[0], {0, 2}); }, {x});
+                   [](const Args& in) {
+                     return median(in[0], {0, 2});
+                   },
+                   {x});
 }
 
 TEST(GradArrayFunctions, Logcumsumexp) {
@@ -85,7 +91,8 @@ TEST(GradArrayFunctions, Logcumsumexp) {
   }
   // Far-apart values: the gradient stays finite and sums to 1 per output.
   auto wide = array({-500.0, 0.0, 600.0}, float64);
-  auto g = grad([](const array& a) { return take(logcumsumexp(a), 2, 0); })(wide);
+  auto g =
+      grad([](const array& a) { return take(logcumsumexp(a), 2, 0); })(wide);
   auto gv = to_doubles(g);
   EXPECT_NEAR(gv[0] + gv[1] + gv[2], 1.0, 1e-12);
   EXPECT_NEAR(gv[2], 1.0, 1e-12);
@@ -104,7 +111,8 @@ TEST(GradArrayFunctions, ComplexParts) {
   EXPECT_EQ(to_doubles(imag(vr.second[0])), std::vector<double>(6, 0.0));
   EXPECT_EQ(to_doubles(imag(vi.second[0])), to_doubles(c));
   EXPECT_EQ(to_doubles(real(vi.second[0])), std::vector<double>(6, 0.0));
-  auto vc = vjp([](const Args& in) { return Args{conjugate(in[0])}; }, {z}, {z});
+  auto vc =
+      vjp([](const Args& in) { return Args{conjugate(in[0])}; }, {z}, {z});
   EXPECT_EQ(to_doubles(imag(vc.second[0])), to_doubles(negative(im)));
   // jvp: the parts of the tangent.
   auto jr = jvp([](const Args& in) { return Args{imag(in[0])}; }, {z}, {z});
@@ -132,9 +140,9 @@ TEST(GradArrayFunctions, SearchsortedVmap) {
   auto g = grad([&](const array& v) {
     return sum(multiply(astype(searchsorted(take(seq, 0, 0), v), float32), v));
   })(take(values, 0, 0));
-  EXPECT_EQ(to_doubles(g), to_doubles(astype(searchsorted(take(seq, 0, 0),
-                                                          take(values, 0, 0)),
-                                             float32)));
+  EXPECT_EQ(to_doubles(g),
+            to_doubles(astype(searchsorted(take(seq, 0, 0), take(values, 0, 0)),
+                              float32)));
 }
 
 } // namespace

@@ -1,5 +1,5 @@
-// Scans (cumsum, cumprod, cummax, cummin, logcumsumexp) along one axis. Each line along the
-// axis is scanned sequentially; lines run in parallel.
+// Scans (cumsum, cumprod, cummax, cummin, logcumsumexp) along one axis. Each
+// line along the axis is scanned sequentially; lines run in parallel.
 #include <cmath>
 
 #include "kiln/backend/common/strided.h"

@@ -1,9 +1,9 @@
 // eval_cpu of the layout primitives: views where strides can express the
 // result, copies otherwise.
+#include "kiln/primitives/shape.h"
 #include "kiln/backend/cpu/copy.h"
 #include "kiln/core/layout.h"
 #include "kiln/primitives/custom.h"
-#include "kiln/primitives/shape.h"
 
 namespace kiln {
 
