@@ -110,8 +110,15 @@ void init_device(nb::module_& m) {
       });
   m.def(
       "stream",
-      [](const std::variant<Stream, Device>& s) {
-        return StreamContext{s, {}, {}};
+      [](const std::variant<Stream, ThreadLocalStream, Device>& s) {
+        // A thread-local stream means this thread's stream for it.
+        if (auto* t = std::get_if<ThreadLocalStream>(&s)) {
+          return StreamContext{t->get(), {}, {}};
+        }
+        if (auto* st = std::get_if<Stream>(&s)) {
+          return StreamContext{*st, {}, {}};
+        }
+        return StreamContext{std::get<Device>(s), {}, {}};
       },
       "s"_a, "A context manager making s the default stream or device.");
 

@@ -164,6 +164,8 @@ def test_streams_and_device():
     th.start()
     th.join()
     check(results[0], [3.0, 6.0])
+    with kc.stream(t):
+        check(kc.add(x, x), [2.0, 4.0])
     kc.clear_streams()
     check(kc.add(x, 1, stream=t), [2.0, 3.0])  # made again on first use
     s = kc.new_thread_unsafe_stream(kc.cpu)
