@@ -53,6 +53,15 @@ std::vector<array> unique(const array& a, int size, bool return_index,
     invalid("unique", "an empty input needs a fill_value to pad to size " +
                           std::to_string(size) + ".");
   }
+  if (size == 0) {
+    // Nothing to place (a scatter into no slots has no slice to write);
+    // the inverse has nowhere to point and is zero, as MLX.
+    std::vector<array> out{zeros({0}, a.dtype(), s)};
+    if (return_index) out.push_back(zeros({0}, uint32, s));
+    if (return_inverse) out.push_back(zeros(a.shape(), uint32, s));
+    if (return_counts) out.push_back(zeros({0}, int32, s));
+    return out;
+  }
   auto flat = reshape(a, {n}, s);
   auto perm = argsort(flat, 0, s);
   auto sorted = take(flat, perm, 0, s);

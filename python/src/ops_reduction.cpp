@@ -104,8 +104,11 @@ void init_ops_reduction(nb::module_& m) {
             std::optional<Dtype> dtype, const StreamArg& s) {
           array x = to_array(a);
           if (dtype) x = astype(x, *dtype, to_sod(s));
-          return axis ? ax(x, *axis, reverse, inclusive, to_sod(s))
-                      : all(x, reverse, inclusive, to_sod(s));
+          auto out = axis ? ax(x, *axis, reverse, inclusive, to_sod(s))
+                          : all(x, reverse, inclusive, to_sod(s));
+          // An explicit dtype is also the result's (kiln otherwise widens
+          // small integers, as sum does).
+          return dtype ? astype(out, *dtype, to_sod(s)) : out;
         },
         "a"_a, "axis"_a = nb::none(), nb::kw_only(), "reverse"_a = false,
         "inclusive"_a = true, "dtype"_a = nb::none(), "stream"_a = nb::none(),

@@ -210,11 +210,15 @@ void init_ops_shape(nb::module_& m) {
         array x = to_array(a);
         auto* one = std::get_if<int>(&shift);
         if (!axis) {
-          if (!one) {
-            throw nb::value_error(
-                "[roll] a tuple of shifts needs a tuple of axes.");
+          // Without axes the flattened array rolls by the total shift, as
+          // MLX.
+          int total = 0;
+          if (one) {
+            total = *one;
+          } else {
+            for (int v : std::get<std::vector<int>>(shift)) total += v;
           }
-          return roll(x, *one, to_sod(s));
+          return roll(x, total, to_sod(s));
         }
         auto axes = axes_of(axis, x.ndim());
         if (one) return roll(x, *one, axes, to_sod(s));

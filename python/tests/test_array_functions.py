@@ -147,6 +147,9 @@ def test_unique(rng, dtype):
         check(inv, np.minimum(inverse.reshape(a.shape), max(size - 1, 0)))
         assert (i.dtype, inv.dtype, c.dtype) == (kc.uint32, kc.uint32, kc.int32)
     assert isinstance(kc.unique(k, m), kc.array)
+    v, i, inv, c = kc.unique(k, 0, True, True, True)
+    assert v.shape == i.shape == c.shape == (0,)
+    check(inv, np.zeros(a.shape))
     check(kc.unique(kc.array([3, 1]), 4, fill_value=7), [1, 3, 7, 7])
 
 
@@ -214,6 +217,7 @@ def test_scans(rng):
     ints = rand(rng, (5,), np.int8)
     got = kc.cumulative_sum(kc.array(ints), dtype=kc.float32)
     assert got.dtype == kc.float32
+    assert kc.cumsum(kc.array(ints), dtype=kc.int16).dtype == kc.int16
     check(got, np.cumsum(ints))
     check(
         kc.cumulative_prod(kc.array([1.5, 2.0, -1.0]), reverse=True), [-3.0, -2.0, -1.0]
@@ -239,7 +243,7 @@ def test_errors():
     x = kc.ones((2, 3))
     cases = [
         (lambda: kc.flip(x, 2), ValueError, "flip"),
-        (lambda: kc.roll(x, (1, 2)), ValueError, "roll"),
+        (lambda: kc.roll(x, (1, 2), (0,)), ValueError, "roll"),
         (lambda: kc.diagonal(kc.ones((3,))), ValueError, "diagonal"),
         (lambda: kc.diagonal(x, 0, 1, 1), ValueError, "diagonal"),
         (lambda: kc.diag(kc.ones((2, 2, 2))), ValueError, "diag"),
@@ -278,6 +282,11 @@ def test_vs_mlx(rng):
     pairs = [
         (kc.flip(ka, 1), mx.flip(ma, 1)),
         (kc.roll(ka, (1, -2), (0, 1)), mx.roll(ma, (1, -2), (0, 1))),
+        (kc.roll(ka, (1, 5)), mx.roll(ma, (1, 5))),
+        (
+            kc.cumulative_prod(ka.astype(kc.int8), dtype=kc.int16),
+            mx.cumulative_prod(ma.astype(mx.int8), dtype=mx.int16),
+        ),
         (kc.diagonal(ka, -1), mx.diagonal(ma, -1)),
         (kc.diag(ka, 2), mx.diag(ma, 2)),
         (kc.trace(ka, 1), mx.trace(ma, 1)),

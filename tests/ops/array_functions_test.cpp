@@ -178,6 +178,10 @@ TEST(ArrayFunctions, Unique) {
       }
     }
   }
+  // size 0: empty outputs, and an inverse of zeros.
+  auto none = unique(array({3, 1, 3}, {3}), 0, true, true, true);
+  EXPECT_EQ(none[0].shape(), (Shape{0}));
+  EXPECT_EQ(to_doubles(none[2]), std::vector<double>(3, 0.0));
   auto filled = unique(array({3, 1}), 4, false, false, false, array(7));
   EXPECT_EQ(to_doubles(filled[0]), (std::vector<double>{1, 3, 7, 7}));
   EXPECT_TRUE(throws_naming([] { unique(zeros({2}), -1); }, "unique"));
