@@ -1,4 +1,5 @@
 // Transformation rules of reductions, arg-reductions and scans.
+#include <limits>
 #include <numeric>
 
 #include "kiln/ops/creation.h"
@@ -133,7 +134,12 @@ array weighted_exp_scan(const array& w, const array& v, const array& shift,
                         int axis, bool reverse, bool inclusive) {
   auto zero = zeros_like(w);
   auto part = [&](const array& wpart) {
-    auto lse = logcumsumexp(add(log(wpart), v), axis, reverse, inclusive);
+    // log of the weights, -inf where they are 0, with a finite derivative
+    // everywhere (so that second derivatives are not NaN).
+    auto positive = greater(wpart, zero);
+    auto logw = where(positive, log(where(positive, wpart, ones_like(wpart))),
+                      array(-std::numeric_limits<double>::infinity(), w.dtype()));
+    auto lse = logcumsumexp(add(logw, v), axis, reverse, inclusive);
     return exp(add(lse, shift));
   };
   return subtract(part(maximum(w, zero)), part(maximum(negative(w), zero)));
@@ -158,8 +164,12 @@ std::vector<array> Scan::vjp(const std::vector<array>& primals,
     case LogAddExp: {
       // d y_i / d x_j = exp(x_j - y_i) for the j that y_i includes, summed
       // over the outputs in the other direction, in log space.
-      return {weighted_exp_scan(c, negative(outputs[0]), x, axis_, !reverse_,
-                                inclusive_)};
+      // Outputs that sum nothing (-inf) pass no gradient back.
+      const array& y = outputs[0];
+      auto empty = isneginf(y);
+      auto c_used = where(empty, zeros_like(c), c);
+      auto v = where(empty, zeros_like(y), negative(y));
+      return {weighted_exp_scan(c_used, v, x, axis_, !reverse_, inclusive_)};
     }
     default: {
       // cummax / cummin: y_i comes from the latest position j <= i where x

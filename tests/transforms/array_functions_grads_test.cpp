@@ -2,6 +2,8 @@
 // (flip, roll, diagonal, diag, trace, unstack, diff, meshgrid, kron, vecdot,
 // median), of logcumsumexp's scan rules, of real / imag / conjugate and of
 // searchsorted's vmap.
+#include <limits>
+
 #include "transforms/grad_check.h"
 
 namespace kiln::test {
@@ -96,6 +98,25 @@ TEST(GradArrayFunctions, Logcumsumexp) {
   auto gv = to_doubles(g);
   EXPECT_NEAR(gv[0] + gv[1] + gv[2], 1.0, 1e-12);
   EXPECT_NEAR(gv[2], 1.0, 1e-12);
+  // -inf inputs (an empty prefix) pass gradient to none and take none.
+  auto ninf = -std::numeric_limits<double>::infinity();
+  auto with_inf = array({ninf, ninf, 1.0, 2.0}, float64);
+  auto gi = to_doubles(grad([](const array& a) {
+    return sum(slice(logcumsumexp(a), {2}, {4}));
+  })(with_inf));
+  EXPECT_EQ(gi[0], 0.0);
+  EXPECT_EQ(gi[1], 0.0);
+  EXPECT_NEAR(gi[2] + gi[3], 2.0, 1e-12);
+  // Second derivatives are finite: the vjp of the vjp against finite
+  // differences of the gradient.
+  auto w = array({1.0, -2.0, 3.0}, float64);
+  EXPECT_TRUE(check_vjp(
+      [&](const Args& in) {
+        return grad([&](const array& a) {
+          return sum(multiply(logcumsumexp(a), w));
+        })(in[0]);
+      },
+      {array({0.3, -1.2, 2.0}, float64)}));
 }
 
 TEST(GradArrayFunctions, ComplexParts) {
