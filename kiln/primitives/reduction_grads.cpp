@@ -137,8 +137,9 @@ array weighted_exp_scan(const array& w, const array& v, const array& shift,
     // log of the weights, -inf where they are 0, with a finite derivative
     // everywhere (so that second derivatives are not NaN).
     auto positive = greater(wpart, zero);
-    auto logw = where(positive, log(where(positive, wpart, ones_like(wpart))),
-                      array(-std::numeric_limits<double>::infinity(), w.dtype()));
+    auto logw =
+        where(positive, log(where(positive, wpart, ones_like(wpart))),
+              array(-std::numeric_limits<double>::infinity(), w.dtype()));
     auto lse = logcumsumexp(add(logw, v), axis, reverse, inclusive);
     return exp(add(lse, shift));
   };
