@@ -12,12 +12,6 @@ import kiln.core as mx
 from .base import Module
 
 _shapeless = partial(mx.compile, shapeless=True)
-# Compiled per shape instead, until shapeless traces handle them:
-# - an implicit broadcast between two arrays (log_softmax, prelu) is a
-#   Broadcast node with a fixed target shape, which cannot be re-inferred;
-# - a lone elementwise op with a scalar (relu's maximum(x, 0), softplus's
-#   logaddexp(x, 0)) is left unfused, and its scalar stays broadcast to the
-#   first call's shape.
 _per_shape = mx.compile
 
 
@@ -48,7 +42,7 @@ def sigmoid(x):
     return mx.sigmoid(x)
 
 
-@_per_shape
+@_shapeless
 def relu(x):
     """``max(x, 0)``."""
     return mx.maximum(x, 0)
@@ -72,7 +66,7 @@ def leaky_relu(x, negative_slope=0.01):
     return mx.maximum(negative_slope * x, x)
 
 
-@_per_shape
+@_shapeless
 def log_softmax(x, axis=-1):
     """``x - logsumexp(x)`` along ``axis``."""
     # Shifting by the (constant) max first keeps the normalizer from being
@@ -93,7 +87,7 @@ def softmax(x, axis=-1):
     return mx.softmax(x, axis=axis)
 
 
-@_per_shape
+@_shapeless
 def softplus(x):
     """``log(1 + exp(x))``, computed without overflow."""
     return mx.logaddexp(x, 0)
@@ -170,7 +164,7 @@ def selu(x):
     return _SELU_SCALE * mx.where(x > 0, x, _SELU_ALPHA * (mx.exp(x) - 1))
 
 
-@_per_shape
+@_shapeless
 def prelu(x, alpha):
     """``max(0, x) + alpha * min(0, x)`` with a learnable ``alpha``
     (broadcast against ``x``)."""
