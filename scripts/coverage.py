@@ -41,7 +41,7 @@ CLASSES = [
 # Families this milestone leaves out on purpose (the issue defers them).
 DEFERRED = re.compile(
     r"(quantiz|qmm|qqmm|QQLinear|Quantized|fp8|^fft$|distributed|Sharded|"
-    r"fully_shard|^export|^import_function|exporter|FunctionExporter|"
+    r"fully_shard|_sharded$|^export|^import_function|exporter|FunctionExporter|"
     r"metal|cuda_kernel|^gather_qmm|^gather_qqmm|^to_fp8|^from_fp8)"
 )
 # Names that are imports inside MLX's Python modules, not its API.
@@ -50,6 +50,7 @@ NOT_API = {
     "get_args", "math", "mx", "partial", "reduce", "wraps", "tree_flatten",
     "tree_map", "tree_reduce", "tree_unflatten", "tree_merge", "Module",
     "Reduction", "defaultdict", "OrderedDict", "nn", "np", "annotations",
+    "Dict", "zip_longest",
 }
 
 
@@ -232,8 +233,9 @@ def compare(mlx_obj, kiln_obj, names, label, rows):
             rows.append((label, name, "deferred" if deferred else "missing", ""))
             continue
         k = getattr(kiln_obj, name)
-        # Operators are called positionally; only their existence matters.
-        is_dunder = name.startswith("__")
+        # Operators are called positionally, and ArrayLike is a typing
+        # construct: only their existence matters.
+        is_dunder = name.startswith("__") or name == "ArrayLike"
         if callable(m) and not inspect.ismodule(m) and not is_dunder:
             pm, pk = params(m), params(k)
             if not same(pm, pk):

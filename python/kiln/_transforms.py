@@ -303,9 +303,9 @@ class custom_function:
 
     Absent rules fall back to transforming the function itself."""
 
-    def __init__(self, fun):
-        functools.update_wrapper(self, fun)
-        self.fun = fun
+    def __init__(self, f):
+        functools.update_wrapper(self, f)
+        self.fun = f
         self._vjp = self._jvp = self._vmap = None
 
     def vjp(self, f):

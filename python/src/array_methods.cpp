@@ -44,7 +44,7 @@ void init_array_methods(nb::module_& m, nb::class_<array>& cls) {
         auto v = varargs_ints(shape);
         return reshape(a, Shape(v.begin(), v.end()), to_sod(s));
       },
-      "shape"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "shape"_a, "stream"_a = nb::none(),
       "a with a new shape: reshape(2, 3) or reshape((2, 3)).");
   cls.def(
       "transpose",
@@ -52,7 +52,7 @@ void init_array_methods(nb::module_& m, nb::class_<array>& cls) {
         if (nb::len(axes) == 0) return transpose(a, to_sod(s));
         return transpose(a, varargs_ints(axes), to_sod(s));
       },
-      "axes"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "axes"_a, "stream"_a = nb::none(),
       "Permute the axes: transpose(1, 0) or transpose((1, 0)).");
   cls.def_prop_ro(
       "real", [](const array& a) { return real(a); },

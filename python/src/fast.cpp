@@ -47,7 +47,7 @@ void init_fast(nb::module_& parent) {
   m.def(
       "scaled_dot_product_attention",
       [](ArrayLike q, ArrayLike k, ArrayLike v, float scale, nb::handle mask,
-         nb::handle sinks, const StreamArg& s) {
+         nb::handle sinks, bool force_fused, const StreamArg& s) {
         std::string mode;
         std::optional<array> mask_arr;
         if (PyUnicode_Check(mask.ptr())) {
@@ -58,10 +58,10 @@ void init_fast(nb::module_& parent) {
         }
         return fast::scaled_dot_product_attention(
             to_array(q), to_array(k), to_array(v), scale, mode, mask_arr,
-            opt_array(sinks), false, to_sod(s));
+            opt_array(sinks), force_fused, to_sod(s));
       },
       "q"_a, "k"_a, "v"_a, nb::kw_only(), "scale"_a, "mask"_a = nb::none(),
-      "sinks"_a = nb::none(), "stream"_a = nb::none(),
+      "sinks"_a = nb::none(), "force_fused"_a = false, "stream"_a = nb::none(),
       "softmax(scale * q @ k^T + mask) @ v.");
 }
 

@@ -48,7 +48,7 @@ void init_ops_conv(nb::module_& m) {
                       groups, to_sod(s));
       },
       "input"_a, "weight"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
-      "groups"_a = 1, nb::kw_only(), "stream"_a = nb::none(),
+      "groups"_a = 1, "stream"_a = nb::none(),
       "1-d convolution of (N, L, C_in) with (C_out, K, C_in / groups).");
   m.def(
       "conv2d",
@@ -60,7 +60,7 @@ void init_ops_conv(nb::module_& m) {
                       p2(dilation, "conv2d", "dilation"), groups, to_sod(s));
       },
       "input"_a, "weight"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
-      "groups"_a = 1, nb::kw_only(), "stream"_a = nb::none(),
+      "groups"_a = 1, "stream"_a = nb::none(),
       "2-d convolution, channels last.");
   m.def(
       "conv3d",
@@ -72,7 +72,7 @@ void init_ops_conv(nb::module_& m) {
                       p3(dilation, "conv3d", "dilation"), groups, to_sod(s));
       },
       "input"_a, "weight"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
-      "groups"_a = 1, nb::kw_only(), "stream"_a = nb::none(),
+      "groups"_a = 1, "stream"_a = nb::none(),
       "3-d convolution, channels last.");
   m.def(
       "conv_transpose1d",
@@ -82,7 +82,7 @@ void init_ops_conv(nb::module_& m) {
                                 dilation, output_padding, groups, to_sod(s));
       },
       "input"_a, "weight"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
-      "output_padding"_a = 0, "groups"_a = 1, nb::kw_only(),
+      "output_padding"_a = 0, "groups"_a = 1,
       "stream"_a = nb::none(), "1-d transposed convolution.");
   m.def(
       "conv_transpose2d",
@@ -96,7 +96,7 @@ void init_ops_conv(nb::module_& m) {
             p2(output_padding, op, "output_padding"), groups, to_sod(s));
       },
       "input"_a, "weight"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
-      "output_padding"_a = 0, "groups"_a = 1, nb::kw_only(),
+      "output_padding"_a = 0, "groups"_a = 1,
       "stream"_a = nb::none(), "2-d transposed convolution.");
   m.def(
       "conv_transpose3d",
@@ -110,7 +110,7 @@ void init_ops_conv(nb::module_& m) {
             p3(output_padding, op, "output_padding"), groups, to_sod(s));
       },
       "input"_a, "weight"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1,
-      "output_padding"_a = 0, "groups"_a = 1, nb::kw_only(),
+      "output_padding"_a = 0, "groups"_a = 1,
       "stream"_a = nb::none(), "3-d transposed convolution.");
   m.def(
       "conv_general",
@@ -132,7 +132,7 @@ void init_ops_conv(nb::module_& m) {
       },
       "input"_a, "weight"_a, "stride"_a = 1, "padding"_a = 0,
       "kernel_dilation"_a = 1, "input_dilation"_a = 1, "groups"_a = 1,
-      "flip"_a = false, nb::kw_only(), "stream"_a = nb::none(),
+      "flip"_a = false, "stream"_a = nb::none(),
       "General convolution over 1 to 3 spatial dims.");
 }
 

@@ -17,14 +17,14 @@ void init_ops_creation(nb::module_& m) {
       [](const ShapeArg& shape, std::optional<Dtype> d, const StreamArg& s) {
         return zeros(to_shape(shape), d.value_or(float32), to_sod(s));
       },
-      "shape"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(),
+      "shape"_a, "dtype"_a.none() = float32, "stream"_a = nb::none(),
       "An array of zeros.");
   m.def(
       "ones",
       [](const ShapeArg& shape, std::optional<Dtype> d, const StreamArg& s) {
         return ones(to_shape(shape), d.value_or(float32), to_sod(s));
       },
-      "shape"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(),
+      "shape"_a, "dtype"_a.none() = float32, "stream"_a = nb::none(),
       "An array of ones.");
   m.def(
       "full",
@@ -33,23 +33,25 @@ void init_ops_creation(nb::module_& m) {
         array v = to_array(vals);
         return full(to_shape(shape), v, d.value_or(v.dtype()), to_sod(s));
       },
-      "shape"_a, "vals"_a, "dtype"_a = nb::none(), nb::kw_only(),
+      "shape"_a, "vals"_a, "dtype"_a = nb::none(),
       "stream"_a = nb::none(), "An array of the shape filled with vals.");
   // Arrays are never uninitialized memory in kiln: empty is zeros.
   m.attr("empty") = m.attr("zeros");
   m.def(
       "zeros_like",
-      [](ArrayLike a, const StreamArg& s) {
-        return zeros_like(to_array(a), to_sod(s));
+      [](ArrayLike a, std::optional<Dtype> d, const StreamArg& s) {
+        array x = to_array(a);
+        return zeros_like(d ? astype(x, *d, to_sod(s)) : x, to_sod(s));
       },
-      "a"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "dtype"_a = nb::none(), "stream"_a = nb::none(),
       "Zeros of a's shape and dtype.");
   m.def(
       "ones_like",
-      [](ArrayLike a, const StreamArg& s) {
-        return ones_like(to_array(a), to_sod(s));
+      [](ArrayLike a, std::optional<Dtype> d, const StreamArg& s) {
+        array x = to_array(a);
+        return ones_like(d ? astype(x, *d, to_sod(s)) : x, to_sod(s));
       },
-      "a"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "dtype"_a = nb::none(), "stream"_a = nb::none(),
       "Ones of a's shape and dtype.");
   m.attr("empty_like") = m.attr("zeros_like");
   m.def(
@@ -60,8 +62,8 @@ void init_ops_creation(nb::module_& m) {
         return full_like(x, to_array_weak(vals, d.value_or(x.dtype())), d,
                          to_sod(s));
       },
-      "a"_a, "fill_value"_a, "dtype"_a = nb::none(), nb::kw_only(),
-      "stream"_a = nb::none(), "An array like a filled with fill_value.");
+      "a"_a, "vals"_a, "dtype"_a = nb::none(),
+      "stream"_a = nb::none(), "An array like a filled with vals.");
   m.def(
       "arange",
       [](nb::handle a, nb::handle b, nb::handle step, std::optional<Dtype> d,
@@ -75,33 +77,37 @@ void init_ops_creation(nb::module_& m) {
         return arange(start, stop, st, d.value_or(ints ? int32 : float32),
                       to_sod(s));
       },
-      "start"_a, "stop"_a = nb::none(), "step"_a = nb::none(), nb::kw_only(),
+      "start"_a, "stop"_a = nb::none(), "step"_a = nb::none(),
       "dtype"_a = nb::none(), "stream"_a = nb::none(),
       "Values from start (default 0) below stop, step apart: int32 when "
       "every argument is an int, else float32.");
   m.def(
       "linspace",
-      [](double start, double stop, int num, std::optional<Dtype> d,
-         const StreamArg& s) {
+      [](double start, double stop, int num, bool endpoint,
+         std::optional<Dtype> d, const StreamArg& s) {
+        // Without the endpoint: num values over [start, stop), step apart.
+        if (!endpoint && num > 0) stop = start + (stop - start) * (num - 1) / num;
         return linspace(start, stop, num, d.value_or(float32), to_sod(s));
       },
-      "start"_a, "stop"_a, "num"_a = 50, "dtype"_a = nb::none(), nb::kw_only(),
-      "stream"_a = nb::none(), "num evenly spaced values over [start, stop].");
+      "start"_a, "stop"_a, "num"_a = 50, "endpoint"_a = true,
+      "dtype"_a.none() = float32, "stream"_a = nb::none(),
+      "num evenly spaced values over [start, stop] ([start, stop) without "
+      "the endpoint).");
   m.def(
       "eye",
       [](int n, std::optional<int> mm, int k, std::optional<Dtype> d,
          const StreamArg& s) {
         return eye(n, mm, k, d.value_or(float32), to_sod(s));
       },
-      "n"_a, "m"_a = nb::none(), "k"_a = 0, "dtype"_a = nb::none(),
-      nb::kw_only(), "stream"_a = nb::none(),
+      "n"_a, "m"_a = nb::none(), "k"_a = 0, "dtype"_a.none() = float32,
+      "stream"_a = nb::none(),
       "Ones on the k-th diagonal of an n x m matrix.");
   m.def(
       "identity",
       [](int n, std::optional<Dtype> d, const StreamArg& s) {
         return identity(n, d.value_or(float32), to_sod(s));
       },
-      "n"_a, "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(),
+      "n"_a, "dtype"_a.none() = float32, "stream"_a = nb::none(),
       "The n x n identity matrix.");
   m.def(
       "tri",
@@ -110,21 +116,21 @@ void init_ops_creation(nb::module_& m) {
         return tri(n, mm, k, d.value_or(float32), to_sod(s));
       },
       "n"_a, "m"_a = nb::none(), "k"_a = 0, "dtype"_a = nb::none(),
-      nb::kw_only(), "stream"_a = nb::none(),
+      "stream"_a = nb::none(),
       "Ones at and below the k-th diagonal.");
   m.def(
       "tril",
       [](ArrayLike x, int k, const StreamArg& s) {
         return tril(to_array(x), k, to_sod(s));
       },
-      "x"_a, "k"_a = 0, nb::kw_only(), "stream"_a = nb::none(),
+      "x"_a, "k"_a = 0, "stream"_a = nb::none(),
       "The lower triangle of the last two axes.");
   m.def(
       "triu",
       [](ArrayLike x, int k, const StreamArg& s) {
         return triu(to_array(x), k, to_sod(s));
       },
-      "x"_a, "k"_a = 0, nb::kw_only(), "stream"_a = nb::none(),
+      "x"_a, "k"_a = 0, "stream"_a = nb::none(),
       "The upper triangle of the last two axes.");
   m.def(
       "meshgrid",

@@ -72,7 +72,7 @@ void init_ops_elementwise(nb::module_& m) {
         [f = u.fn](ArrayLike a, const StreamArg& s) {
           return f(to_array(a), to_sod(s));
         },
-        "a"_a, nb::kw_only(), "stream"_a = nb::none(),
+        "a"_a, "stream"_a = nb::none(),
         (std::string("Elementwise ") + u.name + " of a.").c_str());
   }
   m.attr("conj") = m.attr("conjugate");
@@ -82,8 +82,8 @@ void init_ops_elementwise(nb::module_& m) {
          std::optional<float> neginf, const StreamArg& s) {
         return nan_to_num(to_array(a), nan, posinf, neginf, to_sod(s));
       },
-      "a"_a, "nan"_a = 0.0f, "posinf"_a = nb::none(), "neginf"_a = nb::none(),
-      nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "nan"_a = 0, "posinf"_a = nb::none(), "neginf"_a = nb::none(),
+      "stream"_a = nb::none(),
       "Replace NaN by nan and infinities by posinf / neginf (by default the "
       "largest finite value of a's dtype and its negative).");
   // MLX's aliases.
@@ -134,7 +134,7 @@ void init_ops_elementwise(nb::module_& m) {
           auto [x, y] = to_arrays(a, b);
           return f(x, y, to_sod(s));
         },
-        "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none(),
+        "a"_a, "b"_a, "stream"_a = nb::none(),
         (std::string("Elementwise ") + b.name +
          " of a and b, with broadcasting and type promotion.")
             .c_str());
@@ -151,29 +151,35 @@ void init_ops_elementwise(nb::module_& m) {
         return std::make_pair(floor_divide(x, y, to_sod(s)),
                               remainder(x, y, to_sod(s)));
       },
-      "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "b"_a, "stream"_a = nb::none(),
       "(floor_divide(a, b), remainder(a, b)).");
   m.def(
       "round",
       [](ArrayLike a, int decimals, const StreamArg& s) {
         return kiln::round(to_array(a), decimals, to_sod(s));
       },
-      "a"_a, "decimals"_a = 0, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "decimals"_a = 0, "stream"_a = nb::none(),
       "Round half to even, to the given number of decimals.");
   m.def(
       "positive", [](ArrayLike a, const StreamArg&) { return to_array(a); },
-      "a"_a, nb::kw_only(), "stream"_a = nb::none(), "a itself.");
+      "a"_a, "stream"_a = nb::none(), "a itself.");
   m.def(
       "astype",
       [](ArrayLike a, Dtype d, const StreamArg& s) {
         return astype(to_array(a), d, to_sod(s));
       },
-      "a"_a, "dtype"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "dtype"_a, "stream"_a = nb::none(),
       "a cast to dtype.");
   m.def(
       "asarray",
-      [](ArrayLike a, std::optional<Dtype> d) { return to_array(a, d); }, "a"_a,
-      "dtype"_a = nb::none(), "a as an array (no copy of arrays).");
+      [](ArrayLike a, std::optional<Dtype> d, std::optional<bool> copy) {
+        array x = to_array(a, d);
+        // kiln arrays are never written in place through another handle, so
+        // a copy is only ever needed when asked for.
+        return copy.value_or(false) ? contiguous(x) : x;
+      },
+      "a"_a, "dtype"_a = nb::none(), nb::kw_only(), "copy"_a = nb::none(),
+      "a as an array (no copy of arrays unless copy=True).");
   m.def(
       "result_type",
       [](nb::args args) {
@@ -205,7 +211,7 @@ void init_ops_elementwise(nb::module_& m) {
         auto [xa, ya] = to_arrays(x, y);
         return where(to_array(c), xa, ya, to_sod(s));
       },
-      "condition"_a, "x"_a, "y"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "condition"_a, "x"_a, "y"_a, "stream"_a = nb::none(),
       "x where condition is true, y elsewhere.");
   m.def(
       "clip",
@@ -219,7 +225,7 @@ void init_ops_elementwise(nb::module_& m) {
         if (!hi.is_none()) h = to_array_weak(hi, x.dtype());
         return clip(x, l, h, to_sod(s));
       },
-      "a"_a, "a_min"_a.none(), "a_max"_a.none(), nb::kw_only(),
+      "a"_a, "a_min"_a.none(), "a_max"_a.none(),
       "stream"_a = nb::none(), "a limited to [a_min, a_max].");
   m.def(
       "isclose",
@@ -247,7 +253,7 @@ void init_ops_elementwise(nb::module_& m) {
         auto [x, y] = to_arrays(a, b);
         return array_equal(x, y, equal_nan, to_sod(s));
       },
-      "a"_a, "b"_a, nb::kw_only(), "equal_nan"_a = false,
+      "a"_a, "b"_a, "equal_nan"_a = false,
       "stream"_a = nb::none(), "True when the shapes and values are equal.");
 }
 

@@ -25,7 +25,7 @@ void init_ops_indexing(nb::module_& m) {
         array idx = to_array(indices);
         return axis ? take(x, idx, *axis, to_sod(s)) : take(x, idx, to_sod(s));
       },
-      "a"_a, "indices"_a, "axis"_a = nb::none(), nb::kw_only(),
+      "a"_a, "indices"_a, "axis"_a = nb::none(),
       "stream"_a = nb::none(),
       "Elements at indices along axis (of the flattened a when None).");
   m.def(
@@ -36,7 +36,7 @@ void init_ops_indexing(nb::module_& m) {
         return axis ? take_along_axis(x, idx, *axis, to_sod(s))
                     : take_along_axis(x, idx, to_sod(s));
       },
-      "a"_a, "indices"_a, "axis"_a.none(), nb::kw_only(),
+      "a"_a, "indices"_a, "axis"_a.none() = -1,
       "stream"_a = nb::none(), "out[..., j, ...] = a[..., indices[j], ...].");
   m.def(
       "put_along_axis",
@@ -50,7 +50,7 @@ void init_ops_indexing(nb::module_& m) {
                            reshape(idx, {-1}, to_sod(s)), v, 0, to_sod(s));
         return reshape(flat, x.shape(), to_sod(s));
       },
-      "a"_a, "indices"_a, "values"_a, "axis"_a.none(), nb::kw_only(),
+      "a"_a, "indices"_a, "values"_a, "axis"_a = nb::none(),
       "stream"_a = nb::none(), "a with values written at indices along axis.");
 }
 

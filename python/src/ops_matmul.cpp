@@ -21,7 +21,7 @@ void init_ops_matmul(nb::module_& m) {
         auto [x, y] = to_arrays(a, b);
         return matmul(x, y, to_sod(s));
       },
-      "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "b"_a, "stream"_a = nb::none(),
       "Matrix product with NumPy's rules for 1-d and batched operands.");
   m.def(
       "addmm",
@@ -30,7 +30,7 @@ void init_ops_matmul(nb::module_& m) {
         return addmm(to_array(c), to_array(a), to_array(b), alpha, beta,
                      to_sod(s));
       },
-      "c"_a, "a"_a, "b"_a, "alpha"_a = 1.0f, "beta"_a = 1.0f, nb::kw_only(),
+      "c"_a, "a"_a, "b"_a, "alpha"_a = 1.0f, "beta"_a = 1.0f,
       "stream"_a = nb::none(), "alpha * (a @ b) + beta * c.");
   m.def(
       "inner",
@@ -38,7 +38,7 @@ void init_ops_matmul(nb::module_& m) {
         auto [x, y] = to_arrays(a, b);
         return inner(x, y, to_sod(s));
       },
-      "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "b"_a, "stream"_a = nb::none(),
       "Sum product over the last axes.");
   m.def(
       "outer",
@@ -46,7 +46,7 @@ void init_ops_matmul(nb::module_& m) {
         auto [x, y] = to_arrays(a, b);
         return outer(x, y, to_sod(s));
       },
-      "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "b"_a, "stream"_a = nb::none(),
       "Outer product of the flattened arrays.");
   m.def(
       "tensordot",
@@ -61,7 +61,7 @@ void init_ops_matmul(nb::module_& m) {
         return tensordot(x, y, as_list(pair.first), as_list(pair.second),
                          to_sod(s));
       },
-      "a"_a, "b"_a, "axes"_a = 2, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "b"_a, "axes"_a = 2, "stream"_a = nb::none(),
       "Contract the last axes of a with the first of b, or the given "
       "pairs of axes.");
   m.def(
@@ -71,7 +71,7 @@ void init_ops_matmul(nb::module_& m) {
         for (nb::handle h : operands) ops.push_back(to_array(h));
         return einsum(subscripts, ops, to_sod(s));
       },
-      "subscripts"_a, "operands"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "subscripts"_a, "operands"_a, "stream"_a = nb::none(),
       "Einstein summation.");
   m.def(
       "einsum_path",
@@ -96,7 +96,7 @@ void init_ops_matmul(nb::module_& m) {
         auto [x, y] = to_arrays(a, b);
         return kron(x, y, to_sod(s));
       },
-      "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "b"_a, "stream"_a = nb::none(),
       "The Kronecker product of a and b.");
   m.def(
       "vecdot",

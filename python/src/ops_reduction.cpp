@@ -38,7 +38,7 @@ void init_ops_reduction(nb::module_& m) {
           if (!axis) return all(x, keepdims, to_sod(s));
           return ax(x, axes_of(axis, x.ndim()), keepdims, to_sod(s));
         },
-        "a"_a, "axis"_a = nb::none(), "keepdims"_a = false, nb::kw_only(),
+        "a"_a, "axis"_a = nb::none(), "keepdims"_a = false,
         "stream"_a = nb::none(),
         (std::string("The ") + r.name +
          " over the given axes (all axes when axis is None).")
@@ -54,7 +54,7 @@ void init_ops_reduction(nb::module_& m) {
         return var(x, axes_of(axis, x.ndim()), keepdims, ddof, to_sod(s));
       },
       "a"_a, "axis"_a = nb::none(), "keepdims"_a = false, "ddof"_a = 0,
-      nb::kw_only(), "stream"_a = nb::none(), "Variance over the axes.");
+      "stream"_a = nb::none(), "Variance over the axes.");
   m.def(
       "std",
       [](ArrayLike a, const AxisArg& axis, bool keepdims, int ddof,
@@ -64,7 +64,7 @@ void init_ops_reduction(nb::module_& m) {
         return kiln::std(x, axes_of(axis, x.ndim()), keepdims, ddof, to_sod(s));
       },
       "a"_a, "axis"_a = nb::none(), "keepdims"_a = false, "ddof"_a = 0,
-      nb::kw_only(), "stream"_a = nb::none(),
+      "stream"_a = nb::none(),
       "Standard deviation over the axes.");
 
   m.def(
@@ -75,7 +75,7 @@ void init_ops_reduction(nb::module_& m) {
         return axis ? argmax(x, *axis, keepdims, to_sod(s))
                     : argmax(x, keepdims, to_sod(s));
       },
-      "a"_a, "axis"_a = nb::none(), "keepdims"_a = false, nb::kw_only(),
+      "a"_a, "axis"_a = nb::none(), "keepdims"_a = false,
       "stream"_a = nb::none(), "Index of the first maximum (uint32).");
   m.def(
       "argmin",
@@ -85,7 +85,7 @@ void init_ops_reduction(nb::module_& m) {
         return axis ? argmin(x, *axis, keepdims, to_sod(s))
                     : argmin(x, keepdims, to_sod(s));
       },
-      "a"_a, "axis"_a = nb::none(), "keepdims"_a = false, nb::kw_only(),
+      "a"_a, "axis"_a = nb::none(), "keepdims"_a = false,
       "stream"_a = nb::none(), "Index of the first minimum (uint32).");
 
   // cumsum and cumprod also take the dtype to accumulate in.
@@ -146,7 +146,7 @@ void init_ops_reduction(nb::module_& m) {
         if (!axis) return median(x, keepdims, to_sod(s));
         return median(x, axes_of(axis, x.ndim()), keepdims, to_sod(s));
       },
-      "a"_a, "axis"_a = nb::none(), "keepdims"_a = false, nb::kw_only(),
+      "a"_a, "axis"_a = nb::none(), "keepdims"_a = false,
       "stream"_a = nb::none(), "The median over the axes (all by default).");
   m.def(
       "minmax",
@@ -155,7 +155,7 @@ void init_ops_reduction(nb::module_& m) {
         if (!axis) return minmax(x, keepdims, to_sod(s));
         return minmax(x, axes_of(axis, x.ndim()), keepdims, to_sod(s));
       },
-      "a"_a, "axis"_a = nb::none(), "keepdims"_a = false, nb::kw_only(),
+      "a"_a, "axis"_a = nb::none(), "keepdims"_a = false,
       "stream"_a = nb::none(),
       "The minimum and the maximum over the axes, in that order.");
   m.def(
@@ -174,7 +174,7 @@ void init_ops_reduction(nb::module_& m) {
         return trace(to_array(a), offset, axis1, axis2, dtype, to_sod(s));
       },
       "a"_a, "offset"_a = 0, "axis1"_a = 0, "axis2"_a = 1,
-      "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(),
+      "dtype"_a = nb::none(), "stream"_a = nb::none(),
       "Sum along a diagonal of the 2-d sub-arrays over axis1 and axis2.");
 
   m.def(
@@ -193,7 +193,7 @@ void init_ops_reduction(nb::module_& m) {
         array x = to_array(a);
         return axis ? sort(x, *axis, to_sod(s)) : sort(x, to_sod(s));
       },
-      "a"_a, "axis"_a.none() = -1, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "axis"_a.none() = -1, "stream"_a = nb::none(),
       "Values sorted along axis (the flattened array when None).");
   m.def(
       "argsort",
@@ -201,7 +201,7 @@ void init_ops_reduction(nb::module_& m) {
         array x = to_array(a);
         return axis ? argsort(x, *axis, to_sod(s)) : argsort(x, to_sod(s));
       },
-      "a"_a, "axis"_a.none() = -1, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "axis"_a.none() = -1, "stream"_a = nb::none(),
       "Positions that sort a along axis (uint32).");
   m.def(
       "partition",
@@ -210,7 +210,7 @@ void init_ops_reduction(nb::module_& m) {
         return axis ? partition(x, kth, *axis, to_sod(s))
                     : partition(x, kth, to_sod(s));
       },
-      "a"_a, "kth"_a, "axis"_a.none() = -1, nb::kw_only(),
+      "a"_a, "kth"_a, "axis"_a.none() = -1,
       "stream"_a = nb::none(), "Partition a around its kth element.");
   m.def(
       "argpartition",
@@ -219,7 +219,7 @@ void init_ops_reduction(nb::module_& m) {
         return axis ? argpartition(x, kth, *axis, to_sod(s))
                     : argpartition(x, kth, to_sod(s));
       },
-      "a"_a, "kth"_a, "axis"_a.none() = -1, nb::kw_only(),
+      "a"_a, "kth"_a, "axis"_a.none() = -1,
       "stream"_a = nb::none(), "Positions that partition a.");
   m.def(
       "topk",
@@ -227,7 +227,7 @@ void init_ops_reduction(nb::module_& m) {
         array x = to_array(a);
         return axis ? topk(x, k, *axis, to_sod(s)) : topk(x, k, to_sod(s));
       },
-      "a"_a, "k"_a, "axis"_a.none() = -1, nb::kw_only(),
+      "a"_a, "k"_a, "axis"_a.none() = -1,
       "stream"_a = nb::none(), "The k largest values along axis (unsorted).");
   m.def(
       "searchsorted",
@@ -237,7 +237,7 @@ void init_ops_reduction(nb::module_& m) {
         return searchsorted(x, to_array_weak(values, x.dtype()), side,
                             to_sod(s));
       },
-      "sorted_sequence"_a, "values"_a, "side"_a = "left", nb::kw_only(),
+      "sorted_sequence"_a, "values"_a, "side"_a = "left",
       "stream"_a = nb::none(),
       "Positions (uint32) that keep the 1-d sorted_sequence sorted when "
       "each value is inserted: left counts elements less than the value, "
@@ -258,7 +258,7 @@ void init_ops_reduction(nb::module_& m) {
         return nb::tuple(items);
       },
       "a"_a, "size"_a, "return_index"_a = false, "return_inverse"_a = false,
-      "return_counts"_a = false, "fill_value"_a = nb::none(), nb::kw_only(),
+      "return_counts"_a = false, "fill_value"_a = nb::none(),
       "stream"_a = nb::none(),
       "The sorted unique elements of the flattened a, exactly size of them "
       "(truncated, or padded with fill_value), and optionally the index of "

@@ -11,6 +11,15 @@ std::vector<array> to_array_list(nb::handle seq) {
   return out;
 }
 
+array atleast(nb::handle a, int nd);
+
+nb::object atleast_each(nb::args arys, int nd) {
+  if (arys.size() == 1) return nb::cast(atleast(arys[0], nd));
+  nb::list out;
+  for (auto a : arys) out.append(nb::cast(atleast(a, nd)));
+  return out;
+}
+
 array atleast(nb::handle a, int nd) {
   array x = to_array(a);
   while (static_cast<int>(x.ndim()) < nd) {
@@ -28,21 +37,21 @@ void init_ops_shape(nb::module_& m) {
       [](ArrayLike a, const ShapeArg& shape, const StreamArg& s) {
         return reshape(to_array(a), to_shape(shape), to_sod(s));
       },
-      "a"_a, "shape"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "shape"_a, "stream"_a = nb::none(),
       "a with a new shape of the same size (one entry may be -1).");
   m.def(
       "flatten",
       [](ArrayLike a, int start, int end, const StreamArg& s) {
         return flatten(to_array(a), start, end, to_sod(s));
       },
-      "a"_a, "start_axis"_a = 0, "end_axis"_a = -1, nb::kw_only(),
+      "a"_a, "start_axis"_a = 0, "end_axis"_a = -1,
       "stream"_a = nb::none(), "Merge axes [start_axis, end_axis].");
   m.def(
       "unflatten",
       [](ArrayLike a, int axis, const ShapeArg& shape, const StreamArg& s) {
         return unflatten(to_array(a), axis, to_shape(shape), to_sod(s));
       },
-      "a"_a, "axis"_a, "shape"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "axis"_a, "shape"_a, "stream"_a = nb::none(),
       "Split one axis into the given shape.");
   m.def(
       "transpose",
@@ -51,7 +60,7 @@ void init_ops_shape(nb::module_& m) {
         array x = to_array(a);
         return axes ? transpose(x, *axes, to_sod(s)) : transpose(x, to_sod(s));
       },
-      "a"_a, "axes"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "axes"_a = nb::none(), "stream"_a = nb::none(),
       "Permute the axes (reverse them when axes is None).");
   m.attr("permute_dims") = m.attr("transpose");
   m.def(
@@ -59,34 +68,34 @@ void init_ops_shape(nb::module_& m) {
       [](ArrayLike a, const StreamArg& s) {
         return swapaxes(to_array(a), -1, -2, to_sod(s));
       },
-      "a"_a, nb::kw_only(), "stream"_a = nb::none(), "Swap the last two axes.");
+      "a"_a, "stream"_a = nb::none(), "Swap the last two axes.");
   m.def(
       "swapaxes",
       [](ArrayLike a, int a1, int a2, const StreamArg& s) {
         return swapaxes(to_array(a), a1, a2, to_sod(s));
       },
-      "a"_a, "axis1"_a, "axis2"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "axis1"_a, "axis2"_a, "stream"_a = nb::none(),
       "Swap two axes.");
   m.def(
       "moveaxis",
       [](ArrayLike a, int src, int dst, const StreamArg& s) {
         return moveaxis(to_array(a), src, dst, to_sod(s));
       },
-      "a"_a, "source"_a, "destination"_a, nb::kw_only(),
+      "a"_a, "source"_a, "destination"_a,
       "stream"_a = nb::none(), "Move one axis to another position.");
   m.def(
       "broadcast_to",
       [](ArrayLike a, const ShapeArg& shape, const StreamArg& s) {
         return broadcast_to(to_array(a), to_shape(shape), to_sod(s));
       },
-      "a"_a, "shape"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "shape"_a, "stream"_a = nb::none(),
       "Broadcast a to a shape (a view).");
   m.def(
       "broadcast_arrays",
       [](nb::args arrays, const StreamArg& s) {
         return broadcast_arrays(to_array_list(arrays), to_sod(s));
       },
-      "arrays"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "arrays"_a, "stream"_a = nb::none(),
       "Broadcast arrays against one another.");
   m.def(
       "broadcast_shapes",
@@ -111,7 +120,7 @@ void init_ops_shape(nb::module_& m) {
         }
         return expand_dims(x, std::get<std::vector<int>>(axis), to_sod(s));
       },
-      "a"_a, "axis"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "axis"_a, "stream"_a = nb::none(),
       "Insert size-1 axes.");
   m.def(
       "squeeze",
@@ -120,31 +129,37 @@ void init_ops_shape(nb::module_& m) {
         if (!axis) return squeeze(x, to_sod(s));
         return squeeze(x, axes_of(axis, x.ndim()), to_sod(s));
       },
-      "a"_a, "axis"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "axis"_a = nb::none(), "stream"_a = nb::none(),
       "Remove size-1 axes (all of them when axis is None).");
   m.def(
       "contiguous",
       [](ArrayLike a, bool allow_col_major, const StreamArg& s) {
         return contiguous(to_array(a), allow_col_major, to_sod(s));
       },
-      "a"_a, "allow_col_major"_a = false, nb::kw_only(),
+      "a"_a, "allow_col_major"_a = false,
       "stream"_a = nb::none(), "A row-major copy unless already one.");
   m.def(
       "view",
       [](ArrayLike a, Dtype d, const StreamArg& s) {
         return view(to_array(a), d, to_sod(s));
       },
-      "a"_a, "dtype"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "dtype"_a, "stream"_a = nb::none(),
       "The same bytes seen as another dtype.");
   m.def(
-      "atleast_1d", [](ArrayLike a, const StreamArg&) { return atleast(a, 1); },
-      "a"_a, nb::kw_only(), "stream"_a = nb::none(), "a with ndim >= 1.");
+      "atleast_1d",
+      [](nb::args arys, const StreamArg&) { return atleast_each(arys, 1); },
+      "arys"_a, "stream"_a = nb::none(),
+      "Each array with ndim >= 1 (one array for one argument, else a list).");
   m.def(
-      "atleast_2d", [](ArrayLike a, const StreamArg&) { return atleast(a, 2); },
-      "a"_a, nb::kw_only(), "stream"_a = nb::none(), "a with ndim >= 2.");
+      "atleast_2d",
+      [](nb::args arys, const StreamArg&) { return atleast_each(arys, 2); },
+      "arys"_a, "stream"_a = nb::none(),
+      "Each array with ndim >= 2 (one array for one argument, else a list).");
   m.def(
-      "atleast_3d", [](ArrayLike a, const StreamArg&) { return atleast(a, 3); },
-      "a"_a, nb::kw_only(), "stream"_a = nb::none(), "a with ndim >= 3.");
+      "atleast_3d",
+      [](nb::args arys, const StreamArg&) { return atleast_each(arys, 3); },
+      "arys"_a, "stream"_a = nb::none(),
+      "Each array with ndim >= 3 (one array for one argument, else a list).");
 
   m.def(
       "slice",
@@ -153,7 +168,7 @@ void init_ops_shape(nb::module_& m) {
         return slice(to_array(a), to_array(start), axes, to_shape(size),
                      to_sod(s));
       },
-      "a"_a, "start_indices"_a, "axes"_a, "slice_size"_a, nb::kw_only(),
+      "a"_a, "start_indices"_a, "axes"_a, "slice_size"_a,
       "stream"_a = nb::none(),
       "A window of slice_size starting at the (array) start_indices.");
   m.def(
@@ -164,7 +179,7 @@ void init_ops_shape(nb::module_& m) {
         return slice_update(x, to_array_weak(update, x.dtype()),
                             to_array(start), axes, to_sod(s));
       },
-      "a"_a, "update"_a, "start_indices"_a, "axes"_a, nb::kw_only(),
+      "a"_a, "update"_a, "start_indices"_a, "axes"_a,
       "stream"_a = nb::none(), "a with a window replaced by update.");
   m.def(
       "as_strided",
@@ -178,7 +193,7 @@ void init_ops_shape(nb::module_& m) {
         return as_strided(x, sh, st, offset, to_sod(s));
       },
       "a"_a, "shape"_a = nb::none(), "strides"_a = nb::none(), "offset"_a = 0,
-      nb::kw_only(), "stream"_a = nb::none(),
+      "stream"_a = nb::none(),
       "A view with the given shape, strides and offset (in elements).");
   m.def(
       "split",
@@ -191,7 +206,7 @@ void init_ops_shape(nb::module_& m) {
         auto& v = std::get<std::vector<int>>(ios);
         return split(x, Shape(v.begin(), v.end()), axis, to_sod(s));
       },
-      "a"_a, "indices_or_sections"_a, "axis"_a = 0, nb::kw_only(),
+      "a"_a, "indices_or_sections"_a, "axis"_a = 0,
       "stream"_a = nb::none(),
       "Equal sections, or pieces between the given indices, along axis.");
   m.def(
@@ -201,7 +216,7 @@ void init_ops_shape(nb::module_& m) {
         if (!axis) return flip(x, to_sod(s));
         return flip(x, axes_of(axis, x.ndim()), to_sod(s));
       },
-      "a"_a, "axis"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "axis"_a = nb::none(), "stream"_a = nb::none(),
       "Reverse the order of elements along the axes (all when None).");
   m.def(
       "roll",
@@ -225,7 +240,7 @@ void init_ops_shape(nb::module_& m) {
         auto& v = std::get<std::vector<int>>(shift);
         return roll(x, Shape(v.begin(), v.end()), axes, to_sod(s));
       },
-      "a"_a, "shift"_a, "axis"_a = nb::none(), nb::kw_only(),
+      "a"_a, "shift"_a, "axis"_a = nb::none(),
       "stream"_a = nb::none(),
       "Shift elements along the axes, wrapping around (the flattened array "
       "when axis is None).");
@@ -243,7 +258,7 @@ void init_ops_shape(nb::module_& m) {
       [](ArrayLike a, int k, const StreamArg& s) {
         return diag(to_array(a), k, to_sod(s));
       },
-      "a"_a, "k"_a = 0, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "k"_a = 0, "stream"_a = nb::none(),
       "The k-th diagonal of a 2-d array, or the matrix with a 1-d array on "
       "its k-th diagonal.");
   m.def(
@@ -261,7 +276,7 @@ void init_ops_shape(nb::module_& m) {
       [](ArrayLike a, int n, int axis, const StreamArg& s) {
         return diff(to_array(a), n, axis, to_sod(s));
       },
-      "a"_a, "n"_a = 1, "axis"_a = -1, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "n"_a = 1, "axis"_a = -1, "stream"_a = nb::none(),
       "The n-th discrete difference along axis.");
   m.def(
       "concatenate",
@@ -270,7 +285,7 @@ void init_ops_shape(nb::module_& m) {
         return axis ? concatenate(v, *axis, to_sod(s))
                     : concatenate(v, to_sod(s));
       },
-      "arrays"_a, "axis"_a.none() = 0, nb::kw_only(), "stream"_a = nb::none(),
+      "arrays"_a, "axis"_a.none() = 0, "stream"_a = nb::none(),
       "Join arrays along an axis (flattened when axis is None).");
   m.attr("concat") = m.attr("concatenate");
   m.def(
@@ -278,7 +293,7 @@ void init_ops_shape(nb::module_& m) {
       [](nb::handle arrays, int axis, const StreamArg& s) {
         return stack(to_array_list(arrays), axis, to_sod(s));
       },
-      "arrays"_a, "axis"_a = 0, nb::kw_only(), "stream"_a = nb::none(),
+      "arrays"_a, "axis"_a = 0, "stream"_a = nb::none(),
       "Join arrays along a new axis.");
   m.def(
       "repeat",
@@ -288,7 +303,7 @@ void init_ops_shape(nb::module_& m) {
         return axis ? repeat(x, repeats, *axis, to_sod(s))
                     : repeat(x, repeats, to_sod(s));
       },
-      "array"_a, "repeats"_a, "axis"_a = nb::none(), nb::kw_only(),
+      "array"_a, "repeats"_a, "axis"_a = nb::none(),
       "stream"_a = nb::none(), "Repeat each element along an axis.");
   m.def(
       "tile",
@@ -297,7 +312,7 @@ void init_ops_shape(nb::module_& m) {
         return tile(to_array(a), std::vector<int>(r.begin(), r.end()),
                     to_sod(s));
       },
-      "a"_a, "reps"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "a"_a, "reps"_a, "stream"_a = nb::none(),
       "a repeated reps times along each axis.");
   m.def(
       "pad",
@@ -340,7 +355,7 @@ void init_ops_shape(nb::module_& m) {
         return pad(x, pairs, v, mode, to_sod(s));
       },
       "a"_a, "pad_width"_a, "mode"_a = "constant", "constant_values"_a = 0,
-      nb::kw_only(), "stream"_a = nb::none(),
+      "stream"_a = nb::none(),
       "Pad with a constant, the edge values or a reflection.");
 }
 

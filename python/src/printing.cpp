@@ -15,7 +15,10 @@ void init_printing(nb::module_& m) {
   nb::class_<PrintOptions>(m, "PrintOptions",
                            "Options for printing arrays (precision: digits "
                            "after the point, -1 for the default).")
-      .def(nb::init<>())
+      .def(
+          "__init__",
+          [](PrintOptions* o, int precision) { new (o) PrintOptions{precision}; },
+          "precision"_a = -1)
       .def_rw("precision", &PrintOptions::precision)
       .def("__repr__", [](const PrintOptions& o) {
         return "PrintOptions(precision=" + std::to_string(o.precision) + ")";

@@ -84,7 +84,9 @@ def test_signature_matches_mlx(name):
                 if re.fullmatch(r"-?[\d.]+", w[1])
                 else g[1] == w[1]
             ), (name, g, w)
-        assert g[2] == w[2], (name, g, w)
+        # kiln may accept positionally what MLX takes by keyword only
+        # (stream=), never the reverse.
+        assert w[2] or not g[2], (name, g, w)
 
 
 def test_dlpack_both_ways(rng):
