@@ -1,0 +1,342 @@
+// Saving and loading: .npy, safetensors and GGUF through the C++ readers
+// and writers, to paths or to Python file objects. load, savez and
+// savez_compressed are Python (kiln/_io.py): .npz is a zip of .npy files.
+#include <sys/stat.h>
+
+#include <map>
+
+#include "kiln/io/io.h"
+#include "kiln_py.h"
+
+namespace kiln::py {
+
+namespace {
+
+/** file's path when it is a str or os.PathLike; nullopt otherwise. */
+std::optional<std::string> as_path(nb::handle file) {
+  if (nb::isinstance<nb::str>(file)) return nb::cast<std::string>(file);
+  if (nb::hasattr(file, "__fspath__")) {
+    return nb::cast<std::string>(
+        nb::module_::import_("os").attr("fsdecode")(file));
+  }
+  return std::nullopt;
+}
+
+std::string label_of(nb::handle file) {
+  if (nb::hasattr(file, "name")) {
+    nb::object name = file.attr("name");
+    if (nb::isinstance<nb::str>(name)) return nb::cast<std::string>(name);
+  }
+  return "<" + py_type_name(file) + ">";
+}
+
+// The C++ side runs without the GIL; each call into the Python object takes
+// it back.
+class PyReader : public io::Reader {
+ public:
+  explicit PyReader(nb::handle file)
+      : file_(nb::borrow(file)), label_(label_of(file)) {
+    // A real file tells its size, so corrupt headers are caught before a
+    // large allocation; other streams are read until they end.
+    try {
+      int fd = nb::cast<int>(file_.attr("fileno")());
+      struct stat st;
+      size_t pos = nb::cast<size_t>(file_.attr("tell")());
+      if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+          size_t(st.st_size) >= pos) {
+        size_ = size_t(st.st_size) - pos;
+      }
+    } catch (const nb::python_error&) {
+    } catch (const nb::cast_error&) {
+    }
+    has_readinto_ = nb::hasattr(file_, "readinto");
+  }
+  ~PyReader() override {
+    nb::gil_scoped_acquire gil;
+    file_.reset();
+  }
+  std::string label() const override { return label_; }
+
+ protected:
+  size_t read_some(void* dst, size_t n) override {
+    nb::gil_scoped_acquire gil;
+    if (has_readinto_) {
+      nb::object view = nb::steal(PyMemoryView_FromMemory(
+          static_cast<char*>(dst), Py_ssize_t(n), PyBUF_WRITE));
+      nb::object got = file_.attr("readinto")(view);
+      return got.is_none() ? 0 : nb::cast<size_t>(got);
+    }
+    nb::object got = file_.attr("read")(n);
+    if (!nb::isinstance<nb::bytes>(got)) {
+      throw nb::type_error(("[load] " + label_ +
+                            " must be opened in binary mode (read returned " +
+                            py_type_name(got) + ").")
+                               .c_str());
+    }
+    auto b = nb::borrow<nb::bytes>(got);
+    size_t k = std::min(n, b.size());
+    std::memcpy(dst, b.c_str(), k);
+    return k;
+  }
+  std::optional<size_t> size() const override { return size_; }
+
+ private:
+  nb::object file_;
+  std::string label_;
+  std::optional<size_t> size_;
+  bool has_readinto_ = false;
+};
+
+class PyWriter : public io::Writer {
+ public:
+  explicit PyWriter(nb::handle file)
+      : file_(nb::borrow(file)), label_(label_of(file)) {}
+  ~PyWriter() override {
+    nb::gil_scoped_acquire gil;
+    file_.reset();
+  }
+  std::string label() const override { return label_; }
+  void write(const void* src, size_t n) override {
+    nb::gil_scoped_acquire gil;
+    auto* p = static_cast<char*>(const_cast<void*>(src));
+    while (n > 0) {
+      nb::object view = nb::steal(
+          PyMemoryView_FromMemory(p, Py_ssize_t(n), PyBUF_READ));
+      nb::object wrote = file_.attr("write")(view);
+      // Raw streams may write less than asked; None means "all" for
+      // buffered ones.
+      size_t k = wrote.is_none() ? n : nb::cast<size_t>(wrote);
+      if (k == 0) {
+        throw std::runtime_error("[save] writing to " + label_ + " failed.");
+      }
+      p += std::min(k, n);
+      n -= std::min(k, n);
+    }
+  }
+
+ private:
+  nb::object file_;
+  std::string label_;
+};
+
+/** Runs f with a writer for file (a path with suffix appended, or a file
+ *  object), without the GIL. */
+template <typename F>
+void with_writer(nb::handle file, const char* op, const std::string& suffix,
+                 F&& f) {
+  if (auto path = as_path(file)) {
+    if (path->size() < suffix.size() ||
+        path->compare(path->size() - suffix.size(), suffix.size(), suffix)) {
+      *path += suffix;
+    }
+    nb::gil_scoped_release release;
+    io::FileWriter out(*path);
+    f(out);
+    out.close();
+  } else if (nb::hasattr(file, "write")) {
+    PyWriter out(file);
+    nb::gil_scoped_release release;
+    f(out);
+  } else {
+    throw nb::value_error((std::string("[") + op +
+                           "] file must be a str, a pathlib.Path or a "
+                           "file-like object with write(); got " +
+                           py_type_name(file) + ".")
+                              .c_str());
+  }
+}
+
+template <typename F>
+auto with_reader(nb::handle file, const char* op, F&& f) {
+  if (auto path = as_path(file)) {
+    nb::gil_scoped_release release;
+    io::FileReader in(*path);
+    return f(in);
+  }
+  if (!nb::hasattr(file, "read")) {
+    throw nb::value_error((std::string("[") + op +
+                           "] file must be a str, a pathlib.Path or a "
+                           "file-like object opened in binary mode; got " +
+                           py_type_name(file) + ".")
+                              .c_str());
+  }
+  PyReader in(file);
+  nb::gil_scoped_release release;
+  return f(in);
+}
+
+std::map<std::string, array> to_array_map(nb::handle arrays, const char* op) {
+  if (!nb::isinstance<nb::dict>(arrays)) {
+    throw nb::type_error((std::string("[") + op +
+                          "] arrays must be a dict of str to array; got " +
+                          py_type_name(arrays) + ".")
+                             .c_str());
+  }
+  std::map<std::string, array> out;
+  for (auto [k, v] : nb::borrow<nb::dict>(arrays)) {
+    if (!nb::isinstance<nb::str>(k)) {
+      throw nb::type_error((std::string("[") + op +
+                            "] array names must be str; got " +
+                            py_type_name(k) + ".")
+                               .c_str());
+    }
+    if (!nb::isinstance<array>(v)) {
+      throw nb::type_error((std::string("[") + op + "] '" +
+                            nb::cast<std::string>(k) +
+                            "' must be an array; got " + py_type_name(v) + ".")
+                               .c_str());
+    }
+    out.insert_or_assign(nb::cast<std::string>(k), nb::cast<array>(v));
+  }
+  return out;
+}
+
+std::map<std::string, std::string> to_string_map(nb::handle metadata) {
+  std::map<std::string, std::string> out;
+  if (metadata.is_none()) return out;
+  auto bad = [] {
+    return nb::value_error(
+        "[save_safetensors] metadata must be a dict with str keys and str "
+        "values.");
+  };
+  if (!nb::isinstance<nb::dict>(metadata)) throw bad();
+  for (auto [k, v] : nb::borrow<nb::dict>(metadata)) {
+    if (!nb::isinstance<nb::str>(k) || !nb::isinstance<nb::str>(v)) {
+      throw bad();
+    }
+    out[nb::cast<std::string>(k)] = nb::cast<std::string>(v);
+  }
+  return out;
+}
+
+GGUFMetaData to_gguf_value(const std::string& key, nb::handle v) {
+  if (nb::isinstance<array>(v)) return nb::cast<array>(v);
+  if (nb::isinstance<nb::str>(v)) return nb::cast<std::string>(v);
+  if (nb::isinstance<nb::list>(v) || nb::isinstance<nb::tuple>(v)) {
+    std::vector<std::string> out;
+    bool all_str = true;
+    for (nb::handle s : v) {
+      if (!nb::isinstance<nb::str>(s)) all_str = false;
+      else out.push_back(nb::cast<std::string>(s));
+    }
+    if (all_str) return out;
+  }
+  throw nb::type_error(("[save_gguf] metadata '" + key +
+                        "' must be an array, a str or a list of str; got " +
+                        py_type_name(v) + ".")
+                           .c_str());
+}
+
+nb::object from_gguf_value(const GGUFMetaData& v) {
+  if (auto* s = std::get_if<std::string>(&v)) return nb::str(s->c_str(), s->size());
+  if (auto* l = std::get_if<std::vector<std::string>>(&v)) {
+    nb::list out;
+    for (auto& s : *l) out.append(nb::str(s.c_str(), s.size()));
+    return out;
+  }
+  return nb::cast(std::get<array>(v));
+}
+
+nb::dict to_dict(const std::map<std::string, array>& arrays) {
+  nb::dict out;
+  for (auto& [k, a] : arrays) out[nb::str(k.c_str(), k.size())] = nb::cast(a);
+  return out;
+}
+
+} // namespace
+
+void init_io(nb::module_& m) {
+  m.def(
+      "save",
+      [](nb::handle file, const array& a) {
+        with_writer(file, "save", ".npy", [&](io::Writer& w) { save(w, a); });
+      },
+      "file"_a, "arr"_a,
+      nb::sig("def save(file: file | str | pathlib.Path, arr: array) -> None"),
+      "Save the array to a binary file in .npy format (\".npy\" is appended "
+      "to a path that lacks it).");
+  m.def(
+      "save_safetensors",
+      [](nb::handle file, nb::handle arrays, nb::handle metadata) {
+        auto map = to_array_map(arrays, "save_safetensors");
+        auto meta = to_string_map(metadata);
+        with_writer(file, "save_safetensors", ".safetensors",
+                    [&](io::Writer& w) { save_safetensors(w, map, meta); });
+      },
+      "file"_a, "arrays"_a, "metadata"_a = nb::none(),
+      nb::sig("def save_safetensors(file: file | str | pathlib.Path, "
+              "arrays: dict[str, array], metadata: dict[str, str] | None = "
+              "None) -> None"),
+      "Save arrays to a binary file in .safetensors format, with optional "
+      "string metadata.");
+  m.def(
+      "save_gguf",
+      [](nb::handle file, nb::handle arrays, nb::handle metadata) {
+        auto map = to_array_map(arrays, "save_gguf");
+        std::map<std::string, GGUFMetaData> meta;
+        if (!metadata.is_none()) {
+          if (!nb::isinstance<nb::dict>(metadata)) {
+            throw nb::type_error("[save_gguf] metadata must be a dict.");
+          }
+          for (auto [k, v] : nb::borrow<nb::dict>(metadata)) {
+            if (!nb::isinstance<nb::str>(k)) {
+              throw nb::type_error("[save_gguf] metadata keys must be str.");
+            }
+            auto key = nb::cast<std::string>(k);
+            meta.insert_or_assign(key, to_gguf_value(key, v));
+          }
+        }
+        // As MLX, GGUF goes to paths only.
+        if (!as_path(file)) {
+          throw nb::value_error(
+              "[save_gguf] file must be a str or a pathlib.Path.");
+        }
+        with_writer(file, "save_gguf", ".gguf",
+                    [&](io::Writer& w) { save_gguf(w, map, meta); });
+      },
+      "file"_a, "arrays"_a, "metadata"_a = nb::none(),
+      nb::sig("def save_gguf(file: str | pathlib.Path, arrays: dict[str, "
+              "array], metadata: dict[str, array | str | list[str]] | None = "
+              "None) -> None"),
+      "Save arrays to a binary file in .gguf format. Metadata values are "
+      "scalar or 1-d arrays, str, or lists of str.");
+
+  // The readers behind kiln.core.load; file is a path or a file object.
+  m.def(
+      "_load_npy",
+      [](nb::handle file, const StreamArg& s) {
+        auto sod = to_sod(s);
+        return with_reader(file, "load",
+                           [&](io::Reader& r) { return load(r, sod); });
+      },
+      "file"_a, "stream"_a = nb::none());
+  m.def(
+      "_load_safetensors",
+      [](nb::handle file, const StreamArg& s) {
+        auto sod = to_sod(s);
+        auto [arrays, meta] = with_reader(file, "load", [&](io::Reader& r) {
+          return load_safetensors(r, sod);
+        });
+        nb::dict md;
+        for (auto& [k, v] : meta) {
+          md[nb::str(k.c_str(), k.size())] = nb::str(v.c_str(), v.size());
+        }
+        return nb::make_tuple(to_dict(arrays), md);
+      },
+      "file"_a, "stream"_a = nb::none());
+  m.def(
+      "_load_gguf",
+      [](nb::handle file, const StreamArg& s) {
+        auto sod = to_sod(s);
+        auto [arrays, meta] = with_reader(
+            file, "load", [&](io::Reader& r) { return load_gguf(r, sod); });
+        nb::dict md;
+        for (auto& [k, v] : meta) {
+          md[nb::str(k.c_str(), k.size())] = from_gguf_value(v);
+        }
+        return nb::make_tuple(to_dict(arrays), md);
+      },
+      "file"_a, "stream"_a = nb::none());
+}
+
+} // namespace kiln::py
