@@ -160,6 +160,13 @@ auto with_reader(nb::handle file, const char* op, F&& f) {
                            py_type_name(file) + ".")
                               .c_str());
   }
+  // Text streams (which have an encoding) would decode the bytes.
+  nb::object text_io = nb::module_::import_("io").attr("TextIOBase");
+  if (nb::isinstance(file, text_io)) {
+    throw nb::type_error((std::string("[") + op + "] " + label_of(file) +
+                          " must be opened in binary mode.")
+                             .c_str());
+  }
   PyReader in(file);
   nb::gil_scoped_release release;
   return f(in);
