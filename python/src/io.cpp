@@ -22,6 +22,9 @@ std::optional<std::string> as_path(nb::handle file) {
   return std::nullopt;
 }
 
+// Bytes moved per call into a Python file object.
+constexpr size_t kChunk = size_t(16) << 20;
+
 std::string label_of(nb::handle file) {
   if (nb::hasattr(file, "name")) {
     nb::object name = file.attr("name");
@@ -49,7 +52,6 @@ class PyReader : public io::Reader {
     } catch (const nb::python_error&) {
     } catch (const nb::cast_error&) {
     }
-    has_readinto_ = nb::hasattr(file_, "readinto");
   }
   ~PyReader() override {
     nb::gil_scoped_acquire gil;
@@ -60,13 +62,10 @@ class PyReader : public io::Reader {
  protected:
   size_t read_some(void* dst, size_t n) override {
     nb::gil_scoped_acquire gil;
-    if (has_readinto_) {
-      nb::object view = nb::steal(PyMemoryView_FromMemory(
-          static_cast<char*>(dst), Py_ssize_t(n), PyBUF_WRITE));
-      nb::object got = file_.attr("readinto")(view);
-      return got.is_none() ? 0 : nb::cast<size_t>(got);
-    }
-    nb::object got = file_.attr("read")(n);
+    // Bytes are copied out of what read() returns: handing Python a view
+    // of kiln's buffer would let an object keep it past the buffer's life.
+    nb::object got = file_.attr("read")(std::min(n, kChunk));
+    if (got.is_none()) return 0;
     if (!nb::isinstance<nb::bytes>(got)) {
       throw nb::type_error(("[load] " + label_ +
                             " must be opened in binary mode (read returned " +
@@ -84,7 +83,6 @@ class PyReader : public io::Reader {
   nb::object file_;
   std::string label_;
   std::optional<size_t> size_;
-  bool has_readinto_ = false;
 };
 
 class PyWriter : public io::Writer {
@@ -98,19 +96,18 @@ class PyWriter : public io::Writer {
   std::string label() const override { return label_; }
   void write(const void* src, size_t n) override {
     nb::gil_scoped_acquire gil;
-    auto* p = static_cast<char*>(const_cast<void*>(src));
+    // Copies in chunks, for the reason given in PyReader.
+    auto* p = static_cast<const char*>(src);
     while (n > 0) {
-      nb::object view = nb::steal(
-          PyMemoryView_FromMemory(p, Py_ssize_t(n), PyBUF_READ));
-      nb::object wrote = file_.attr("write")(view);
-      // Raw streams may write less than asked; None means "all" for
-      // buffered ones.
-      size_t k = wrote.is_none() ? n : nb::cast<size_t>(wrote);
-      if (k == 0) {
+      size_t k = std::min(n, kChunk);
+      nb::object wrote = file_.attr("write")(nb::bytes(p, k));
+      // Raw streams may write less than asked; None means all of it.
+      size_t done = wrote.is_none() ? k : std::min(k, nb::cast<size_t>(wrote));
+      if (done == 0) {
         throw std::runtime_error("[save] writing to " + label_ + " failed.");
       }
-      p += std::min(k, n);
-      n -= std::min(k, n);
+      p += done;
+      n -= done;
     }
   }
 
