@@ -33,8 +33,12 @@ for _name in ("load", "savez", "savez_compressed"):
     _fn.__module__ = "kiln.core"
     setattr(core, _name, _fn)
 
+from ._backends import make_modules as _make_backend_modules  # noqa: E402
+
+core.cuda, core.metal = _make_backend_modules(core)
+
 # Make ``import kiln.core.random`` and friends work.
-for _sub in ("random", "linalg", "fast"):
+for _sub in ("random", "linalg", "fast", "cuda", "metal"):
     _sys.modules[f"kiln.core.{_sub}"] = getattr(core, _sub)
 
 core.newaxis = None

@@ -3,7 +3,7 @@ anything else). This module is kiln's one pytree implementation: the
 function transformations in ``kiln.core`` flatten their arguments with it.
 """
 
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 
 __all__ = [
     "tree_map",
@@ -31,7 +31,9 @@ def _children(tree):
 
 def _rebuild(kind, keys, children):
     if issubclass(kind, dict):
-        out = kind() if kind is not dict else {}
+        # Other dict subclasses (nn.Module among them) come back as plain
+        # dicts, as in MLX: their constructors may need arguments.
+        out = OrderedDict() if issubclass(kind, OrderedDict) else {}
         for k, c in zip(keys, children):
             out[k] = c
         return out
@@ -100,7 +102,14 @@ def _flatten_paths(t, p, is_leaf, out):
 
 def tree_unflatten(tree):
     """The inverse of tree_flatten: nested lists (where every key at a level
-    is an integer) and dicts from ``(path, value)`` pairs."""
+    is an integer) and dicts from ``(path, value)`` pairs, or from a dict of
+    them. List indices that are missing hold empty dicts, so that a subset
+    of a tree's leaves keeps their positions: ``[("a.1", x)]`` gives
+    ``{"a": [{}, x]}``."""
+    if isinstance(tree, dict):
+        tree = list(tree.items())
+    if len(tree) == 0:
+        return []
     if len(tree) == 1 and tree[0][0] == "":
         return tree[0][1]
     try:
@@ -113,8 +122,11 @@ def tree_unflatten(tree):
         head, _, tail = path.partition(".")
         groups[head].append((tail, value))
     if is_list:
-        keys = sorted(groups, key=int)
-        return [tree_unflatten(groups[k]) for k in keys]
+        out = []
+        for k in sorted(groups, key=int):
+            out.extend({} for _ in range(int(k) - len(out)))
+            out.append(tree_unflatten(groups[k]))
+        return out
     return {k: tree_unflatten(v) for k, v in groups.items()}
 
 

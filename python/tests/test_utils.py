@@ -29,6 +29,18 @@ def test_tree_map_and_flatten():
     ) == [0, 0]
 
 
+def test_tree_unflatten_of_a_subset_keeps_list_positions():
+    # As mlx.utils: missing list indices hold empty dicts, so that part of a
+    # tree (one optimizer's share of the parameters) merges back in place.
+    assert tree_unflatten([("a.1.b", 1)]) == {"a": [{}, {"b": 1}]}
+    assert tree_unflatten([("x.3", 1), ("x.1", 2)]) == {"x": [{}, 2, {}, 1]}
+    assert tree_unflatten([("0", 5), ("2", 6)]) == [5, {}, 6]
+    assert tree_unflatten({"a.b": 1, "c": 2}) == {"a": {"b": 1}, "c": 2}
+    assert tree_unflatten([]) == []
+    part = tree_unflatten([("l.1", 2)])
+    assert tree_merge(tree_unflatten([("l.0", 1)]), part) == {"l": [1, 2]}
+
+
 def test_tree_reduce_and_merge():
     assert tree_reduce(lambda a, b: a + b, {"a": [1, 2], "b": 3}) == 6
     assert tree_reduce(lambda a, b: a + b, [1, 2], initializer=10) == 13

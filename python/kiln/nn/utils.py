@@ -1,0 +1,68 @@
+"""Transformations over a module's trainable parameters."""
+
+from functools import wraps
+from typing import Any, Callable, Optional
+
+import kiln.core as mx
+
+from .layers.base import Module
+
+
+def value_and_grad(model: Module, fn: Callable):
+    """``fn``'s value and its gradient with respect to ``model``'s trainable
+    parameters. The returned function takes ``fn``'s arguments."""
+
+    def inner(params, *args, **kwargs):
+        model.update(params)
+        return fn(*args, **kwargs)
+
+    value_grad = mx.value_and_grad(inner)
+
+    @wraps(fn)
+    def wrapped(*args, **kwargs):
+        params = model.trainable_parameters()
+        try:
+            return value_grad(params, *args, **kwargs)
+        finally:
+            # The traced call left the transformation's inputs in the model.
+            model.update(params)
+
+    return wrapped
+
+
+def checkpoint(module: Module, fn: Optional[Callable] = None):
+    """``fn`` (the module itself by default) with gradient checkpointing:
+    the backward pass recomputes the intermediates instead of keeping them,
+    with respect to the module's trainable parameters and ``fn``'s
+    inputs."""
+    fn = module if fn is None else fn
+
+    def inner(params, *args, **kwargs):
+        module.update(params)
+        return fn(*args, **kwargs)
+
+    checkpointed = mx.checkpoint(inner)
+
+    @wraps(fn)
+    def wrapped(*args, **kwargs):
+        params = module.trainable_parameters()
+        try:
+            return checkpointed(params, *args, **kwargs)
+        finally:
+            module.update(params)
+
+    return wrapped
+
+
+def average_gradients(
+    gradients: Any,
+    group: Optional[Any] = None,
+    all_reduce_size: int = 32 * 1024**2,
+    communication_stream: Optional[mx.Stream] = None,
+):
+    """Average gradients over the processes of a distributed group. kiln runs
+    in one process (distributed is not implemented), where the average is
+    the gradients themselves."""
+    if group is not None:
+        raise NotImplementedError("average_gradients: kiln has no distributed groups.")
+    return gradients
