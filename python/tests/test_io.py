@@ -495,3 +495,19 @@ def test_npz_interop_with_mlx(tmp_path, rng):
     back = mx.load(str(tmp_path / "k.npz"))
     same_as_mlx(k, back["arr_0"], mx)
     same_as_mlx(k.T, back["b"], mx)
+
+
+@pytest.mark.parametrize("ext", ["npz", "safetensors"])
+def test_module_weights_round_trip(tmp_path, ext):
+    import kiln.nn as nn
+    from kiln.utils import tree_flatten
+
+    net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    net.save_weights(str(tmp_path / f"w.{ext}"))
+    other = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    other.load_weights(str(tmp_path / f"w.{ext}"))
+    want = dict(tree_flatten(net.parameters()))
+    got = dict(tree_flatten(other.parameters()))
+    assert sorted(got) == sorted(want)
+    for k in want:
+        np.testing.assert_array_equal(np.array(got[k]), np.array(want[k]))
