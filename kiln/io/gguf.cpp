@@ -4,6 +4,7 @@
 // says otherwise). Unquantized tensor types only.
 #include <algorithm>
 #include <cstring>
+#include <set>
 #include <stdexcept>
 
 #include "kiln/io/common.h"
@@ -214,10 +215,28 @@ TensorInfo get_tensor_info(Reader& in) {
   return info;
 }
 
+uint64_t alignment_of(const GGUFMetaData& value) {
+  auto* a = std::get_if<array>(&value);
+  if (!a || a->dtype() != uint32 || a->ndim() != 0) return 0;
+  array c = io::detail::row_major(*a, "save_gguf");
+  uint32_t v = *c.data<uint32_t>();
+  return v != 0 && (v & (v - 1)) == 0 ? v : 0;
+}
+
 } // namespace
 
 void save_gguf(io::Writer& out, const std::map<std::string, array>& arrays,
                const std::map<std::string, GGUFMetaData>& metadata) {
+  // The data is laid out with the alignment the file declares.
+  uint64_t align = kDefaultAlign;
+  if (auto it = metadata.find(kAlignKey); it != metadata.end()) {
+    align = alignment_of(it->second);
+    if (align == 0) {
+      kiln::detail::invalid("save_gguf",
+                            "general.alignment must be a uint32 scalar "
+                            "that is a power of two.");
+    }
+  }
   for (auto& [name, a] : arrays) {
     if (!tensor_type(a.dtype())) {
       kiln::detail::invalid(
@@ -244,15 +263,15 @@ void save_gguf(io::Writer& out, const std::map<std::string, array>& arrays,
     }
     append_le<uint32_t>(head, *tensor_type(a.dtype()));
     append_le<uint64_t>(head, offset);
-    offset = align_up(offset + a.nbytes(), kDefaultAlign);
+    offset = align_up(offset + a.nbytes(), align);
   }
-  head.append(align_up(head.size(), kDefaultAlign) - head.size(), '\0');
+  head.append(align_up(head.size(), align) - head.size(), '\0');
   out.write(head.data(), head.size());
-  const std::string zeros(kDefaultAlign, '\0');
+  const std::string zeros(align, '\0');
   for (auto& [name, a] : arrays) {
     array c = io::detail::row_major(a, "save_gguf");
     out.write(c.data<char>(), c.nbytes());
-    out.write(zeros.data(), align_up(c.nbytes(), kDefaultAlign) - c.nbytes());
+    out.write(zeros.data(), align_up(c.nbytes(), align) - c.nbytes());
   }
 }
 
@@ -299,10 +318,18 @@ GGUFLoad load_gguf(io::Reader& in, StreamOrDevice) {
       }
       alignment = *a->data<uint32_t>();
     }
-    result.second.insert_or_assign(std::move(key), std::move(value));
+    if (!result.second.emplace(key, std::move(value)).second) {
+      corrupt(op, in, "metadata key '" + key + "' appears twice.");
+    }
   }
   std::vector<TensorInfo> infos;
-  for (uint64_t i = 0; i < n_tensors; ++i) infos.push_back(get_tensor_info(in));
+  std::set<std::string> names;
+  for (uint64_t i = 0; i < n_tensors; ++i) {
+    infos.push_back(get_tensor_info(in));
+    if (!names.insert(infos.back().name).second) {
+      corrupt(op, in, "tensor '" + infos.back().name + "' appears twice.");
+    }
+  }
 
   in.skip(align_up(in.position(), alignment) - in.position(), "padding");
   std::sort(infos.begin(), infos.end(),

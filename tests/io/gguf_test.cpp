@@ -117,6 +117,26 @@ TEST_F(Gguf, ReadsHandBuiltFilesWithAlignmentAndGaps) {
   EXPECT_EQ(std::get<array>(meta.at("x")).item<double>(), 3.25);
 }
 
+TEST_F(Gguf, WritesTheAlignmentItDeclares) {
+  auto a = random_array({5}, int8);
+  auto b = random_array({3, 3}, float16);
+  save_gguf(path("a64"), {{"a", a}, {"b", b}},
+            {{"general.alignment", array(uint32_t(64))}});
+  std::string bytes = read_file(path("a64.gguf"));
+  // a at the data start, b 64 bytes later, the data start on 64 bytes.
+  size_t data = bytes.size() - 64 - 64;
+  EXPECT_EQ(data % 64, 0u);
+  EXPECT_EQ(bytes.substr(data, 5), strided_bytes(a));
+  EXPECT_EQ(bytes.substr(data + 64, 18), strided_bytes(b));
+  auto [arrays, meta] = load_gguf(path("a64.gguf"));
+  EXPECT_TRUE(same_array(arrays.at("a"), a));
+  EXPECT_TRUE(same_array(arrays.at("b"), b));
+  for (auto bad : {array(uint32_t(24)), array(uint32_t(0)), array(64)}) {
+    EXPECT_THROW(save_gguf(path("x"), {}, {{"general.alignment", bad}}),
+                 std::invalid_argument);
+  }
+}
+
 TEST_F(Gguf, StreamsWithoutAKnownSize) {
   auto a = transpose(random_array({3, 4}, bfloat16));
   BytesWriter w;
@@ -173,6 +193,14 @@ TEST_F(Gguf, ErrorsNameTheFileAndTheProblem) {
   expect_error(gguf_head(3, 0, 1) + gstr("general.alignment") +
                    le<uint32_t>(4) + le<uint32_t>(24),
                "power of two");
+  expect_error(gguf_head(3, 0, 2) + gstr("k") + le<uint32_t>(4) +
+                   le<uint32_t>(1) + gstr("k") + le<uint32_t>(4) +
+                   le<uint32_t>(2),
+               "'k' appears twice");
+  std::string info = gstr("w") + le<uint32_t>(1) + le<uint64_t>(1) +
+                     le<uint32_t>(0) + le<uint64_t>(0);
+  expect_error(gguf_head(3, 2, 0) + info + info + std::string(64, '\0'),
+               "'w' appears twice");
   std::string q4 = gguf_head(3, 1, 0) + gstr("w") + le<uint32_t>(1) +
                    le<uint64_t>(32) + le<uint32_t>(2) + le<uint64_t>(0);
   expect_error(q4 + std::string(64, '\0'), "Q4_0");
