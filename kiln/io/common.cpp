@@ -35,16 +35,18 @@ Shape checked_shape(const std::vector<uint64_t>& dims, const std::string& op,
   Shape shape;
   for (uint64_t d : dims) {
     if (d > static_cast<uint64_t>(INT32_MAX)) {
-      corrupt(op, in, what + " has dimension " + std::to_string(d) +
-                          ", more than kiln's limit of 2^31 - 1.");
+      corrupt(op, in,
+              what + " has dimension " + std::to_string(d) +
+                  ", more than kiln's limit of 2^31 - 1.");
     }
     shape.push_back(static_cast<int32_t>(d));
   }
   try {
     shape_size(shape);
   } catch (const std::invalid_argument&) {
-    corrupt(op, in, what + " has shape " + kiln::detail::shape_str(shape) +
-                        ", whose size overflows.");
+    corrupt(op, in,
+            what + " has shape " + kiln::detail::shape_str(shape) +
+                ", whose size overflows.");
   }
   return shape;
 }
@@ -58,11 +60,12 @@ array read_array(Reader& in, const Shape& shape, Dtype dtype,
   size_t nbytes = size * dtype.size;
   auto left = in.remaining();
   if (left && *left < nbytes) {
-    corrupt(op, in, what + " (" + dtype_name(dtype) + ", shape " +
-                        kiln::detail::shape_str(shape) + ") needs " +
-                        std::to_string(nbytes) + " bytes but only " +
-                        std::to_string(*left) +
-                        " are left (a truncated or corrupt file).");
+    corrupt(op, in,
+            what + " (" + dtype_name(dtype) + ", shape " +
+                kiln::detail::shape_str(shape) + ") needs " +
+                std::to_string(nbytes) + " bytes but only " +
+                std::to_string(*left) +
+                " are left (a truncated or corrupt file).");
   }
   auto buffer = allocator::malloc(nbytes);
   try {

@@ -30,12 +30,23 @@ constexpr uint32_t kMaxDims = 64;
 
 // Metadata value types of the GGUF specification.
 enum ValueType : uint32_t {
-  kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6,
-  kBool = 7, kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
+  kU8 = 0,
+  kI8 = 1,
+  kU16 = 2,
+  kI16 = 3,
+  kU32 = 4,
+  kI32 = 5,
+  kF32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kU64 = 10,
+  kI64 = 11,
+  kF64 = 12,
 };
 
 const std::pair<ValueType, Dtype> kValueDtypes[] = {
-    {kU8, uint8},   {kI8, int8},   {kU16, uint16}, {kI16, int16},
+    {kU8, uint8},   {kI8, int8},   {kU16, uint16},  {kI16, int16},
     {kU32, uint32}, {kI32, int32}, {kF32, float32}, {kBool, bool_},
     {kU64, uint64}, {kI64, int64}, {kF64, float64}};
 
@@ -118,8 +129,9 @@ std::string get_string(Reader& in, const std::string& what) {
   auto n = read_le<uint64_t>(in, what);
   auto left = in.remaining();
   if (n > kMaxString || (left && n > *left)) {
-    corrupt("load_gguf", in, what + " has length " + std::to_string(n) +
-                                 ", past the end of the file.");
+    corrupt("load_gguf", in,
+            what + " has length " + std::to_string(n) +
+                ", past the end of the file.");
   }
   return in.read_string(n, what);
 }
@@ -135,8 +147,9 @@ GGUFMetaData get_value(Reader& in, const std::string& key) {
       // Each string takes at least its 8-byte length.
       auto left = in.remaining();
       if (left && count > *left / 8) {
-        corrupt("load_gguf", in, what + " has " + std::to_string(count) +
-                                     " strings, more than the file holds.");
+        corrupt("load_gguf", in,
+                what + " has " + std::to_string(count) +
+                    " strings, more than the file holds.");
       }
       std::vector<std::string> list;
       for (uint64_t i = 0; i < count; ++i) list.push_back(get_string(in, what));
@@ -152,7 +165,8 @@ GGUFMetaData get_value(Reader& in, const std::string& key) {
     Shape shape = io::detail::checked_shape({count}, "load_gguf", in, what);
     array a = io::detail::read_array(in, shape, *dtype, "load_gguf", what);
     if (*dtype == bool_) {
-      for (size_t i = 0; i < a.size(); ++i) a.data<bool>()[i] = a.data<uint8_t>()[i] != 0;
+      for (size_t i = 0; i < a.size(); ++i)
+        a.data<bool>()[i] = a.data<uint8_t>()[i] != 0;
     }
     return a;
   }
@@ -175,11 +189,11 @@ struct TensorInfo {
 
 std::string ggml_type_name(uint32_t t) {
   static const char* names[] = {
-      "F32",    "F16",     "Q4_0",    "Q4_1",   "Q4_2",  "Q4_3",  "Q5_0",
-      "Q5_1",   "Q8_0",    "Q8_1",    "Q2_K",   "Q3_K",  "Q4_K",  "Q5_K",
-      "Q6_K",   "Q8_K",    "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL",
-      "IQ3_S",  "IQ2_S",   "IQ4_XS",  "I8",     "I16",   "I32",   "I64",
-      "F64",    "IQ1_M",   "BF16"};
+      "F32",   "F16",   "Q4_0",    "Q4_1",   "Q4_2",    "Q4_3",  "Q5_0",
+      "Q5_1",  "Q8_0",  "Q8_1",    "Q2_K",   "Q3_K",    "Q4_K",  "Q5_K",
+      "Q6_K",  "Q8_K",  "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL",
+      "IQ3_S", "IQ2_S", "IQ4_XS",  "I8",     "I16",     "I32",   "I64",
+      "F64",   "IQ1_M", "BF16"};
   if (t < sizeof(names) / sizeof(names[0])) return names[t];
   return "unknown type " + std::to_string(t);
 }
@@ -291,17 +305,19 @@ GGUFLoad load_gguf(io::Reader& in, StreamOrDevice) {
   }
   auto version = read_le<uint32_t>(in, "the version");
   if (version != 2 && version != 3) {
-    corrupt(op, in, "unsupported GGUF version " + std::to_string(version) +
-                        " (kiln reads little-endian versions 2 and 3).");
+    corrupt(op, in,
+            "unsupported GGUF version " + std::to_string(version) +
+                " (kiln reads little-endian versions 2 and 3).");
   }
   auto n_tensors = read_le<uint64_t>(in, "the tensor count");
   auto n_values = read_le<uint64_t>(in, "the metadata count");
   // A metadata entry takes at least 13 bytes and a tensor description 24.
   auto left = in.remaining();
   if (left && (n_values > *left / 13 || n_tensors > *left / 24)) {
-    corrupt(op, in, "the header announces " + std::to_string(n_tensors) +
-                        " tensors and " + std::to_string(n_values) +
-                        " metadata entries, more than the file holds.");
+    corrupt(op, in,
+            "the header announces " + std::to_string(n_tensors) +
+                " tensors and " + std::to_string(n_values) +
+                " metadata entries, more than the file holds.");
   }
 
   GGUFLoad result;
@@ -344,9 +360,9 @@ GGUFLoad load_gguf(io::Reader& in, StreamOrDevice) {
     }
     left = in.remaining();
     if (left && t.offset - at > *left) {
-      corrupt(op, in, "tensor '" + t.name + "' has offset " +
-                          std::to_string(t.offset) +
-                          " past the end of the file (a truncated file?).");
+      corrupt(op, in,
+              "tensor '" + t.name + "' has offset " + std::to_string(t.offset) +
+                  " past the end of the file (a truncated file?).");
     }
     in.skip(t.offset - at, "padding");
     result.first.insert_or_assign(

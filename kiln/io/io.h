@@ -32,8 +32,8 @@ array load(io::Reader& in, StreamOrDevice s = {});
 
 // --- .safetensors ----------------------------------------------------------
 /** Arrays by name and the string metadata of a safetensors file. */
-using SafetensorsLoad = std::pair<std::map<std::string, array>,
-                                  std::map<std::string, std::string>>;
+using SafetensorsLoad =
+    std::pair<std::map<std::string, array>, std::map<std::string, std::string>>;
 
 /** ".safetensors" is appended to file when it does not end in it. Dtypes:
  *  BOOL, U8-U64, I8-I64, F16, BF16, F32, F64, C64. */
@@ -50,8 +50,7 @@ SafetensorsLoad load_safetensors(io::Reader& in, StreamOrDevice s = {});
 // --- .gguf -----------------------------------------------------------------
 /** A GGUF metadata value: a string, a list of strings, or an array (0-d for
  *  a scalar, 1-d for a list of numbers or bools). */
-using GGUFMetaData =
-    std::variant<std::string, std::vector<std::string>, array>;
+using GGUFMetaData = std::variant<std::string, std::vector<std::string>, array>;
 using GGUFLoad = std::pair<std::map<std::string, array>,
                            std::map<std::string, GGUFMetaData>>;
 

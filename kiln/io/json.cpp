@@ -25,9 +25,8 @@ class Parser {
                                 ": " + why);
   }
   void space() {
-    while (i_ < s_.size() &&
-           (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' ||
-            s_[i_] == '\r')) {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' ||
+                              s_[i_] == '\n' || s_[i_] == '\r')) {
       ++i_;
     }
   }

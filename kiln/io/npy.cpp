@@ -51,9 +51,9 @@ struct Descr {
 
 Descr parse_descr(const std::string& s, const Reader& in) {
   auto unsupported = [&]() -> Descr {
-    corrupt("load", in, "unsupported dtype '" + s + "' (kiln reads bool, " +
-                            "integers, float16/32/64, bfloat16 as V2 and " +
-                            "complex64).");
+    corrupt("load", in,
+            "unsupported dtype '" + s + "' (kiln reads bool, " +
+                "integers, float16/32/64, bfloat16 as V2 and " + "complex64).");
   };
   if (s.size() < 3) unsupported();
   char order = s[0];
@@ -62,9 +62,9 @@ Descr parse_descr(const std::string& s, const Reader& in) {
     unsupported();
   }
   static const std::pair<const char*, Dtype> codes[] = {
-      {"b1", bool_},    {"u1", uint8},    {"u2", uint16},  {"u4", uint32},
-      {"u8", uint64},   {"i1", int8},     {"i2", int16},   {"i4", int32},
-      {"i8", int64},    {"f2", float16},  {"f4", float32}, {"f8", float64},
+      {"b1", bool_},     {"u1", uint8},   {"u2", uint16},  {"u4", uint32},
+      {"u8", uint64},    {"i1", int8},    {"i2", int16},   {"i4", int32},
+      {"i8", int64},     {"f2", float16}, {"f4", float32}, {"f8", float64},
       {"c8", complex64}, {"V2", bfloat16}};
   for (auto& [name, dtype] : codes) {
     if (code != name) continue;
@@ -79,8 +79,7 @@ Descr parse_descr(const std::string& s, const Reader& in) {
 // bool and a tuple of ints. Anything else is a corrupt header.
 class HeaderParser {
  public:
-  HeaderParser(const std::string& text, const Reader& in)
-      : s_(text), in_(in) {}
+  HeaderParser(const std::string& text, const Reader& in) : s_(text), in_(in) {}
 
   void parse(std::string& descr, bool& fortran, std::vector<uint64_t>& dims) {
     bool seen[3] = {false, false, false};
@@ -243,8 +242,9 @@ array load(io::Reader& in, StreamOrDevice) {
                             : io::detail::read_le<uint32_t>(in, "the header");
   auto left = in.remaining();
   if (left && *left < len) {
-    corrupt("load", in, "the header length " + std::to_string(len) +
-                            " runs past the end of the file.");
+    corrupt("load", in,
+            "the header length " + std::to_string(len) +
+                " runs past the end of the file.");
   }
   std::string text = in.read_string(len, "the .npy header");
 

@@ -23,10 +23,10 @@ constexpr const char* kMetadataKey = "__metadata__";
 constexpr uint64_t kMaxHeader = 100'000'000;
 
 const std::pair<const char*, Dtype> kDtypeNames[] = {
-    {"BOOL", bool_},   {"U8", uint8},     {"U16", uint16},   {"U32", uint32},
-    {"U64", uint64},   {"I8", int8},      {"I16", int16},    {"I32", int32},
-    {"I64", int64},    {"F16", float16},  {"BF16", bfloat16}, {"F32", float32},
-    {"F64", float64},  {"C64", complex64}};
+    {"BOOL", bool_},  {"U8", uint8},     {"U16", uint16},    {"U32", uint32},
+    {"U64", uint64},  {"I8", int8},      {"I16", int16},     {"I32", int32},
+    {"I64", int64},   {"F16", float16},  {"BF16", bfloat16}, {"F32", float32},
+    {"F64", float64}, {"C64", complex64}};
 
 std::string name_of(Dtype d) {
   for (auto& [name, dtype] : kDtypeNames) {
@@ -93,9 +93,8 @@ Entry parse_entry(const std::string& name, const Json& v, const Reader& in) {
   uint64_t nbytes = shape_size(out.shape) * uint64_t(dtype->size);
   if (*e - *b != nbytes) {
     bad("has data_offsets [" + std::to_string(*b) + ", " + std::to_string(*e) +
-        "] for " + std::to_string(nbytes) + " bytes of " +
-        dtype_name(*dtype) + " data of shape " +
-        kiln::detail::shape_str(out.shape) + ".");
+        "] for " + std::to_string(nbytes) + " bytes of " + dtype_name(*dtype) +
+        " data of shape " + kiln::detail::shape_str(out.shape) + ".");
   }
   return out;
 }
@@ -165,8 +164,9 @@ SafetensorsLoad load_safetensors(io::Reader& in, StreamOrDevice) {
   auto n = io::detail::read_le<uint64_t>(in, "the header length");
   auto left = in.remaining();
   if (n > kMaxHeader || (left && n > *left)) {
-    corrupt(op, in, "invalid header length " + std::to_string(n) +
-                        " (not a safetensors file, or a truncated one).");
+    corrupt(op, in,
+            "invalid header length " + std::to_string(n) +
+                " (not a safetensors file, or a truncated one).");
   }
   std::string text = in.read_string(n, "the JSON header");
   Json header;
@@ -200,10 +200,10 @@ SafetensorsLoad load_safetensors(io::Reader& in, StreamOrDevice) {
     }
     left = in.remaining();
     if (left && e.end - at > *left) {
-      corrupt(op, in, "tensor '" + e.name + "' has data_offsets [" +
-                          std::to_string(e.begin) + ", " +
-                          std::to_string(e.end) +
-                          "] past the end of the file (a truncated file?).");
+      corrupt(op, in,
+              "tensor '" + e.name + "' has data_offsets [" +
+                  std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                  "] past the end of the file (a truncated file?).");
     }
     in.skip(e.begin - at, "padding");
     result.first.insert_or_assign(

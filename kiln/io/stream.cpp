@@ -2,8 +2,8 @@
 
 #include <sys/stat.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
@@ -26,10 +26,10 @@ void Reader::read(void* dst, size_t n, const std::string& what) {
   }
   position_ += got;
   if (got < n) {
-    throw std::runtime_error(
-        "[load] " + label() + " ends early: " + what + " needs " +
-        std::to_string(n) + " bytes but only " + std::to_string(got) +
-        " are left (a truncated or corrupt file).");
+    throw std::runtime_error("[load] " + label() + " ends early: " + what +
+                             " needs " + std::to_string(n) +
+                             " bytes but only " + std::to_string(got) +
+                             " are left (a truncated or corrupt file).");
   }
 }
 
@@ -63,8 +63,8 @@ std::optional<size_t> Reader::remaining() const {
 FileReader::FileReader(const std::string& path)
     : path_(path), file_(std::fopen(path.c_str(), "rb")), size_(0) {
   if (!file_) {
-    throw std::runtime_error("[load] cannot open " + path + " for reading: " +
-                             os_error() + ".");
+    throw std::runtime_error("[load] cannot open " + path +
+                             " for reading: " + os_error() + ".");
   }
   struct stat st;
   if (fstat(fileno(file_), &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -88,8 +88,8 @@ size_t FileReader::read_some(void* dst, size_t n) {
 FileWriter::FileWriter(const std::string& path)
     : path_(path), file_(std::fopen(path.c_str(), "wb")) {
   if (!file_) {
-    throw std::runtime_error("[save] cannot open " + path + " for writing: " +
-                             os_error() + ".");
+    throw std::runtime_error("[save] cannot open " + path +
+                             " for writing: " + os_error() + ".");
   }
 }
 

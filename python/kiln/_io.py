@@ -86,15 +86,11 @@ def _savez(op, file, args, kwargs, compression):
     for i, a in enumerate(args):
         key = f"arr_{i}"
         if key in arrays:
-            raise ValueError(
-                f"[{op}] Cannot use un-named variables and keyword {key}"
-            )
+            raise ValueError(f"[{op}] Cannot use un-named variables and keyword {key}")
         arrays[key] = a
     for key, a in arrays.items():
         if not isinstance(a, core.array):
-            raise TypeError(
-                f"[{op}] '{key}' must be an array; got {type(a).__name__}."
-            )
+            raise TypeError(f"[{op}] '{key}' must be an array; got {type(a).__name__}.")
     if _is_path(file):
         file = os.fspath(file)
         if not file.endswith(".npz"):

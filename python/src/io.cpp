@@ -1,11 +1,12 @@
 // Saving and loading: .npy, safetensors and GGUF through the C++ readers
 // and writers, to paths or to Python file objects. load, savez and
 // savez_compressed are Python (kiln/_io.py): .npz is a zip of .npy files.
+#include "kiln/io/io.h"
+
 #include <sys/stat.h>
 
 #include <map>
 
-#include "kiln/io/io.h"
 #include "kiln_py.h"
 
 namespace kiln::py {
@@ -220,8 +221,10 @@ GGUFMetaData to_gguf_value(const std::string& key, nb::handle v) {
     std::vector<std::string> out;
     bool all_str = true;
     for (nb::handle s : v) {
-      if (!nb::isinstance<nb::str>(s)) all_str = false;
-      else out.push_back(nb::cast<std::string>(s));
+      if (!nb::isinstance<nb::str>(s))
+        all_str = false;
+      else
+        out.push_back(nb::cast<std::string>(s));
     }
     if (all_str) return out;
   }
@@ -232,7 +235,8 @@ GGUFMetaData to_gguf_value(const std::string& key, nb::handle v) {
 }
 
 nb::object from_gguf_value(const GGUFMetaData& v) {
-  if (auto* s = std::get_if<std::string>(&v)) return nb::str(s->c_str(), s->size());
+  if (auto* s = std::get_if<std::string>(&v))
+    return nb::str(s->c_str(), s->size());
   if (auto* l = std::get_if<std::vector<std::string>>(&v)) {
     nb::list out;
     for (auto& s : *l) out.append(nb::str(s.c_str(), s.size()));

@@ -186,8 +186,16 @@ def test_npz_round_trip_and_numpy_reads_it(tmp_path, rng, save):
     getattr(kc, save)(tmp_path / "z", pos[0], **{k: v[0] for k, v in arrays.items()})
     with zipfile.ZipFile(tmp_path / "z.npz") as zf:
         kinds = {i.compress_type for i in zf.infolist()}
-        assert sorted(zf.namelist()) == ["arr_0.npy", "b.npy", "c.npy", "i.npy", "w.npy"]
-    assert kinds == {zipfile.ZIP_DEFLATED if save == "savez_compressed" else zipfile.ZIP_STORED}
+        assert sorted(zf.namelist()) == [
+            "arr_0.npy",
+            "b.npy",
+            "c.npy",
+            "i.npy",
+            "w.npy",
+        ]
+    assert kinds == {
+        zipfile.ZIP_DEFLATED if save == "savez_compressed" else zipfile.ZIP_STORED
+    }
     got = kc.load(tmp_path / "z.npz")
     ref = np.load(tmp_path / "z.npz")
     assert sorted(got) == sorted(ref.files)
@@ -278,14 +286,25 @@ def test_safetensors_errors(tmp_path):
 
 # --- .gguf -------------------------------------------------------------------
 
-GGUF_DTYPES = [np.float32, np.float16, np.float64, np.int8, np.int16, np.int32, np.int64, "bfloat16"]
+GGUF_DTYPES = [
+    np.float32,
+    np.float16,
+    np.float64,
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    "bfloat16",
+]
 
 
 def test_gguf_round_trip_and_metadata(tmp_path, rng):
     arrays, refs = {}, {}
     for dtype in GGUF_DTYPES:
         for layout in LAYOUTS:
-            name = f"{dtype if isinstance(dtype, str) else np.dtype(dtype).name}.{layout}"
+            name = (
+                f"{dtype if isinstance(dtype, str) else np.dtype(dtype).name}.{layout}"
+            )
             arrays[name], refs[name] = kiln_of(rng, dtype, layout)
     arrays["scalar"], refs["scalar"] = kc.array(np.float32(1.5)), np.float32(1.5)
     meta = {
@@ -343,7 +362,9 @@ def test_load_dispatch_errors(tmp_path):
     with pytest.raises(ValueError, match="infer"):
         kc.load(io.BytesIO(b""))
     for fmt in ["npy", "npz"]:
-        with pytest.raises(ValueError, match=f"metadata not supported for format {fmt}"):
+        with pytest.raises(
+            ValueError, match=f"metadata not supported for format {fmt}"
+        ):
             kc.load(tmp_path / "a.npy", format=fmt, return_metadata=True)
     with pytest.raises(ValueError, match="file must be"):
         kc.load(3)
@@ -415,7 +436,12 @@ def test_saving_inside_a_transformation_raises(tmp_path):
 def mlx_and_kiln(rng, name):
     mx = pytest.importorskip("mlx.core")
     x = rand(rng, (3, 4)) if name != "int16" else rand(rng, (3, 4), np.int16, -99, 99)
-    dtype = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16", "int16": "int16"}[name]
+    dtype = {
+        "float32": "float32",
+        "float16": "float16",
+        "bfloat16": "bfloat16",
+        "int16": "int16",
+    }[name]
     m = mx.array(x).astype(getattr(mx, dtype))
     k = kc.array(x).astype(getattr(kc, dtype))
     return mx, m, k

@@ -17,17 +17,17 @@ std::vector<Format> valid_files() {
   std::vector<Format> out;
   BytesWriter npy, st, gg;
   save(npy, transpose(random_array({4, 3}, float32)));
-  save_safetensors(st,
-                   {{"a", random_array({2, 4}, float32)},
-                    {"b", random_array({3}, int16)}},
-                   {{"k", "v"}});
+  save_safetensors(
+      st,
+      {{"a", random_array({2, 4}, float32)}, {"b", random_array({3}, int16)}},
+      {{"k", "v"}});
   // Tensor sizes that are multiples of 32 bytes: no padding at the end.
-  save_gguf(gg,
-            {{"a", random_array({4, 8}, float16)},
-             {"b", random_array({8}, int32)}},
-            {{"s", std::string("x")},
-             {"l", std::vector<std::string>{"p", "q"}},
-             {"n", array({1, 2, 3})}});
+  save_gguf(
+      gg,
+      {{"a", random_array({4, 8}, float16)}, {"b", random_array({8}, int32)}},
+      {{"s", std::string("x")},
+       {"l", std::vector<std::string>{"p", "q"}},
+       {"n", array({1, 2, 3})}});
   out.push_back({"npy", npy.bytes, [](io::Reader& r) { load(r); }});
   out.push_back(
       {"safetensors", st.bytes, [](io::Reader& r) { load_safetensors(r); }});
@@ -62,8 +62,8 @@ TEST_F(Corrupt, RandomDamageRaisesCleanly) {
       for (int h = 0; h < hits; ++h) {
         // Damage the header more often than the data: that is where the
         // parsers are.
-        size_t limit = gen() % 4 ? std::min<size_t>(bytes.size(), 160)
-                                 : bytes.size();
+        size_t limit =
+            gen() % 4 ? std::min<size_t>(bytes.size(), 160) : bytes.size();
         bytes[gen() % limit] = char(gen() % 256);
       }
       try {

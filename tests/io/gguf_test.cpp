@@ -76,9 +76,8 @@ TEST_F(Gguf, LayoutFollowsTheSpecification) {
   auto w = random_array({2, 3}, float32);
   save_gguf(path("w.gguf"), {{"w", w}}, {{"k", std::string("v")}});
   std::string head = gguf_head(3, 1, 1) + gstr("k") + le<uint32_t>(8) +
-                     gstr("v") + gstr("w") + le<uint32_t>(2) +
-                     le<uint64_t>(3) + le<uint64_t>(2) + le<uint32_t>(0) +
-                     le<uint64_t>(0);
+                     gstr("v") + gstr("w") + le<uint32_t>(2) + le<uint64_t>(3) +
+                     le<uint64_t>(2) + le<uint32_t>(0) + le<uint64_t>(0);
   head.append((32 - head.size() % 32) % 32, '\0');
   std::string data = strided_bytes(w);
   data.append((32 - data.size() % 32) % 32, '\0');
@@ -95,10 +94,10 @@ TEST_F(Gguf, ReadsHandBuiltFilesWithAlignmentAndGaps) {
   double pi = 3.25;
   head += gstr("x") + le<uint32_t>(12) +
           std::string(reinterpret_cast<const char*>(&pi), 8);
-  head += gstr("first") + le<uint32_t>(1) + le<uint64_t>(2) +
-          le<uint32_t>(26) + le<uint64_t>(128);
-  head += gstr("second") + le<uint32_t>(2) + le<uint64_t>(2) +
-          le<uint64_t>(1) + le<uint32_t>(1) + le<uint64_t>(0);
+  head += gstr("first") + le<uint32_t>(1) + le<uint64_t>(2) + le<uint32_t>(26) +
+          le<uint64_t>(128);
+  head += gstr("second") + le<uint32_t>(2) + le<uint64_t>(2) + le<uint64_t>(1) +
+          le<uint32_t>(1) + le<uint64_t>(0);
   head.append((64 - head.size() % 64) % 64, '\0');
   std::string data = le<uint16_t>(0x3c00) + le<uint16_t>(0xc000); // 1, -2
   data.append(128 - data.size(), '\x55');
@@ -184,9 +183,9 @@ TEST_F(Gguf, ErrorsNameTheFileAndTheProblem) {
   expect_error(gguf_head(3, 0, 1) + gstr("k") + le<uint32_t>(8) +
                    le<uint64_t>(1ull << 50),
                "past the end");
-  expect_error(gguf_head(3, 0, 1) + gstr("k") + le<uint32_t>(77) +
-                   std::string(8, '\0'),
-               "unknown value type 77");
+  expect_error(
+      gguf_head(3, 0, 1) + gstr("k") + le<uint32_t>(77) + std::string(8, '\0'),
+      "unknown value type 77");
   expect_error(gguf_head(3, 0, 1) + gstr("k") + le<uint32_t>(9) +
                    le<uint32_t>(9) + le<uint64_t>(1) + std::string(16, '\0'),
                "nested arrays");

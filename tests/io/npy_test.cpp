@@ -48,8 +48,8 @@ TEST_F(Npy, RoundTripEveryDtypeAndLayout) {
 
 TEST_F(Npy, HeaderNamesDtypesAsNumPyAndBfloat16AsMLX) {
   std::vector<std::pair<Dtype, std::string>> cases = {
-      {bool_, "|b1"},   {uint8, "|u1"},    {int8, "|i1"},
-      {uint16, "<u2"},  {int64, "<i8"},    {float16, "<f2"},
+      {bool_, "|b1"},   {uint8, "|u1"},     {int8, "|i1"},
+      {uint16, "<u2"},  {int64, "<i8"},     {float16, "<f2"},
       {float64, "<f8"}, {complex64, "<c8"}, {bfloat16, "<V2"}};
   for (auto& [dtype, descr] : cases) {
     save(path("d"), random_any({2}, dtype));
@@ -106,55 +106,60 @@ TEST_F(Npy, ReadsBigEndianOfEveryWidth) {
   // Big-endian 1, 2 (int16), 258 (int32), 2^40 + 3 (uint64), 1.5 (float64),
   // and a complex 1+2i whose two floats are swapped separately.
   write_file(path("i2.npy"),
-             npy_file(1, "{'descr': '>i2', 'fortran_order': False, "
-                         "'shape': (2,), }",
+             npy_file(1,
+                      "{'descr': '>i2', 'fortran_order': False, "
+                      "'shape': (2,), }",
                       std::string("\x00\x01\x00\x02", 4)));
   EXPECT_EQ(to_doubles(load(path("i2.npy"))), (std::vector<double>{1, 2}));
   write_file(path("i4.npy"),
-             npy_file(1, "{'descr': '>i4', 'fortran_order': False, "
-                         "'shape': (), }",
+             npy_file(1,
+                      "{'descr': '>i4', 'fortran_order': False, "
+                      "'shape': (), }",
                       std::string("\x00\x00\x01\x02", 4)));
   EXPECT_EQ(load(path("i4.npy")).item<int32_t>(), 258);
   write_file(path("u8.npy"),
-             npy_file(1, "{'descr': '>u8', 'fortran_order': False, "
-                         "'shape': (1,), }",
+             npy_file(1,
+                      "{'descr': '>u8', 'fortran_order': False, "
+                      "'shape': (1,), }",
                       std::string("\x00\x00\x01\x00\x00\x00\x00\x03", 8)));
   EXPECT_EQ(load(path("u8.npy")).data<uint64_t>()[0], (1ull << 40) + 3);
   write_file(path("f8.npy"),
-             npy_file(1, "{'descr': '>f8', 'fortran_order': False, "
-                         "'shape': (1,), }",
+             npy_file(1,
+                      "{'descr': '>f8', 'fortran_order': False, "
+                      "'shape': (1,), }",
                       std::string("\x3f\xf8\0\0\0\0\0\0", 8)));
   EXPECT_EQ(load(path("f8.npy")).data<double>()[0], 1.5);
   write_file(path("c8.npy"),
-             npy_file(1, "{'descr': '>c8', 'fortran_order': False, "
-                         "'shape': (1,), }",
+             npy_file(1,
+                      "{'descr': '>c8', 'fortran_order': False, "
+                      "'shape': (1,), }",
                       std::string("\x3f\x80\0\0\x40\0\0\0", 8)));
   EXPECT_EQ(load(path("c8.npy")).data<complex64_t>()[0], complex64_t(1, 2));
   // '|' and '=' orders of one-byte and native types.
-  write_file(path("b.npy"),
-             npy_file(1, "{'descr': '|b1', 'fortran_order': False, "
-                         "'shape': (3,), }",
-                      std::string("\x01\x00\x01", 3)));
+  write_file(path("b.npy"), npy_file(1,
+                                     "{'descr': '|b1', 'fortran_order': False, "
+                                     "'shape': (3,), }",
+                                     std::string("\x01\x00\x01", 3)));
   EXPECT_EQ(to_doubles(load(path("b.npy"))), (std::vector<double>{1, 0, 1}));
 }
 
 TEST_F(Npy, ReadsFortranOrder) {
   // Column-major (2, 3): the file lists columns [0 3] [1 4] [2 5].
   std::vector<int32_t> cols = {0, 3, 1, 4, 2, 5};
-  write_file(path("f.npy"),
-             npy_file(1, "{'descr': '<i4', 'fortran_order': True, "
-                         "'shape': (2, 3), }",
-                      raw(cols)));
+  write_file(path("f.npy"), npy_file(1,
+                                     "{'descr': '<i4', 'fortran_order': True, "
+                                     "'shape': (2, 3), }",
+                                     raw(cols)));
   auto a = load(path("f.npy"));
   EXPECT_EQ(a.shape(), (Shape{2, 3}));
   EXPECT_EQ(to_doubles(a), (std::vector<double>{0, 1, 2, 3, 4, 5}));
   // Three axes: element (i, j, k) sits at i + 2j + 6k.
   std::vector<int16_t> v(24);
   for (int i = 0; i < 24; ++i) v[i] = int16_t(i);
-  write_file(path("f3.npy"),
-             npy_file(1, "{'descr': '<i2', 'fortran_order': True, "
-                         "'shape': (2, 3, 4), }",
-                      raw(v)));
+  write_file(path("f3.npy"), npy_file(1,
+                                      "{'descr': '<i2', 'fortran_order': True, "
+                                      "'shape': (2, 3, 4), }",
+                                      raw(v)));
   auto b = to_doubles(load(path("f3.npy")));
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 3; ++j)
@@ -168,8 +173,9 @@ TEST_F(Npy, ReadsBfloat16AsVoidOfTwoBytes) {
   std::string data("\x80\x3f\x20\xc0", 4);
   for (std::string descr : {"<V2", "|V2"}) {
     write_file(path("bf.npy"),
-               npy_file(1, "{'descr': '" + descr +
-                               "', 'fortran_order': False, 'shape': (2,), }",
+               npy_file(1,
+                        "{'descr': '" + descr +
+                            "', 'fortran_order': False, 'shape': (2,), }",
                         data));
     auto a = load(path("bf.npy"));
     EXPECT_EQ(a.dtype(), bfloat16);

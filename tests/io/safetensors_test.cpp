@@ -22,8 +22,10 @@ TEST_F(Safetensors, RoundTripEveryDtypeAndLayoutWithMetadata) {
     }
   }
   std::map<std::string, std::string> meta = {
-      {"format", "mlx"}, {"quote\"back\\slash", "tab\tnewline\n\x01"},
-      {"unicode", "\xc3\xa9t\xc3\xa9"}, {"empty", ""}};
+      {"format", "mlx"},
+      {"quote\"back\\slash", "tab\tnewline\n\x01"},
+      {"unicode", "\xc3\xa9t\xc3\xa9"},
+      {"empty", ""}};
   save_safetensors(path("all"), arrays, meta);
   auto [loaded, loaded_meta] = load_safetensors(path("all.safetensors"));
   EXPECT_EQ(loaded_meta, meta);
@@ -87,9 +89,8 @@ TEST_F(Safetensors, StreamsWithoutAKnownSize) {
 }
 
 TEST_F(Safetensors, BadArguments) {
-  EXPECT_THROW(
-      save_safetensors(path("x"), {{"__metadata__", array(1.0f)}}),
-      std::invalid_argument);
+  EXPECT_THROW(save_safetensors(path("x"), {{"__metadata__", array(1.0f)}}),
+               std::invalid_argument);
 }
 
 TEST_F(Safetensors, ErrorsNameTheFileAndTheProblem) {
@@ -111,35 +112,41 @@ TEST_F(Safetensors, ErrorsNameTheFileAndTheProblem) {
   expect_error("{\"a\":", "", "not valid");
   expect_error("[1, 2]", "", "not a JSON object");
   expect_error("{\"a\":1}", "", "not described by an object");
-  expect_error("{\"a\":{\"dtype\":\"F8_E4M3\",\"shape\":[4],"
-               "\"data_offsets\":[0,4]}}",
-               d16, "unsupported dtype F8_E4M3");
+  expect_error(
+      "{\"a\":{\"dtype\":\"F8_E4M3\",\"shape\":[4],"
+      "\"data_offsets\":[0,4]}}",
+      d16, "unsupported dtype F8_E4M3");
   expect_error("{\"a\":{\"shape\":[4],\"data_offsets\":[0,16]}}", d16,
                "no dtype");
-  expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[-4],"
-               "\"data_offsets\":[0,16]}}",
-               d16, "non-negative integer");
-  expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],"
-               "\"data_offsets\":[0,16]}}",
-               d16, "for 12 bytes");
-  expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[4],"
-               "\"data_offsets\":[16,0]}}",
-               d16, "invalid data_offsets");
-  expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[8],"
-               "\"data_offsets\":[0,32]}}",
-               d16, "past the end");
-  expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":"
-               "[0,16]},\"b\":{\"dtype\":\"F32\",\"shape\":[1],"
-               "\"data_offsets\":[8,12]}}",
-               d16, "overlaps");
+  expect_error(
+      "{\"a\":{\"dtype\":\"F32\",\"shape\":[-4],"
+      "\"data_offsets\":[0,16]}}",
+      d16, "non-negative integer");
+  expect_error(
+      "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],"
+      "\"data_offsets\":[0,16]}}",
+      d16, "for 12 bytes");
+  expect_error(
+      "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],"
+      "\"data_offsets\":[16,0]}}",
+      d16, "invalid data_offsets");
+  expect_error(
+      "{\"a\":{\"dtype\":\"F32\",\"shape\":[8],"
+      "\"data_offsets\":[0,32]}}",
+      d16, "past the end");
+  expect_error(
+      "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":"
+      "[0,16]},\"b\":{\"dtype\":\"F32\",\"shape\":[1],"
+      "\"data_offsets\":[8,12]}}",
+      d16, "overlaps");
   expect_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"shape\":[4]}}", d16,
                "duplicate key");
   expect_error("{\"__metadata__\":{\"k\":1}}", "", "not a string");
   expect_error(std::string(100, '[') + std::string(100, ']'), "",
                "nested too deeply");
   // A length larger than the file.
-  write_file(path("len.safetensors"), std::string("\xff\xff\xff\x7f", 4) +
-                                          std::string(4, '\0') + "{}");
+  write_file(path("len.safetensors"),
+             std::string("\xff\xff\xff\x7f", 4) + std::string(4, '\0') + "{}");
   EXPECT_THROW(load_safetensors(path("len.safetensors")), std::runtime_error);
   EXPECT_THROW(load_safetensors(path("missing.safetensors")),
                std::runtime_error);
