@@ -433,15 +433,19 @@ def test_saving_inside_a_transformation_raises(tmp_path):
 # --- MLX interop -------------------------------------------------------------
 
 
-def mlx_and_kiln(rng, name):
+def mlx_and_kiln(rng, dtype):
+    """The same random (3, 4) values as an MLX and a kiln array of dtype."""
     mx = pytest.importorskip("mlx.core")
-    x = rand(rng, (3, 4)) if name != "int16" else rand(rng, (3, 4), np.int16, -99, 99)
-    dtype = {
-        "float32": "float32",
-        "float16": "float16",
-        "bfloat16": "bfloat16",
-        "int16": "int16",
-    }[name]
+    if dtype == "complex64":
+        x = (rand(rng, (3, 4)) + 1j * rand(rng, (3, 4))).astype(np.complex64)
+    elif dtype == "bool_":
+        x = rand(rng, (3, 4), np.bool_)
+    elif dtype in ("float16", "bfloat16", "float32"):
+        x = rand(rng, (3, 4))
+    else:
+        x = rand(rng, (3, 4), np.int64, 0, 100)
+        if dtype.startswith("int"):
+            x = x - 50
     m = mx.array(x).astype(getattr(mx, dtype))
     k = kc.array(x).astype(getattr(kc, dtype))
     return mx, m, k
@@ -450,12 +454,31 @@ def mlx_and_kiln(rng, name):
 def same_as_mlx(k, m, mx):
     assert k.shape == tuple(m.shape)
     assert str(k.dtype).split(".")[-1] == str(m.dtype).split(".")[-1]
-    np.testing.assert_array_equal(
-        np.array(k.astype(kc.float32)), np.array(m.astype(mx.float32))
-    )
+    if k.dtype == kc.bfloat16:
+        k, m = k.astype(kc.float32), m.astype(mx.float32)
+    np.testing.assert_array_equal(np.array(k), np.array(m))
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int16"])
+# What MLX 0.32.4 itself writes (it refuses float64 safetensors and GGUF
+# tensors of bfloat16, int64 or unsigned types).
+MLX_ST_DTYPES = [
+    "bool_",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "complex64",
+]
+
+
+@pytest.mark.parametrize("dtype", MLX_ST_DTYPES)
 def test_safetensors_interop_with_mlx(tmp_path, rng, dtype):
     mx, m, k = mlx_and_kiln(rng, dtype)
     mx.save_safetensors(str(tmp_path / "m"), {"w": m, "t": m.T}, {"by": "mlx"})
@@ -476,7 +499,7 @@ def test_safetensors_interop_with_mlx(tmp_path, rng, dtype):
     ).read_bytes()
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int16"])
+@pytest.mark.parametrize("dtype", MLX_ST_DTYPES)
 def test_npy_interop_with_mlx(tmp_path, rng, dtype):
     mx, m, k = mlx_and_kiln(rng, dtype)
     mx.save(str(tmp_path / "m.npy"), m.T)
@@ -485,7 +508,7 @@ def test_npy_interop_with_mlx(tmp_path, rng, dtype):
     same_as_mlx(k.T, mx.load(str(tmp_path / "k.npy")), mx)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16", "int16"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8", "int16", "int32"])
 def test_gguf_interop_with_mlx(tmp_path, rng, dtype):
     mx, m, k = mlx_and_kiln(rng, dtype)
     mx.save_gguf(
