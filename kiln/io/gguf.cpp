@@ -291,9 +291,8 @@ void save_gguf(io::Writer& out, const std::map<std::string, array>& arrays,
 
 void save_gguf(std::string file, const std::map<std::string, array>& arrays,
                const std::map<std::string, GGUFMetaData>& metadata) {
-  io::FileWriter out(io::detail::with_suffix(std::move(file), ".gguf"));
-  save_gguf(out, arrays, metadata);
-  out.close();
+  io::write_file(io::detail::with_suffix(std::move(file), ".gguf"),
+                 [&](io::Writer& out) { save_gguf(out, arrays, metadata); });
 }
 
 GGUFLoad load_gguf(io::Reader& in, StreamOrDevice) {

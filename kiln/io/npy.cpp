@@ -222,9 +222,8 @@ void save(io::Writer& out, const array& a) {
 }
 
 void save(std::string file, const array& a) {
-  io::FileWriter out(io::detail::with_suffix(std::move(file), ".npy"));
-  save(out, a);
-  out.close();
+  io::write_file(io::detail::with_suffix(std::move(file), ".npy"),
+                 [&](io::Writer& out) { save(out, a); });
 }
 
 array load(io::Reader& in, StreamOrDevice) {

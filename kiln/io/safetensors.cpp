@@ -154,9 +154,9 @@ void save_safetensors(io::Writer& out,
 void save_safetensors(std::string file,
                       const std::map<std::string, array>& arrays,
                       const std::map<std::string, std::string>& metadata) {
-  io::FileWriter out(io::detail::with_suffix(std::move(file), ".safetensors"));
-  save_safetensors(out, arrays, metadata);
-  out.close();
+  io::write_file(
+      io::detail::with_suffix(std::move(file), ".safetensors"),
+      [&](io::Writer& out) { save_safetensors(out, arrays, metadata); });
 }
 
 SafetensorsLoad load_safetensors(io::Reader& in, StreamOrDevice) {

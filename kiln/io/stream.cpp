@@ -113,4 +113,22 @@ void FileWriter::close() {
   }
 }
 
+void FileWriter::discard() {
+  if (file_) std::fclose(file_);
+  file_ = nullptr;
+  std::remove(path_.c_str());
+}
+
+void write_file(const std::string& path,
+                const std::function<void(Writer&)>& write) {
+  FileWriter out(path);
+  try {
+    write(out);
+    out.close();
+  } catch (...) {
+    out.discard();
+    throw;
+  }
+}
+
 } // namespace kiln::io

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -81,10 +82,17 @@ class FileWriter : public Writer {
   void write(const void* src, size_t n) override;
   /** Flushes and closes, reporting a failed flush (a full disk). */
   void close();
+  /** Closes and deletes the file (after a failed write). */
+  void discard();
 
  private:
   std::string path_;
   std::FILE* file_;
 };
+
+/** Runs write on a new file at path and closes it; when write throws, the
+ *  partly written file is deleted and the error rethrown. */
+void write_file(const std::string& path,
+                const std::function<void(Writer&)>& write);
 
 } // namespace kiln::io

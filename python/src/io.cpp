@@ -128,9 +128,7 @@ void with_writer(nb::handle file, const char* op, const std::string& suffix,
       *path += suffix;
     }
     nb::gil_scoped_release release;
-    io::FileWriter out(*path);
-    f(out);
-    out.close();
+    io::write_file(*path, f);
   } else if (nb::hasattr(file, "write")) {
     PyWriter out(file);
     nb::gil_scoped_release release;

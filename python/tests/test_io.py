@@ -334,6 +334,7 @@ def test_gguf_round_trip_and_metadata(tmp_path, rng):
 def test_gguf_errors(tmp_path):
     with pytest.raises(ValueError, match="bool"):
         kc.save_gguf(tmp_path / "e", {"a": kc.array([True])}, {})
+    assert not (tmp_path / "e.gguf").exists()  # a failed save leaves no file
     with pytest.raises(ValueError, match="scalars and 1-d"):
         kc.save_gguf(tmp_path / "e", {}, {"m": kc.zeros((2, 2))})
     with pytest.raises(TypeError, match="'m' must be an array, a str"):

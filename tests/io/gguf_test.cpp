@@ -152,6 +152,8 @@ TEST_F(Gguf, BadArgumentsRaiseInvalidArgument) {
                  std::invalid_argument)
         << d;
   }
+  // A failed save leaves no file behind.
+  EXPECT_FALSE(std::filesystem::exists(path("x.gguf")));
   EXPECT_THROW(save_gguf(path("x"), {}, {{"m", zeros({2, 2})}}),
                std::invalid_argument);
   for (Dtype d : {float16, bfloat16, complex64}) {
