@@ -169,7 +169,6 @@ class HeaderParser {
       // NumPy writes 3L for longs in old files.
       if (i_ < s_.size() && s_[i_] == 'L') ++i_;
       dims.push_back(d);
-      if (dims.size() > 64) fail("too many dimensions");
       if (!try_take(',')) {
         expect(')');
         break;

@@ -183,6 +183,22 @@ TEST_F(Npy, ReadsBfloat16AsVoidOfTwoBytes) {
   }
 }
 
+TEST_F(Npy, HeadersTooLongForVersion1UseVersion2) {
+  // 22,000 axes of size 1 make a header of 66,000 characters: past version
+  // 1's 16-bit length.
+  auto a = reshape(array({7.5f}), Shape(22000, 1));
+  save(path("long.npy"), a);
+  std::string bytes = read_file(path("long.npy"));
+  EXPECT_EQ(bytes[6], '\x02');
+  size_t len = uint8_t(bytes[8]) | uint8_t(bytes[9]) << 8 |
+               uint8_t(bytes[10]) << 16 | uint8_t(bytes[11]) << 24;
+  EXPECT_GT(len, 65535u);
+  EXPECT_EQ((12 + len) % 64, 0u);
+  auto back = load(path("long.npy"));
+  EXPECT_EQ(back.shape(), a.shape());
+  EXPECT_EQ(to_doubles(back), (std::vector<double>{7.5}));
+}
+
 TEST_F(Npy, StreamsWithoutAKnownSize) {
   auto a = transpose(random_any({3, 5}, float16));
   BytesWriter w;
