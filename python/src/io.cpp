@@ -40,8 +40,16 @@ class PyReader : public io::Reader {
  public:
   explicit PyReader(nb::handle file)
       : file_(nb::borrow(file)), label_(label_of(file)) {
-    // A real file tells its size, so corrupt headers are caught before a
-    // large allocation; other streams are read until they end.
+    // A file on disk tells its size, so corrupt headers are caught before
+    // a large allocation; other streams are read until they end. Wrappers
+    // such as gzip also have a fileno, of the compressed file: only plain
+    // file objects are asked.
+    nb::module_ pyio = nb::module_::import_("io");
+    if (!nb::isinstance(file, pyio.attr("BufferedReader")) &&
+        !nb::isinstance(file, pyio.attr("BufferedRandom")) &&
+        !nb::isinstance(file, pyio.attr("FileIO"))) {
+      return;
+    }
     try {
       int fd = nb::cast<int>(file_.attr("fileno")());
       struct stat st;

@@ -159,6 +159,13 @@ def test_npy_file_objects(tmp_path, rng):
         kc.save(f, a)
     with open(tmp_path / "f.npy", "rb") as f:
         assert_same(kc.load(f), x)  # the format comes from f.name
+    # A compressed stream, whose fileno is the compressed file's.
+    import gzip
+
+    with gzip.open(tmp_path / "g.npy.gz", "wb") as f:
+        kc.save(f, a)
+    with gzip.open(tmp_path / "g.npy.gz", "rb") as f:
+        assert_same(kc.load(f, format="npy"), x)
     # Reading starts where the file object is.
     with open(tmp_path / "two.bin", "wb") as f:
         f.write(b"prefix")
