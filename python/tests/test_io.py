@@ -412,6 +412,21 @@ def test_missing_and_corrupt_files_name_the_file(tmp_path):
         kc.save(tmp_path / "no" / "dir.npy", kc.array(1))
 
 
+def test_file_object_errors_propagate():
+    class Full:
+        def write(self, data):
+            raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        kc.save(Full(), kc.ones(3))
+    closed = io.BytesIO()
+    closed.close()
+    with pytest.raises(ValueError, match="closed file"):
+        kc.load(closed, format="npy")
+    with pytest.raises(ValueError, match="closed file"):
+        kc.save_safetensors(closed, {"a": kc.ones(3)})
+
+
 def test_random_damage_never_crashes(tmp_path, rng):
     kc.save_safetensors(tmp_path / "s", {"a": kc.arange(12).reshape(3, 4)}, {"k": "v"})
     kc.save_gguf(tmp_path / "g", {"a": kc.ones((4, 8))}, {"s": "x", "l": ["p"]})
