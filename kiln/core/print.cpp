@@ -1,5 +1,6 @@
 #include "kiln/core/print.h"
 
+#include <atomic>
 #include <iomanip>
 #include <sstream>
 #include <string>
@@ -11,9 +12,24 @@ namespace kiln {
 
 namespace {
 
+// Global, as MLX: one setting for every thread.
+std::atomic<int> print_precision{-1};
+
+void set_float_format(std::ostream& os) {
+  int p = print_precision.load();
+  if (p >= 0) {
+    os << std::fixed << std::setprecision(p);
+  } else {
+    os << std::setprecision(6);
+  }
+}
+
 template <typename T>
 std::string format_value(T v) {
   std::ostringstream os;
+  if constexpr (is_complex_v<T> || std::is_floating_point_v<compute_t<T>>) {
+    set_float_format(os);
+  }
   if constexpr (std::is_same_v<T, bool>) {
     os << (v ? "true" : "false");
   } else if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>) {
@@ -24,7 +40,7 @@ std::string format_value(T v) {
     os << v;
   } else {
     double d = static_cast<double>(static_cast<compute_t<T>>(v));
-    os << std::setprecision(6) << d;
+    os << d;
   }
   return os.str();
 }
@@ -70,6 +86,12 @@ void print_rec(std::ostream& os, const array& a, int dim, int64_t offset,
 }
 
 } // namespace
+
+PrintOptions get_print_options() { return {print_precision.load()}; }
+
+void set_print_options(const PrintOptions& options) {
+  print_precision.store(options.precision);
+}
 
 std::ostream& operator<<(std::ostream& os, array a) {
   a.eval();

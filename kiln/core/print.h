@@ -8,6 +8,15 @@
 
 namespace kiln {
 
+/** How arrays print. precision: digits after the decimal point of floating
+ *  and complex values (fixed notation), or -1 for the default (6
+ *  significant digits). */
+struct PrintOptions {
+  int precision = -1;
+};
+PrintOptions get_print_options();
+void set_print_options(const PrintOptions& options);
+
 /** Evaluates a and prints it. */
 std::ostream& operator<<(std::ostream& os, array a);
 

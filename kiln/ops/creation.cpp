@@ -103,6 +103,33 @@ array eye(int n, std::optional<int> m, int k, Dtype dtype, StreamOrDevice s) {
   return astype(equal(add(rows, array(k), s), c, s), dtype, s);
 }
 
+std::vector<array> meshgrid(const std::vector<array>& arrays, bool sparse,
+                            const std::string& indexing, StreamOrDevice s) {
+  if (indexing != "xy" && indexing != "ij") {
+    invalid("meshgrid",
+            "indexing must be 'xy' or 'ij', got '" + indexing + "'.");
+  }
+  int nd = static_cast<int>(arrays.size());
+  std::vector<array> flat;
+  Shape full_shape;
+  for (auto& a : arrays) {
+    flat.push_back(reshape(a, {-1}, s));
+    full_shape.push_back(flat.back().shape(0));
+  }
+  // Cartesian indexing puts the second array along the first axis.
+  bool swap = indexing == "xy" && nd > 1;
+  if (swap) std::swap(full_shape[0], full_shape[1]);
+  std::vector<array> out;
+  for (int i = 0; i < nd; ++i) {
+    int axis = swap && i < 2 ? 1 - i : i;
+    Shape shape(nd, 1);
+    shape[axis] = flat[i].shape(0);
+    auto g = reshape(flat[i], shape, s);
+    out.push_back(sparse ? g : broadcast_to(g, full_shape, s));
+  }
+  return out;
+}
+
 array identity(int n, Dtype dtype, StreamOrDevice s) {
   return eye(n, n, 0, dtype, s);
 }

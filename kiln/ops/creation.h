@@ -2,6 +2,8 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "kiln/core/array.h"
 #include "kiln/core/device.h"
@@ -45,6 +47,15 @@ array linspace(double start, double stop, int num = 50, Dtype dtype = float32,
 array eye(int n, std::optional<int> m = std::nullopt, int k = 0,
           Dtype dtype = float32, StreamOrDevice s = {});
 array identity(int n, Dtype dtype = float32, StreamOrDevice s = {});
+/** Coordinate grids from 1-d arrays (others are flattened): "xy"
+ *  (Cartesian, the first two output axes swapped) or "ij" (matrix)
+ *  indexing. Sparse grids keep size 1 on all but their own axis; dense
+ *  ones are broadcast views. */
+std::vector<array> meshgrid(const std::vector<array>& arrays,
+                            bool sparse = false,
+                            const std::string& indexing = "xy",
+                            StreamOrDevice s = {});
+
 /** Ones at and below the k-th diagonal. */
 array tri(int n, std::optional<int> m = std::nullopt, int k = 0,
           Dtype dtype = float32, StreamOrDevice s = {});

@@ -3,8 +3,10 @@
 // inexact types, multiply + sum otherwise) and transpose to the output order.
 #include <algorithm>
 #include <cctype>
+#include <iomanip>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
@@ -190,8 +192,18 @@ Term contract(Term a, Term b, const std::set<int>& needed, StreamOrDevice s) {
 
 } // namespace
 
-array einsum(const std::string& subscripts, const std::vector<array>& operands,
-             StreamOrDevice s) {
+namespace {
+
+// An equation checked against its operands: one term per operand (labels
+// with ellipsis dims named), the output labels and each label's size.
+struct Equation {
+  std::vector<Term> terms;
+  std::vector<int> out_labels;
+  std::map<int, int> sizes;
+};
+
+Equation parse_equation(const std::string& subscripts,
+                        const std::vector<array>& operands) {
   std::string eq;
   for (char ch : subscripts) {
     if (ch != ' ') eq += ch;
@@ -282,7 +294,16 @@ array einsum(const std::string& subscripts, const std::vector<array>& operands,
       }
     }
   }
+  Equation e{std::move(terms), std::move(out_labels), {}};
+  for (auto& [l, sz] : sizes) e.sizes[l] = sz.first;
+  return e;
+}
 
+} // namespace
+
+array einsum(const std::string& subscripts, const std::vector<array>& operands,
+             StreamOrDevice s) {
+  auto [terms, out_labels, sizes] = parse_equation(subscripts, operands);
   std::set<int> out_set(out_labels.begin(), out_labels.end());
   for (size_t i = 0; i < terms.size(); ++i) {
     take_diagonals(terms[i], static_cast<int>(i), s);
@@ -299,6 +320,102 @@ array einsum(const std::string& subscripts, const std::vector<array>& operands,
   std::vector<int> perm;
   for (int l : out_labels) perm.push_back(axis_of(acc, l));
   return transpose(acc.x, perm, s);
+}
+
+namespace {
+
+// The cost model MLX reports (opt_einsum's): a contraction over the labels
+// `labels` of `terms` operands costs size * max(terms - 1, 1), plus size
+// again when it sums a label away.
+double flop_count(const std::set<int>& labels, bool inner, int terms,
+                  const std::map<int, int>& sizes) {
+  double size = 1;
+  for (int l : labels) size *= sizes.at(l);
+  return size * std::max(terms - 1, 1) + (inner ? size : 0);
+}
+
+double size_of(const std::set<int>& labels, const std::map<int, int>& sizes) {
+  double size = 1;
+  for (int l : labels) size *= sizes.at(l);
+  return size;
+}
+
+std::string with_width(const std::string& name, const std::string& value) {
+  return std::string(name.size() < 22 ? 22 - name.size() : 0, ' ') + name +
+         ":  " + value + "\n";
+}
+
+std::string integer_text(double v) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(0) << v;
+  return os.str();
+}
+
+} // namespace
+
+std::pair<std::vector<std::vector<int>>, std::string> einsum_path(
+    const std::string& subscripts, const std::vector<array>& operands) {
+  auto eq = parse_equation(subscripts, operands);
+  std::vector<std::set<int>> sets;
+  std::set<int> all;
+  for (auto& t : eq.terms) {
+    sets.emplace_back(t.labels.begin(), t.labels.end());
+    all.insert(t.labels.begin(), t.labels.end());
+  }
+  std::set<int> out(eq.out_labels.begin(), eq.out_labels.end());
+  int n = static_cast<int>(sets.size());
+  double naive = flop_count(all, all.size() > out.size(), n, eq.sizes);
+  std::vector<std::vector<int>> path;
+  double optimized = 0;
+  size_t scaling = 0;
+  if (n == 1) {
+    path.push_back({0});
+    optimized = naive;
+    scaling = all.size();
+  }
+  // Greedy: contract the pair whose result shrinks memory the most (the
+  // earliest pair on ties); the result joins the end of the list.
+  while (sets.size() > 1) {
+    double best_cost = 0;
+    int bi = -1, bj = -1;
+    std::set<int> best_result, best_union;
+    for (size_t i = 0; i < sets.size(); ++i) {
+      for (size_t j = i + 1; j < sets.size(); ++j) {
+        std::set<int> keep = out;
+        for (size_t k = 0; k < sets.size(); ++k) {
+          if (k != i && k != j) keep.insert(sets[k].begin(), sets[k].end());
+        }
+        std::set<int> uni = sets[i], result;
+        uni.insert(sets[j].begin(), sets[j].end());
+        for (int l : uni) {
+          if (keep.count(l)) result.insert(l);
+        }
+        double cost = size_of(result, eq.sizes) - size_of(sets[i], eq.sizes) -
+                      size_of(sets[j], eq.sizes);
+        if (bi < 0 || cost < best_cost) {
+          best_cost = cost;
+          bi = static_cast<int>(i);
+          bj = static_cast<int>(j);
+          best_result = result;
+          best_union = uni;
+        }
+      }
+    }
+    optimized += flop_count(best_union, best_union.size() > best_result.size(),
+                            2, eq.sizes);
+    scaling = std::max(scaling, best_union.size());
+    path.push_back({bi, bj});
+    sets.erase(sets.begin() + bj);
+    sets.erase(sets.begin() + bi);
+    sets.push_back(best_result);
+  }
+  std::string text =
+      with_width("Complete contraction", subscripts) +
+      with_width("Naive scaling", std::to_string(all.size())) +
+      with_width("Optimized scaling", std::to_string(scaling)) +
+      with_width("Naive FLOP count", integer_text(naive)) +
+      with_width("Optimized FLOP count", integer_text(optimized));
+  return {path, text};
 }
 
 } // namespace kiln

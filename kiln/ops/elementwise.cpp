@@ -1,6 +1,7 @@
 #include "kiln/ops/elementwise.h"
 
 #include <limits>
+#include <numbers>
 
 #include "kiln/ops/creation.h"
 #include "kiln/ops/reduction.h"
@@ -40,8 +41,8 @@ array binary(const char* op, const array& a, const array& b,
   auto stream = to_stream(s);
   Dtype dt = compute.value_or(promote_types(a.dtype(), b.dtype()));
   auto shape = detail::broadcast_shapes(a.shape(), b.shape(), op);
-  auto x = broadcast_to(astype(a, dt, stream), shape, stream);
-  auto y = broadcast_to(astype(b, dt, stream), shape, stream);
+  auto x = detail::broadcast_operand(astype(a, dt, stream), shape, stream);
+  auto y = detail::broadcast_operand(astype(b, dt, stream), shape, stream);
   return array(std::move(shape), out_dtype.value_or(dt),
                std::make_shared<P>(stream), {x, y});
 }
@@ -220,6 +221,65 @@ array stop_gradient(const array& a, StreamOrDevice s) {
   return unary<StopGradient>(a, a.dtype(), s);
 }
 
+array trunc(const array& a, StreamOrDevice s) {
+  reject_complex("trunc", a);
+  if (!is_inexact(a.dtype())) return a;
+  return where(less(a, array(0, a.dtype()), s), ceil(a, s), floor(a, s), s);
+}
+
+array degrees(const array& a, StreamOrDevice s) {
+  Dtype dt = at_least_float(a.dtype());
+  return multiply(astype(a, dt, s), array(180.0 / std::numbers::pi, dt), s);
+}
+
+array radians(const array& a, StreamOrDevice s) {
+  Dtype dt = at_least_float(a.dtype());
+  return multiply(astype(a, dt, s), array(std::numbers::pi / 180.0, dt), s);
+}
+
+namespace {
+// The largest finite value of a floating dtype.
+double largest_finite(Dtype d) {
+  if (d == float16) return 65504.0;
+  if (d == bfloat16) return 3.3895313892515355e38;
+  if (d == float64) return std::numeric_limits<double>::max();
+  return std::numeric_limits<float>::max();
+}
+} // namespace
+
+array nan_to_num(const array& a, float nan, std::optional<float> posinf,
+                 std::optional<float> neginf, StreamOrDevice s) {
+  if (is_complex(a.dtype())) {
+    invalid("nan_to_num", "not supported for " + describe(a) + ".");
+  }
+  if (!is_inexact(a.dtype())) return a;
+  Dtype dt = a.dtype();
+  double big = largest_finite(dt);
+  auto pos = posinf ? array(*posinf, dt) : array(big, dt);
+  auto neg = neginf ? array(*neginf, dt) : array(-big, dt);
+  auto out = where(isnan(a, s), array(nan, dt), a, s);
+  out = where(isposinf(a, s), pos, out, s);
+  return where(isneginf(a, s), neg, out, s);
+}
+
+array real(const array& a, StreamOrDevice s) {
+  if (!is_complex(a.dtype())) return a;
+  return array(a.shape(), float32, std::make_shared<Real>(to_stream(s)), {a});
+}
+
+array imag(const array& a, StreamOrDevice s) {
+  if (!is_complex(a.dtype())) return zeros_like(a, s);
+  return array(a.shape(), float32, std::make_shared<Imag>(to_stream(s)), {a});
+}
+
+array conjugate(const array& a, StreamOrDevice s) {
+  if (!is_complex(a.dtype())) return a;
+  return array(a.shape(), complex64, std::make_shared<Conjugate>(to_stream(s)),
+               {a});
+}
+
+array conj(const array& a, StreamOrDevice s) { return conjugate(a, s); }
+
 // ---- binary ----------------------------------------------------------------
 
 array add(const array& a, const array& b, StreamOrDevice s) {
@@ -391,9 +451,9 @@ array where(const array& condition, const array& x, const array& y,
       detail::broadcast_shapes(condition.shape(), x.shape(), "where"),
       y.shape(), "where");
   std::vector<array> inputs = {
-      broadcast_to(astype(condition, bool_, stream), shape, stream),
-      broadcast_to(astype(x, dt, stream), shape, stream),
-      broadcast_to(astype(y, dt, stream), shape, stream)};
+      detail::broadcast_operand(astype(condition, bool_, stream), shape, stream),
+      detail::broadcast_operand(astype(x, dt, stream), shape, stream),
+      detail::broadcast_operand(astype(y, dt, stream), shape, stream)};
   return array(std::move(shape), dt, std::make_shared<Select>(stream),
                std::move(inputs));
 }

@@ -50,6 +50,25 @@ array isposinf(const array& a, StreamOrDevice s = {});
 array isneginf(const array& a, StreamOrDevice s = {});
 array isfinite(const array& a, StreamOrDevice s = {});
 array stop_gradient(const array& a, StreamOrDevice s = {});
+/** Round towards zero; integers are returned unchanged. */
+array trunc(const array& a, StreamOrDevice s = {});
+/** Radians to degrees and back (integers become float32). */
+array degrees(const array& a, StreamOrDevice s = {});
+array radians(const array& a, StreamOrDevice s = {});
+/** NaN becomes nan, +inf posinf and -inf neginf (by default the largest
+ *  finite value of a's dtype and its negative). Integer and bool arrays are
+ *  returned unchanged; complex64 is not supported (as MLX). */
+array nan_to_num(const array& a, float nan = 0.0f,
+                 std::optional<float> posinf = std::nullopt,
+                 std::optional<float> neginf = std::nullopt,
+                 StreamOrDevice s = {});
+/** Complex helpers: the real and imaginary parts (float32 for complex64; for
+ *  a real array, a itself and zeros), and the complex conjugate (a itself
+ *  for a real array). */
+array real(const array& a, StreamOrDevice s = {});
+array imag(const array& a, StreamOrDevice s = {});
+array conjugate(const array& a, StreamOrDevice s = {});
+array conj(const array& a, StreamOrDevice s = {});
 
 /** Convert to another dtype. */
 array astype(array a, Dtype dtype, StreamOrDevice s = {});

@@ -27,6 +27,14 @@ array inner(const array& a, const array& b, StreamOrDevice s = {});
 /** Outer product of the flattened a and b. */
 array outer(const array& a, const array& b, StreamOrDevice s = {});
 
+/** The Kronecker product: the block matrix (any rank) of a's elements times
+ *  b; the shorter shape is padded with leading 1s. */
+array kron(const array& a, const array& b, StreamOrDevice s = {});
+
+/** sum(conj(a) * b) along axis, after broadcasting a and b. */
+array vecdot(const array& a, const array& b, int axis = -1,
+             StreamOrDevice s = {});
+
 /** Contract the last `axis` axes of a with the first `axis` axes of b. */
 array tensordot(const array& a, const array& b, int axis = 2,
                 StreamOrDevice s = {});
@@ -39,6 +47,13 @@ array tensordot(const array& a, const array& b, const std::vector<int>& axes_a,
  *  alphabetical order. Repeated labels within an operand take diagonals. */
 array einsum(const std::string& subscripts, const std::vector<array>& operands,
              StreamOrDevice s = {});
+
+/** The contraction order a greedy search picks for einsum (pairs of
+ *  positions in the shrinking operand list, results appended at its end)
+ *  and a report of the naive and optimized costs, as mlx.core.einsum_path
+ *  prints them. */
+std::pair<std::vector<std::vector<int>>, std::string> einsum_path(
+    const std::string& subscripts, const std::vector<array>& operands);
 
 namespace linalg {
 

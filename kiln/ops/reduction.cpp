@@ -204,6 +204,13 @@ array scan(const char* op, const array& a, int axis, bool reverse,
   Dtype dt = a.dtype();
   if (type == Scan::Sum || type == Scan::Prod) {
     dt = sum_dtype(dt);
+  } else if (type == Scan::LogAddExp) {
+    if (is_complex(dt)) invalid(op, "not supported for complex64.");
+    dt = detail::at_least_float(dt);
+    return array(
+        a.shape(), dt,
+        std::make_shared<Scan>(to_stream(s), type, axis, reverse, inclusive),
+        {astype(a, dt, s)});
   } else if (is_complex(dt)) {
     invalid(op, "not supported for complex64.");
   }
@@ -224,6 +231,7 @@ KILN_SCAN_OP(cumsum, Sum)
 KILN_SCAN_OP(cumprod, Prod)
 KILN_SCAN_OP(cummax, Max)
 KILN_SCAN_OP(cummin, Min)
+KILN_SCAN_OP(logcumsumexp, LogAddExp)
 #undef KILN_SCAN_OP
 
 } // namespace kiln

@@ -131,7 +131,10 @@ array moveaxis(const array& a, int source, int destination, StreamOrDevice s) {
   return transpose(a, std::move(axes), s);
 }
 
-array broadcast_to(const array& a, const Shape& shape, StreamOrDevice s) {
+namespace {
+
+array broadcast_checked(const array& a, const Shape& shape, bool implicit,
+                        StreamOrDevice s) {
   if (a.shape() == shape) return a;
   if (shape.size() < a.ndim()) {
     invalid("broadcast_to", "cannot broadcast an array of shape " +
@@ -144,9 +147,21 @@ array broadcast_to(const array& a, const Shape& shape, StreamOrDevice s) {
                                 shape_str(a.shape()) + " to shape " +
                                 shape_str(shape) + ".");
   }
-  auto p = std::make_shared<Broadcast>(to_stream(s), shape);
+  auto p = std::make_shared<Broadcast>(to_stream(s), shape, implicit);
   return array(shape, a.dtype(), std::move(p), {a});
 }
+
+} // namespace
+
+array broadcast_to(const array& a, const Shape& shape, StreamOrDevice s) {
+  return broadcast_checked(a, shape, false, s);
+}
+
+namespace detail {
+array broadcast_operand(const array& a, const Shape& shape, StreamOrDevice s) {
+  return broadcast_checked(a, shape, true, s);
+}
+} // namespace detail
 
 std::vector<array> broadcast_arrays(const std::vector<array>& inputs,
                                     StreamOrDevice s) {

@@ -22,6 +22,11 @@ array swapaxes(const array& a, int axis1, int axis2, StreamOrDevice s = {});
 array moveaxis(const array& a, int source, int destination,
                StreamOrDevice s = {});
 array broadcast_to(const array& a, const Shape& shape, StreamOrDevice s = {});
+namespace detail {
+/** broadcast_to for an elementwise op's operand (an implicit broadcast, see
+ *  primitives/shape.h). */
+array broadcast_operand(const array& a, const Shape& shape, StreamOrDevice s = {});
+} // namespace detail
 std::vector<array> broadcast_arrays(const std::vector<array>& inputs,
                                     StreamOrDevice s = {});
 array expand_dims(const array& a, int axis, StreamOrDevice s = {});

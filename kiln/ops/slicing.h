@@ -55,6 +55,38 @@ std::vector<array> split(const array& a, const Shape& indices, int axis,
 std::vector<array> split(const array& a, const Shape& indices,
                          StreamOrDevice s = {});
 
+/** a with the order of elements reversed along axes (all axes when none
+ *  are given). A view. */
+array flip(const array& a, const std::vector<int>& axes, StreamOrDevice s = {});
+array flip(const array& a, int axis, StreamOrDevice s = {});
+array flip(const array& a, StreamOrDevice s = {});
+
+/** Elements shifted by shift places along axes (wrapping around); without
+ *  axes the flattened array is rolled and the shape restored. One shift
+ *  applies to every axis, or one shift per axis. */
+array roll(const array& a, int shift, StreamOrDevice s = {});
+array roll(const array& a, int shift, int axis, StreamOrDevice s = {});
+array roll(const array& a, int shift, const std::vector<int>& axes,
+           StreamOrDevice s = {});
+array roll(const array& a, const Shape& shift, const std::vector<int>& axes,
+           StreamOrDevice s = {});
+
+/** The diagonal at offset of the 2-d sub-arrays over axis1 and axis2 (as
+ *  NumPy): those axes are removed and the diagonal becomes the last axis. */
+array diagonal(const array& a, int offset = 0, int axis1 = 0, int axis2 = 1,
+               StreamOrDevice s = {});
+/** For a 1-d a, the square matrix with a on its k-th diagonal; for a 2-d a,
+ *  its k-th diagonal. */
+array diag(const array& a, int k = 0, StreamOrDevice s = {});
+
+/** The slices of a along axis, each without that axis (the inverse of
+ *  stack). */
+std::vector<array> unstack(const array& a, int axis = 0, StreamOrDevice s = {});
+
+/** The n-th discrete difference along axis: a[1:] - a[:-1], n times
+ *  (not_equal for bool, as NumPy). */
+array diff(const array& a, int n = 1, int axis = -1, StreamOrDevice s = {});
+
 /** Join along axis; dtypes promote, all other dimensions must match. */
 array concatenate(std::vector<array> arrays, int axis, StreamOrDevice s = {});
 /** Join the flattened arrays. */

@@ -2,6 +2,10 @@
 // NumPy); the arg variants return uint32 positions along the axis.
 #pragma once
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "kiln/core/array.h"
 #include "kiln/core/device.h"
 
@@ -27,5 +31,23 @@ array argpartition(const array& a, int kth, StreamOrDevice s = {});
  *  sorted (the same order as MLX's CPU backend). */
 array topk(const array& a, int k, int axis, StreamOrDevice s = {});
 array topk(const array& a, int k, StreamOrDevice s = {});
+
+/** For each value, the position in the 1-d sorted_sequence that keeps it
+ *  sorted: the number of elements less than it ("left") or less than or
+ *  equal to it ("right"), as uint32 shaped like values. */
+array searchsorted(const array& sorted_sequence, const array& values,
+                   const std::string& side = "left", StreamOrDevice s = {});
+
+/** The sorted unique elements of the flattened a, exactly size of them
+ *  (truncated, or padded with fill_value: by default the smallest unique
+ *  element), followed by those requested of: the index of each value's
+ *  first occurrence (uint32), the inverse (uint32, a's shape: the entry of
+ *  each element, clamped to the last one kept) and the counts (int32, 0 for
+ *  padding). The shapes depend only on size, never on the values. */
+std::vector<array> unique(const array& a, int size, bool return_index = false,
+                          bool return_inverse = false,
+                          bool return_counts = false,
+                          const std::optional<array>& fill_value = std::nullopt,
+                          StreamOrDevice s = {});
 
 } // namespace kiln

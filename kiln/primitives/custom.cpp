@@ -1,6 +1,9 @@
 #include "kiln/primitives/custom.h"
 
+#include <algorithm>
+
 #include "kiln/ops/creation.h"
+#include "kiln/transforms/eval.h"
 
 namespace kiln {
 
@@ -9,6 +12,43 @@ std::vector<array> real_inputs(const std::vector<array>& all, int n_out) {
   return {all.begin(), all.end() - n_out};
 }
 } // namespace
+
+std::vector<array> Depends::vjp(const std::vector<array>& primals,
+                                const std::vector<array>& cotangents,
+                                const std::vector<int>& argnums,
+                                const std::vector<array>&) {
+  std::vector<array> out;
+  for (int i : argnums) {
+    out.push_back(i < num_outputs_ ? cotangents[i] : zeros_like(primals[i]));
+  }
+  return out;
+}
+
+std::vector<array> Depends::jvp(const std::vector<array>& primals,
+                                const std::vector<array>& tangents,
+                                const std::vector<int>& argnums) {
+  std::vector<array> out;
+  for (int i = 0; i < num_outputs_; ++i) {
+    auto it = std::find(argnums.begin(), argnums.end(), i);
+    out.push_back(it == argnums.end() ? zeros_like(primals[i])
+                                      : tangents[it - argnums.begin()]);
+  }
+  return out;
+}
+
+std::pair<std::vector<array>, std::vector<int>> Depends::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  std::vector<array> forwarded(inputs.begin(), inputs.begin() + num_outputs_);
+  std::vector<array> deps(inputs.begin() + num_outputs_, inputs.end());
+  return {depends(forwarded, deps),
+          std::vector<int>(axes.begin(), axes.begin() + num_outputs_)};
+}
+
+std::vector<Shape> Depends::output_shapes(const std::vector<array>& inputs) {
+  std::vector<Shape> out;
+  for (int i = 0; i < num_outputs_; ++i) out.push_back(inputs[i].shape());
+  return out;
+}
 
 std::vector<array> CustomTransforms::vjp(const std::vector<array>& primals,
                                          const std::vector<array>& cotangents,

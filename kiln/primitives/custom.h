@@ -35,4 +35,23 @@ class CustomTransforms : public Primitive {
   const std::optional<VmapFn> vmap_fn_;
 };
 
+/** Its outputs are its first num_outputs inputs (sharing their buffers);
+ *  the remaining inputs are only evaluated first. Gradients flow to the
+ *  forwarded inputs alone. */
+class Depends : public Primitive {
+ public:
+  Depends(Stream s, int num_outputs)
+      : Primitive(s), num_outputs_(num_outputs) {}
+  const char* name() const override { return "Depends"; }
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  KILN_GPU_EVAL
+  KILN_DECLARE_GRADS
+  int num_differentiable_inputs(int) const override { return num_outputs_; }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+
+ private:
+  const int num_outputs_;
+};
+
 } // namespace kiln

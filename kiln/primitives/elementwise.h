@@ -27,9 +27,7 @@ class Elementwise : public UnaryPrimitive {
     return typeid(*this) == typeid(other);
   }
   FusionKind fusion_kind() const override { return kind_; }
-  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
-    return {inputs[0].shape()};
-  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
 
  private:
   const FusionKind kind_;
@@ -148,5 +146,35 @@ class AsType : public Elementwise {
  private:
   const Dtype dtype_;
 };
+
+/** The parts of a complex64 array: Real and Imag give float32, Conjugate
+ *  keeps complex64. Linear but not holomorphic, so each gives its own
+ *  transformation rules instead of partials. */
+class ComplexPart : public UnaryPrimitive {
+ public:
+  using UnaryPrimitive::UnaryPrimitive;
+  bool is_equivalent(const Primitive& other) const override {
+    return typeid(*this) == typeid(other);
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[0].shape()};
+  }
+  KILN_DECLARE_VMAP
+};
+
+#define KILN_COMPLEX_PART(Name)                                           \
+  class Name : public ComplexPart {                                       \
+   public:                                                                \
+    using ComplexPart::ComplexPart;                                       \
+    const char* name() const override { return #Name; }                   \
+    void eval_cpu(const std::vector<array>& inputs, array& out) override; \
+    KILN_GPU_EVAL_UNARY                                                   \
+    KILN_DECLARE_VJP                                                      \
+    KILN_DECLARE_JVP                                                      \
+  };
+KILN_COMPLEX_PART(Real)
+KILN_COMPLEX_PART(Imag)
+KILN_COMPLEX_PART(Conjugate)
+#undef KILN_COMPLEX_PART
 
 } // namespace kiln

@@ -202,4 +202,57 @@ std::vector<array> Select::partials(const std::vector<array>& in,
   return out;
 }
 
+// ---- real, imag, conjugate -------------------------------------------------
+// With the convention MLX uses for complex cotangents (the gradient of a real
+// function of z is d/dx + i d/dy), real's cotangent c goes back as c + 0i
+// and imag's as 0 + ci; conjugation is its own transpose.
+
+std::vector<array> Real::vjp(const std::vector<array>&,
+                             const std::vector<array>& cotangents,
+                             const std::vector<int>&,
+                             const std::vector<array>&) {
+  return {astype(cotangents[0], complex64)};
+}
+
+std::vector<array> Real::jvp(const std::vector<array>&,
+                             const std::vector<array>& tangents,
+                             const std::vector<int>&) {
+  return {real(tangents[0])};
+}
+
+std::vector<array> Imag::vjp(const std::vector<array>&,
+                             const std::vector<array>& cotangents,
+                             const std::vector<int>&,
+                             const std::vector<array>&) {
+  return {multiply(array(complex64_t(0.0f, 1.0f)),
+                   astype(cotangents[0], complex64))};
+}
+
+std::vector<array> Imag::jvp(const std::vector<array>&,
+                             const std::vector<array>& tangents,
+                             const std::vector<int>&) {
+  return {imag(tangents[0])};
+}
+
+std::vector<array> Conjugate::vjp(const std::vector<array>&,
+                                  const std::vector<array>& cotangents,
+                                  const std::vector<int>&,
+                                  const std::vector<array>&) {
+  return {conjugate(cotangents[0])};
+}
+
+std::vector<array> Conjugate::jvp(const std::vector<array>&,
+                                  const std::vector<array>& tangents,
+                                  const std::vector<int>&) {
+  return {conjugate(tangents[0])};
+}
+
+std::pair<std::vector<array>, std::vector<int>> ComplexPart::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  // Elementwise: the batch axis stays where it is.
+  Dtype dt = typeid(*this) == typeid(Conjugate) ? complex64 : float32;
+  array out(inputs[0].shape(), dt, shared_from_this(), {inputs[0]});
+  return {{out}, {axes[0]}};
+}
+
 } // namespace kiln

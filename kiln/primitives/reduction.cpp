@@ -21,7 +21,8 @@ std::vector<Shape> ArgReduce::output_shapes(const std::vector<array>& inputs) {
 }
 
 const char* Scan::name() const {
-  static const char* names[] = {"CumSum", "CumProd", "CumMax", "CumMin"};
+  static const char* names[] = {"CumSum", "CumProd", "CumMax", "CumMin",
+                                "CumLogSumExp"};
   return names[type_];
 }
 

@@ -56,7 +56,8 @@ class ArgReduce : public UnaryPrimitive {
 
 class Scan : public UnaryPrimitive {
  public:
-  enum Type { Sum, Prod, Max, Min };
+  // LogAddExp: the running log(sum(exp)), in floating point.
+  enum Type { Sum, Prod, Max, Min, LogAddExp };
   Scan(Stream s, Type type, int axis, bool reverse, bool inclusive)
       : UnaryPrimitive(s),
         type_(type),

@@ -1,4 +1,5 @@
 // Transformation rules of reductions, arg-reductions and scans.
+#include <limits>
 #include <numeric>
 
 #include "kiln/ops/creation.h"
@@ -125,6 +126,27 @@ std::pair<std::vector<array>, std::vector<int>> ArgReduce::vmap(
   return {{out}, {0}};
 }
 
+namespace {
+// exp(shift) times the scan (direction `reverse`) of w_k exp(v_k), summed
+// in log space with the shift added before exp, so that neither factor
+// overflows alone; positive and negative weights are scanned apart.
+array weighted_exp_scan(const array& w, const array& v, const array& shift,
+                        int axis, bool reverse, bool inclusive) {
+  auto zero = zeros_like(w);
+  auto part = [&](const array& wpart) {
+    // log of the weights, -inf where they are 0, with a finite derivative
+    // everywhere (so that second derivatives are not NaN).
+    auto positive = greater(wpart, zero);
+    auto logw =
+        where(positive, log(where(positive, wpart, ones_like(wpart))),
+              array(-std::numeric_limits<double>::infinity(), w.dtype()));
+    auto lse = logcumsumexp(add(logw, v), axis, reverse, inclusive);
+    return exp(add(lse, shift));
+  };
+  return subtract(part(maximum(w, zero)), part(maximum(negative(w), zero)));
+}
+} // namespace
+
 std::vector<array> Scan::vjp(const std::vector<array>& primals,
                              const std::vector<array>& cotangents,
                              const std::vector<int>&,
@@ -140,6 +162,16 @@ std::vector<array> Scan::vjp(const std::vector<array>& primals,
       // x has zeros (then NaN, as documented).
       return {divide(cumsum(multiply(c, outputs[0]), axis_, !reverse_, inclusive_),
                      x)};
+    case LogAddExp: {
+      // d y_i / d x_j = exp(x_j - y_i) for the j that y_i includes, summed
+      // over the outputs in the other direction, in log space.
+      // Outputs that sum nothing (-inf) pass no gradient back.
+      const array& y = outputs[0];
+      auto empty = isneginf(y);
+      auto c_used = where(empty, zeros_like(c), c);
+      auto v = where(empty, zeros_like(y), negative(y));
+      return {weighted_exp_scan(c_used, v, x, axis_, !reverse_, inclusive_)};
+    }
     default: {
       // cummax / cummin: y_i comes from the latest position j <= i where x
       // equals its own running extreme; route c_i there.
@@ -176,6 +208,14 @@ std::vector<array> Scan::jvp(const std::vector<array>& primals,
       auto y = cumprod(x, axis_, reverse_, inclusive_);
       return {multiply(y, cumsum(divide(t, x), axis_, reverse_, inclusive_))};
     }
+    case LogAddExp: {
+      // dy_i = sum_j t_j exp(x_j - y_i) over the j that y_i includes.
+      auto y = logcumsumexp(x, axis_, reverse_, inclusive_);
+      auto dy =
+          weighted_exp_scan(t, x, negative(y), axis_, reverse_, inclusive_);
+      // An empty sum (an exclusive scan's first output, -inf) has tangent 0.
+      return {where(isneginf(y), zeros_like(dy), dy)};
+    }
     default: {
       // The tangent of the element each output came from.
       auto y = type_ == Max ? cummax(x, axis_, reverse_, inclusive_)
@@ -201,6 +241,7 @@ std::pair<std::vector<array>, std::vector<int>> Scan::vmap(
     case Sum: return {{cumsum(x, ax, reverse_, inclusive_)}, {0}};
     case Prod: return {{cumprod(x, ax, reverse_, inclusive_)}, {0}};
     case Max: return {{cummax(x, ax, reverse_, inclusive_)}, {0}};
+    case LogAddExp: return {{logcumsumexp(x, ax, reverse_, inclusive_)}, {0}};
     default: return {{cummin(x, ax, reverse_, inclusive_)}, {0}};
   }
 }

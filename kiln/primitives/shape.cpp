@@ -1,10 +1,25 @@
 #include "kiln/primitives/shape.h"
 
+#include <stdexcept>
+
+#include "kiln/ops/utils.h"
+
 namespace kiln {
 
 bool Broadcast::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const Broadcast*>(&other);
-  return o && o->shape_ == shape_;
+  return o && o->shape_ == shape_ && o->implicit_ == implicit_;
+}
+
+std::vector<Shape> Broadcast::output_shapes(const std::vector<array>& inputs) {
+  // An explicit broadcast_to keeps its target shape; the new input must
+  // still broadcast to it.
+  if (detail::broadcast_shapes(inputs[0].shape(), shape_, "broadcast_to") != shape_) {
+    throw std::invalid_argument("[broadcast_to] cannot broadcast an array of shape " +
+                                detail::shape_str(inputs[0].shape()) + " to shape " +
+                                detail::shape_str(shape_) + ".");
+  }
+  return {shape_};
 }
 
 bool Reshape::is_equivalent(const Primitive& other) const {

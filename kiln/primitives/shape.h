@@ -7,19 +7,26 @@
 
 namespace kiln {
 
+// An implicit broadcast is one an elementwise op made to line its operands
+// up; compile's shapeless replay recomputes its shape from the consumer's
+// other operands. An explicit broadcast_to keeps the shape it was given.
 class Broadcast : public UnaryPrimitive {
  public:
-  Broadcast(Stream s, Shape shape) : UnaryPrimitive(s), shape_(std::move(shape)) {}
+  Broadcast(Stream s, Shape shape, bool implicit = false)
+      : UnaryPrimitive(s), shape_(std::move(shape)), implicit_(implicit) {}
   const char* name() const override { return "Broadcast"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
   KILN_DECLARE_GRADS
   FusionKind fusion_kind() const override { return FusionKind::broadcast; }
   bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   const Shape& shape() const { return shape_; }
+  bool implicit() const { return implicit_; }
 
  private:
   const Shape shape_;
+  const bool implicit_;
 };
 
 class Reshape : public UnaryPrimitive {

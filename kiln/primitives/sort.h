@@ -49,4 +49,28 @@ KILN_SORT_PRIMITIVE(Partition)
 KILN_SORT_PRIMITIVE(ArgPartition)
 #undef KILN_SORT_PRIMITIVE
 
+/** Inputs: a 1-d sorted sequence and values of one dtype. For each value,
+ *  the number of elements before it (left: strictly less; right: less or
+ *  equal) in the NaN-last order, as uint32 shaped like the values. */
+class SearchSorted : public Primitive {
+ public:
+  SearchSorted(Stream s, bool right) : Primitive(s), right_(right) {}
+  const char* name() const override { return "SearchSorted"; }
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  KILN_GPU_EVAL
+  KILN_DECLARE_GRADS
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const SearchSorted*>(&other);
+    return o && o->right_ == right_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[1].shape()};
+  }
+  bool right() const { return right_; }
+
+ private:
+  const bool right_;
+};
+
 } // namespace kiln

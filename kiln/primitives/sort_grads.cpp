@@ -3,7 +3,9 @@
 // and a tangent follows it (gather). Positions (argsort, argpartition) have
 // no gradient.
 #include "kiln/ops/creation.h"
+#include "kiln/ops/elementwise.h"
 #include "kiln/ops/indexing.h"
+#include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/sort.h"
 #include "kiln/primitives/sort.h"
@@ -105,6 +107,48 @@ std::pair<std::vector<array>, std::vector<int>> ArgPartition::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
   return {{argpartition(batch_first(inputs[0], axes[0]), kth_, axis_ + 1)},
           {0}};
+}
+
+// ---- SearchSorted: positions, so no gradient ----
+std::vector<array> SearchSorted::vjp(const std::vector<array>& primals,
+                                     const std::vector<array>&,
+                                     const std::vector<int>& argnums,
+                                     const std::vector<array>&) {
+  std::vector<array> out;
+  for (int i : argnums) out.push_back(zeros_like(primals[i]));
+  return out;
+}
+
+std::vector<array> SearchSorted::jvp(const std::vector<array>& primals,
+                                     const std::vector<array>&,
+                                     const std::vector<int>&) {
+  return {zeros(primals[1].shape(), uint32)};
+}
+
+std::pair<std::vector<array>, std::vector<int>> SearchSorted::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  const array& seq = inputs[0];
+  const array& values = inputs[1];
+  if (axes[0] < 0) {
+    // One sequence for the whole batch: the values keep their batch axis.
+    auto p = std::make_shared<SearchSorted>(stream(), right_);
+    return {{array(values.shape(), uint32, p, {seq, values})}, {axes[1]}};
+  }
+  // A sequence per batch element: count the elements before each value
+  // (seq moves to (B, 1, ..., 1, n) against values (B, ..., 1)).
+  auto s = batch_first(seq, axes[0]);
+  int b = s.shape(0);
+  Shape batched = values.shape();
+  batched.insert(batched.begin(), b);
+  auto v = axes[1] < 0 ? broadcast_to(expand_dims(values, 0), batched)
+                       : batch_first(values, axes[1]);
+  Shape sshape(v.ndim() + 1, 1);
+  sshape[0] = b;
+  sshape.back() = s.shape(1);
+  auto se = reshape(s, sshape);
+  auto ve = expand_dims(v, -1);
+  auto before = right_ ? less_equal(se, ve) : less(se, ve);
+  return {{astype(sum(before, -1), uint32)}, {0}};
 }
 
 } // namespace kiln

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/core/array.h"
@@ -61,6 +62,12 @@ bool compile_stage_enabled(CompileStage stage);
 std::string export_compiled_graph(const Fn& compiled,
                                   const std::vector<array>& inputs,
                                   bool dot = false);
+
+/** The lazy graph that computes outputs (down to evaluated arrays and
+ *  constants) as Graphviz DOT; arrays in names are labelled with them. */
+std::string graph_to_dot(
+    const std::vector<array>& outputs,
+    const std::vector<std::pair<std::string, array>>& names = {});
 
 /** Lines describing each fused kernel and why neighbouring ops were left out
  *  (KILN_DEBUG=1 prints them as they happen). */

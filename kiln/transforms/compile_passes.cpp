@@ -7,13 +7,16 @@
 #include <map>
 #include <tuple>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "kiln/core/primitive.h"
 #include "kiln/ops/utils.h"
+#include "kiln/ops/shape.h"
 #include "kiln/primitives/compiled.h"
+#include "kiln/primitives/shape.h"
 #include "kiln/transforms/trace.h"
 
 namespace kiln::detail {
@@ -442,8 +445,15 @@ class Fuser {
   std::vector<array> created_; // one output of each Compiled node made
 };
 
+bool is_implicit_broadcast(const array& node) {
+  auto* b = dynamic_cast<const Broadcast*>(&node.primitive());
+  return b && b->implicit();
+}
+
 void check_shapeless(const Trace& trace) {
   for (auto& node : trace.tape) {
+    // Replay gives these the shape their consumer needs.
+    if (is_implicit_broadcast(node)) continue;
     try {
       node.primitive().output_shapes(node.inputs());
     } catch (const std::invalid_argument&) {
@@ -480,20 +490,67 @@ void run_passes(Trace& trace, bool simplify_on, bool fuse_on) {
   if (trace.shapeless) check_shapeless(trace);
 }
 
+namespace {
+
+bool broadcasts_its_operands(const Primitive& p) {
+  auto k = p.fusion_kind();
+  return k == FusionKind::unary || k == FusionKind::binary ||
+         k == FusionKind::ternary || dynamic_cast<const Compiled*>(&p);
+}
+
+} // namespace
+
 std::vector<array> replay(const Trace& trace, const std::vector<array>& inputs) {
   std::unordered_map<uintptr_t, array> value;
   value.reserve(trace.tape.size() * 2 + inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     value.emplace(trace.tracers[i].id(), inputs[i]);
   }
+  // Shapeless: an implicit broadcast (an elementwise op lining up its
+  // operands) is not replayed with the shape it had at trace time. Its
+  // operand waits here until the consumer is known, and is then broadcast
+  // against the consumer's other operands, as the op would have done.
+  std::unordered_map<uintptr_t, std::pair<array, Shape>> pending;
   auto lookup = [&](const array& a) {
     auto it = value.find(a.id());
     return it == value.end() ? a : it->second;
   };
+  // The operand of an implicit broadcast to re-broadcast: one on the tape
+  // (pending), or one of a constant (the scalar of `x * 2`, which depends
+  // on no input and so is not on the tape).
+  auto deferred = [&](const array& a) -> std::optional<std::pair<array, Shape>> {
+    if (!trace.shapeless) return std::nullopt;
+    auto it = pending.find(a.id());
+    if (it != pending.end()) return it->second;
+    if (!value.count(a.id()) && a.has_primitive() && is_implicit_broadcast(a)) {
+      return std::make_pair(lookup(a.inputs()[0]), a.shape());
+    }
+    return std::nullopt;
+  };
+  auto resolve = [&](const array& a, const Shape* target) -> array {
+    auto d = deferred(a);
+    if (!d) return lookup(a);
+    return broadcast_to(d->first, target ? *target : d->second);
+  };
   for (auto& node : trace.tape) {
+    if (trace.shapeless && is_implicit_broadcast(node)) {
+      auto& b = static_cast<const Broadcast&>(node.primitive());
+      pending.emplace(node.id(), std::make_pair(lookup(node.inputs()[0]), b.shape()));
+      continue;
+    }
     std::vector<array> in;
     in.reserve(node.inputs().size());
-    for (auto& x : node.inputs()) in.push_back(lookup(x));
+    if (trace.shapeless && broadcasts_its_operands(node.primitive())) {
+      Shape target;
+      for (auto& x : node.inputs()) {
+        auto d = deferred(x);
+        const Shape& xs = d ? d->first.shape() : lookup(x).shape();
+        target = detail::broadcast_shapes(target, xs, node.primitive().name());
+      }
+      for (auto& x : node.inputs()) in.push_back(resolve(x, &target));
+    } else {
+      for (auto& x : node.inputs()) in.push_back(resolve(x, nullptr));
+    }
     auto outs = node.outputs();
     std::vector<Shape> shapes;
     std::vector<Dtype> dtypes;
@@ -513,7 +570,7 @@ std::vector<array> replay(const Trace& trace, const std::vector<array>& inputs) 
     for (size_t k = 0; k < outs.size(); ++k) value.emplace(outs[k].id(), made[k]);
   }
   std::vector<array> result;
-  for (auto& o : trace.outputs) result.push_back(lookup(o));
+  for (auto& o : trace.outputs) result.push_back(resolve(o, nullptr));
   return result;
 }
 

@@ -18,6 +18,11 @@ void eval(Arrays&&... outputs) {
   eval(std::vector<array>{std::forward<Arrays>(outputs)...});
 }
 
+/** Arrays equal to inputs that are evaluated only after dependencies
+ *  (which contribute no gradient). */
+std::vector<array> depends(const std::vector<array>& inputs,
+                           const std::vector<array>& dependencies);
+
 /** Start evaluating in the background; array::wait (or eval) joins. */
 void async_eval(std::vector<array> outputs);
 

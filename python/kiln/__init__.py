@@ -33,6 +33,38 @@ for _name in ("load", "savez", "savez_compressed"):
     _fn.__module__ = "kiln.core"
     setattr(core, _name, _fn)
 
+from . import _graph  # noqa: E402
+
+for _name in ("depends", "export_to_dot", "get_array_buffer_size"):
+    _fn = getattr(_graph, _name)
+    _fn.__module__ = "kiln.core"
+    setattr(core, _name, _fn)
+
+
+class _ArrayLikeMeta(type):
+    def __instancecheck__(cls, obj):
+        if isinstance(obj, (core.array, bool, int, float, complex, list, tuple)):
+            return True
+        if hasattr(obj, "__array__"):
+            return True
+        try:
+            memoryview(obj)
+            return True
+        except TypeError:
+            return False
+
+
+class ArrayLike(metaclass=_ArrayLikeMeta):
+    """Anything kiln.core.array accepts as data: arrays, Python scalars,
+    nested lists and tuples, NumPy arrays and scalars, and objects with a
+    buffer or ``__array__``. ``isinstance(x, ArrayLike)`` tells which."""
+
+
+ArrayLike.__module__ = "kiln.core"
+# mlx.core.matrix_norm is mlx.core.linalg.norm.
+core.matrix_norm = core.linalg.norm
+core.ArrayLike = ArrayLike
+
 from ._backends import make_modules as _make_backend_modules  # noqa: E402
 
 core.cuda, core.metal = _make_backend_modules(core)

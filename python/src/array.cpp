@@ -78,9 +78,22 @@ std::string repr(const array& a) {
   return os.str();
 }
 
+// iter(a): the sub-arrays along the first axis, made one at a time.
+struct ArrayIterator {
+  array a;
+  int next;
+};
+
 } // namespace
 
 void init_array(nb::module_& m) {
+  nb::class_<ArrayIterator>(m, "ArrayIterator",
+                            "Iterator over the first axis of an array.")
+      .def("__iter__", [](nb::handle self) { return nb::borrow(self); })
+      .def("__next__", [](ArrayIterator& it) {
+        if (it.next >= it.a.shape(0)) throw nb::stop_iteration();
+        return take(it.a, it.next++, 0);
+      });
   auto cls = nb::class_<array>(m, "array", nb::type_slots(array_buffer_slots()),
                                "A lazy n-dimensional array.");
   cls.def(
@@ -117,9 +130,7 @@ void init_array(nb::module_& m) {
            [](const array& a) {
              if (a.ndim() == 0)
                throw nb::type_error("iteration over a 0-d array");
-             nb::list parts;
-             for (int i = 0; i < a.shape(0); ++i) parts.append(take(a, i, 0));
-             return nb::iter(parts);
+             return ArrayIterator{a, 0};
            })
       .def("__bool__",
            [](const array& a) {
@@ -189,7 +200,9 @@ void init_array(nb::module_& m) {
         return a.dtype() == bool_ ? logical_not(a) : bitwise_invert(a);
       });
   init_numpy(cls);
+  init_dlpack(m, cls);
   init_indexing(cls);
+  m.attr("ArrayAt") = cls.attr("_ArrayAt");
   init_array_methods(m, cls);
 }
 

@@ -69,6 +69,7 @@ nb::object item(array a) {
 StreamOrDevice to_sod(const StreamArg& s) {
   if (!s) return {};
   if (auto* st = std::get_if<Stream>(&*s)) return *st;
+  if (auto* t = std::get_if<ThreadLocalStream>(&*s)) return t->get();
   return std::get<Device>(*s);
 }
 

@@ -1,11 +1,39 @@
 // Devices and streams.
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
 #include <sstream>
+#include <unordered_map>
 
 #include "kiln_py.h"
 
 namespace kiln::py {
 
 namespace {
+
+// Streams of ThreadLocalStream objects, per thread, by id.
+thread_local std::unordered_map<int, Stream> thread_streams;
+std::atomic<int> next_thread_local_id{0};
+// Kept for MLX's API; there is no wired memory to limit here.
+std::atomic<size_t> wired_limit{0};
+
+std::string first_line_with(const char* path, const std::string& key) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) == 0) {
+      auto colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      auto value = line.substr(colon + 1);
+      value.erase(0, value.find_first_not_of(" \t"));
+      return value;
+    }
+  }
+  return "";
+}
+
 template <typename T>
 std::string to_str(const T& v) {
   std::ostringstream os;
@@ -13,6 +41,16 @@ std::string to_str(const T& v) {
   return os.str();
 }
 } // namespace
+
+Stream ThreadLocalStream::get() const {
+  auto it = thread_streams.find(id);
+  if (it == thread_streams.end()) {
+    it = thread_streams.emplace(id, new_stream(device)).first;
+  }
+  return it->second;
+}
+
+void clear_thread_local_streams() { thread_streams.clear(); }
 
 void init_device(nb::module_& m) {
   nb::enum_<Device::DeviceType>(m, "DeviceType")
@@ -72,8 +110,15 @@ void init_device(nb::module_& m) {
       });
   m.def(
       "stream",
-      [](const std::variant<Stream, Device>& s) {
-        return StreamContext{s, {}, {}};
+      [](const std::variant<Stream, ThreadLocalStream, Device>& s) {
+        // A thread-local stream means this thread's stream for it.
+        if (auto* t = std::get_if<ThreadLocalStream>(&s)) {
+          return StreamContext{t->get(), {}, {}};
+        }
+        if (auto* st = std::get_if<Stream>(&s)) {
+          return StreamContext{*st, {}, {}};
+        }
+        return StreamContext{std::get<Device>(s), {}, {}};
       },
       "s"_a, "A context manager making s the default stream or device.");
 
@@ -105,6 +150,66 @@ void init_device(nb::module_& m) {
         return t == Device::cpu ? 1 : (gpu::is_available() ? 1 : 0);
       },
       "device_type"_a, "Number of devices of a type.");
+
+  nb::class_<ThreadLocalStream>(
+      m, "ThreadLocalStream",
+      "A stream that is unique per thread and runs operations on a device.")
+      .def_ro("device", &ThreadLocalStream::device)
+      .def("__repr__", [](const ThreadLocalStream& t) {
+        return "ThreadLocalStream(" + to_str(t.device) + ")";
+      });
+  m.def(
+      "new_thread_local_stream",
+      [](const Device& d) {
+        return ThreadLocalStream{d, next_thread_local_id.fetch_add(1)};
+      },
+      "device"_a, "A stream that each thread creates for itself on first use.");
+  m.def(
+      "new_thread_unsafe_stream", [](const Device& d) { return new_stream(d); },
+      "device"_a,
+      "A new stream that any thread may use (graphs still evaluate in "
+      "sequence; races are the caller's to avoid).");
+  m.def(
+      "clear_streams", [] { clear_thread_local_streams(); },
+      "Forget the streams the current thread created for thread-local "
+      "streams (the next use makes new ones).");
+  m.def(
+      "device_info",
+      [](std::optional<Device> d) {
+        Device dev = d.value_or(default_device());
+        if (dev.type != Device::cpu) {
+          throw nb::value_error(("[device_info] no information for " +
+                                 to_str(dev) + " in this build.")
+                                    .c_str());
+        }
+        nb::dict info;
+        utsname u{};
+        uname(&u);
+        info["architecture"] = std::string(u.machine);
+        auto name = first_line_with("/proc/cpuinfo", "model name");
+        info["device_name"] = name.empty() ? std::string(u.machine) : name;
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        if (pages > 0 && page > 0) {
+          info["total_memory"] = static_cast<size_t>(pages) * page;
+        }
+        return info;
+      },
+      "d"_a = nb::none(),
+      "Properties of a device: architecture, device_name, total_memory.");
+  m.def(
+      "set_wired_limit",
+      [](int64_t limit) {
+        if (limit < 0) {
+          throw nb::value_error(("[set_wired_limit] the limit must be "
+                                 "non-negative, got " +
+                                 std::to_string(limit) + ".")
+                                    .c_str());
+        }
+        return wired_limit.exchange(static_cast<size_t>(limit));
+      },
+      "limit"_a,
+      "Set the wired memory limit; returns the previous one. Only Apple "
+      "GPUs wire memory, so here the value is kept and has no effect.");
 }
 
 } // namespace kiln::py

@@ -133,6 +133,62 @@ void init_dtype(nb::module_& m) {
       "arg1"_a, "arg2"_a,
       "True when the first dtype or category is below the second one.");
 
+  m.def(
+      "can_cast",
+      [](const std::variant<Dtype, array>& from, Dtype to) {
+        Dtype f = std::holds_alternative<Dtype>(from)
+                      ? std::get<Dtype>(from)
+                      : std::get<array>(from).dtype();
+        return promote_types(f, to) == to;
+      },
+      "from_"_a, "to"_a,
+      "True when promoting from_ (a dtype or an array's dtype) with to "
+      "gives to.");
+  m.def(
+      "isdtype",
+      [](Dtype dtype, nb::handle kind) {
+        auto matches = [&](nb::handle k) {
+          if (nb::isinstance<Dtype>(k)) return nb::cast<Dtype>(k) == dtype;
+          if (!nb::isinstance<nb::str>(k)) {
+            throw nb::type_error(("[isdtype] kind must be a Dtype, a str or "
+                                  "a tuple of them, got " +
+                                  py_type_name(k) + ".")
+                                     .c_str());
+          }
+          auto name = nb::cast<std::string>(k);
+          if (name == "bool") return dtype == bool_;
+          if (name == "signed integer") {
+            return kiln::issubdtype(dtype, signedinteger);
+          }
+          if (name == "unsigned integer") {
+            return kiln::issubdtype(dtype, unsignedinteger);
+          }
+          if (name == "integral") return kiln::issubdtype(dtype, integer);
+          if (name == "real floating") return kiln::issubdtype(dtype, floating);
+          if (name == "complex floating") {
+            return kiln::issubdtype(dtype, complexfloating);
+          }
+          if (name == "numeric") return dtype != bool_;
+          throw nb::value_error(("[isdtype] unknown kind '" + name +
+                                 "'; expected 'bool', 'signed integer', "
+                                 "'unsigned integer', 'integral', 'real "
+                                 "floating', 'complex floating' or "
+                                 "'numeric'.")
+                                    .c_str());
+        };
+        if (nb::isinstance<nb::tuple>(kind)) {
+          for (nb::handle k : nb::cast<nb::tuple>(kind)) {
+            if (matches(k)) return true;
+          }
+          return false;
+        }
+        return matches(kind);
+      },
+      "dtype"_a, "kind"_a,
+      "True when dtype is one of the kinds: a Dtype, or 'bool', 'signed "
+      "integer', 'unsigned integer', 'integral', 'real floating', 'complex "
+      "floating', 'numeric', or a tuple of them.");
+
   nb::class_<FInfo>(m, "finfo", "Limits of a floating dtype.")
       .def(
           "__init__", [](FInfo* f, Dtype d) { new (f) FInfo(finfo(d)); },

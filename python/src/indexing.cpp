@@ -295,21 +295,30 @@ struct ArrayAtIndex {
 } // namespace
 
 void init_indexing(nb::class_<array>& cls) {
-  cls.def("__getitem__",
-          [](const array& a, nb::handle index) { return get_item(a, index); })
-      .def("__setitem__",
-           [](array& a, nb::handle index, nb::handle value) {
-             a = set_item(a, index, value);
-           })
+  // An index may be None alone (x[None] adds an axis): nanobind refuses
+  // None for an argument unless it is marked .none().
+  cls.def(
+         "__getitem__",
+         [](const array& a, nb::handle index) { return get_item(a, index); },
+         nb::arg("index").none())
+      .def(
+          "__setitem__",
+          [](array& a, nb::handle index, nb::handle value) {
+            a = set_item(a, index, value);
+          },
+          nb::arg("index").none(), nb::arg("value"))
       .def_prop_ro(
           "at", [](const array& a) { return ArrayAt{a}; },
           "Functional updates: a.at[idx].add(v) and friends, where "
           "repeated indices accumulate.");
 
   nb::class_<ArrayAt>(cls, "_ArrayAt")
-      .def("__getitem__", [](const ArrayAt& at, nb::handle index) {
-        return ArrayAtIndex{at.a, nb::borrow(index)};
-      });
+      .def(
+          "__getitem__",
+          [](const ArrayAt& at, nb::handle index) {
+            return ArrayAtIndex{at.a, nb::borrow(index)};
+          },
+          nb::arg("index").none());
   auto at_index = nb::class_<ArrayAtIndex>(cls, "_ArrayAtIndex");
   for (const char* op :
        {"add", "subtract", "multiply", "divide", "maximum", "minimum"}) {

@@ -21,6 +21,7 @@ NB_MODULE(core, m) {
   init_device(m);
   init_memory(m);
   init_array(m);
+  init_printing(m);
   init_ops_elementwise(m);
   init_ops_reduction(m);
   init_ops_shape(m);

@@ -48,8 +48,20 @@ struct type_caster<kiln::py::ArrayLike> {
 
 namespace kiln::py {
 
-/** The stream= keyword: None, a Stream or a Device. */
-using StreamArg = std::optional<std::variant<Stream, Device>>;
+/** A stream that each thread creates for itself on first use (MLX's
+ *  ThreadLocalStream); usable wherever a stream is. */
+struct ThreadLocalStream {
+  Device device;
+  int id;
+  /** This thread's stream for it. */
+  Stream get() const;
+};
+/** Forget the thread-local streams this thread created. */
+void clear_thread_local_streams();
+
+/** The stream= keyword: None, a Stream, a ThreadLocalStream or a Device. */
+using StreamArg =
+    std::optional<std::variant<Stream, ThreadLocalStream, Device>>;
 StreamOrDevice to_sod(const StreamArg& s);
 
 /** axis= in MLX's Python form: None, an int or a sequence of ints. */
@@ -113,6 +125,8 @@ void init_array(nb::module_& m);
 void init_array_methods(nb::module_& m, nb::class_<array>& cls);
 void init_indexing(nb::class_<array>& cls);
 void init_numpy(nb::class_<array>& cls);
+void init_dlpack(nb::module_& m, nb::class_<array>& cls);
+void init_printing(nb::module_& m);
 /** Type slots of the array class: the buffer protocol. */
 PyType_Slot* array_buffer_slots();
 void init_ops_elementwise(nb::module_& m);

@@ -126,6 +126,22 @@ void init_ops_creation(nb::module_& m) {
       },
       "x"_a, "k"_a = 0, nb::kw_only(), "stream"_a = nb::none(),
       "The upper triangle of the last two axes.");
+  m.def(
+      "meshgrid",
+      [](nb::args arrays, bool sparse, const std::string& indexing,
+         const StreamArg& s) {
+        std::vector<array> in;
+        for (nb::handle h : arrays) in.push_back(to_array(h));
+        nb::list items;
+        for (auto& g : meshgrid(in, sparse, indexing, to_sod(s))) {
+          items.append(nb::cast(g));
+        }
+        return nb::tuple(items);
+      },
+      "arrays"_a, "sparse"_a = false, "indexing"_a = "xy",
+      "stream"_a = nb::none(),
+      "Coordinate grids from 1-d arrays, with Cartesian ('xy') or matrix "
+      "('ij') indexing.");
 }
 
 } // namespace kiln::py

@@ -59,6 +59,12 @@ void init_ops_elementwise(nb::module_& m) {
       {"isneginf", &isneginf},
       {"isfinite", &kiln::isfinite},
       {"stop_gradient", &stop_gradient},
+      {"trunc", &kiln::trunc},
+      {"degrees", &degrees},
+      {"radians", &radians},
+      {"conjugate", &conjugate},
+      {"real", &real},
+      {"imag", &imag},
   };
   for (const U& u : unary) {
     m.def(
@@ -69,6 +75,17 @@ void init_ops_elementwise(nb::module_& m) {
         "a"_a, nb::kw_only(), "stream"_a = nb::none(),
         (std::string("Elementwise ") + u.name + " of a.").c_str());
   }
+  m.attr("conj") = m.attr("conjugate");
+  m.def(
+      "nan_to_num",
+      [](ArrayLike a, float nan, std::optional<float> posinf,
+         std::optional<float> neginf, const StreamArg& s) {
+        return nan_to_num(to_array(a), nan, posinf, neginf, to_sod(s));
+      },
+      "a"_a, "nan"_a = 0.0f, "posinf"_a = nb::none(), "neginf"_a = nb::none(),
+      nb::kw_only(), "stream"_a = nb::none(),
+      "Replace NaN by nan and infinities by posinf / neginf (by default the "
+      "largest finite value of a's dtype and its negative).");
   // MLX's aliases.
   for (auto [alias, name] : {std::pair{"arcsin", "asin"},
                              {"arccos", "acos"},

@@ -73,6 +73,39 @@ void init_ops_matmul(nb::module_& m) {
       },
       "subscripts"_a, "operands"_a, nb::kw_only(), "stream"_a = nb::none(),
       "Einstein summation.");
+  m.def(
+      "einsum_path",
+      [](const std::string& subscripts, nb::args operands) {
+        std::vector<array> ops;
+        for (nb::handle h : operands) ops.push_back(to_array(h));
+        auto [path, text] = einsum_path(subscripts, ops);
+        nb::list steps;
+        for (auto& step : path) {
+          nb::list ids;
+          for (int i : step) ids.append(i);
+          steps.append(nb::tuple(ids));
+        }
+        return nb::make_tuple(steps, text);
+      },
+      "subscripts"_a, "operands"_a,
+      "The contraction order einsum would use (a list of index tuples) and "
+      "a report of its cost.");
+  m.def(
+      "kron",
+      [](ArrayLike a, ArrayLike b, const StreamArg& s) {
+        auto [x, y] = to_arrays(a, b);
+        return kron(x, y, to_sod(s));
+      },
+      "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "The Kronecker product of a and b.");
+  m.def(
+      "vecdot",
+      [](ArrayLike a, ArrayLike b, int axis, const StreamArg& s) {
+        auto [x, y] = to_arrays(a, b);
+        return vecdot(x, y, axis, to_sod(s));
+      },
+      "a"_a, "b"_a, nb::kw_only(), "axis"_a = -1, "stream"_a = nb::none(),
+      "sum(conj(a) * b) along axis.");
 }
 
 } // namespace kiln::py

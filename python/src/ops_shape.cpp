@@ -195,6 +195,75 @@ void init_ops_shape(nb::module_& m) {
       "stream"_a = nb::none(),
       "Equal sections, or pieces between the given indices, along axis.");
   m.def(
+      "flip",
+      [](ArrayLike a, const AxisArg& axis, const StreamArg& s) {
+        array x = to_array(a);
+        if (!axis) return flip(x, to_sod(s));
+        return flip(x, axes_of(axis, x.ndim()), to_sod(s));
+      },
+      "a"_a, "axis"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(),
+      "Reverse the order of elements along the axes (all when None).");
+  m.def(
+      "roll",
+      [](ArrayLike a, const std::variant<int, std::vector<int>>& shift,
+         const AxisArg& axis, const StreamArg& s) {
+        array x = to_array(a);
+        auto* one = std::get_if<int>(&shift);
+        if (!axis) {
+          // Without axes the flattened array rolls by the total shift, as
+          // MLX.
+          int total = 0;
+          if (one) {
+            total = *one;
+          } else {
+            for (int v : std::get<std::vector<int>>(shift)) total += v;
+          }
+          return roll(x, total, to_sod(s));
+        }
+        auto axes = axes_of(axis, x.ndim());
+        if (one) return roll(x, *one, axes, to_sod(s));
+        auto& v = std::get<std::vector<int>>(shift);
+        return roll(x, Shape(v.begin(), v.end()), axes, to_sod(s));
+      },
+      "a"_a, "shift"_a, "axis"_a = nb::none(), nb::kw_only(),
+      "stream"_a = nb::none(),
+      "Shift elements along the axes, wrapping around (the flattened array "
+      "when axis is None).");
+  m.def(
+      "diagonal",
+      [](ArrayLike a, int offset, int axis1, int axis2, const StreamArg& s) {
+        return diagonal(to_array(a), offset, axis1, axis2, to_sod(s));
+      },
+      "a"_a, "offset"_a = 0, "axis1"_a = 0, "axis2"_a = 1,
+      "stream"_a = nb::none(),
+      "The diagonal at offset of the 2-d sub-arrays over axis1 and axis2, "
+      "as the last axis.");
+  m.def(
+      "diag",
+      [](ArrayLike a, int k, const StreamArg& s) {
+        return diag(to_array(a), k, to_sod(s));
+      },
+      "a"_a, "k"_a = 0, nb::kw_only(), "stream"_a = nb::none(),
+      "The k-th diagonal of a 2-d array, or the matrix with a 1-d array on "
+      "its k-th diagonal.");
+  m.def(
+      "unstack",
+      [](ArrayLike a, int axis, const StreamArg& s) {
+        auto parts = unstack(to_array(a), axis, to_sod(s));
+        nb::list items;
+        for (auto& p : parts) items.append(nb::cast(p));
+        return nb::tuple(items);
+      },
+      "x"_a, nb::kw_only(), "axis"_a = 0, "stream"_a = nb::none(),
+      "The slices along axis, each without it (the inverse of stack).");
+  m.def(
+      "diff",
+      [](ArrayLike a, int n, int axis, const StreamArg& s) {
+        return diff(to_array(a), n, axis, to_sod(s));
+      },
+      "a"_a, "n"_a = 1, "axis"_a = -1, nb::kw_only(), "stream"_a = nb::none(),
+      "The n-th discrete difference along axis.");
+  m.def(
       "concatenate",
       [](nb::handle arrays, std::optional<int> axis, const StreamArg& s) {
         auto v = to_array_list(arrays);

@@ -1,6 +1,8 @@
 // Function transformations over flat lists of arrays. The Python layer
 // (kiln/_transforms.py) flattens pytrees with kiln.utils and calls these,
 // so there is one pytree implementation.
+#include <set>
+
 #include "kiln_py.h"
 
 namespace kiln::py {
@@ -78,6 +80,40 @@ struct Compiled {
 void init_transforms(nb::module_& m) {
   m.def(
       "_eval", [](const std::vector<array>& a) { eval_released(a); },
+      "arrays"_a);
+  m.def(
+      "_depends",
+      [](const std::vector<array>& inputs, const std::vector<array>& deps) {
+        return depends(inputs, deps);
+      },
+      "inputs"_a, "dependencies"_a);
+  m.def(
+      "_graph_to_dot",
+      [](const std::vector<array>& outputs,
+         const std::vector<std::pair<std::string, array>>& names) {
+        return graph_to_dot(outputs, names);
+      },
+      "outputs"_a, "names"_a);
+  m.def(
+      "_array_buffer_size",
+      [](const std::vector<array>& arrays) {
+        // Each distinct buffer once, at the size it was allocated with.
+        std::set<void*> seen;
+        size_t total = 0;
+        for (auto& a : arrays) {
+          if (!a.is_available()) {
+            throw nb::value_error(
+                ("[get_array_buffer_size] arrays must be evaluated first; "
+                 "got an unevaluated " +
+                 detail::describe(a) + ".")
+                    .c_str());
+          }
+          void* p = a.buffer().raw();
+          if (p == nullptr || !seen.insert(p).second) continue;
+          total += allocator::size_of(a.buffer());
+        }
+        return total;
+      },
       "arrays"_a);
   m.def(
       "_async_eval",

@@ -221,6 +221,7 @@ def test_fuzz_every_function():
         "disable_compile",
         "synchronize",
         "clear_cache",
+        "set_printoptions",
     }
     funcs = [
         getattr(kc, n)

@@ -6,6 +6,7 @@ from conftest import check, rand
 
 INDICES = [
     0,
+    None,
     -1,
     (1, 2),
     slice(1, 3),
@@ -116,6 +117,8 @@ def test_at_updates_accumulate():
     assert b.at[idx].subtract(1.0).tolist() == [0, -1, 1, -2, 1]
     assert (b * 2).at[idx].multiply(2.0).tolist() == [4, 8, 2, 16, 2]
     assert (b * 8).at[kc.array([2, 2])].divide(2.0).tolist() == [8, 8, 2, 8, 8]
+    # None alone indexes a view with a new leading axis (NumPy's a[None] += v).
+    assert (b * 3).at[None].add(kc.array([[1.0, 2, 3, 4, 5]])).tolist() == [4, 5, 6, 7, 8]
     c = kc.array([1.0, 5.0, 3.0])
     assert c.at[kc.array([0, 0, 2])].maximum(kc.array([4.0, 2.0, 1.0])).tolist() == [
         4,

@@ -35,6 +35,41 @@ TEST(Compile, MatchesEagerAndCachesTraces) {
   EXPECT_EQ(traces, 3); // so does a new dtype
 }
 
+TEST(Compile, ShapelessOperandsThatNoLongerBroadcastRaise) {
+  // x + w with a captured w of the traced shape: at a new shape of x the
+  // operands no longer line up, which is an error (never a kernel reading
+  // past w).
+  auto w = random_array({2, 3}, float32);
+  auto cf = compile([w](const std::vector<array>& in) { return one(add(in[0], w)); }, true);
+  cf({random_array({2, 3}, float32)});
+  EXPECT_THROW(cf({random_array({4, 5}, float32)}), std::invalid_argument);
+}
+
+TEST(Compile, ShapelessRebroadcastsImplicitBroadcastsOnly) {
+  // x - max(x, keepdims): the max is broadcast against x at the new shape.
+  auto centre = [](const std::vector<array>& in) {
+    return one(subtract(in[0], max(in[0], std::vector<int>{-1}, true)));
+  };
+  auto cc = compile(centre, true);
+  cc({random_array({2, 3}, float32)});
+  auto x = random_array({4, 5}, float32);
+  auto got = cc({x})[0];
+  ASSERT_EQ(got.shape(), (Shape{4, 5}));
+  EXPECT_TRUE(all_close(to_doubles(got), to_doubles(centre({x})[0]), 0, 0));
+  // An explicit broadcast_to keeps its shape: (1, 4) -> (3, 4), plus y.
+  auto expl = [](const std::vector<array>& in) {
+    return one(add(broadcast_to(in[0], {3, 4}), in[1]));
+  };
+  auto ce = compile(expl, true);
+  ce({random_array({1, 4}, float32), random_array({4}, float32)});
+  auto a = random_array({1, 4}, float32), b = random_array({1, 4}, float32);
+  auto out = ce({a, b})[0];
+  ASSERT_EQ(out.shape(), (Shape{3, 4}));
+  EXPECT_TRUE(all_close(to_doubles(out), to_doubles(expl({a, b})[0]), 0, 0));
+  EXPECT_THROW(ce({random_array({1, 5}, float32), random_array({5}, float32)}),
+               std::invalid_argument);
+}
+
 TEST(Compile, ShapelessKeysOnRank) {
   int traces = 0;
   auto cf = compile([&](const std::vector<array>& in) {
@@ -54,6 +89,45 @@ TEST(Compile, ShapelessKeysOnRank) {
     return one(reshape(in[0], {-1}));
   }, true);
   EXPECT_THROW(bad({random_array({2, 3}, float32)}), std::invalid_argument);
+}
+
+TEST(Compile, ShapelessRebroadcastsScalarsAndOperands) {
+  // relu(x + b): the ops broadcast b and the scalar 0 to the traced shape;
+  // replayed on another shape, they broadcast to the new one, in the
+  // forward pass and in the gradient's.
+  auto f = [](const std::vector<array>& in) {
+    return one(maximum(add(in[0], in[1]), array(0.0f)));
+  };
+  auto cf = compile(f, true);
+  auto b = random_array({2}, float32);
+  cf({random_array({3, 2}, float32), b});
+  for (int n : {7, 1}) {
+    auto x = random_array({n, 2}, float32);
+    auto got = cf({x, b})[0];
+    ASSERT_EQ(got.shape(), (Shape{n, 2}));
+    EXPECT_TRUE(all_close(to_doubles(got), to_doubles(f({x, b})[0]), 0, 0));
+    auto loss = [](const Fn& g) {
+      return [g](const std::vector<array>& v) { return sum(multiply(g(v)[0], v[0])); };
+    };
+    auto g_c = grad(loss(cf), {0, 1})({x, b});
+    auto g_f = grad(loss(f), {0, 1})({x, b});
+    for (int k = 0; k < 2; ++k) {
+      ASSERT_EQ(g_c[k].shape(), g_f[k].shape());
+      EXPECT_TRUE(all_close(to_doubles(g_c[k]), to_doubles(g_f[k]), 1e-6, 1e-6));
+    }
+  }
+  // A broadcast read by a non-elementwise op keeps its traced shape.
+  auto h = [](const std::vector<array>& in) {
+    return one(matmul(broadcast_to(in[0], {3, 4}), in[1]));
+  };
+  auto ch = compile(h, true);
+  auto row = random_array({1, 4}, float32);
+  for (int n : {2, 5}) {
+    auto w = random_array({4, n}, float32);
+    auto got = ch({row, w})[0];
+    ASSERT_EQ(got.shape(), (Shape{3, n}));
+    EXPECT_TRUE(all_close(to_doubles(got), to_doubles(h({row, w})[0]), 1e-6, 1e-6));
+  }
 }
 
 TEST(Compile, FusesElementwiseRegions) {

@@ -1,5 +1,5 @@
-// Scans (cumsum, cumprod, cummax, cummin) along one axis. Each line along the
-// axis is scanned sequentially; lines run in parallel.
+// Scans (cumsum, cumprod, cummax, cummin, logcumsumexp) along one axis. Each
+// line along the axis is scanned sequentially; lines run in parallel.
 #include <cmath>
 
 #include "kiln/backend/common/strided.h"
@@ -76,12 +76,31 @@ bool is_nan(A v) {
   }
 }
 
+// log(exp(a) + exp(b)) without overflow; -inf is the identity, NaN spreads.
+template <typename A>
+A log_add_exp(A a, A b) {
+  if (std::isnan(a) || std::isnan(b)) return a + b;
+  A m = std::max(a, b);
+  if (std::isinf(m)) return m; // both -inf, or an inf that dominates
+  return m + std::log1p(std::exp(-std::abs(a - b)));
+}
+
 } // namespace
 
 void Scan::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
   dispatch_type(in.dtype(), [&](auto tag) {
     using In = KILN_TYPE(tag);
+    if (type_ == LogAddExp) {
+      if constexpr (std::is_floating_point_v<detail::ct<In>>) {
+        using A = detail::ct<In>;
+        scan<In, In>(in, out, axis_, reverse_, inclusive_, lowest<A>(),
+                     [](A a, A b) { return log_add_exp(a, b); });
+      } else {
+        detail::unsupported_dtype(name(), in.dtype());
+      }
+      return;
+    }
     if (type_ == Max || type_ == Min) {
       if constexpr (is_complex_v<In>) {
         detail::unsupported_dtype(name(), in.dtype());

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "kiln/backend/common/strided.h"
 #include "kiln/backend/cpu/radix_sort.h"
 #include "kiln/core/dispatch.h"
 #include "kiln/core/thread_pool.h"
@@ -115,7 +116,52 @@ void sort_indices(const array& in, array& out, int axis, int kth) {
   });
 }
 
+template <typename T>
+void search_sorted(const array& seq, const array& values, array& out,
+                   bool right) {
+  out.set_data(allocator::malloc(out.nbytes()));
+  if (out.size() == 0) return;
+  const T* s = seq.data<T>();
+  int64_t n = seq.shape(0), ss = seq.ndim() ? seq.strides()[0] : 0;
+  const T* v = values.data<T>();
+  uint32_t* dst = out.data<uint32_t>();
+  std::array<Strides, 2> st{values.strides(), out.strides()};
+  Shape shape = detail::collapse_dims(values.shape(), st);
+  NanLast less;
+  // Binary search for the first element not before the value.
+  auto position = [&](T x) {
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      T e = s[mid * ss];
+      bool before = right ? !less(x, e) : less(e, x);
+      if (before) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return static_cast<uint32_t>(lo);
+  };
+  size_t rows = detail::num_rows(shape);
+  size_t grain = std::max<size_t>(1, sort_grain / (shape.back() + 1));
+  detail::parallel_for(rows, grain, [&](size_t b, size_t e) {
+    detail::for_each_row(shape, st, b, e, [&](const auto& off, int64_t m) {
+      for (int64_t j = 0; j < m; ++j) {
+        dst[off[1] + j * st[1].back()] = position(v[off[0] + j * st[0].back()]);
+      }
+    });
+  });
+}
+
 } // namespace
+
+void SearchSorted::eval_cpu(const std::vector<array>& inputs,
+                            std::vector<array>& outputs) {
+  dispatch_real_type(inputs[0].dtype(), "searchsorted", [&](auto tag) {
+    search_sorted<KILN_TYPE(tag)>(inputs[0], inputs[1], outputs[0], right_);
+  });
+}
 
 void Sort::eval_cpu(const std::vector<array>& inputs, array& out) {
   dispatch_real_type(out.dtype(), "sort", [&](auto tag) {

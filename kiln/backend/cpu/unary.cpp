@@ -88,4 +88,19 @@ void AsType::eval_cpu(const std::vector<array>& in, array& out) {
   });
 }
 
+void Real::eval_cpu(const std::vector<array>& in, array& out) {
+  detail::unary_loop<complex64_t, float>(
+      in[0], out, [](complex64_t z) { return z.real(); });
+}
+
+void Imag::eval_cpu(const std::vector<array>& in, array& out) {
+  detail::unary_loop<complex64_t, float>(
+      in[0], out, [](complex64_t z) { return z.imag(); });
+}
+
+void Conjugate::eval_cpu(const std::vector<array>& in, array& out) {
+  detail::unary_loop<complex64_t, complex64_t>(
+      in[0], out, [](complex64_t z) { return std::conj(z); });
+}
+
 } // namespace kiln

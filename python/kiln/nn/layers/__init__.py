@@ -56,7 +56,21 @@ from .activations import (
 )
 from .base import Module
 from .containers import Sequential
+from .convolution import Conv1d, Conv2d, Conv3d
+from .convolution_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import Dropout, Dropout2d, Dropout3d
 from .embedding import Embedding
 from .linear import Bilinear, Identity, Linear
 from .normalization import BatchNorm, GroupNorm, InstanceNorm, LayerNorm, RMSNorm
+from .pooling import AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d
+from .positional_encoding import ALiBi, RoPE, SinusoidalPositionalEncoding
+from .recurrent import GRU, LSTM, RNN
+from .upsample import Upsample
+from .transformer import (
+    MultiHeadAttention,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
