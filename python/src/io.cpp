@@ -1,6 +1,7 @@
 // Saving and loading: .npy, safetensors and GGUF through the C++ readers
 // and writers, to paths or to Python file objects. load, savez and
 // savez_compressed are Python (kiln/_io.py): .npz is a zip of .npy files.
+#include "kiln/io/common.h"
 #include "kiln/io/io.h"
 
 #include <sys/stat.h>
@@ -131,12 +132,9 @@ template <typename F>
 void with_writer(nb::handle file, const char* op, const std::string& suffix,
                  F&& f) {
   if (auto path = as_path(file)) {
-    if (path->size() < suffix.size() ||
-        path->compare(path->size() - suffix.size(), suffix.size(), suffix)) {
-      *path += suffix;
-    }
+    std::string full = io::detail::with_suffix(*path, suffix);
     nb::gil_scoped_release release;
-    io::write_file(*path, f);
+    io::write_file(full, f);
   } else if (nb::hasattr(file, "write")) {
     PyWriter out(file);
     nb::gil_scoped_release release;
