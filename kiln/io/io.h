@@ -1,4 +1,5 @@
-// Saving and loading arrays: NumPy's .npy, safetensors and GGUF. Saving
+// Saving and loading arrays: NumPy's .npy, safetensors and GGUF (.npz, a
+// zip of .npy files, is assembled in Python with zipfile). Saving
 // evaluates an array and writes it row-major whatever its layout; loading
 // reads the data eagerly into host memory and returns evaluated arrays.
 //
