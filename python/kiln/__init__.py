@@ -4,7 +4,7 @@ MLX's programming model. ``import kiln.core as mx`` gives MLX's API."""
 import sys as _sys
 
 from . import core
-from . import _compile, _transforms
+from . import _compile, _io, _transforms
 
 # The transformations are written in Python over the flat C++ ones; they
 # belong to kiln.core, as in mlx.core.
@@ -25,6 +25,12 @@ for _name in (
         _fn.__module__ = "kiln.core"
     except (AttributeError, TypeError):
         pass
+    setattr(core, _name, _fn)
+
+# load and .npz are Python over the C++ readers and writers.
+for _name in ("load", "savez", "savez_compressed"):
+    _fn = getattr(_io, _name)
+    _fn.__module__ = "kiln.core"
     setattr(core, _name, _fn)
 
 from . import _graph  # noqa: E402

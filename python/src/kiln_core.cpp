@@ -33,4 +33,5 @@ NB_MODULE(core, m) {
   init_random(m);
   init_linalg(m);
   init_fast(m);
+  init_io(m);
 }

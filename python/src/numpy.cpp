@@ -52,7 +52,9 @@ std::optional<Dtype> format_dtype(const char* fmt, Py_ssize_t itemsize,
 
 array buffer_to_array(nb::handle obj, std::optional<Dtype> dtype) {
   nb::module_ np = nb::module_::import_("numpy");
-  nb::object arr = np.attr("ascontiguousarray")(obj);
+  // asarray keeps 0-d arrays and NumPy scalars 0-d (ascontiguousarray
+  // would make them 1-d).
+  nb::object arr = np.attr("asarray")(obj, "order"_a = "C");
   // Extended precision has no kiln dtype: go through float64 / complex128.
   std::string kind = nb::cast<std::string>(arr.attr("dtype").attr("kind"));
   if (std::string("biufc").find(kind) == std::string::npos) {

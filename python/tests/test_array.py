@@ -84,6 +84,10 @@ def test_numpy_other_dtypes():
     assert kc.array(np.array([1 + 2j], np.clongdouble)).item() == 1 + 2j
     assert kc.array(np.int64(3)).dtype == kc.int64
     assert kc.array(np.float32(2.5)).item() == 2.5
+    # NumPy scalars and 0-d arrays stay 0-d, as in MLX.
+    for x in [np.int64(3), np.float32(2.5), np.array(True), np.array(1.5, np.float16)]:
+        a = kc.array(x)
+        assert a.shape == () and a.item() == x.item()
     for bad in [
         np.array(["a"]),
         np.array([np.datetime64("2020-01-01")]),

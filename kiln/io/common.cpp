@@ -1,0 +1,87 @@
+#include "kiln/io/common.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "kiln/ops/shape.h"
+#include "kiln/ops/utils.h"
+
+namespace kiln::io::detail {
+
+void corrupt(const std::string& op, const Reader& in, const std::string& msg) {
+  throw std::runtime_error("[" + op + "] " + in.label() + ": " + msg);
+}
+
+std::string with_suffix(std::string file, const std::string& suffix) {
+  if (file.size() < suffix.size() ||
+      file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    file += suffix;
+  }
+  return file;
+}
+
+array row_major(const array& a, const std::string& op) {
+  if (a.is_tracer()) {
+    kiln::detail::invalid(op, "cannot save a " + kiln::detail::describe(a) +
+                                  " while a transformation traces it.");
+  }
+  array out = contiguous(a);
+  out.eval();
+  return out;
+}
+
+Shape checked_shape(const std::vector<uint64_t>& dims, const std::string& op,
+                    const Reader& in, const std::string& what) {
+  Shape shape;
+  for (uint64_t d : dims) {
+    if (d > static_cast<uint64_t>(INT32_MAX)) {
+      corrupt(op, in,
+              what + " has dimension " + std::to_string(d) +
+                  ", more than kiln's limit of 2^31 - 1.");
+    }
+    shape.push_back(static_cast<int32_t>(d));
+  }
+  try {
+    shape_size(shape);
+  } catch (const std::invalid_argument&) {
+    corrupt(op, in,
+            what + " has shape " + kiln::detail::shape_str(shape) +
+                ", whose size overflows.");
+  }
+  return shape;
+}
+
+array read_array(Reader& in, const Shape& shape, Dtype dtype,
+                 const std::string& op, const std::string& what) {
+  size_t size = shape_size(shape);
+  if (size > SIZE_MAX / dtype.size) {
+    corrupt(op, in, what + " is too large to address.");
+  }
+  size_t nbytes = size * dtype.size;
+  auto left = in.remaining();
+  if (left && *left < nbytes) {
+    corrupt(op, in,
+            what + " (" + dtype_name(dtype) + ", shape " +
+                kiln::detail::shape_str(shape) + ") needs " +
+                std::to_string(nbytes) + " bytes but only " +
+                std::to_string(*left) +
+                " are left (a truncated or corrupt file).");
+  }
+  auto buffer = allocator::malloc(nbytes);
+  try {
+    in.read(buffer.raw(), nbytes, what);
+  } catch (...) {
+    allocator::free(buffer);
+    throw;
+  }
+  return array(buffer, shape, dtype);
+}
+
+void swap_bytes(void* data, size_t nbytes, size_t unit) {
+  auto* p = static_cast<unsigned char*>(data);
+  for (size_t i = 0; i + unit <= nbytes; i += unit) {
+    std::reverse(p + i, p + i + unit);
+  }
+}
+
+} // namespace kiln::io::detail
