@@ -22,6 +22,8 @@ void init_linalg(nb::module_& parent) {
       },
       "a"_a, "ord"_a = nb::none(), "axis"_a = nb::none(), "keepdims"_a = false,
       nb::kw_only(), "stream"_a = nb::none(), "Vector or matrix norm.");
+  // mlx.core.matrix_norm is the same function as linalg.norm.
+  parent.attr("matrix_norm") = m.attr("norm");
   m.def(
       "inv",
       [](ArrayLike a, const StreamArg& s) {

@@ -1,0 +1,128 @@
+#include "kiln/ops/signal.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "kiln/ops/conv.h"
+#include "kiln/ops/creation.h"
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/shape.h"
+#include "kiln/ops/slicing.h"
+#include "kiln/ops/utils.h"
+
+namespace kiln {
+
+using detail::describe;
+using detail::invalid;
+
+namespace {
+
+// The window points 2 pi n / (M - 1), n = 0..M-1 (M > 1), and a weighted
+// sum of cosines of multiples of them: sum_k c_k cos(k x).
+array cosine_window(int M, std::initializer_list<double> coeffs,
+                    StreamOrDevice s) {
+  if (M < 1) return zeros({0}, float32, s);
+  if (M == 1) return ones({1}, float32, s);
+  auto x = multiply(arange(0.0, M, 1.0, float32, s),
+                    array(static_cast<float>(2 * std::numbers::pi / (M - 1))),
+                    s);
+  std::optional<array> w;
+  int k = 0;
+  for (double c : coeffs) {
+    auto term = k == 0 ? full({M}, array(static_cast<float>(c)), s)
+                       : multiply(array(static_cast<float>(c)),
+                                  cos(multiply(x, array(float(k)), s), s), s);
+    w = w ? add(*w, term, s) : term;
+    ++k;
+  }
+  return *w;
+}
+
+} // namespace
+
+array bartlett(int M, StreamOrDevice s) {
+  if (M < 1) return zeros({0}, float32, s);
+  if (M == 1) return ones({1}, float32, s);
+  // 1 - |2n / (M - 1) - 1|
+  auto n = arange(0.0, M, 1.0, float32, s);
+  auto r = subtract(multiply(n, array(2.0f / (M - 1)), s), array(1.0f), s);
+  return subtract(array(1.0f), abs(r, s), s);
+}
+
+array blackman(int M, StreamOrDevice s) {
+  return cosine_window(M, {0.42, -0.5, 0.08}, s);
+}
+
+array hamming(int M, StreamOrDevice s) {
+  return cosine_window(M, {0.54, -0.46}, s);
+}
+
+array hanning(int M, StreamOrDevice s) {
+  return cosine_window(M, {0.5, -0.5}, s);
+}
+
+array convolve(const array& a, const array& v, const std::string& mode,
+               StreamOrDevice s) {
+  const char* op = "convolve";
+  if (a.ndim() != 1 || v.ndim() != 1) {
+    invalid(op, "inputs must be 1-d, got " + describe(a) + " and " +
+                    describe(v) + ".");
+  }
+  if (!is_floating_point(a.dtype()) || !is_floating_point(v.dtype())) {
+    invalid(op, "inputs must be floating point, got " + describe(a) + " and " +
+                    describe(v) + ".");
+  }
+  if (mode != "full" && mode != "same" && mode != "valid") {
+    invalid(op, "mode must be 'full', 'same' or 'valid', got '" + mode + "'.");
+  }
+  if (a.size() == 0 || v.size() == 0) {
+    invalid(op, "inputs must not be empty, got " + describe(a) + " and " +
+                    describe(v) + ".");
+  }
+  bool swap = v.size() > a.size();
+  const array& sig = swap ? v : a;
+  const array& ker = swap ? a : v;
+  int n = sig.shape(0), k = ker.shape(0);
+  Dtype dt = promote_types(a.dtype(), v.dtype());
+  // conv1d cross-correlates, so the kernel is flipped.
+  auto flipped = slice(astype(ker, dt, s), Shape{k - 1}, Shape{-k - 1}, Shape{-1}, s);
+  auto x = reshape(astype(sig, dt, s), {1, n, 1}, s);
+  auto w = reshape(flipped, {1, k, 1}, s);
+  if (mode == "valid") return reshape(conv1d(x, w, 1, 0, 1, 1, s), {-1}, s);
+  auto full_out = reshape(conv1d(x, w, 1, k - 1, 1, 1, s), {-1}, s);
+  if (mode == "full") return full_out;
+  int lo = (k - 1) / 2;
+  return slice(full_out, Shape{lo}, Shape{lo + n}, s);
+}
+
+array hadamard_transform(const array& a, std::optional<float> scale,
+                         StreamOrDevice s) {
+  const char* op = "hadamard_transform";
+  if (is_complex(a.dtype())) {
+    invalid(op, "complex inputs are not supported, got " + describe(a) + ".");
+  }
+  Dtype out_dt = detail::at_least_float(a.dtype());
+  Dtype dt = out_dt == float64 ? float64 : float32;
+  auto x = astype(a.ndim() == 0 ? reshape(a, {1}, s) : a, dt, s);
+  int n = x.shape(-1);
+  if (n < 1 || (n & (n - 1)) != 0) {
+    invalid(op, "the last axis must have a power-of-two size, got " +
+                    describe(a) + ".");
+  }
+  Shape shape = x.shape();
+  int64_t rows = n == 0 ? 0 : static_cast<int64_t>(x.size() / n);
+  // Sylvester's H_2m = [[H_m, H_m], [H_m, -H_m]]: one butterfly per bit of
+  // the index, each pairing entries `half` apart.
+  for (int half = 1; half < n; half *= 2) {
+    auto y = reshape(x, {static_cast<int>(rows), n / (2 * half), 2, half}, s);
+    auto lo = slice(y, {0, 0, 0, 0}, {y.shape(0), y.shape(1), 1, half}, s);
+    auto hi = slice(y, {0, 0, 1, 0}, {y.shape(0), y.shape(1), 2, half}, s);
+    x = concatenate({add(lo, hi, s), subtract(lo, hi, s)}, 2, s);
+  }
+  float sc = scale.value_or(1.0f / std::sqrt(static_cast<float>(n)));
+  x = multiply(reshape(x, shape, s), array(sc, dt), s);
+  if (a.ndim() == 0) x = reshape(x, {}, s);
+  return astype(x, out_dt, s);
+}
+
+} // namespace kiln
