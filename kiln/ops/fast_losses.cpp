@@ -36,8 +36,8 @@ array cross_entropy(const array& logits, const array& targets,
                     shape_str(rows) + " (logits: " + describe(logits) + ").");
   }
   auto picked = take_along_axis(logits, expand_dims(targets, -1, s), -1, s);
-  auto loss = subtract(logsumexp(logits, -1, false, s), squeeze(picked, -1, s),
-                       s);
+  auto loss =
+      subtract(logsumexp(logits, -1, false, s), squeeze(picked, -1, s), s);
   return astype(loss, float32, s);
 }
 
@@ -76,9 +76,10 @@ void check_delta_args(const array& q, const array& k, const array& v,
   int b = q.shape(0), t = q.shape(1), hk = q.shape(2), dk = q.shape(3);
   int hv = v.shape(2), dv = v.shape(3);
   if (v.shape(0) != b || v.shape(1) != t || hk == 0 || hv % hk != 0) {
-    invalid(op, "v must share B and T with q and have a multiple of q's "
-                "heads; got " +
-                    all() + ".");
+    invalid(op,
+            "v must share B and T with q and have a multiple of q's "
+            "heads; got " +
+                all() + ".");
   }
   Shape gates{b, t, hv};
   if (gamma.shape() != gates || beta.shape() != gates) {
@@ -97,10 +98,12 @@ void check_delta_args(const array& q, const array& k, const array& v,
 
 } // namespace
 
-std::pair<array, array> gated_delta_update(
-    const array& q, const array& k, const array& v, const array& gamma,
-    const array& beta, const std::optional<array>& state,
-    const std::optional<array>& mask, StreamOrDevice s) {
+std::pair<array, array> gated_delta_update(const array& q, const array& k,
+                                           const array& v, const array& gamma,
+                                           const array& beta,
+                                           const std::optional<array>& state,
+                                           const std::optional<array>& mask,
+                                           StreamOrDevice s) {
   check_delta_args(q, k, v, gamma, beta, state, mask);
   int b = q.shape(0), t_len = q.shape(1), hk = q.shape(2), dk = q.shape(3);
   int hv = v.shape(2), dv = v.shape(3);
@@ -116,14 +119,15 @@ std::pair<array, array> gated_delta_update(
   array st = state ? astype(*state, dt, s) : zeros({b, hv, dv, dk}, dt, s);
   std::vector<array> outs;
   for (int t = 0; t < t_len; ++t) {
-    auto kt = step(kh, t, s), qt = step(qh, t, s);  // (B, Hv, Dk)
+    auto kt = step(kh, t, s), qt = step(qh, t, s); // (B, Hv, Dk)
     auto g = expand_dims(step(gf, t, s), {-1, -2}, s);
     auto next = multiply(st, g, s);
     auto kv = squeeze(matmul(next, expand_dims(kt, -1, s), s), -1, s);
     auto delta = multiply(subtract(step(vf, t, s), kv, s),
                           expand_dims(step(bf, t, s), -1, s), s);
-    next = add(next, multiply(expand_dims(delta, -1, s),
-                              expand_dims(kt, -2, s), s), s);
+    next =
+        add(next,
+            multiply(expand_dims(delta, -1, s), expand_dims(kt, -2, s), s), s);
     auto out = squeeze(matmul(next, expand_dims(qt, -1, s), s), -1, s);
     if (mask) {
       auto on = reshape(step(*mask, t, s), {b, 1, 1, 1}, s);

@@ -194,14 +194,15 @@ array norm(const array& a, int axis, bool keepdims, StreamOrDevice s) {
 
 array inv(const array& a, StreamOrDevice s) {
   detail::check_matrices("linalg::inv", a, true);
-  return array(a.shape(), a.dtype(), std::make_shared<Inverse>(detail::linalg_stream(s)),
-               {a});
+  return array(a.shape(), a.dtype(),
+               std::make_shared<Inverse>(detail::linalg_stream(s)), {a});
 }
 
 array cholesky(const array& a, bool upper, StreamOrDevice s) {
   detail::check_matrices("linalg::cholesky", a, true);
   return array(a.shape(), a.dtype(),
-               std::make_shared<Cholesky>(detail::linalg_stream(s), upper), {a});
+               std::make_shared<Cholesky>(detail::linalg_stream(s), upper),
+               {a});
 }
 
 std::pair<array, array> qr(const array& a, StreamOrDevice s) {

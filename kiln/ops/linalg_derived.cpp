@@ -39,8 +39,8 @@ array pinv(const array& a, StreamOrDevice s) {
                                     : std::numeric_limits<double>::epsilon();
   // Singular values at or below the cutoff count as zero; the inner where
   // keeps 1/s finite there so that gradients stay finite too.
-  auto cutoff = multiply(max(sv, -1, true, s),
-                         array(std::max(m, n) * eps, a.dtype()), s);
+  auto cutoff =
+      multiply(max(sv, -1, true, s), array(std::max(m, n) * eps, a.dtype()), s);
   auto keep = greater(sv, cutoff, s);
   auto one = array(1, a.dtype());
   auto inv_s = where(keep, divide(one, where(keep, sv, one, s), s),
@@ -73,7 +73,9 @@ array cross(const array& a, const array& b, int axis, StreamOrDevice s) {
   };
   auto x = last(a, ax_a), y = last(b, ax_b);
   int lx = static_cast<int>(x.ndim()) - 1, ly = static_cast<int>(y.ndim()) - 1;
-  auto c = [&](const array& v, int l, int i) { return part(v, l, i, i + 1, s); };
+  auto c = [&](const array& v, int l, int i) {
+    return part(v, l, i, i + 1, s);
+  };
   auto comp = [&](int i, int j) {
     return subtract(multiply(c(x, lx, i), c(y, ly, j), s),
                     multiply(c(x, lx, j), c(y, ly, i), s), s);

@@ -44,9 +44,10 @@ array swap_sign(const array& pivots, Dtype dt, StreamOrDevice s) {
 array det_input(const char* op, const array& a, StreamOrDevice s) {
   Dtype dt = detail::at_least_float(a.dtype());
   if (dt != float32 && dt != float64) {
-    detail::invalid(op, "arrays must have a real type of at most 64 bits, "
-                        "got " +
-                            detail::describe(a) + ".");
+    detail::invalid(op,
+                    "arrays must have a real type of at most 64 bits, "
+                    "got " +
+                        detail::describe(a) + ".");
   }
   auto x = astype(a, dt, s);
   detail::check_matrices(op, x, true);
@@ -68,8 +69,8 @@ std::vector<array> lu(const array& a, StreamOrDevice s) {
   int m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
   Shape start(a.ndim(), 0), stop = f.shape();
   stop.back() = k;
-  auto l = add(tril(slice(f, start, stop, s), -1, s),
-               eye(m, k, 0, a.dtype(), s), s);
+  auto l =
+      add(tril(slice(f, start, stop, s), -1, s), eye(m, k, 0, a.dtype(), s), s);
   stop = f.shape();
   stop[a.ndim() - 2] = k;
   auto u = triu(slice(f, start, stop, s), 0, s);

@@ -277,9 +277,10 @@ array multivariate_normal(const array& mean, const array& cov,
   }
   int n = mean.shape(-1);
   if (cov.shape(-1) != n || cov.shape(-2) != n) {
-    invalid(op, "cov must be (..., n, n) with n the size of mean's last axis; "
-                "got " +
-                    describe(mean) + " and " + describe(cov) + ".");
+    invalid(op,
+            "cov must be (..., n, n) with n the size of mean's last axis; "
+            "got " +
+                describe(mean) + " and " + describe(cov) + ".");
   }
   check_shape(op, shape);
   Shape mean_batch(mean.shape().begin(), mean.shape().end() - 1);
@@ -297,11 +298,12 @@ array multivariate_normal(const array& mean, const array& cov,
   // z @ C^(1/2) with the square root U sqrt(S) V^T from the SVD of cov.
   auto c = astype(cov, dtype, stream);
   auto f = linalg::svd(c, true, stream);
-  auto root = matmul(multiply(f[0], expand_dims(sqrt(f[1], stream), -2, stream),
-                              stream),
-                     f[2], stream);
+  auto root = matmul(
+      multiply(f[0], expand_dims(sqrt(f[1], stream), -2, stream), stream), f[2],
+      stream);
   auto z = normal(out_shape, dtype, key, stream);
-  auto x = squeeze(matmul(expand_dims(z, -2, stream), root, stream), -2, stream);
+  auto x =
+      squeeze(matmul(expand_dims(z, -2, stream), root, stream), -2, stream);
   return add(astype(mean, dtype, stream), x, stream);
 }
 

@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <numbers>
+#include <vector>
 
 #include "kiln/ops/conv.h"
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
+#include "kiln/ops/linalg.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/slicing.h"
 #include "kiln/ops/utils.h"
@@ -23,9 +25,9 @@ array cosine_window(int M, std::initializer_list<double> coeffs,
                     StreamOrDevice s) {
   if (M < 1) return zeros({0}, float32, s);
   if (M == 1) return ones({1}, float32, s);
-  auto x = multiply(arange(0.0, M, 1.0, float32, s),
-                    array(static_cast<float>(2 * std::numbers::pi / (M - 1))),
-                    s);
+  auto x =
+      multiply(arange(0.0, M, 1.0, float32, s),
+               array(static_cast<float>(2 * std::numbers::pi / (M - 1))), s);
   std::optional<array> w;
   int k = 0;
   for (double c : coeffs) {
@@ -85,7 +87,8 @@ array convolve(const array& a, const array& v, const std::string& mode,
   int n = sig.shape(0), k = ker.shape(0);
   Dtype dt = promote_types(a.dtype(), v.dtype());
   // conv1d cross-correlates, so the kernel is flipped.
-  auto flipped = slice(astype(ker, dt, s), Shape{k - 1}, Shape{-k - 1}, Shape{-1}, s);
+  auto flipped =
+      slice(astype(ker, dt, s), Shape{k - 1}, Shape{-k - 1}, Shape{-1}, s);
   auto x = reshape(astype(sig, dt, s), {1, n, 1}, s);
   auto w = reshape(flipped, {1, k, 1}, s);
   if (mode == "valid") return reshape(conv1d(x, w, 1, 0, 1, 1, s), {-1}, s);
@@ -94,6 +97,35 @@ array convolve(const array& a, const array& v, const std::string& mode,
   int lo = (k - 1) / 2;
   return slice(full_out, Shape{lo}, Shape{lo + n}, s);
 }
+
+namespace {
+
+// The Hadamard matrix of order 12 from Paley's construction II for q = 5:
+// the Jacobsthal matrix Q of GF(5) bordered by ones into C, then each 0 of
+// C replaced by [[1, -1], [-1, -1]] and each +-1 by +-[[1, 1], [1, -1]].
+// (The one MLX uses, so results agree.)
+array hadamard_12(Dtype dt) {
+  auto chi = [](int a) { // quadratic character of GF(5): squares are 1, 4
+    a = ((a % 5) + 5) % 5;
+    return a == 0 ? 0 : (a == 1 || a == 4 ? 1 : -1);
+  };
+  std::vector<float> h(144);
+  for (int i = 0; i < 6; ++i) {
+    for (int j = 0; j < 6; ++j) {
+      int c = i == 0 || j == 0 ? (i != j) : chi(j - i);
+      for (int r = 0; r < 2; ++r) {
+        for (int t = 0; t < 2; ++t) {
+          int v = c == 0 ? (r == 0 && t == 0 ? 1 : -1)
+                         : c * (r == 1 && t == 1 ? -1 : 1);
+          h[(2 * i + r) * 12 + 2 * j + t] = static_cast<float>(v);
+        }
+      }
+    }
+  }
+  return array(h.begin(), {12, 12}, dt);
+}
+
+} // namespace
 
 array hadamard_transform(const array& a, std::optional<float> scale,
                          StreamOrDevice s) {
@@ -105,19 +137,28 @@ array hadamard_transform(const array& a, std::optional<float> scale,
   Dtype dt = out_dt == float64 ? float64 : float32;
   auto x = astype(a.ndim() == 0 ? reshape(a, {1}, s) : a, dt, s);
   int n = x.shape(-1);
-  if (n < 1 || (n & (n - 1)) != 0) {
-    invalid(op, "the last axis must have a power-of-two size, got " +
-                    describe(a) + ".");
+  // n = m * 2^k with m = 1 or 12.
+  int m = n % 12 == 0 ? 12 : 1;
+  int p = n / m;
+  if (n < 1 || (p & (p - 1)) != 0) {
+    invalid(op,
+            "the last axis must have size 2^k or 12 * 2^k (MLX's sizes "
+            "20 * 2^k and 28 * 2^k are not supported), got " +
+                describe(a) + ".");
   }
   Shape shape = x.shape();
-  int64_t rows = n == 0 ? 0 : static_cast<int64_t>(x.size() / n);
-  // Sylvester's H_2m = [[H_m, H_m], [H_m, -H_m]]: one butterfly per bit of
-  // the index, each pairing entries `half` apart.
-  for (int half = 1; half < n; half *= 2) {
-    auto y = reshape(x, {static_cast<int>(rows), n / (2 * half), 2, half}, s);
+  int rows = static_cast<int>(x.size() / n);
+  // H_n = H_m (x) H_p. Sylvester's H_2j = [[H_j, H_j], [H_j, -H_j]] is one
+  // butterfly per bit of the index within p, each pairing entries `half`
+  // apart.
+  for (int half = 1; half < p; half *= 2) {
+    auto y = reshape(x, {rows * m, p / (2 * half), 2, half}, s);
     auto lo = slice(y, {0, 0, 0, 0}, {y.shape(0), y.shape(1), 1, half}, s);
     auto hi = slice(y, {0, 0, 1, 0}, {y.shape(0), y.shape(1), 2, half}, s);
     x = concatenate({add(lo, hi, s), subtract(lo, hi, s)}, 2, s);
+  }
+  if (m == 12) {
+    x = matmul(hadamard_12(dt), reshape(x, {rows, m, p}, s), s);
   }
   float sc = scale.value_or(1.0f / std::sqrt(static_cast<float>(n)));
   x = multiply(reshape(x, shape, s), array(sc, dt), s);

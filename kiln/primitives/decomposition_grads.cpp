@@ -21,9 +21,7 @@ array batch_first(const array& x, int axis, StreamOrDevice s) {
   return axis <= 0 ? x : moveaxis(x, axis, 0, s);
 }
 
-array eye_of(int n, Dtype dt, StreamOrDevice s) {
-  return eye(n, n, 0, dt, s);
-}
+array eye_of(int n, Dtype dt, StreamOrDevice s) { return eye(n, n, 0, dt, s); }
 
 // The triangle a triangular op reads (diagonal included).
 array triangle(const array& x, bool upper, StreamOrDevice s) {
@@ -43,8 +41,8 @@ array fold_to_triangle(const array& g, bool upper, StreamOrDevice s) {
 array mirror_triangle(const array& a, bool upper, StreamOrDevice s) {
   int n = a.shape(-1);
   auto off = upper ? triu(a, 1, s) : tril(a, -1, s);
-  return add(add(off, mT(off, s), s),
-             multiply(a, eye_of(n, a.dtype(), s), s), s);
+  return add(add(off, mT(off, s), s), multiply(a, eye_of(n, a.dtype(), s), s),
+             s);
 }
 
 } // namespace
@@ -141,8 +139,7 @@ std::vector<array> LUF::jvp(const std::vector<array>& primals,
 std::pair<std::vector<array>, std::vector<int>> LUF::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
   StreamOrDevice s = stream();
-  return {detail::lu_outputs(batch_first(inputs[0], axes[0], s), s),
-          {0, 0, 0}};
+  return {detail::lu_outputs(batch_first(inputs[0], axes[0], s), s), {0, 0, 0}};
 }
 
 // ---- Eigh ----
@@ -168,10 +165,11 @@ std::vector<array> Eigh::vjp(const std::vector<array>& primals,
   bool upper = uplo_ == 'U';
   const array& w = outputs[0];
   int n = w.shape(-1);
-  auto inner = multiply(eye_of(n, w.dtype(), s),
-                        expand_dims(cotangents[0], -2, s), s);
-  array v = vectors_ ? outputs[1]
-                     : linalg::eigh(primals[0], std::string(1, uplo_), s).second;
+  auto inner =
+      multiply(eye_of(n, w.dtype(), s), expand_dims(cotangents[0], -2, s), s);
+  array v = vectors_
+                ? outputs[1]
+                : linalg::eigh(primals[0], std::string(1, uplo_), s).second;
   if (vectors_) {
     auto vv = matmul(mT(v, s), cotangents[1], s);
     inner = add(inner, multiply(eigen_gaps(w, s), vv, s), s);

@@ -73,9 +73,8 @@ void init_fast(nb::module_& parent) {
       "logsumexp(logits, -1) - logits[..., targets], in float32.");
   m.def(
       "gated_delta_update",
-      [](ArrayLike q, ArrayLike k, ArrayLike v, ArrayLike gamma,
-         ArrayLike beta, nb::handle initial_state, nb::handle mask,
-         const StreamArg& s) {
+      [](ArrayLike q, ArrayLike k, ArrayLike v, ArrayLike gamma, ArrayLike beta,
+         nb::handle initial_state, nb::handle mask, const StreamArg& s) {
         auto [out, state] = fast::gated_delta_update(
             to_array(q), to_array(k), to_array(v), to_array(gamma),
             to_array(beta), opt_array(initial_state), opt_array(mask),
@@ -85,9 +84,8 @@ void init_fast(nb::module_& parent) {
         l.append(state);
         return l;
       },
-      "q"_a, "k"_a, "v"_a, "gamma"_a, "beta"_a,
-      "initial_state"_a = nb::none(), "mask"_a = nb::none(),
-      "stream"_a = nb::none(),
+      "q"_a, "k"_a, "v"_a, "gamma"_a, "beta"_a, "initial_state"_a = nb::none(),
+      "mask"_a = nb::none(), "stream"_a = nb::none(),
       "The gated delta rule over time: [output, final state].");
 }
 

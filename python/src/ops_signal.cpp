@@ -17,9 +17,8 @@ void init_ops_signal(nb::module_& m) {
         Window{"hanning", hanning, "The Hann window."}}) {
     WindowFn fn = w.fn;
     m.def(
-        w.name,
-        [fn](int M, const StreamArg& s) { return fn(M, to_sod(s)); }, "M"_a,
-        nb::kw_only(), "stream"_a = nb::none(), w.doc);
+        w.name, [fn](int M, const StreamArg& s) { return fn(M, to_sod(s)); },
+        "M"_a, nb::kw_only(), "stream"_a = nb::none(), w.doc);
   }
   m.def(
       "convolve",

@@ -157,8 +157,8 @@ void init_random(nb::module_& parent) {
       "laplace",
       [](const ShapeArg& shape, std::optional<Dtype> d, float loc, float scale,
          nb::handle key, const StreamArg& s) {
-        return random::laplace(to_shape(shape), d.value_or(float32), loc,
-                               scale, key_of(key), to_sod(s));
+        return random::laplace(to_shape(shape), d.value_or(float32), loc, scale,
+                               key_of(key), to_sod(s));
       },
       "shape"_a = std::vector<int>{}, "dtype"_a = nb::none(), "loc"_a = 0.0f,
       "scale"_a = 1.0f, "key"_a = nb::none(), "stream"_a = nb::none(),

@@ -30,23 +30,23 @@ TEST(FastLosses, CrossEntropyMatchesLogSumExp) {
     }
   }
   auto l = random_array({4, 5}, float32);
+  EXPECT_TRUE(throws_naming([&] { fast::cross_entropy(l, zeros({3}, int32)); },
+                            "fast::cross_entropy"));
+  EXPECT_TRUE(
+      throws_naming([&] { fast::cross_entropy(l, zeros({4}, float32)); },
+                    "fast::cross_entropy"));
   EXPECT_TRUE(throws_naming(
-      [&] { fast::cross_entropy(l, zeros({3}, int32)); },
-      "fast::cross_entropy"));
-  EXPECT_TRUE(throws_naming(
-      [&] { fast::cross_entropy(l, zeros({4}, float32)); },
-      "fast::cross_entropy"));
-  EXPECT_TRUE(throws_naming(
-      [&] { fast::cross_entropy(zeros({4, 5}, int32), zeros({4}, int32)); },
+      [&] {
+        fast::cross_entropy(zeros({4, 5}, int32), zeros({4}, int32));
+      },
       "fast::cross_entropy"));
   // The loss is float32 (as MLX) whatever the logits, so its gradient is
   // checked against softmax(logits) - onehot(targets) rather than finite
   // differences.
   auto t = array({0, 4, 2}, {3});
   auto x = random_array({3, 5}, float32);
-  auto g = grad([t](const array& l) {
-    return sum(fast::cross_entropy(l, t));
-  })(x);
+  auto g =
+      grad([t](const array& l) { return sum(fast::cross_entropy(l, t)); })(x);
   auto xv = to_doubles(x);
   std::vector<double> want;
   for (int r = 0; r < 3; ++r) {
@@ -57,9 +57,11 @@ TEST(FastLosses, CrossEntropyMatchesLogSumExp) {
     }
   }
   EXPECT_TRUE(all_close(to_doubles(g), want, 1e-5, 1e-6));
-  EXPECT_TRUE(check_vmap([t](const std::vector<array>& in) {
-    return fast::cross_entropy(in[0], t);
-  }, {random_array({4, 3, 5}, float64)}, {0}));
+  EXPECT_TRUE(check_vmap(
+      [t](const std::vector<array>& in) {
+        return fast::cross_entropy(in[0], t);
+      },
+      {random_array({4, 3, 5}, float64)}, {0}));
 }
 
 // The recurrence written out per batch, head and step in float64.
@@ -116,11 +118,13 @@ TEST(FastLosses, GatedDeltaUpdateMatchesRecurrence) {
     auto s0 = random_array({B, Hv, Dv, Dk}, dt);
     std::vector<bool> on(B * T, true);
     for (bool masked : {false, true}) {
-      if (masked) on = {true, true, false, true, false, true, true, true, true, false};
+      if (masked)
+        on = {true, true, false, true, false, true, true, true, true, false};
       std::vector<bool> mv(on.begin(), on.end());
       std::vector<int> mi(mv.begin(), mv.end());
       auto mask = astype(array(mi.begin(), {B, T}, int32), bool_);
-      std::optional<array> m = masked ? std::optional<array>(mask) : std::nullopt;
+      std::optional<array> m =
+          masked ? std::optional<array>(mask) : std::nullopt;
       double tol = dt == float32 ? 1e-4 : 1e-10;
       // with and without a starting state; q as a transposed view
       for (bool with_state : {false, true}) {
@@ -149,13 +153,18 @@ TEST(FastLosses, GatedDeltaUpdateMatchesRecurrence) {
         fast::gated_delta_update(q, q, v4, g, g);
       },
       "fast::gated_delta_update"));
-  check_transforms("gated_delta_update", [](const std::vector<array>& in) {
-    auto r = fast::gated_delta_update(in[0], in[1], in[2], in[3], in[4], in[5]);
-    return add(sum(r.first), sum(square(r.second)));
-  }, {random_array({1, 3, 1, 3}, float64, -1, 1),
-      random_array({1, 3, 1, 3}, float64, -1, 1),
-      random_array({1, 3, 2, 2}, float64), random_array({1, 3, 2}, float64, 0.5, 1),
-      random_array({1, 3, 2}, float64, 0, 1), random_array({1, 2, 2, 3}, float64)});
+  check_transforms("gated_delta_update",
+                   [](const std::vector<array>& in) {
+                     auto r = fast::gated_delta_update(in[0], in[1], in[2],
+                                                       in[3], in[4], in[5]);
+                     return add(sum(r.first), sum(square(r.second)));
+                   },
+                   {random_array({1, 3, 1, 3}, float64, -1, 1),
+                    random_array({1, 3, 1, 3}, float64, -1, 1),
+                    random_array({1, 3, 2, 2}, float64),
+                    random_array({1, 3, 2}, float64, 0.5, 1),
+                    random_array({1, 3, 2}, float64, 0, 1),
+                    random_array({1, 2, 2, 3}, float64)});
 }
 
 } // namespace

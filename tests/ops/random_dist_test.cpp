@@ -216,7 +216,8 @@ TEST(RandomDist, LaplaceMomentsAndTails) {
   // the same key draws the same numbers; half types hold the float32 draw
   auto a = random::laplace({64}, float32, 0, 1, key(3));
   auto h = random::laplace({64}, float16, 0, 1, key(3));
-  EXPECT_EQ(to_doubles(a), to_doubles(random::laplace({64}, float32, 0, 1, key(3))));
+  EXPECT_EQ(to_doubles(a),
+            to_doubles(random::laplace({64}, float32, 0, 1, key(3))));
   EXPECT_EQ(to_doubles(h), quantize(to_doubles(a), float16));
   expect_invalid([] { random::laplace({2}, int32); }, "laplace");
 }
@@ -227,7 +228,8 @@ TEST(RandomDist, MultivariateNormalCovariance) {
   std::vector<double> cov(9, 0.0);
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
-      for (int k = 0; k < 3; ++k) cov[i * 3 + j] += lv[i * 3 + k] * lv[j * 3 + k];
+      for (int k = 0; k < 3; ++k)
+        cov[i * 3 + j] += lv[i * 3 + k] * lv[j * 3 + k];
   array c(cov.begin(), {3, 3}, float32);
   array mean({1.0f, -2.0f, 0.5f}, {3});
   int n = kN / 4;
@@ -250,14 +252,17 @@ TEST(RandomDist, MultivariateNormalCovariance) {
   EXPECT_EQ(random::multivariate_normal(mean, c, {5, 2}).shape(),
             (Shape{5, 2, 3}));
   expect_invalid(
-      [&] { random::multivariate_normal(zeros({2, 3}), c, {5}); },
+      [&] {
+        random::multivariate_normal(zeros({2, 3}), c, {5});
+      },
       "multivariate_normal");
   expect_invalid(
-      [&] { random::multivariate_normal(mean, zeros({4, 4})); },
+      [&] {
+        random::multivariate_normal(mean, zeros({4, 4}));
+      },
       "multivariate_normal");
-  expect_invalid(
-      [&] { random::multivariate_normal(mean, c, {}, float64); },
-      "multivariate_normal");
+  expect_invalid([&] { random::multivariate_normal(mean, c, {}, float64); },
+                 "multivariate_normal");
 }
 
 TEST(RandomDist, ZeroSizeAndScalarShapes) {

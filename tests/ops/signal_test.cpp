@@ -67,8 +67,7 @@ TEST(Signal, ConvolveModes) {
       // same: the length of the longer, centred; valid: full overlap only
       int lo = (small - 1) / 2;
       std::vector<double> same(full.begin() + lo, full.begin() + lo + big);
-      std::vector<double> valid(full.begin() + small - 1,
-                                full.begin() + big);
+      std::vector<double> valid(full.begin() + small - 1, full.begin() + big);
       double tol = tolerance(dt);
       // a reversed (negative-stride) view of the same values too
       for (auto& av : {a, reversed(reversed(a, 0), 0)}) {
@@ -88,16 +87,22 @@ TEST(Signal, ConvolveModes) {
   EXPECT_TRUE(all_close(got, ref_convolve(rv, {1, -1}), 1e-6, 1e-6));
   auto f = random_array({4}, float32);
   EXPECT_TRUE(throws_naming(
-      [&] { convolve(random_array({2, 2}, float32), f); }, "convolve"));
+      [&] {
+        convolve(random_array({2, 2}, float32), f);
+      },
+      "convolve"));
   EXPECT_TRUE(throws_naming([&] { convolve(f, f, "middle"); }, "convolve"));
-  EXPECT_TRUE(throws_naming(
-      [&] { convolve(random_array({4}, int32), f); }, "convolve"));
-  check_transforms("convolve full", [](const std::vector<array>& in) {
-    return convolve(in[0], in[1]);
-  }, {random_array({6}, float64), random_array({3}, float64)});
-  check_transforms("convolve same", [](const std::vector<array>& in) {
-    return convolve(in[0], in[1], "same");
-  }, {random_array({4}, float64), random_array({5}, float64)});
+  EXPECT_TRUE(throws_naming([&] { convolve(random_array({4}, int32), f); },
+                            "convolve"));
+  check_transforms(
+      "convolve full",
+      [](const std::vector<array>& in) { return convolve(in[0], in[1]); },
+      {random_array({6}, float64), random_array({3}, float64)});
+  check_transforms("convolve same",
+                   [](const std::vector<array>& in) {
+                     return convolve(in[0], in[1], "same");
+                   },
+                   {random_array({4}, float64), random_array({5}, float64)});
 }
 
 // H[i, j] = (-1)^popcount(i & j), Sylvester's ordering.
@@ -136,12 +141,55 @@ TEST(Signal, HadamardTransform) {
   auto yi = hadamard_transform(xi, 1.0f);
   EXPECT_EQ(yi.dtype(), float32);
   EXPECT_EQ(to_doubles(yi), ref_hadamard(to_doubles(xi), 4, 1.0));
-  EXPECT_TRUE(throws_naming(
-      [] { hadamard_transform(random_array({3, 6}, float32)); },
-      "hadamard_transform"));
-  check_transforms("hadamard", [](const std::vector<array>& in) {
-    return hadamard_transform(in[0], 0.7f);
-  }, {random_array({2, 8}, float64)});
+  for (int bad : {6, 20, 40, 28}) {
+    EXPECT_TRUE(throws_naming(
+        [bad] {
+          hadamard_transform(random_array({3, bad}, float32));
+        },
+        "hadamard_transform"));
+  }
+  // n = 12 * 2^k: a Hadamard matrix (H H^T = n I), symmetric for 12, and
+  // the Kronecker product H_12 (x) H_2^k with Sylvester's factor.
+  auto h12 = to_doubles(hadamard_transform(eye(12), 1.0f));
+  for (int i = 0; i < 12; ++i) {
+    for (int j = 0; j < 12; ++j) {
+      EXPECT_EQ(std::abs(h12[i * 12 + j]), 1.0);
+      EXPECT_EQ(h12[i * 12 + j], h12[j * 12 + i]);
+      double dot = 0;
+      for (int c = 0; c < 12; ++c) dot += h12[i * 12 + c] * h12[j * 12 + c];
+      EXPECT_EQ(dot, i == j ? 12.0 : 0.0);
+    }
+  }
+  // First rows of MLX's H_12 (mlx.core.hadamard_transform(eye(12), 1.0)).
+  std::vector<double> row0{1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  std::vector<double> row1{-1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1};
+  EXPECT_EQ(std::vector<double>(h12.begin(), h12.begin() + 12), row0);
+  EXPECT_EQ(std::vector<double>(h12.begin() + 12, h12.begin() + 24), row1);
+  for (int p : {2, 8}) {
+    int n = 12 * p;
+    auto x = random_array({2, n}, float64);
+    auto xv = to_doubles(x);
+    std::vector<double> want(xv.size(), 0.0);
+    for (int r = 0; r < 2; ++r) {
+      for (int i = 0; i < n; ++i) {
+        for (int j = 0; j < n; ++j) {
+          double hp = __builtin_popcount((i % p) & (j % p)) % 2 ? -1 : 1;
+          want[r * n + i] += h12[(i / p) * 12 + j / p] * hp * xv[r * n + j];
+        }
+      }
+    }
+    EXPECT_TRUE(
+        all_close(to_doubles(hadamard_transform(x, 1.0f)), want, 1e-10, 1e-10));
+  }
+  check_transforms("hadamard",
+                   [](const std::vector<array>& in) {
+                     return hadamard_transform(in[0], 0.7f);
+                   },
+                   {random_array({2, 8}, float64)});
+  check_transforms(
+      "hadamard 24",
+      [](const std::vector<array>& in) { return hadamard_transform(in[0]); },
+      {random_array({2, 24}, float64)});
 }
 
 } // namespace

@@ -70,23 +70,22 @@ TEST(GradDecomposition, LuFactor) {
     check_transforms("lu L " + detail::shape_str(s), lower, {a});
     check_transforms("lu U " + detail::shape_str(s), upper, {a});
   }
-  check_transforms("lu_factor transposed", packed, {as_transposed(rnd({4, 4}))});
+  check_transforms("lu_factor transposed", packed,
+                   {as_transposed(rnd({4, 4}))});
   // the pivots and the permutation are batched by vmap too
-  auto piv = one([](auto& a) {
-    return astype(linalg::lu_factor(a).second, float64);
-  });
+  auto piv =
+      one([](auto& a) { return astype(linalg::lu_factor(a).second, float64); });
   EXPECT_TRUE(check_vmap(piv, {rnd({3, 4, 4})}, {0}));
-  EXPECT_TRUE(check_vmap(one([](auto& a) {
-                           return astype(linalg::lu(a)[0], float64);
-                         }),
-                         {rnd({4, 3, 3})}, {1}));
+  EXPECT_TRUE(
+      check_vmap(one([](auto& a) { return astype(linalg::lu(a)[0], float64); }),
+                 {rnd({4, 3, 3})}, {1}));
   // gradients need square matrices
-  EXPECT_THROW(
-      vjp([](const std::vector<array>& in) {
-            return std::vector<array>{linalg::lu_factor(in[0]).first};
-          },
-          {rnd({3, 4})}, {rnd({3, 4})}),
-      std::invalid_argument);
+  EXPECT_THROW(vjp(
+                   [](const std::vector<array>& in) {
+                     return std::vector<array>{linalg::lu_factor(in[0]).first};
+                   },
+                   {rnd({3, 4})}, {rnd({3, 4})}),
+               std::invalid_argument);
 }
 
 TEST(GradDecomposition, DetAndSlogdet) {
@@ -132,8 +131,8 @@ TEST(GradDecomposition, Eigh) {
   // v_i v_i^T (here summed: the identity, as sum w = trace)
   auto g = grad([](const array& x) { return sum(linalg::eigvalsh(x)); })(
       rnd({3, 3}));
-  EXPECT_TRUE(all_close(to_doubles(g),
-                        to_doubles(eye(3, 3, 0, float64)), 1e-10, 1e-10));
+  EXPECT_TRUE(all_close(to_doubles(g), to_doubles(eye(3, 3, 0, float64)), 1e-10,
+                        1e-10));
 }
 
 TEST(GradDecomposition, Composed) {
@@ -146,25 +145,31 @@ TEST(GradDecomposition, Composed) {
   };
   check_transforms("cross", c, {rnd({4, 3}), rnd({4, 3})});
   check_transforms("cross broadcast 2-vector", c, {rnd({4, 2}), rnd({3})});
-  check_transforms("cross axis 0", [](const std::vector<array>& in) {
-    return linalg::cross(in[0], in[1], 0);
-  }, {rnd({3, 2}), rnd({3, 2})});
+  check_transforms("cross axis 0",
+                   [](const std::vector<array>& in) {
+                     return linalg::cross(in[0], in[1], 0);
+                   },
+                   {rnd({3, 2}), rnd({3, 2})});
 }
 
 TEST(GradDecomposition, EigVmapOnly) {
   auto a = rnd({3, 4, 4});
-  auto w = vmap([](const std::vector<array>& in) {
-    return std::vector<array>{linalg::eigvals(in[0])};
-  }, {0})({a})[0];
+  auto w = vmap(
+      [](const std::vector<array>& in) {
+        return std::vector<array>{linalg::eigvals(in[0])};
+      },
+      {0})({a})[0];
   auto w_direct = linalg::eigvals(a);
   EXPECT_TRUE(all_close(to_doubles(w), to_doubles(w_direct), 1e-6, 1e-6));
   auto b = rnd({4, 4, 3});
-  auto v = vmap([](const std::vector<array>& in) {
-    return std::vector<array>{linalg::eig(in[0]).second};
-  }, {2})({b})[0];
+  auto v = vmap(
+      [](const std::vector<array>& in) {
+        return std::vector<array>{linalg::eig(in[0]).second};
+      },
+      {2})({b})[0];
   EXPECT_TRUE(all_close(to_doubles(v),
-                        to_doubles(linalg::eig(moveaxis(b, 2, 0)).second),
-                        1e-6, 1e-6));
+                        to_doubles(linalg::eig(moveaxis(b, 2, 0)).second), 1e-6,
+                        1e-6));
   EXPECT_THROW(grad([](const array& x) {
                  return sum(abs(linalg::eigvals(x)));
                })(rnd({3, 3})),

@@ -64,7 +64,7 @@ void write_rows(const T* src, int64_t ld, int64_t rows, int64_t cols, T* dst) {
 }
 
 [[noreturn]] inline void fail(const char* op, size_t batch, size_t nbatch,
-                       const std::string& what) {
+                              const std::string& what) {
   std::string where =
       nbatch > 1 ? " (matrix " + std::to_string(batch) + " of the batch)" : "";
   throw std::runtime_error(std::string("[") + op + "] " + what + where + ".");

@@ -29,8 +29,7 @@ lapack_int trtri(char uplo, int n, double* a) {
 
 } // namespace
 
-void TriangularInverse::eval_cpu(const std::vector<array>& inputs,
-                                 array& out) {
+void TriangularInverse::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& a = inputs[0];
   out.set_data(allocator::malloc(out.nbytes()));
   if (out.size() == 0) return;
@@ -85,7 +84,8 @@ void LUF::eval_cpu(const std::vector<array>& inputs,
       read_cols(a, offs[i], work.data());
       // info > 0 only reports an exact zero on U's diagonal: the factors are
       // still valid, so a singular matrix is not an error here.
-      check_internal("linalg::lu_factor", getrf(m, n, work.data(), ipiv.data()));
+      check_internal("linalg::lu_factor",
+                     getrf(m, n, work.data(), ipiv.data()));
       write_rows(work.data(), m, m, n, lu.data<T>() + i * m * n);
       // Apply the swaps to the identity to get the rows of a that make up
       // L U in order, then invert that to say where each row of a went.
