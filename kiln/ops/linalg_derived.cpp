@@ -31,6 +31,12 @@ array pinv(const array& a, StreamOrDevice s) {
   detail::check_matrices("linalg::pinv", a, false);
   int m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
   int nd = static_cast<int>(a.ndim());
+  if (k == 0) {
+    // No singular values: the pseudo-inverse of an empty map is zero.
+    Shape out = a.shape();
+    std::swap(out[nd - 1], out[nd - 2]);
+    return zeros(out, a.dtype(), s);
+  }
   auto f = svd(a, true, s);
   auto u = part(f[0], nd - 1, 0, k, s);
   auto vt = part(f[2], nd - 2, 0, k, s);

@@ -345,3 +345,18 @@ def test_against_mlx(rng):
         mx.linalg.norm(ma, ord="fro", axis=(-2, -1)),
         rtol=1e-5,
     )
+
+
+def test_compile_and_empty(rng):
+    a = shifted(rng, (2, 3, 3))
+    sym = kin(a + np.swapaxes(a, -1, -2), kc.float64)
+
+    def f(x):
+        return LA.det(x) + LA.eigvalsh(x).sum(-1) + LA.pinv(x).sum((-2, -1))
+
+    check(kc.compile(f)(sym), f(sym), rtol=1e-12, atol=1e-12)
+    # empty stacks and matrices
+    assert LA.det(kc.zeros((0, 0))).item() == 1.0
+    assert LA.eigh(kc.zeros((2, 0, 0)))[1].shape == (2, 0, 0)
+    assert LA.pinv(kc.zeros((3, 0))).shape == (0, 3)
+    assert LA.lu(kc.zeros((0, 3, 3)))[0].shape == (0, 3)

@@ -388,6 +388,11 @@ TEST(LinalgDecomp, PinvIsAGeneralizedInverse) {
       }
     }
   }
+  // empty maps have zero pseudo-inverses of the transposed shape
+  EXPECT_EQ(linalg::pinv(random_array({3, 0}, float32)).shape(),
+            (Shape{0, 3}));
+  EXPECT_EQ(linalg::pinv(random_array({2, 0, 0}, float64)).shape(),
+            (Shape{2, 0, 0}));
   // rank one: [[1, 2], [2, 4]] / 25
   auto p = to_doubles(linalg::pinv(array({1.0f, 2.0f, 2.0f, 4.0f}, {2, 2})));
   EXPECT_TRUE(all_close(p, {0.04, 0.08, 0.08, 0.16}, 1e-5, 1e-6));
