@@ -2,12 +2,16 @@
 // the eigendecompositions. As in factorization_grads.cpp, each derivative
 // has a forward (jvp) and an adjoint (vjp) form that the tests check
 // against each other and against finite differences.
+#include <algorithm>
+#include <optional>
+
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/linalg.h"
 #include "kiln/ops/linalg_impl.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
+#include "kiln/ops/slicing.h"
 #include "kiln/ops/utils.h"
 #include "kiln/primitives/linalg.h"
 
@@ -75,15 +79,12 @@ std::pair<std::vector<array>, std::vector<int>> TriangularInverse::vmap(
 }
 
 // ---- LUF ----
+// With B = P a = L U (P the row order the pivots picked, held fixed), the
+// square part B1 = L1 U1 (K x K) has F = L1^-1 dB1 U1^-1,
+// dL1 = L1 tril(F, -1) and dU1 = triu(F) U1. A tall matrix adds rows
+// B2 = L2 U1, so dL2 = (dB2 - L2 dU1) U1^-1; a wide one adds columns
+// B2 = L1 U2, so dU2 = L1^-1 (dB2 - dL1 U2).
 namespace {
-
-void check_square_lu(const array& a) {
-  if (a.shape(-1) != a.shape(-2)) {
-    detail::invalid("linalg::lu_factor",
-                    "gradients are only defined for square matrices, got " +
-                        detail::describe(a) + ".");
-  }
-}
 
 // P with (P a)[r] = a[order[r]], from perm (a[i] = (L U)[perm[i]]):
 // P[r, c] = 1 where perm[c] == r.
@@ -93,13 +94,34 @@ array row_permutation(const array& perm, Dtype dt, StreamOrDevice s) {
   return astype(equal(expand_dims(perm, -2, s), rows, s), dt, s);
 }
 
+// Rows [r0, r1) and columns [c0, c1) of a stack of matrices.
+array block(const array& x, int r0, int r1, int c0, int c1, StreamOrDevice s) {
+  int nd = static_cast<int>(x.ndim());
+  Shape start(nd, 0), stop = x.shape();
+  start[nd - 2] = r0;
+  stop[nd - 2] = r1;
+  start[nd - 1] = c0;
+  stop[nd - 1] = c1;
+  return slice(x, start, stop, s);
+}
+
+// The packed factors split as above: the unit lower L1 and upper U1 of the
+// square part, their inverses, and the extra block (L2 or U2) if any.
 struct LuParts {
-  array l, u;
+  array l1, u1, l1_inv, u1_inv;
+  std::optional<array> extra;
 };
 
 LuParts lu_parts(const array& lu, StreamOrDevice s) {
-  int n = lu.shape(-1);
-  return {add(tril(lu, -1, s), eye_of(n, lu.dtype(), s), s), triu(lu, 0, s)};
+  int m = lu.shape(-2), n = lu.shape(-1), k = std::min(m, n);
+  auto sq = block(lu, 0, k, 0, k, s);
+  auto l1 = add(tril(sq, -1, s), eye_of(k, lu.dtype(), s), s);
+  auto u1 = triu(sq, 0, s);
+  LuParts p{l1, u1, linalg::tri_inv(l1, false, s), linalg::tri_inv(u1, true, s),
+            std::nullopt};
+  if (m > k) p.extra = block(lu, k, m, 0, n, s);
+  if (n > k) p.extra = block(lu, 0, m, k, n, s);
+  return p;
 }
 
 } // namespace
@@ -109,16 +131,30 @@ std::vector<array> LUF::vjp(const std::vector<array>& primals,
                             const std::vector<int>&,
                             const std::vector<array>& outputs) {
   StreamOrDevice s = stream();
-  check_square_lu(primals[0]);
-  auto [l, u] = lu_parts(outputs[0], s);
+  const array& a = primals[0];
+  int m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
+  auto p = lu_parts(outputs[0], s);
   const array& bar = cotangents[0];
-  auto g = add(tril(matmul(mT(l, s), tril(bar, -1, s), s), -1, s),
-               triu(matmul(triu(bar, 0, s), mT(u, s), s), 0, s), s);
-  auto li = linalg::tri_inv(l, false, s);
-  auto ui = linalg::tri_inv(u, true, s);
-  auto mbar = matmul(mT(li, s), matmul(g, mT(ui, s), s), s);
-  auto p = row_permutation(outputs[2], mbar.dtype(), s);
-  return {matmul(mT(p, s), mbar, s)};
+  auto bar1 = block(bar, 0, k, 0, k, s);
+  // Cotangents of L1 and U1 (any matrices: only their pairing with
+  // L1 tril(F, -1) and triu(F) U1 matters), and of the extra block of B.
+  array lbar = tril(bar1, -1, s), ubar = triu(bar1, 0, s);
+  std::optional<array> extra_bar;
+  if (m > k) {
+    auto b2 = matmul(block(bar, k, m, 0, n, s), mT(p.u1_inv, s), s);
+    ubar = subtract(ubar, matmul(mT(*p.extra, s), b2, s), s);
+    extra_bar = b2;
+  } else if (n > k) {
+    auto b2 = matmul(mT(p.l1_inv, s), block(bar, 0, m, k, n, s), s);
+    lbar = subtract(lbar, matmul(b2, mT(*p.extra, s), s), s);
+    extra_bar = b2;
+  }
+  auto g = add(tril(matmul(mT(p.l1, s), lbar, s), -1, s),
+               triu(matmul(ubar, mT(p.u1, s), s), 0, s), s);
+  auto bbar = matmul(mT(p.l1_inv, s), matmul(g, mT(p.u1_inv, s), s), s);
+  if (extra_bar) bbar = concatenate({bbar, *extra_bar}, m > k ? -2 : -1, s);
+  auto perm = row_permutation(outputs[2], bbar.dtype(), s);
+  return {matmul(mT(perm, s), bbar, s)};
 }
 
 std::vector<array> LUF::jvp(const std::vector<array>& primals,
@@ -126,13 +162,23 @@ std::vector<array> LUF::jvp(const std::vector<array>& primals,
                             const std::vector<int>&) {
   StreamOrDevice s = stream();
   const array& a = primals[0];
-  check_square_lu(a);
+  int m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
   auto outs = detail::lu_outputs(a, s);
-  auto [l, u] = lu_parts(outs[0], s);
-  auto dm = matmul(row_permutation(outs[2], a.dtype(), s), tangents[0], s);
-  auto f = matmul(linalg::tri_inv(l, false, s),
-                  matmul(dm, linalg::tri_inv(u, true, s), s), s);
-  auto dlu = add(matmul(l, tril(f, -1, s), s), matmul(triu(f, 0, s), u, s), s);
+  auto p = lu_parts(outs[0], s);
+  auto db = matmul(row_permutation(outs[2], a.dtype(), s), tangents[0], s);
+  auto f = matmul(p.l1_inv, matmul(block(db, 0, k, 0, k, s), p.u1_inv, s), s);
+  auto dl = matmul(p.l1, tril(f, -1, s), s);
+  auto du = matmul(triu(f, 0, s), p.u1, s);
+  auto dlu = add(dl, du, s);
+  if (m > k) {
+    auto db2 = block(db, k, m, 0, n, s);
+    auto dl2 = matmul(subtract(db2, matmul(*p.extra, du, s), s), p.u1_inv, s);
+    dlu = concatenate({dlu, dl2}, -2, s);
+  } else if (n > k) {
+    auto db2 = block(db, 0, m, k, n, s);
+    auto du2 = matmul(p.l1_inv, subtract(db2, matmul(dl, *p.extra, s), s), s);
+    dlu = concatenate({dlu, du2}, -1, s);
+  }
   return {dlu, zeros_like(outs[1], s), zeros_like(outs[2], s)};
 }
 

@@ -192,9 +192,10 @@ class TriangularInverse : public UnaryPrimitive {
  *  (..., K) uint32 (row i was swapped with row pivots[i], 0-based), and the
  *  row order perm (..., M) uint32 with a[i] = (L U)[perm[i]]. A singular
  *  matrix is factored (a zero on U's diagonal), not rejected.
- *  Gradients (square matrices only) hold the pivoting fixed:
- *  with B = a[order] = L U, F = L^-1 dB U^-1, dL = L tril(F, -1) and
- *  dU = triu(F) U. */
+ *  Gradients hold the pivoting fixed: with B = a[order] = L U and its
+ *  square part B1 = L1 U1, F = L1^-1 dB1 U1^-1, dL1 = L1 tril(F, -1) and
+ *  dU1 = triu(F) U1; extra rows or columns follow from B2 = L2 U1 or
+ *  B2 = L1 U2. They need U1 invertible. */
 class LUF : public Primitive {
  public:
   explicit LUF(Stream s) : Primitive(s) {}

@@ -188,6 +188,8 @@ def test_gradients(rng):
             sym,
         ),
         (lambda x: (LA.lu_factor(x)[0] ** 2).sum(), a),
+        (lambda x: (LA.lu(x[:, :2])[1] ** 2).sum(), a),
+        (lambda x: (LA.lu(x[:2])[2] ** 2).sum(), a),
         (lambda x: LA.cross(x[0], x[1]).sum(), a),
     ]
     for f, x in cases:

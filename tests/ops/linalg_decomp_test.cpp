@@ -389,8 +389,7 @@ TEST(LinalgDecomp, PinvIsAGeneralizedInverse) {
     }
   }
   // empty maps have zero pseudo-inverses of the transposed shape
-  EXPECT_EQ(linalg::pinv(random_array({3, 0}, float32)).shape(),
-            (Shape{0, 3}));
+  EXPECT_EQ(linalg::pinv(random_array({3, 0}, float32)).shape(), (Shape{0, 3}));
   EXPECT_EQ(linalg::pinv(random_array({2, 0, 0}, float64)).shape(),
             (Shape{2, 0, 0}));
   // rank one: [[1, 2], [2, 4]] / 25

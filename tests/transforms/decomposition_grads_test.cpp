@@ -79,13 +79,12 @@ TEST(GradDecomposition, LuFactor) {
   EXPECT_TRUE(
       check_vmap(one([](auto& a) { return astype(linalg::lu(a)[0], float64); }),
                  {rnd({4, 3, 3})}, {1}));
-  // gradients need square matrices
-  EXPECT_THROW(vjp(
-                   [](const std::vector<array>& in) {
-                     return std::vector<array>{linalg::lu_factor(in[0]).first};
-                   },
-                   {rnd({3, 4})}, {rnd({3, 4})}),
-               std::invalid_argument);
+  // tall and wide matrices: the extra rows of L or columns of U
+  for (Shape sh : {Shape{5, 3}, Shape{3, 5}, Shape{2, 4, 2}, Shape{2, 2, 4}}) {
+    check_transforms("lu_factor " + detail::shape_str(sh), packed, {rnd(sh)});
+    check_transforms("lu L " + detail::shape_str(sh), lower, {rnd(sh)});
+    check_transforms("lu U " + detail::shape_str(sh), upper, {rnd(sh)});
+  }
 }
 
 TEST(GradDecomposition, DetAndSlogdet) {
