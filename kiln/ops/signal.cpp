@@ -1,7 +1,10 @@
 #include "kiln/ops/signal.h"
 
+#include <array>
+#include <bit>
 #include <cmath>
 #include <numbers>
+#include <string>
 #include <vector>
 
 #include "kiln/ops/conv.h"
@@ -103,8 +106,7 @@ namespace {
 // The Hadamard matrix of order 12 from Paley's construction II for q = 5:
 // the Jacobsthal matrix Q of GF(5) bordered by ones into C, then each 0 of
 // C replaced by [[1, -1], [-1, -1]] and each +-1 by +-[[1, 1], [1, -1]].
-// (The one MLX uses, so results agree.)
-array hadamard_12(Dtype dt) {
+std::vector<float> paley_12() {
   auto chi = [](int a) { // quadratic character of GF(5): squares are 1, 4
     a = ((a % 5) + 5) % 5;
     return a == 0 ? 0 : (a == 1 || a == 4 ? 1 : -1);
@@ -122,7 +124,38 @@ array hadamard_12(Dtype dt) {
       }
     }
   }
-  return array(h.begin(), {12, 12}, dt);
+  return h;
+}
+
+// Williamson's array [[A, B, C, D], [-B, A, -D, C], [-C, D, A, -B],
+// [-D, -C, B, A]] of symmetric circulant blocks, each given by its first
+// row as a string of signs.
+std::vector<float> williamson(const std::array<const char*, 4>& rows) {
+  int w = static_cast<int>(std::string(rows[0]).size()), n = 4 * w;
+  // Block (bi, bj) is sign * circ(rows[which]).
+  const int which[4][4] = {
+      {0, 1, 2, 3}, {1, 0, 3, 2}, {2, 3, 0, 1}, {3, 2, 1, 0}};
+  const int sign[4][4] = {
+      {1, 1, 1, 1}, {-1, 1, -1, 1}, {-1, 1, 1, -1}, {-1, -1, 1, 1}};
+  std::vector<float> h(static_cast<size_t>(n) * n);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      int bi = i / w, bj = j / w;
+      char c = rows[which[bi][bj]][((j % w) - (i % w) + w) % w];
+      h[i * n + j] = static_cast<float>(sign[bi][bj] * (c == '+' ? 1 : -1));
+    }
+  }
+  return h;
+}
+
+// The Hadamard matrix of order m (12, 20 or 28) that MLX uses, so results
+// agree: Paley's for 12 and Williamson arrays for 20 and 28.
+array hadamard_base(int m, Dtype dt) {
+  std::vector<float> h =
+      m == 12   ? paley_12()
+      : m == 20 ? williamson({"+----", "+----", "++--+", "+-++-"})
+                : williamson({"+------", "++----+", "+-+--+-", "+--++--"});
+  return array(h.begin(), {m, m}, dt);
 }
 
 } // namespace
@@ -137,15 +170,16 @@ array hadamard_transform(const array& a, std::optional<float> scale,
   Dtype dt = out_dt == float64 ? float64 : float32;
   auto x = astype(a.ndim() == 0 ? reshape(a, {1}, s) : a, dt, s);
   int n = x.shape(-1);
-  // n = m * 2^k with m = 1 or 12.
-  int m = n % 12 == 0 ? 12 : 1;
-  int p = n / m;
-  if (n < 1 || (p & (p - 1)) != 0) {
+  // n = m * 2^k with m = 1, 12, 20 or 28: m follows from n's odd part.
+  int odd = n < 1 ? 0 : n >> std::countr_zero(static_cast<unsigned>(n));
+  int m = odd == 1 ? 1 : 4 * odd;
+  if (n < 1 || (odd != 1 && odd != 3 && odd != 5 && odd != 7) || n % m != 0) {
     invalid(op,
-            "the last axis must have size 2^k or 12 * 2^k (MLX's sizes "
-            "20 * 2^k and 28 * 2^k are not supported), got " +
+            "the last axis must have size m * 2^k for m in (1, 12, 20, 28), "
+            "got " +
                 describe(a) + ".");
   }
+  int p = n / m;
   Shape shape = x.shape();
   int rows = static_cast<int>(x.size() / n);
   // H_n = H_m (x) H_p. Sylvester's H_2j = [[H_j, H_j], [H_j, -H_j]] is one
@@ -157,9 +191,7 @@ array hadamard_transform(const array& a, std::optional<float> scale,
     auto hi = slice(y, {0, 0, 1, 0}, {y.shape(0), y.shape(1), 2, half}, s);
     x = concatenate({add(lo, hi, s), subtract(lo, hi, s)}, 2, s);
   }
-  if (m == 12) {
-    x = matmul(hadamard_12(dt), reshape(x, {rows, m, p}, s), s);
-  }
+  if (m > 1) x = matmul(hadamard_base(m, dt), reshape(x, {rows, m, p}, s), s);
   float sc = scale.value_or(1.0f / std::sqrt(static_cast<float>(n)));
   x = multiply(reshape(x, shape, s), array(sc, dt), s);
   if (a.ndim() == 0) x = reshape(x, {}, s);

@@ -24,10 +24,11 @@ array convolve(const array& a, const array& v, const std::string& mode = "full",
                StreamOrDevice s = {});
 
 /** H @ x along the last axis times scale (default 1/sqrt(n), which makes
- *  the transform orthonormal), for n = 2^k (H Sylvester's matrix) or
- *  n = 12 * 2^k (H = H_12 (x) H_2^k with MLX's H_12, Paley's construction
- *  II). MLX's 20 * 2^k and 28 * 2^k raise. Integers are taken as float32;
- *  half types are summed in float32 and returned in their own type. */
+ *  the transform orthonormal), for n = m * 2^k with m in (1, 12, 20, 28):
+ *  H = H_m (x) H_2^k with Sylvester's H_2^k and MLX's H_m (Paley's
+ *  construction for 12, Williamson arrays for 20 and 28). Integers are
+ *  taken as float32; half types are summed in float32 and returned in
+ *  their own type. */
 array hadamard_transform(const array& a,
                          std::optional<float> scale = std::nullopt,
                          StreamOrDevice s = {});

@@ -221,7 +221,7 @@ def test_convolve_and_windows_match_mlx(rng, n, k):
         )
     for name in WINDOWS:
         check(getattr(kc, name)(n), getattr(mx, name)(n), atol=1e-6)
-    for size in (64, 12, 48, 12 * 64):
+    for size in (64, 12, 48, 12 * 64, 20, 40, 28, 112):
         x = rand(rng, (2, size))
         check(
             kc.hadamard_transform(kc.array(x)),

@@ -141,46 +141,62 @@ TEST(Signal, HadamardTransform) {
   auto yi = hadamard_transform(xi, 1.0f);
   EXPECT_EQ(yi.dtype(), float32);
   EXPECT_EQ(to_doubles(yi), ref_hadamard(to_doubles(xi), 4, 1.0));
-  for (int bad : {6, 20, 40, 28}) {
+  for (int bad : {6, 10, 14, 36, 60}) {
     EXPECT_TRUE(throws_naming(
         [bad] {
           hadamard_transform(random_array({3, bad}, float32));
         },
         "hadamard_transform"));
   }
-  // n = 12 * 2^k: a Hadamard matrix (H H^T = n I), symmetric for 12, and
-  // the Kronecker product H_12 (x) H_2^k with Sylvester's factor.
-  auto h12 = to_doubles(hadamard_transform(eye(12), 1.0f));
-  for (int i = 0; i < 12; ++i) {
-    for (int j = 0; j < 12; ++j) {
-      EXPECT_EQ(std::abs(h12[i * 12 + j]), 1.0);
-      EXPECT_EQ(h12[i * 12 + j], h12[j * 12 + i]);
-      double dot = 0;
-      for (int c = 0; c < 12; ++c) dot += h12[i * 12 + c] * h12[j * 12 + c];
-      EXPECT_EQ(dot, i == j ? 12.0 : 0.0);
-    }
-  }
-  // First rows of MLX's H_12 (mlx.core.hadamard_transform(eye(12), 1.0)).
-  std::vector<double> row0{1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-  std::vector<double> row1{-1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1};
-  EXPECT_EQ(std::vector<double>(h12.begin(), h12.begin() + 12), row0);
-  EXPECT_EQ(std::vector<double>(h12.begin() + 12, h12.begin() + 24), row1);
-  for (int p : {2, 8}) {
-    int n = 12 * p;
-    auto x = random_array({2, n}, float64);
-    auto xv = to_doubles(x);
-    std::vector<double> want(xv.size(), 0.0);
-    for (int r = 0; r < 2; ++r) {
-      for (int i = 0; i < n; ++i) {
-        for (int j = 0; j < n; ++j) {
-          double hp = __builtin_popcount((i % p) & (j % p)) % 2 ? -1 : 1;
-          want[r * n + i] += h12[(i / p) * 12 + j / p] * hp * xv[r * n + j];
-        }
+  // n = m * 2^k, m in (12, 20, 28): H_m is a Hadamard matrix (H H^T = m I)
+  // whose first row is MLX's (mlx.core.hadamard_transform(eye(m), 1.0)),
+  // and H_n is the Kronecker product H_m (x) H_2^k with Sylvester's factor.
+  auto signs = [](const std::string& s) {
+    std::vector<double> v;
+    for (char c : s) v.push_back(c == '+' ? 1 : -1);
+    return v;
+  };
+  std::vector<std::pair<int, std::string>> first_rows{
+      {12, "+-++++++++++"},
+      {20, "+----+----++--++-++-"},
+      {28, "+------++----++-+--+-+--++--"}};
+  for (auto& [m, row] : first_rows) {
+    // Row i of the transform of the identity is H e_i: column i of H.
+    auto h = to_doubles(transpose(hadamard_transform(eye(m), 1.0f)));
+    EXPECT_EQ(std::vector<double>(h.begin(), h.begin() + m), signs(row));
+    for (int i = 0; i < m; ++i) {
+      for (int j = 0; j < m; ++j) {
+        EXPECT_EQ(std::abs(h[i * m + j]), 1.0);
+        double dot = 0;
+        for (int c = 0; c < m; ++c) dot += h[i * m + c] * h[j * m + c];
+        EXPECT_EQ(dot, i == j ? m : 0.0) << m;
       }
     }
-    EXPECT_TRUE(
-        all_close(to_doubles(hadamard_transform(x, 1.0f)), want, 1e-10, 1e-10));
+    for (int p : {2, 8}) {
+      int n = m * p;
+      auto x = random_array({2, n}, float64);
+      auto xv = to_doubles(x);
+      std::vector<double> want(xv.size(), 0.0);
+      for (int r = 0; r < 2; ++r) {
+        for (int i = 0; i < n; ++i) {
+          for (int j = 0; j < n; ++j) {
+            double hp = __builtin_popcount((i % p) & (j % p)) % 2 ? -1 : 1;
+            want[r * n + i] += h[(i / p) * m + j / p] * hp * xv[r * n + j];
+          }
+        }
+      }
+      EXPECT_TRUE(all_close(to_doubles(hadamard_transform(x, 1.0f)), want,
+                            1e-10, 1e-10))
+          << n;
+    }
   }
+  // H_12 is symmetric; its second row, also MLX's
+  auto h12 = to_doubles(hadamard_transform(eye(12), 1.0f));
+  for (int i = 0; i < 12; ++i) {
+    for (int j = 0; j < 12; ++j) EXPECT_EQ(h12[i * 12 + j], h12[j * 12 + i]);
+  }
+  EXPECT_EQ(std::vector<double>(h12.begin() + 12, h12.begin() + 24),
+            signs("--+-+-+-+-+-"));
   check_transforms("hadamard",
                    [](const std::vector<array>& in) {
                      return hadamard_transform(in[0], 0.7f);
@@ -190,6 +206,10 @@ TEST(Signal, HadamardTransform) {
       "hadamard 24",
       [](const std::vector<array>& in) { return hadamard_transform(in[0]); },
       {random_array({2, 24}, float64)});
+  check_transforms(
+      "hadamard 56",
+      [](const std::vector<array>& in) { return hadamard_transform(in[0]); },
+      {random_array({2, 56}, float64)});
 }
 
 } // namespace
