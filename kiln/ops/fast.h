@@ -1,9 +1,11 @@
 // Fused ops for transformers, as mlx.core.fast: normalization over the last
-// axis, rotary position embedding and scaled dot-product attention.
+// axis, rotary position embedding, scaled dot-product attention, the
+// cross-entropy loss and the gated delta rule.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "kiln/core/array.h"
 #include "kiln/core/device.h"
@@ -51,5 +53,25 @@ array scaled_dot_product_attention(const array& queries, const array& keys,
                                    const std::optional<array>& sinks = {},
                                    bool force_fused = false,
                                    StreamOrDevice s = {});
+
+/** logsumexp(logits, -1) - logits[..., target] in float32, of the shape of
+ *  targets (integer class indices, logits' shape without its last axis).
+ *  Reduces in the logits' dtype, as MLX's CPU path. Indices are not
+ *  bounds-checked (as array indices elsewhere). */
+array cross_entropy(const array& logits, const array& targets,
+                    StreamOrDevice s = {});
+
+/** The gated delta rule over time, as mlx.core.fast.gated_delta_update:
+ *  q, k (B, T, Hk, Dk), v (B, T, Hv, Dv), gamma and beta (B, T, Hv), an
+ *  optional state (B, Hv, Dv, Dk) (zero if absent) and an optional bool
+ *  mask (B, T) whose false steps leave the state alone and output zero.
+ *  Value head h reads key head h / (Hv / Hk). Per step:
+ *  S = gamma S; S += outer(beta (v - S k), k); out = S q.
+ *  Returns {out (B, T, Hv, Dv) in q's dtype, the final state in float32
+ *  (float64 for float64 inputs)}. */
+std::pair<array, array> gated_delta_update(
+    const array& q, const array& k, const array& v, const array& gamma,
+    const array& beta, const std::optional<array>& state = std::nullopt,
+    const std::optional<array>& mask = std::nullopt, StreamOrDevice s = {});
 
 } // namespace kiln::fast

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "kiln/ops/elementwise.h"
+#include "kiln/ops/linalg_impl.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/utils.h"
@@ -191,55 +192,30 @@ array norm(const array& a, int axis, bool keepdims, StreamOrDevice s) {
   return norm(a, std::vector<int>{axis}, keepdims, s);
 }
 
-namespace {
-
-// LAPACK runs on the host, so these ops take a CPU stream whatever the
-// default device (MLX asks the caller for stream=cpu instead).
-Stream cpu_stream(StreamOrDevice s) {
-  Stream st = to_stream(s);
-  return st.device == Device::cpu ? st : default_stream(Device::cpu);
-}
-
-// Checks shared by the factorizations: a stack of (square) float matrices.
-void check_matrices(const char* op, const array& a, bool square) {
-  if (a.dtype() != float32 && a.dtype() != float64) {
-    invalid(op, "arrays must have type float32 or float64, got " + describe(a) +
-                    ".");
-  }
-  if (a.ndim() < 2) {
-    invalid(op,
-            "arrays must have at least 2 dimensions, got " + describe(a) + ".");
-  }
-  if (square && a.shape(-1) != a.shape(-2)) {
-    invalid(op, "expects square matrices, got " + describe(a) + ".");
-  }
-}
-
-} // namespace
-
 array inv(const array& a, StreamOrDevice s) {
-  check_matrices("linalg::inv", a, true);
-  return array(a.shape(), a.dtype(), std::make_shared<Inverse>(cpu_stream(s)),
-               {a});
+  detail::check_matrices("linalg::inv", a, true);
+  return array(a.shape(), a.dtype(),
+               std::make_shared<Inverse>(detail::linalg_stream(s)), {a});
 }
 
 array cholesky(const array& a, bool upper, StreamOrDevice s) {
-  check_matrices("linalg::cholesky", a, true);
+  detail::check_matrices("linalg::cholesky", a, true);
   return array(a.shape(), a.dtype(),
-               std::make_shared<Cholesky>(cpu_stream(s), upper), {a});
+               std::make_shared<Cholesky>(detail::linalg_stream(s), upper),
+               {a});
 }
 
 std::pair<array, array> qr(const array& a, StreamOrDevice s) {
-  check_matrices("linalg::qr", a, false);
-  auto p = std::make_shared<QRF>(cpu_stream(s));
+  detail::check_matrices("linalg::qr", a, false);
+  auto p = std::make_shared<QRF>(detail::linalg_stream(s));
   auto shapes = p->output_shapes({a});
   auto outs = array::make_arrays(shapes, {a.dtype(), a.dtype()}, p, {a});
   return {outs[0], outs[1]};
 }
 
 std::vector<array> svd(const array& a, bool compute_uv, StreamOrDevice s) {
-  check_matrices("linalg::svd", a, false);
-  auto p = std::make_shared<SVD>(cpu_stream(s), compute_uv);
+  detail::check_matrices("linalg::svd", a, false);
+  auto p = std::make_shared<SVD>(detail::linalg_stream(s), compute_uv);
   auto shapes = p->output_shapes({a});
   std::vector<Dtype> dtypes(shapes.size(), a.dtype());
   return array::make_arrays(shapes, dtypes, p, {a});
@@ -251,13 +227,13 @@ std::vector<array> svd(const array& a, StreamOrDevice s) {
 
 array solve(const array& a, const array& b, StreamOrDevice device) {
   const char* op = "linalg::solve";
-  StreamOrDevice s = cpu_stream(device);
+  StreamOrDevice s = detail::linalg_stream(device);
   Dtype dt = promote_types(a.dtype(), b.dtype());
   if (dt != float32 && dt != float64) {
     invalid(op, "arrays must have type float32 or float64, got " + describe(a) +
                     " and " + describe(b) + ".");
   }
-  check_matrices(op, astype(a, dt, s), true);
+  detail::check_matrices(op, astype(a, dt, s), true);
   if (b.ndim() == 0) {
     invalid(op, "b must have at least 1 dimension, got " + describe(b) + ".");
   }
@@ -282,3 +258,26 @@ array solve(const array& a, const array& b, StreamOrDevice device) {
 }
 
 } // namespace kiln::linalg
+
+namespace kiln::detail {
+
+Stream linalg_stream(StreamOrDevice s) {
+  Stream st = to_stream(s);
+  return st.device == Device::cpu ? st : default_stream(Device::cpu);
+}
+
+void check_matrices(const char* op, const array& a, bool square) {
+  if (a.dtype() != float32 && a.dtype() != float64) {
+    invalid(op, "arrays must have type float32 or float64, got " + describe(a) +
+                    ".");
+  }
+  if (a.ndim() < 2) {
+    invalid(op,
+            "arrays must have at least 2 dimensions, got " + describe(a) + ".");
+  }
+  if (square && a.shape(-1) != a.shape(-2)) {
+    invalid(op, "expects square matrices, got " + describe(a) + ".");
+  }
+}
+
+} // namespace kiln::detail

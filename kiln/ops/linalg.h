@@ -101,6 +101,58 @@ std::vector<array> svd(const array& a, StreamOrDevice s = {});
  *  A singular matrix raises std::runtime_error when evaluated. */
 array solve(const array& a, const array& b, StreamOrDevice s = {});
 
+/** Inverse of triangular matrices: the lower triangle is read (the upper
+ *  with upper set) and the other triangle of the result is zero. A zero on
+ *  the diagonal raises std::runtime_error when evaluated. */
+array tri_inv(const array& a, bool upper = false, StreamOrDevice s = {});
+
+/** Inverse of A = L L^T (or U^T U with upper) given its Cholesky factor. */
+array cholesky_inv(const array& l, bool upper = false, StreamOrDevice s = {});
+
+/** x with a @ x = b for triangular a (lower, or upper when upper is set;
+ *  the other triangle is not read). b broadcasts as in solve. */
+array solve_triangular(const array& a, const array& b, bool upper = false,
+                       StreamOrDevice s = {});
+
+/** Compact LU factorization with partial pivoting: {LU, pivots} with the
+ *  unit lower factor below LU's diagonal, the upper factor on and above it,
+ *  and pivots (uint32, 0-based) saying row i was swapped with pivots[i]. */
+std::pair<array, array> lu_factor(const array& a, StreamOrDevice s = {});
+
+/** {p, L, U} with a = L[p] @ U: p (uint32) the row of L @ U that each row
+ *  of a is, L unit lower (..., M, K), U upper (..., K, N). */
+std::vector<array> lu(const array& a, StreamOrDevice s = {});
+
+/** Determinant of square matrices (integers are taken as float32). */
+array det(const array& a, StreamOrDevice s = {});
+
+/** {sign, log|det|} of square matrices; a singular matrix gives
+ *  {0, -inf}. */
+std::pair<array, array> slogdet(const array& a, StreamOrDevice s = {});
+
+/** {eigenvalues ascending, eigenvectors as columns} of symmetric matrices
+ *  read from the lower ("L") or upper ("U") triangle. */
+std::pair<array, array> eigh(const array& a, const std::string& uplo = "L",
+                             StreamOrDevice s = {});
+/** Eigenvalues (ascending) of symmetric matrices, as eigh. */
+array eigvalsh(const array& a, const std::string& uplo = "L",
+               StreamOrDevice s = {});
+
+/** {eigenvalues, unit right eigenvectors as columns} of general square
+ *  matrices, complex64 even when all are real (as MLX). */
+std::pair<array, array> eig(const array& a, StreamOrDevice s = {});
+/** Eigenvalues of general square matrices, complex64. */
+array eigvals(const array& a, StreamOrDevice s = {});
+
+/** Moore-Penrose pseudo-inverse (..., N, M) via the SVD; singular values
+ *  below max(M, N) * eps * the largest are treated as zero. */
+array pinv(const array& a, StreamOrDevice s = {});
+
+/** Cross product of 3-vectors (or 2-vectors, taken with a zero third
+ *  component) along axis; a and b broadcast. */
+array cross(const array& a, const array& b, int axis = -1,
+            StreamOrDevice s = {});
+
 } // namespace linalg
 
 } // namespace kiln

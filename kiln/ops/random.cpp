@@ -6,6 +6,7 @@
 
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
+#include "kiln/ops/linalg.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/utils.h"
@@ -241,6 +242,69 @@ array gumbel(const Shape& shape, Dtype dtype, const std::optional<array>& key,
   auto stream = to_stream(s);
   auto u = uniform(shape, dtype, key, stream);
   return negative(log(negative(log(u, stream), stream), stream), stream);
+}
+
+array laplace(const Shape& shape, Dtype dtype, float loc, float scale,
+              const std::optional<array>& key, StreamOrDevice s) {
+  if (!is_floating_point(dtype)) {
+    invalid("laplace", "dtype must be a real floating type; got " +
+                           dtype_name(dtype) + ".");
+  }
+  check_shape("laplace", shape);
+  auto stream = to_stream(s);
+  // Inverse CDF in float32 (as MLX): sign(u) log(1 - |u|) for u uniform in
+  // (-1, 1), then cast, scaled and shifted in dtype.
+  auto u = uniform(array(std::nextafter(-1.0f, 0.0f)), array(1.0f), shape,
+                   float32, key, stream);
+  auto x = multiply(sign(u, stream),
+                    log1p(negative(abs(u, stream), stream), stream), stream);
+  x = astype(x, dtype, stream);
+  if (scale != 1) x = multiply(x, array(scale, dtype), stream);
+  if (loc != 0) x = add(x, array(loc, dtype), stream);
+  return x;
+}
+
+array multivariate_normal(const array& mean, const array& cov,
+                          const Shape& shape, Dtype dtype,
+                          const std::optional<array>& key, StreamOrDevice s) {
+  const char* op = "multivariate_normal";
+  if (dtype != float32) {
+    invalid(op, "dtype must be float32; got " + dtype_name(dtype) + ".");
+  }
+  if (mean.ndim() < 1 || cov.ndim() < 2) {
+    invalid(op, "mean must have at least 1 dimension and cov at least 2; got " +
+                    describe(mean) + " and " + describe(cov) + ".");
+  }
+  int n = mean.shape(-1);
+  if (cov.shape(-1) != n || cov.shape(-2) != n) {
+    invalid(op,
+            "cov must be (..., n, n) with n the size of mean's last axis; "
+            "got " +
+                describe(mean) + " and " + describe(cov) + ".");
+  }
+  check_shape(op, shape);
+  Shape mean_batch(mean.shape().begin(), mean.shape().end() - 1);
+  Shape cov_batch(cov.shape().begin(), cov.shape().end() - 2);
+  Shape batch = detail::broadcast_shapes(mean_batch, cov_batch, op);
+  Shape out_shape = shape.empty() ? batch : shape;
+  if (!broadcasts_to(batch, out_shape)) {
+    invalid(op, "shape " + shape_str(shape) +
+                    " is not broadcast compatible with the batch shapes of "
+                    "mean and cov (" +
+                    describe(mean) + ", " + describe(cov) + ").");
+  }
+  auto stream = to_stream(s);
+  out_shape.push_back(n);
+  // z @ C^(1/2) with the square root U sqrt(S) V^T from the SVD of cov.
+  auto c = astype(cov, dtype, stream);
+  auto f = linalg::svd(c, true, stream);
+  auto root = matmul(
+      multiply(f[0], expand_dims(sqrt(f[1], stream), -2, stream), stream), f[2],
+      stream);
+  auto z = normal(out_shape, dtype, key, stream);
+  auto x =
+      squeeze(matmul(expand_dims(z, -2, stream), root, stream), -2, stream);
+  return add(astype(mean, dtype, stream), x, stream);
 }
 
 // ---- discrete distributions

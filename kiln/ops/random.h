@@ -164,6 +164,21 @@ array gumbel(const Shape& shape, Dtype dtype = float32,
              const std::optional<array>& key = std::nullopt,
              StreamOrDevice s = {});
 
+/** Samples from the Laplace distribution with location loc and scale b. */
+array laplace(const Shape& shape, Dtype dtype = float32, float loc = 0.0f,
+              float scale = 1.0f,
+              const std::optional<array>& key = std::nullopt,
+              StreamOrDevice s = {});
+
+/** Jointly normal samples with mean (..., n) and positive semi-definite
+ *  covariance cov (..., n, n), of shape shape + (n,); shape defaults to the
+ *  broadcast batch shape of mean and cov and must be compatible with it.
+ *  Only float32 (as MLX). */
+array multivariate_normal(const array& mean, const array& cov,
+                          const Shape& shape = {}, Dtype dtype = float32,
+                          const std::optional<array>& key = std::nullopt,
+                          StreamOrDevice s = {});
+
 /** Category indices (uint32) drawn from unnormalized log-probabilities
  *  along axis: one per position of the reduced shape, of a given shape that
  *  the reduced shape broadcasts to, or num_samples per position. */

@@ -45,4 +45,32 @@ std::vector<Shape> SVD::output_shapes(const std::vector<array>& inputs) {
   return {u, s, vt};
 }
 
+std::vector<Shape> LUF::output_shapes(const std::vector<array>& inputs) {
+  const Shape& a = inputs[0].shape();
+  int m = a[a.size() - 2], n = a.back();
+  Shape pivots(a.begin(), a.end() - 1);
+  pivots.back() = std::min(m, n);
+  Shape perm(a.begin(), a.end() - 1);
+  return {a, pivots, perm};
+}
+
+namespace {
+
+// Eigenvalues (..., N) and, when asked for, vectors (..., N, N).
+std::vector<Shape> eigen_shapes(const array& a, bool vectors) {
+  Shape w(a.shape().begin(), a.shape().end() - 1);
+  if (!vectors) return {w};
+  return {w, a.shape()};
+}
+
+} // namespace
+
+std::vector<Shape> Eigh::output_shapes(const std::vector<array>& inputs) {
+  return eigen_shapes(inputs[0], vectors_);
+}
+
+std::vector<Shape> Eig::output_shapes(const std::vector<array>& inputs) {
+  return eigen_shapes(inputs[0], vectors_);
+}
+
 } // namespace kiln

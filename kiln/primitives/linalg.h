@@ -162,4 +162,104 @@ class Solve : public UnaryPrimitive {
   }
 };
 
+/** Inverse of triangular matrices (lower, or upper when upper is set);
+ *  only that triangle is read and the other triangle of the result is
+ *  zero. A zero on the diagonal raises at evaluation. The gradient is that
+ *  of the triangle read: dX = -X dA X with dA masked to the triangle. */
+class TriangularInverse : public UnaryPrimitive {
+ public:
+  TriangularInverse(Stream s, bool upper) : UnaryPrimitive(s), upper_(upper) {}
+  const char* name() const override { return "TriangularInverse"; }
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const TriangularInverse*>(&other);
+    return o && o->upper_ == upper_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[0].shape()};
+  }
+  bool upper() const { return upper_; }
+
+ private:
+  const bool upper_;
+};
+
+/** LU factorization with partial pivoting of (..., M, N) matrices, as
+ *  LAPACK's getrf: outputs LU (..., M, N) holding the unit lower factor
+ *  below the diagonal and the upper factor on and above it, pivots
+ *  (..., K) uint32 (row i was swapped with row pivots[i], 0-based), and the
+ *  row order perm (..., M) uint32 with a[i] = (L U)[perm[i]]. A singular
+ *  matrix is factored (a zero on U's diagonal), not rejected.
+ *  Gradients hold the pivoting fixed: with B = a[order] = L U and its
+ *  square part B1 = L1 U1, F = L1^-1 dB1 U1^-1, dL1 = L1 tril(F, -1) and
+ *  dU1 = triu(F) U1; extra rows or columns follow from B2 = L2 U1 or
+ *  B2 = L1 U2. They need U1 invertible. */
+class LUF : public Primitive {
+ public:
+  explicit LUF(Stream s) : Primitive(s) {}
+  const char* name() const override { return "LUF"; }
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  KILN_GPU_EVAL
+  KILN_DECLARE_GRADS
+  bool is_equivalent(const Primitive& other) const override {
+    return dynamic_cast<const LUF*>(&other) != nullptr;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+};
+
+/** Eigenvalues (ascending, (..., N)) and, when vectors is set, orthonormal
+ *  eigenvectors as the columns of (..., N, N), of symmetric matrices read
+ *  from the lower (uplo 'L') or upper ('U') triangle. Gradients, for
+ *  distinct eigenvalues (the vectors' are not finite otherwise): with
+ *  P = V^T dS V, dw = diag(P) and dV = V (F o P), F_ij = 1 / (w_j - w_i);
+ *  an entry of the triangle read stands for itself and its mirror image,
+ *  as in Cholesky. */
+class Eigh : public Primitive {
+ public:
+  Eigh(Stream s, char uplo, bool vectors)
+      : Primitive(s), uplo_(uplo), vectors_(vectors) {}
+  const char* name() const override { return "Eigh"; }
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  KILN_GPU_EVAL
+  KILN_DECLARE_GRADS
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const Eigh*>(&other);
+    return o && o->uplo_ == uplo_ && o->vectors_ == vectors_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  char uplo() const { return uplo_; }
+  bool vectors() const { return vectors_; }
+
+ private:
+  const char uplo_;
+  const bool vectors_;
+};
+
+/** Eigenvalues (..., N) and, when vectors is set, right eigenvectors of
+ *  unit norm as the columns of (..., N, N), of general real matrices; both
+ *  complex64 whatever the input's precision, as MLX. Not differentiable
+ *  (as MLX); vmap is supported. */
+class Eig : public Primitive {
+ public:
+  Eig(Stream s, bool vectors) : Primitive(s), vectors_(vectors) {}
+  const char* name() const override { return "Eig"; }
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  KILN_GPU_EVAL
+  KILN_DECLARE_GRADS
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const Eig*>(&other);
+    return o && o->vectors_ == vectors_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  bool vectors() const { return vectors_; }
+
+ private:
+  const bool vectors_;
+};
+
 } // namespace kiln

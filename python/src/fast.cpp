@@ -63,6 +63,30 @@ void init_fast(nb::module_& parent) {
       "q"_a, "k"_a, "v"_a, nb::kw_only(), "scale"_a, "mask"_a = nb::none(),
       "sinks"_a = nb::none(), "force_fused"_a = false, "stream"_a = nb::none(),
       "softmax(scale * q @ k^T + mask) @ v.");
+  m.def(
+      "cross_entropy",
+      [](ArrayLike logits, ArrayLike targets, const StreamArg& s) {
+        return fast::cross_entropy(to_array(logits), to_array(targets),
+                                   to_sod(s));
+      },
+      "logits"_a, "targets"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "logsumexp(logits, -1) - logits[..., targets], in float32.");
+  m.def(
+      "gated_delta_update",
+      [](ArrayLike q, ArrayLike k, ArrayLike v, ArrayLike gamma, ArrayLike beta,
+         nb::handle initial_state, nb::handle mask, const StreamArg& s) {
+        auto [out, state] = fast::gated_delta_update(
+            to_array(q), to_array(k), to_array(v), to_array(gamma),
+            to_array(beta), opt_array(initial_state), opt_array(mask),
+            to_sod(s));
+        nb::list l;
+        l.append(out);
+        l.append(state);
+        return l;
+      },
+      "q"_a, "k"_a, "v"_a, "gamma"_a, "beta"_a, "initial_state"_a = nb::none(),
+      "mask"_a = nb::none(), "stream"_a = nb::none(),
+      "The gated delta rule over time: [output, final state].");
 }
 
 } // namespace kiln::py

@@ -29,6 +29,7 @@ NB_MODULE(core, m) {
   init_ops_indexing(m);
   init_ops_matmul(m);
   init_ops_conv(m);
+  init_ops_signal(m);
   init_transforms(m);
   init_random(m);
   init_linalg(m);

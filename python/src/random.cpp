@@ -154,6 +154,27 @@ void init_random(nb::module_& parent) {
       "key"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(),
       "Samples from the standard Gumbel distribution.");
   m.def(
+      "laplace",
+      [](const ShapeArg& shape, std::optional<Dtype> d, float loc, float scale,
+         nb::handle key, const StreamArg& s) {
+        return random::laplace(to_shape(shape), d.value_or(float32), loc, scale,
+                               key_of(key), to_sod(s));
+      },
+      "shape"_a = std::vector<int>{}, "dtype"_a = nb::none(), "loc"_a = 0.0f,
+      "scale"_a = 1.0f, "key"_a = nb::none(), "stream"_a = nb::none(),
+      "Samples from the Laplace distribution.");
+  m.def(
+      "multivariate_normal",
+      [](ArrayLike mean, ArrayLike cov, const ShapeArg& shape,
+         std::optional<Dtype> d, nb::handle key, const StreamArg& s) {
+        return random::multivariate_normal(to_array(mean), to_array(cov),
+                                           to_shape(shape), d.value_or(float32),
+                                           key_of(key), to_sod(s));
+      },
+      "mean"_a, "cov"_a, "shape"_a = std::vector<int>{}, "dtype"_a = nb::none(),
+      "key"_a = nb::none(), "stream"_a = nb::none(),
+      "Jointly normal samples with the given mean and covariance.");
+  m.def(
       "categorical",
       [](ArrayLike logits, int axis, std::optional<ShapeArg> shape,
          std::optional<int> num_samples, nb::handle key, const StreamArg& s) {

@@ -205,6 +205,66 @@ TEST(RandomState, ConcurrentDrawsGetDistinctKeys) {
   EXPECT_EQ(seen.size(), 200u);
 }
 
+TEST(RandomDist, LaplaceMomentsAndTails) {
+  // Laplace(loc, b): mean loc, variance 2 b^2, P(|x - loc| > b) = 1/e.
+  auto v = to_doubles(random::laplace({kN}, float32, 1.5f, 0.5f, key(11)));
+  EXPECT_NEAR(mean_of(v), 1.5, 0.01);
+  EXPECT_NEAR(var_of(v), 0.5, 0.02);
+  double beyond = 0;
+  for (double x : v) beyond += std::abs(x - 1.5) > 0.5;
+  EXPECT_NEAR(beyond / kN, std::exp(-1.0), 0.01);
+  // the same key draws the same numbers; half types hold the float32 draw
+  auto a = random::laplace({64}, float32, 0, 1, key(3));
+  auto h = random::laplace({64}, float16, 0, 1, key(3));
+  EXPECT_EQ(to_doubles(a),
+            to_doubles(random::laplace({64}, float32, 0, 1, key(3))));
+  EXPECT_EQ(to_doubles(h), quantize(to_doubles(a), float16));
+  expect_invalid([] { random::laplace({2}, int32); }, "laplace");
+}
+
+TEST(RandomDist, MultivariateNormalCovariance) {
+  // cov = L L^T with a known L; the sample covariance and mean match.
+  std::vector<double> lv{1.0, 0.0, 0.0, 0.5, 1.2, 0.0, -0.3, 0.4, 0.8};
+  std::vector<double> cov(9, 0.0);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 3; ++k)
+        cov[i * 3 + j] += lv[i * 3 + k] * lv[j * 3 + k];
+  array c(cov.begin(), {3, 3}, float32);
+  array mean({1.0f, -2.0f, 0.5f}, {3});
+  int n = kN / 4;
+  auto x = random::multivariate_normal(mean, c, {n}, float32, key(5));
+  ASSERT_EQ(x.shape(), (Shape{n, 3}));
+  auto v = to_doubles(x);
+  std::vector<double> mu(3, 0.0), sc(9, 0.0);
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < 3; ++i) mu[i] += v[r * 3 + i] / n;
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j)
+        sc[i * 3 + j] += (v[r * 3 + i] - mu[i]) * (v[r * 3 + j] - mu[j]) / n;
+  EXPECT_TRUE(all_close(mu, {1.0, -2.0, 0.5}, 0, 0.02));
+  EXPECT_TRUE(all_close(sc, cov, 0, 0.03));
+  // batch shapes broadcast; the default shape is theirs
+  auto batched = random::multivariate_normal(
+      zeros({2, 1, 3}), broadcast_to(c, {4, 3, 3}), {}, float32, key(1));
+  EXPECT_EQ(batched.shape(), (Shape{2, 4, 3}));
+  EXPECT_EQ(random::multivariate_normal(mean, c, {5, 2}).shape(),
+            (Shape{5, 2, 3}));
+  expect_invalid(
+      [&] {
+        random::multivariate_normal(zeros({2, 3}), c, {5});
+      },
+      "multivariate_normal");
+  expect_invalid(
+      [&] {
+        random::multivariate_normal(mean, zeros({4, 4}));
+      },
+      "multivariate_normal");
+  expect_invalid([&] { random::multivariate_normal(mean, c, {}, float64); },
+                 "multivariate_normal");
+}
+
 TEST(RandomDist, ZeroSizeAndScalarShapes) {
   EXPECT_EQ(random::uniform({0, 3}, key(1)).shape(), (Shape{0, 3}));
   EXPECT_TRUE(to_doubles(random::uniform({0, 3}, key(1))).empty());

@@ -1,0 +1,23 @@
+// Internals shared by the linalg op files: the stream LAPACK runs on, the
+// argument checks of the factorizations, and LU's three outputs.
+#pragma once
+
+#include <vector>
+
+#include "kiln/core/array.h"
+#include "kiln/core/device.h"
+
+namespace kiln::detail {
+
+/** LAPACK runs on the host, so these ops take a CPU stream whatever the
+ *  default device (MLX asks the caller for stream=cpu instead). */
+Stream linalg_stream(StreamOrDevice s);
+
+/** A stack of float32/float64 matrices (square when asked); throws naming
+ *  op otherwise. */
+void check_matrices(const char* op, const array& a, bool square);
+
+/** The outputs of the LUF primitive: {LU, pivots, perm}. */
+std::vector<array> lu_outputs(const array& a, StreamOrDevice s);
+
+} // namespace kiln::detail
