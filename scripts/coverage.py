@@ -87,6 +87,7 @@ def norm_default(text):
     text = text.strip()
     text = re.sub(r"\b(mlx\.core|kiln\.core|mx|kc)\.", "", text)
     text = text.replace("Dtype.", "").replace("DeviceType.", "")
+    text = text.replace('"', "'")
     if text in ("()", "[]"):
         return "[]"
     return text

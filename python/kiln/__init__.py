@@ -66,6 +66,9 @@ core.matrix_norm = core.linalg.norm
 core.ArrayLike = ArrayLike
 
 from ._backends import make_modules as _make_backend_modules  # noqa: E402
+from ._matmul_variants import install as _install_matmul_variants  # noqa: E402
+
+_install_matmul_variants(core)
 
 core.cuda, core.metal = _make_backend_modules(core)
 

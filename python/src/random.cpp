@@ -69,7 +69,7 @@ void init_random(nb::module_& parent) {
       [](nb::handle key, int num, const StreamArg& s) {
         return random::split(to_array(key), num, to_sod(s));
       },
-      "key"_a, "num"_a = 2, nb::kw_only(), "stream"_a = nb::none(),
+      "key"_a, "num"_a = 2, "stream"_a = nb::none(),
       "Split a key into num keys, an array of shape (num, 2).");
   m.def(
       "bits",
@@ -77,7 +77,7 @@ void init_random(nb::module_& parent) {
         return random::bits(to_shape(shape), width, key_of(key), to_sod(s));
       },
       "shape"_a = std::vector<int>{}, "width"_a = 4, "key"_a = nb::none(),
-      nb::kw_only(), "stream"_a = nb::none(), "Random bits.");
+      "stream"_a = nb::none(), "Random bits.");
   m.def(
       "uniform",
       [](ArrayLike low, ArrayLike high, const ShapeArg& shape,
@@ -87,8 +87,8 @@ void init_random(nb::module_& parent) {
                                to_shape(shape), dt, key_of(key), to_sod(s));
       },
       "low"_a = 0, "high"_a = 1, "shape"_a = std::vector<int>{},
-      "dtype"_a = nb::none(), "key"_a = nb::none(), nb::kw_only(),
-      "stream"_a = nb::none(), "Uniform samples in [low, high).");
+      "dtype"_a.none() = float32, "key"_a = nb::none(), "stream"_a = nb::none(),
+      "Uniform samples in [low, high).");
   m.def(
       "normal",
       [](const ShapeArg& shape, std::optional<Dtype> d, nb::handle loc,
@@ -100,9 +100,9 @@ void init_random(nb::module_& parent) {
         return random::normal(to_shape(shape), dt, l, sc, key_of(key),
                               to_sod(s));
       },
-      "shape"_a = std::vector<int>{}, "dtype"_a = nb::none(),
+      "shape"_a = std::vector<int>{}, "dtype"_a.none() = float32,
       "loc"_a = nb::none(), "scale"_a = nb::none(), "key"_a = nb::none(),
-      nb::kw_only(), "stream"_a = nb::none(),
+      "stream"_a = nb::none(),
       "Normal samples with mean loc and standard deviation scale.");
   m.def(
       "randint",
@@ -112,8 +112,8 @@ void init_random(nb::module_& parent) {
         return random::randint(to_array_weak(low, dt), to_array_weak(high, dt),
                                to_shape(shape), dt, key_of(key), to_sod(s));
       },
-      "low"_a, "high"_a, "shape"_a = std::vector<int>{}, "dtype"_a = nb::none(),
-      "key"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(),
+      "low"_a, "high"_a, "shape"_a = std::vector<int>{}, "dtype"_a.none() = int32,
+      "key"_a = nb::none(), "stream"_a = nb::none(),
       "Integers in [low, high).");
   m.def(
       "bernoulli",
@@ -126,8 +126,7 @@ void init_random(nb::module_& parent) {
         }
         return random::bernoulli(pa, key_of(key), to_sod(s));
       },
-      "p"_a = 0.5, "shape"_a = nb::none(), "key"_a = nb::none(), nb::kw_only(),
-      "stream"_a = nb::none(), "Booleans that are true with probability p.");
+      "p"_a = 0.5, "shape"_a = nb::none(), "key"_a = nb::none(), "stream"_a = nb::none(), "Booleans that are true with probability p.");
   m.def(
       "truncated_normal",
       [](ArrayLike lower, ArrayLike upper, std::optional<ShapeArg> shape,
@@ -140,8 +139,8 @@ void init_random(nb::module_& parent) {
         }
         return random::truncated_normal(lo, hi, dt, key_of(key), to_sod(s));
       },
-      "lower"_a, "upper"_a, "shape"_a = nb::none(), "dtype"_a = nb::none(),
-      "key"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(),
+      "lower"_a, "upper"_a, "shape"_a = nb::none(), "dtype"_a.none() = float32,
+      "key"_a = nb::none(), "stream"_a = nb::none(),
       "Normal samples truncated to [lower, upper].");
   m.def(
       "gumbel",
@@ -150,8 +149,8 @@ void init_random(nb::module_& parent) {
         return random::gumbel(to_shape(shape), d.value_or(float32), key_of(key),
                               to_sod(s));
       },
-      "shape"_a = std::vector<int>{}, "dtype"_a = nb::none(),
-      "key"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(),
+      "shape"_a = std::vector<int>{}, "dtype"_a.none() = float32,
+      "key"_a = nb::none(), "stream"_a = nb::none(),
       "Samples from the standard Gumbel distribution.");
   m.def(
       "laplace",
@@ -160,7 +159,7 @@ void init_random(nb::module_& parent) {
         return random::laplace(to_shape(shape), d.value_or(float32), loc, scale,
                                key_of(key), to_sod(s));
       },
-      "shape"_a = std::vector<int>{}, "dtype"_a = nb::none(), "loc"_a = 0.0f,
+      "shape"_a = std::vector<int>{}, "dtype"_a.none() = float32, "loc"_a = 0.0f,
       "scale"_a = 1.0f, "key"_a = nb::none(), "stream"_a = nb::none(),
       "Samples from the Laplace distribution.");
   m.def(
@@ -171,7 +170,7 @@ void init_random(nb::module_& parent) {
                                            to_shape(shape), d.value_or(float32),
                                            key_of(key), to_sod(s));
       },
-      "mean"_a, "cov"_a, "shape"_a = std::vector<int>{}, "dtype"_a = nb::none(),
+      "mean"_a, "cov"_a, "shape"_a = std::vector<int>{}, "dtype"_a.none() = float32,
       "key"_a = nb::none(), "stream"_a = nb::none(),
       "Jointly normal samples with the given mean and covariance.");
   m.def(
@@ -194,8 +193,7 @@ void init_random(nb::module_& parent) {
         return random::categorical(l, axis, key_of(key), to_sod(s));
       },
       "logits"_a, "axis"_a = -1, "shape"_a = nb::none(),
-      "num_samples"_a = nb::none(), "key"_a = nb::none(), nb::kw_only(),
-      "stream"_a = nb::none(),
+      "num_samples"_a = nb::none(), "key"_a = nb::none(), "stream"_a = nb::none(),
       "Category indices drawn from unnormalized log-probabilities.");
   m.def(
       "permutation",
@@ -207,8 +205,7 @@ void init_random(nb::module_& parent) {
         }
         return random::permutation(to_array(x), axis, key_of(key), to_sod(s));
       },
-      "x"_a, "axis"_a = 0, "key"_a = nb::none(), nb::kw_only(),
-      "stream"_a = nb::none(),
+      "x"_a, "axis"_a = 0, "key"_a = nb::none(), "stream"_a = nb::none(),
       "A permutation of range(x), or x shuffled along axis.");
 }
 

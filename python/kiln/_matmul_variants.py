@@ -1,0 +1,99 @@
+"""gather_mm, block_masked_mm and segmented_mm, composed from kiln.core ops
+(take, masks and matmul) with MLX's signatures and results. They cost a
+gather or a mask product more than a fused kernel would."""
+
+import math
+
+
+def install(core):
+    mx = core
+
+    def _batch_indices(x, idx, name):
+        batch = x.shape[:-2]
+        n = math.prod(batch)
+        flat = x.reshape(n, *x.shape[-2:])
+        if idx is None:
+            idx = mx.arange(n, dtype=mx.uint32).reshape(batch)
+        else:
+            idx = mx.asarray(idx)
+            if not mx.issubdtype(idx.dtype, mx.integer):
+                raise ValueError(
+                    f"[gather_mm] {name} must be integers, got {idx.dtype} "
+                    f"for operands of shapes {tuple(x.shape)}."
+                )
+        return flat, idx
+
+    def gather_mm(a, b, /, lhs_indices=None, rhs_indices=None, *, sorted_indices=False, stream=None):
+        """Matrix multiplication of the batch matrices of ``a`` and ``b``
+        picked by flat batch indices (all batch matrices when None)."""
+        a, b = mx.asarray(a), mx.asarray(b)
+        if a.ndim < 2 or b.ndim < 2:
+            raise ValueError(
+                f"[gather_mm] operands need at least 2 dimensions, got shapes "
+                f"{tuple(a.shape)} and {tuple(b.shape)}."
+            )
+        fa, li = _batch_indices(a, lhs_indices, "lhs_indices")
+        fb, ri = _batch_indices(b, rhs_indices, "rhs_indices")
+        li, ri = mx.broadcast_arrays(li, ri)
+        shape = li.shape
+        left = mx.take(fa, li.reshape(-1), axis=0, stream=stream)
+        right = mx.take(fb, ri.reshape(-1), axis=0, stream=stream)
+        out = mx.matmul(left, right, stream=stream)
+        return out.reshape(*shape, *out.shape[-2:])
+
+    def _expand_blocks(mask, rows, cols, block_size):
+        m = mx.repeat(mx.repeat(mask, block_size, axis=-2), block_size, axis=-1)
+        return m[..., :rows, :cols]
+
+    def block_masked_mm(a, b, /, block_size=64, mask_out=None, mask_lhs=None, mask_rhs=None, *, stream=None):
+        """matmul(a, b) with block_size x block_size blocks of the operands
+        and the output masked (boolean masks) or scaled (float masks)."""
+        a, b = mx.asarray(a), mx.asarray(b)
+        if block_size not in (32, 64):
+            raise ValueError(f"[block_masked_mm] block_size must be 32 or 64, got {block_size}.")
+        if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-2]:
+            raise ValueError(
+                f"[block_masked_mm] cannot multiply shapes {tuple(a.shape)} and {tuple(b.shape)}."
+            )
+        m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+
+        def apply(x, mask, rows, cols):
+            if mask is None:
+                return x
+            mask = mx.asarray(mask)
+            want = (math.ceil(rows / block_size), math.ceil(cols / block_size))
+            if tuple(mask.shape[-2:]) != want:
+                raise ValueError(
+                    f"[block_masked_mm] a mask for a ({rows}, {cols}) operand must end in "
+                    f"{want}, got shape {tuple(mask.shape)}."
+                )
+            full = _expand_blocks(mask, rows, cols, block_size)
+            if full.dtype == mx.bool_:
+                return mx.where(full, x, mx.zeros_like(x))
+            return x * full.astype(x.dtype)
+
+        out = mx.matmul(apply(a, mask_lhs, m, k), apply(b, mask_rhs, k, n), stream=stream)
+        return apply(out, mask_out, m, n)
+
+    def segmented_mm(a, b, /, segments, *, stream=None):
+        """For each [start, end) in ``segments`` (shape (..., 2)), the
+        product of a[:, start:end] and b[start:end, :]."""
+        a, b, segments = mx.asarray(a), mx.asarray(b), mx.asarray(segments)
+        if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+            raise ValueError(
+                f"[segmented_mm] needs (M, K) and (K, N) operands, got shapes "
+                f"{tuple(a.shape)} and {tuple(b.shape)}."
+            )
+        if segments.ndim < 1 or segments.shape[-1] != 2:
+            raise ValueError(
+                f"[segmented_mm] segments must have shape (..., 2), got {tuple(segments.shape)}."
+            )
+        k = mx.arange(a.shape[1])
+        start, end = segments[..., 0:1], segments[..., 1:2]
+        mask = ((k >= start) & (k < end)).astype(a.dtype)  # (..., K)
+        out = mx.matmul(a * mask[..., None, :], b, stream=stream)
+        return out
+
+    for f in (gather_mm, block_masked_mm, segmented_mm):
+        f.__module__ = "kiln.core"
+        setattr(core, f.__name__, f)

@@ -1,0 +1,66 @@
+"""gather_mm, block_masked_mm and segmented_mm against NumPy loops (and
+MLX where installed)."""
+
+import numpy as np
+import pytest
+
+import kiln.core as kc
+
+
+def test_gather_mm_matches_a_gather_then_matmul(rng):
+    a = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    b = rng.standard_normal((2, 5, 6)).astype(np.float32)
+    li = np.array([[0, 2], [1, 1]], np.uint32)
+    ri = np.array([1, 0], np.uint32)
+    got = np.array(kc.gather_mm(kc.array(a), kc.array(b), kc.array(li), kc.array(ri)))
+    L, R = np.broadcast_arrays(li, ri)
+    ref = np.stack([a[i].astype(np.float64) @ b[j] for i, j in zip(L.ravel(), R.ravel())])
+    np.testing.assert_allclose(got, ref.reshape(2, 2, 4, 6), rtol=1e-5, atol=1e-5)
+    # No indices: the batches pair up as in matmul; transposed operands too.
+    bt = kc.array(rng.standard_normal((3, 6, 5)).astype(np.float32)).transpose(0, 2, 1)
+    got = kc.gather_mm(kc.array(a), bt)
+    np.testing.assert_allclose(np.array(got), np.array(a) @ np.array(bt), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="gather_mm"):
+        kc.gather_mm(kc.array(a), kc.array(b), kc.array(np.array([0.5], np.float32)))
+
+
+@pytest.mark.parametrize("float_masks", [False, True])
+def test_block_masked_mm_masks_blocks(rng, float_masks):
+    bs = 32
+    A = rng.standard_normal((2, 40, 70)).astype(np.float32)
+    B = rng.standard_normal((2, 70, 33)).astype(np.float32)
+    def mask(shape):
+        return rng.standard_normal(shape).astype(np.float32) if float_masks else rng.random(shape) > 0.4
+    ml, mr, mo = mask((2, 2, 3)), mask((2, 3, 2)), mask((2, 2, 2))
+    got = kc.block_masked_mm(kc.array(A), kc.array(B), bs, kc.array(mo), kc.array(ml), kc.array(mr))
+
+    def expand(m, r, c):
+        return np.repeat(np.repeat(m, bs, -2), bs, -1)[..., :r, :c].astype(np.float64)
+
+    ref = ((A * expand(ml, 40, 70)) @ (B * expand(mr, 70, 33))) * expand(mo, 40, 33)
+    np.testing.assert_allclose(np.array(got), ref, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="block_size"):
+        kc.block_masked_mm(kc.array(A), kc.array(B), 16)
+    with pytest.raises(ValueError, match="mask"):
+        kc.block_masked_mm(kc.array(A), kc.array(B), bs, None, kc.array(ml[:, :1]))
+
+
+def test_segmented_mm_multiplies_each_segment(rng):
+    a = rng.standard_normal((4, 10)).astype(np.float32)
+    b = rng.standard_normal((10, 3)).astype(np.float32)
+    seg = np.array([[0, 3], [3, 10], [2, 2]], np.uint32)
+    got = np.array(kc.segmented_mm(kc.array(a), kc.array(b), kc.array(seg)))
+    ref = np.stack([a[:, s:e].astype(np.float64) @ b[s:e] for s, e in seg])
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="segments"):
+        kc.segmented_mm(kc.array(a), kc.array(b), kc.array(np.array([1, 2, 3], np.uint32)))
+
+
+def test_matches_mlx(rng):
+    mx = pytest.importorskip("mlx.core")
+    a = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    b = rng.standard_normal((3, 5, 6)).astype(np.float32)
+    li = np.array([2, 0, 0], np.uint32)
+    np.testing.assert_allclose(
+        np.array(kc.gather_mm(kc.array(a), kc.array(b), kc.array(li))),
+        np.array(mx.gather_mm(mx.array(a), mx.array(b), mx.array(li))), rtol=1e-5, atol=1e-5)
