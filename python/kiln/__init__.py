@@ -1,9 +1,31 @@
 """kiln: lazy arrays and composable function transformations, with
 MLX's programming model. ``import kiln.core as mx`` gives MLX's API."""
 
+import os as _os
 import sys as _sys
 
-from . import core
+
+def _pick_openblas_kernels():
+    """Debian's OpenBLAS 0.3.21 does not recognise recent x86 CPUs and falls
+    back to its generic kernels, which run GEMM several times slower. It
+    reads OPENBLAS_CORETYPE when the library loads (with kiln.core, just
+    below), so name the kernels the CPU supports unless the user has."""
+    if "OPENBLAS_CORETYPE" in _os.environ or not _sys.platform.startswith("linux"):
+        return
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((l for l in f if l.startswith("flags")), "").split()
+    except OSError:
+        return
+    if {"avx512f", "avx512vl", "avx512bw", "avx512dq"} <= set(flags):
+        _os.environ["OPENBLAS_CORETYPE"] = "SkylakeX"
+    elif {"avx2", "fma"} <= set(flags):
+        _os.environ["OPENBLAS_CORETYPE"] = "Haswell"
+
+
+_pick_openblas_kernels()
+
+from . import core  # noqa: E402
 from . import _compile, _io, _transforms
 
 # The transformations are written in Python over the flat C++ ones; they
