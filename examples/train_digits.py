@@ -75,6 +75,8 @@ class LeNet(nn.Module):
 
 
 def progress(epoch, epochs, done, total, loss, rate, width=24):
+    if not sys.stdout.isatty():  # a log gets the per-epoch lines only
+        return
     filled = int(width * done / total)
     bar = "#" * filled + "-" * (width - filled)
     sys.stdout.write(
@@ -137,7 +139,7 @@ def train(name, model, data, args):
         if epoch % args.report_every == 0 or epoch == args.epochs:
             acc = accuracy(x_test, y_test)
             sys.stdout.write(
-                f"\r  epoch {epoch:3d}/{args.epochs}  loss {mean_loss:.4f}  "
+                ("\r" if sys.stdout.isatty() else "") + f"  epoch {epoch:3d}/{args.epochs}  loss {mean_loss:.4f}  "
                 f"test accuracy {100 * acc:5.1f}%  "
                 f"{steps_per_epoch * bs / epoch_time:9.0f} samples/s{' ' * 12}\n"
             )
