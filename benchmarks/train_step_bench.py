@@ -12,6 +12,8 @@ runs the equivalent nn.Module in eager mode.
 """
 
 import argparse
+import os
+import sys
 import time
 from functools import partial
 
@@ -64,9 +66,15 @@ SHAPES = {
 }
 
 
+# A small learning rate keeps the timed steps away from the regime where a
+# model has memorised its batch and its gradients underflow to denormal
+# floats, which slow a CPU GEMM several times (BENCHMARKS.md says more).
+LEARNING_RATE = 1e-4
+
+
 def mlx_like_step(mx, nn, optim, model_cls, compiled):
     model = model_cls()
-    opt = optim.Adam(learning_rate=1e-3)
+    opt = optim.Adam(learning_rate=LEARNING_RATE)
 
     def loss_fn(x, y):
         return nn.losses.cross_entropy(model(x), y, reduction="mean")
@@ -115,7 +123,7 @@ def torch_step(torch, name, device):
         model = tnn.Sequential(tnn.Linear(784, 1024), tnn.ReLU(), tnn.Linear(1024, 1024),
                                tnn.ReLU(), tnn.Linear(1024, 10))
     model = model.to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    opt = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
     loss_fn = tnn.CrossEntropyLoss()
 
     def run(x, y):
@@ -149,8 +157,17 @@ def main():
 
     rng = np.random.default_rng(0)
     data = {}
-    for name, (xshape, n) in SHAPES.items():
-        data[name] = (rng.standard_normal(xshape).astype(np.float32), rng.integers(0, 10, n).astype(np.int32))
+    # The digits models train on a batch of the real digits; the large MLP
+    # on random inputs labelled by a random linear teacher.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+    from train_digits import load_digits
+
+    digits_x, digits_y, _, _ = load_digits()
+    data["digits_mlp"] = (digits_x[:64].reshape(64, 64), digits_y[:64])
+    data["digits_lenet"] = (digits_x[:64], digits_y[:64])
+    x = rng.standard_normal(SHAPES["mlp_784_1024"][0]).astype(np.float32)
+    teacher = rng.standard_normal((784, 10)).astype(np.float32)
+    data["mlp_784_1024"] = (x, np.argmax(x @ teacher, axis=1).astype(np.int32))
 
     results = {}  # (model, framework) -> seconds
     import kiln.core as kmx
