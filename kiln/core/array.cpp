@@ -129,9 +129,11 @@ void array::eval() {
 }
 
 void array::wait() {
-  if (status() == Status::scheduled) {
-    desc_->event->wait();
-  }
+  if (status() == Status::available) return;
+  // Not only while scheduled: a failed background evaluation resets its
+  // arrays to unscheduled, possibly before wait() is called, and the error
+  // is kept in the event until the array is evaluated again.
+  if (auto event = desc_->event) event->wait();
 }
 
 Primitive& array::primitive() const { return *desc_->node->primitive; }

@@ -83,9 +83,19 @@ TEST(Eval, AsyncEvalThenWaitAndEval) {
 TEST(Eval, AsyncErrorSurfacesAtWait) {
   // An error that only happens at evaluation: the memory limit.
   auto x = random_array({1 << 18}, float32);
-  auto bad = exp(add(x, array(1.0f)));
+  x.eval();
+  // The result needs 64 MiB: more than anything an earlier test could be
+  // freeing concurrently, which would make room under the limit.
+  auto bad = exp(add(broadcast_to(x, {64, 1 << 18}), array(1.0f)));
+  // A buffer reused from the cache adds nothing to the memory in use, so
+  // the limit only stops a fresh allocation: empty the cache first.
+  clear_cache();
   size_t old = set_memory_limit(get_active_memory() + 1024);
   async_eval({bad});
+  // Let the background evaluation fail before waiting: the error must still
+  // surface at wait(), however the two threads interleave.
+  synchronize();
+  EXPECT_THROW(bad.wait(), std::runtime_error);
   EXPECT_THROW(bad.wait(), std::runtime_error);
   set_memory_limit(old);
   // The graph is intact: evaluating again (within the limit) works.
