@@ -10,7 +10,7 @@ if(NOT KILN_CUDA_JIT)
   endif()
   set_property(TARGET kiln PROPERTY CUDA_ARCHITECTURES
     ${KILN_CUDA_ARCHITECTURES})
-  set_property(TARGET kiln PROPERTY CUDA_STANDARD 20)
+  set_property(TARGET kiln PROPERTY CUDA_STANDARD 17)
   set_property(TARGET kiln PROPERTY CUDA_SEPARABLE_COMPILATION OFF)
   target_compile_options(kiln PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-fPIC>)
