@@ -15,8 +15,10 @@ if(NOT KILN_CUDA_JIT)
   target_compile_options(kiln PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-fPIC>)
 endif()
-target_link_libraries(kiln PUBLIC CUDA::cudart CUDA::cublasLt CUDA::nvrtc
-  CUDA::cuda_driver)
+# The driver API is reached through cudart (utils.h, DriverApi), not linked:
+# the library then loads on machines without a GPU driver, where
+# gpu::is_available() is simply false.
+target_link_libraries(kiln PUBLIC CUDA::cudart CUDA::cublasLt CUDA::nvrtc)
 
 # Device headers become raw-string sources, generated from the same glob as
 # their include names, so NVRTC compiles the very bytes nvcc includes.

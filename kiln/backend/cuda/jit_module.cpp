@@ -321,7 +321,7 @@ class JitCache {
                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void* vals[] = {log, reinterpret_cast<void*>(sizeof(log))};
     CUmodule mod;
-    if (cuModuleLoadDataEx(&mod, cubin.data(), 2, opts, vals) !=
+    if (driver().module_load_data_ex(&mod, cubin.data(), 2, opts, vals) !=
         CUDA_SUCCESS) {
       if (debug_level() >= 1) {
         std::cerr << "[kiln jit] loading " << name << " failed: " << log
@@ -334,8 +334,8 @@ class JitCache {
     std::vector<CUfunction> fs;
     for (auto& l : lowered) {
       CUfunction f;
-      if (cuModuleGetFunction(&f, mod, l.c_str()) != CUDA_SUCCESS) {
-        cuModuleUnload(mod);
+      if (driver().module_get_function(&f, mod, l.c_str()) != CUDA_SUCCESS) {
+        driver().module_unload(mod);
         return {};
       }
       fs.push_back(f);

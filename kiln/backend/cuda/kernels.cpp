@@ -76,7 +76,7 @@ void launch(CUfunction f, int64_t n, int per_thread, void** args,
   int64_t max_blocks = int64_t(device_info().sm_count) * 64;
   int64_t blocks =
       std::min((threads + block_size - 1) / block_size, max_blocks);
-  KILN_CHECK_CU(cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1,
+  KILN_CHECK_CU(driver().launch_kernel(f, static_cast<unsigned>(blocks), 1, 1,
                                block_size, 1, 1, 0, cuda_stream(stream), args,
                                nullptr));
 }

@@ -4,6 +4,39 @@
 
 namespace kiln::cuda {
 
+namespace {
+
+template <typename F>
+void load_entry(const char* name, F& f) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult status;
+  // 12000: the prototypes of CUDA 12.0, unchanged for these functions.
+  cudaError_t e = cudaGetDriverEntryPointByVersion(name, &p, 12000,
+                                                   cudaEnableDefault, &status);
+  if (e != cudaSuccess || status != cudaDriverEntryPointSuccess || !p) {
+    cudaGetLastError();
+    throw std::runtime_error(std::string("[cuda] the GPU driver does not "
+                                         "provide ") + name + ".");
+  }
+  f = reinterpret_cast<F>(p);
+}
+
+} // namespace
+
+const DriverApi& driver() {
+  static const DriverApi api = [] {
+    DriverApi d;
+    load_entry("cuLaunchKernel", d.launch_kernel);
+    load_entry("cuModuleLoadDataEx", d.module_load_data_ex);
+    load_entry("cuModuleGetFunction", d.module_get_function);
+    load_entry("cuModuleUnload", d.module_unload);
+    load_entry("cuGetErrorName", d.get_error_name);
+    load_entry("cuGetErrorString", d.get_error_string);
+    return d;
+  }();
+  return api;
+}
+
 void throw_cuda_error(const char* call, cudaError_t e) {
   throw std::runtime_error(std::string("[cuda] ") + call + " failed: " +
                            cudaGetErrorName(e) + " (" + cudaGetErrorString(e) +
@@ -13,8 +46,8 @@ void throw_cuda_error(const char* call, cudaError_t e) {
 void throw_cu_error(const char* call, CUresult e) {
   const char* name = nullptr;
   const char* msg = nullptr;
-  cuGetErrorName(e, &name);
-  cuGetErrorString(e, &msg);
+  driver().get_error_name(e, &name);
+  driver().get_error_string(e, &msg);
   throw std::runtime_error(std::string("[cuda] ") + call + " failed: " +
                            (name ? name : "unknown error") + " (" +
                            (msg ? msg : "") + ").");

@@ -12,6 +12,22 @@
 
 namespace kiln::cuda {
 
+/** The few driver-API functions kiln calls, found through the runtime
+ *  (cudaGetDriverEntryPointByVersion) rather than linked: a binary linked to
+ *  libcuda cannot even start on a machine without a GPU driver, where the
+ *  GPU tests must skip instead. Only decltype names the driver symbols. */
+struct DriverApi {
+  decltype(&::cuLaunchKernel) launch_kernel;
+  decltype(&::cuModuleLoadDataEx) module_load_data_ex;
+  decltype(&::cuModuleGetFunction) module_get_function;
+  decltype(&::cuModuleUnload) module_unload;
+  decltype(&::cuGetErrorName) get_error_name;
+  decltype(&::cuGetErrorString) get_error_string;
+};
+/** Loaded at first use; throws std::runtime_error when the driver lacks a
+ *  function. */
+const DriverApi& driver();
+
 [[noreturn]] void throw_cuda_error(const char* call, cudaError_t e);
 [[noreturn]] void throw_cu_error(const char* call, CUresult e);
 [[noreturn]] void throw_nvrtc_error(const char* call, nvrtcResult e);
