@@ -193,6 +193,23 @@ void array::set_data(allocator::Buffer buffer, size_t data_size,
   desc_->flags = flags;
 }
 
+void array::set_device_data(detail::DeviceRecord* record, void* ptr,
+                            size_t data_size, Strides strides, Flags flags) {
+  desc_->data = std::make_shared<Data>(allocator::Buffer{ptr}, Deleter{});
+  desc_->data->on_device = true;
+  desc_->data->device = record;
+  desc_->data_ptr = ptr;
+  desc_->data_size = data_size;
+  desc_->strides = std::move(strides);
+  desc_->flags = flags;
+}
+
+detail::DeviceRecord* array::attach_device_record(detail::DeviceRecord* r) const {
+  detail::DeviceRecord* expected = nullptr;
+  if (desc_->data->device.compare_exchange_strong(expected, r)) return r;
+  return expected;
+}
+
 void array::copy_shared_buffer(const array& other, const Strides& strides,
                                Flags flags, size_t data_size, int64_t offset) {
   desc_->data = other.desc_->data;

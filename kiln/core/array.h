@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kiln/config.h"
 #include "kiln/core/allocator.h"
 #include "kiln/core/dtype.h"
 
@@ -27,6 +28,14 @@ namespace detail {
 struct Event;
 /** True while a transformation traces a function in this thread. */
 bool in_tracing();
+/** The CUDA backend's record of a buffer's device side (defined there). */
+struct DeviceRecord;
+void release_device_record(DeviceRecord* r);
+#if KILN_HAS_CUDA
+/** Host pointer to a's data when its buffer lives on the GPU: waits for the
+ *  GPU and copies the buffer to host memory once. */
+void* host_view(const array& a);
+#endif
 } // namespace detail
 
 using Deleter = std::function<void(allocator::Buffer)>;
@@ -109,13 +118,15 @@ class array {
   void eval();
   template <typename T>
   T item();
+  /** Host pointer to the first element; for an array on the GPU this waits
+   *  for it and reads it back (once per buffer). */
   template <typename T>
   T* data() {
-    return static_cast<T*>(desc_->data_ptr);
+    return static_cast<T*>(host_data());
   }
   template <typename T>
   const T* data() const {
-    return static_cast<const T*>(desc_->data_ptr);
+    return static_cast<const T*>(host_data());
   }
 
   enum class Status { unscheduled, scheduled, available };
@@ -164,12 +175,29 @@ class array {
   /** True when nothing else holds this array or its buffer, so a kernel may
    *  write its output into the buffer. */
   bool is_donatable() const {
+    // A buffer with a GPU side is never written by a host kernel: its other
+    // copy would go stale.
     return desc_.use_count() == 1 && desc_->data &&
-           desc_->data.use_count() == 1;
+           desc_->data.use_count() == 1 && desc_->data->device == nullptr;
   }
   allocator::Buffer buffer() const;
   /** Byte offset of data() from the start of the buffer. */
   int64_t offset() const;
+  /** The first element in the buffer's own memory (device memory when the
+   *  buffer is on the GPU); kernels of the owning backend use it. */
+  void* raw_data_ptr() const { return desc_->data_ptr; }
+  /** True when the buffer is device memory (the CUDA backend's). */
+  bool on_device() const { return desc_->data && desc_->data->on_device; }
+  /** A device buffer made by the CUDA backend, with its record. */
+  void set_device_data(detail::DeviceRecord* record, void* ptr,
+                       size_t data_size, Strides strides, Flags flags);
+  /** The buffer's device record, or nullptr. */
+  detail::DeviceRecord* device_record() const {
+    return desc_->data ? desc_->data->device.load() : nullptr;
+  }
+  /** Attaches r to a buffer that has no record yet; returns the record that
+   *  is attached afterwards (r, or one another thread attached first). */
+  detail::DeviceRecord* attach_device_record(detail::DeviceRecord* r) const;
   /** Drop the primitive and inputs once evaluated (frees the graph). */
   void detach();
   void set_status(Status s) { desc_->status = s; }
@@ -179,12 +207,24 @@ class array {
   struct Data {
     allocator::Buffer buffer;
     Deleter deleter;
+    // Set by the CUDA backend: buffer.ptr is device memory (then the record
+    // owns it), and the record of the buffer's copy on the other side.
+    bool on_device = false;
+    std::atomic<detail::DeviceRecord*> device{nullptr};
     Data(allocator::Buffer b, Deleter d) : buffer(b), deleter(std::move(d)) {}
     Data(const Data&) = delete;
     ~Data() {
+      if (auto* r = device.load()) detail::release_device_record(r);
       if (deleter) deleter(buffer);
     }
   };
+
+  void* host_data() const {
+#if KILN_HAS_CUDA
+    if (desc_->data && desc_->data->on_device) return detail::host_view(*this);
+#endif
+    return desc_->data_ptr;
+  }
 
   struct ArrayDesc;
   // One per primitive application; its outputs point to it. Outputs are held

@@ -83,7 +83,15 @@ Stream to_stream(StreamOrDevice s) {
   return default_stream(default_device());
 }
 
-void synchronize(StreamOrDevice) { detail::wait_for_async_evals(); }
+void synchronize(StreamOrDevice s) {
+  detail::wait_for_async_evals();
+  if (!gpu::is_available()) return;
+  if (auto* st = std::get_if<Stream>(&s)) {
+    if (st->device == Device::gpu) gpu::synchronize(st->index);
+  } else {
+    gpu::synchronize(-1);
+  }
+}
 
 std::ostream& operator<<(std::ostream& os, const Device& d) {
   return os << "Device(" << (d.type == Device::cpu ? "cpu" : "gpu") << ", "

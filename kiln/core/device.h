@@ -2,6 +2,7 @@
 // runs everything on the CPU; the default device is the GPU when present.
 #pragma once
 
+#include <cstddef>
 #include <ostream>
 #include <variant>
 
@@ -50,6 +51,19 @@ std::ostream& operator<<(std::ostream& os, const Stream& s);
 namespace gpu {
 /** True when the library was built with CUDA and a GPU is present. */
 bool is_available();
+
+/** GPU memory held by arrays, its peak, and freed memory kept for reuse
+ *  (all 0 without a GPU). */
+size_t get_active_memory();
+size_t get_peak_memory();
+void reset_peak_memory();
+size_t get_cache_memory();
+/** Returns cached GPU memory to the driver. */
+void clear_cache();
+
+/** Blocks until the GPU has finished the work queued on a kiln stream (-1:
+ *  every stream). Used by synchronize(); a no-op without a GPU. */
+void synchronize(int stream_index);
 } // namespace gpu
 
 } // namespace kiln

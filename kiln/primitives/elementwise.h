@@ -13,6 +13,9 @@ namespace kiln {
 class Elementwise : public UnaryPrimitive {
  public:
   Elementwise(Stream s, FusionKind kind) : UnaryPrimitive(s), kind_(kind) {}
+  // One GPU eval for the family: it runs the kernel of the functor named
+  // like the primitive.
+  KILN_GPU_EVAL_UNARY
 
   /** d out / d inputs[i] for each i in argnums, shaped like out. */
   virtual std::vector<array> partials(const std::vector<array>& inputs,
@@ -41,7 +44,6 @@ class Elementwise : public UnaryPrimitive {
     explicit Name(Stream s) : Elementwise(s, FusionKind::Kind) {}         \
     const char* name() const override { return #Name; }                   \
     void eval_cpu(const std::vector<array>& inputs, array& out) override; \
-    KILN_GPU_EVAL_UNARY                                                   \
     std::vector<array> partials(const std::vector<array>& inputs,         \
                                 const array& out,                         \
                                 const std::vector<int>& argnums) override; \
@@ -132,7 +134,6 @@ class AsType : public Elementwise {
   AsType(Stream s, Dtype dtype) : Elementwise(s, FusionKind::cast), dtype_(dtype) {}
   const char* name() const override { return "AsType"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  KILN_GPU_EVAL_UNARY
   std::vector<array> partials(const std::vector<array>& inputs,
                               const array& out,
                               const std::vector<int>& argnums) override;

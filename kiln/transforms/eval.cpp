@@ -65,24 +65,32 @@ std::vector<array> build_tape(const std::vector<array>& outputs,
 
 namespace {
 
-void eval_node(array& arr) {
+// gpu_streams collects the GPU streams that got work (bit = index % 64).
+void eval_node(array& arr, uint64_t& gpu_streams) {
   auto outputs = arr.outputs();
   auto& p = arr.primitive();
   if (p.device() == Device::cpu) {
     p.eval_cpu(arr.inputs(), outputs);
   } else {
     p.eval_gpu(arr.inputs(), outputs);
+    gpu_streams |= uint64_t(1) << (p.stream().index % 64);
   }
   for (auto& o : outputs) o.set_status(array::Status::available);
   // Tracers keep their graph: a transformation still needs it.
   if (!arr.is_tracer()) arr.detach();
 }
 
+// Runs the tape; returns once the GPU work it queued is done too, so an
+// evaluated array is computed wherever it lives (as MLX's eval).
 void run_tape(std::vector<array>& tape) {
+  uint64_t gpu_streams = 0;
   for (auto& slot : tape) {
     array arr = std::move(slot); // the tape lets go as it goes
     if (arr.is_available()) continue;
-    eval_node(arr);
+    eval_node(arr, gpu_streams);
+  }
+  for (int i = 0; gpu_streams != 0; ++i, gpu_streams >>= 1) {
+    if (gpu_streams & 1) gpu::synchronize(i);
   }
 }
 

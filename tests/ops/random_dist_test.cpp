@@ -181,7 +181,7 @@ TEST(RandomState, FailedDrawsLeaveTheKey) {
   random::seed(5);
   auto before = to_doubles(random::state().get());
   EXPECT_THROW(random::uniform({3}, int32), std::invalid_argument);
-  EXPECT_THROW(random::bernoulli(array(1), {2}), std::invalid_argument);
+  EXPECT_THROW(random::bernoulli(array(1), Shape{2}), std::invalid_argument);
   EXPECT_THROW(random::randint(0, 3, {2}, float32), std::invalid_argument);
   EXPECT_THROW(random::uniform(array({1.0f, 2.0f}), array(3.0f), {3}),
                std::invalid_argument);

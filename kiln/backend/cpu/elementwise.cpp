@@ -10,29 +10,10 @@ void unsupported_dtype(const char* op, Dtype dt) {
 }
 
 bool set_elementwise_output(ArrayRefs inputs, array& out) {
-  const array* layout = nullptr; // the first non-scalar input
-  bool flat = true;
-  for (const array& in : inputs) {
-    if (in.data_size() == 1) continue;
-    if (!in.flags().contiguous) {
-      flat = false;
-      break;
-    }
-    if (layout == nullptr) {
-      layout = &in;
-    } else if (in.strides() != layout->strides() ||
-               in.data_size() != layout->data_size()) {
-      flat = false;
-      break;
-    }
-  }
+  auto [flat, layout] = elementwise_layout(inputs);
   if (!flat) {
     out.set_data(allocator::malloc(out.nbytes()));
     return false;
-  }
-  if (layout == nullptr) {
-    // All scalars: one element, laid out like the first input.
-    layout = &inputs.begin()->get();
   }
   // Donate an input buffer when nothing else needs it.
   for (const array& in : inputs) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "kiln/backend/common/elementwise_layout.h"
 #include "kiln/backend/common/strided.h"
 #include "kiln/backend/cpu/functors.h"
 #include "kiln/backend/cpu/vector_math.h"
@@ -21,7 +22,6 @@ inline constexpr size_t elementwise_grain = 1 << 15;
 /** Allocates out for an elementwise op over same-shape inputs. Returns true
  *  when the flat path applies: every input either holds one element
  *  (data_size 1) or shares one contiguous layout, which out then inherits. */
-using ArrayRefs = std::initializer_list<std::reference_wrapper<const array>>;
 bool set_elementwise_output(ArrayRefs inputs, array& out);
 
 /** Throws invalid_argument naming the op and dtype. */

@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "kiln/backend/cpu/jit_disk.h"
+#include "kiln/backend/common/jit_disk.h"
 #include "kiln/backend/cpu/jit_toolchain.h"
 #include "kiln/config.h"
 #include "kiln/transforms/compile_passes.h"

@@ -156,12 +156,6 @@ void emit_ops(std::ostringstream& os, const JitKernelSpec& spec,
 
 } // namespace
 
-uint64_t jit_hash(const std::string& s, uint64_t seed) {
-  uint64_t h = 1469598103934665603ull ^ (seed * 0x9e3779b97f4a7c15ull);
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
 bool jit_supports(const JitKernelSpec& spec) {
   for (auto d : spec.input_dtypes) {
     if (d == complex64) return false;

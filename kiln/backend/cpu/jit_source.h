@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/backend/common/jit_disk.h"
 #include "kiln/primitives/compiled.h"
 
 namespace kiln::detail {
@@ -52,8 +53,5 @@ bool jit_supports(const JitKernelSpec& spec);
 /** The kernel function's source (without the prelude and functors). */
 std::string jit_kernel_source(const JitKernelSpec& spec, const std::string& key,
                               const std::string& symbol);
-
-/** 64-bit FNV-1a, with a seed so two runs give a 128-bit digest. */
-uint64_t jit_hash(const std::string& s, uint64_t seed = 0);
 
 } // namespace kiln::detail

@@ -1,9 +1,24 @@
 // The CPU-only build: no GPU is ever available, so every primitive runs its
 // eval_cpu and Primitive::eval_gpu's default (which throws) is unreachable.
+#include "kiln/core/array.h"
 #include "kiln/core/device.h"
 
 namespace kiln::gpu {
 
 bool is_available() { return false; }
 
+size_t get_active_memory() { return 0; }
+size_t get_peak_memory() { return 0; }
+void reset_peak_memory() {}
+size_t get_cache_memory() { return 0; }
+void clear_cache() {}
+void synchronize(int) {}
+
 } // namespace kiln::gpu
+
+namespace kiln::detail {
+
+// No buffer ever gets a device record in this build.
+void release_device_record(DeviceRecord*) {}
+
+} // namespace kiln::detail

@@ -1,11 +1,15 @@
-// The CPU JIT's disk cache: a private directory, files written under unique
-// names and renamed into place, and libraries sealed with a checksum so a
-// truncated, corrupt or foreign file is rebuilt instead of loaded.
+// The JIT disk caches (CPU and CUDA): a private directory, files written
+// under unique names and renamed into place, and binaries sealed with a
+// checksum so a truncated, corrupt or foreign file is rebuilt, never loaded.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace kiln::detail {
+
+/** 64-bit FNV-1a, with a seed so two runs give a 128-bit digest. */
+uint64_t jit_hash(const std::string& s, uint64_t seed = 0);
 
 /** "" when path is a real directory (not a symlink) owned by this user with
  *  no group or other write permission; otherwise why it is refused. */

@@ -1,4 +1,4 @@
-#include "kiln/backend/cpu/jit_disk.h"
+#include "kiln/backend/common/jit_disk.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +15,6 @@
 #include <sstream>
 #include <vector>
 
-#include "kiln/backend/cpu/jit_source.h"
 
 namespace kiln::detail {
 
@@ -56,6 +55,12 @@ std::string parent_of(const std::string& path) {
 }
 
 } // namespace
+
+uint64_t jit_hash(const std::string& s, uint64_t seed) {
+  uint64_t h = 1469598103934665603ull ^ (seed * 0x9e3779b97f4a7c15ull);
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
 
 std::string check_private_dir(const std::string& path) {
   struct stat st;

@@ -1,0 +1,49 @@
+// Ahead-of-time unary kernels: the common math on the floating types, and
+// copies (AsType) between the common dtypes. Everything else is compiled by
+// NVRTC at first use.
+#include "kiln/backend/cuda/aot.cuh"
+
+namespace kiln::cuda {
+
+void add_aot_unary(AotTable& t) {
+  using namespace aot;
+  auto floats = [&](auto op, const char* name) {
+    using Op = decltype(op);
+    unary<Op, float, float>(t, name);
+    unary<Op, __half, __half>(t, name);
+    unary<Op, __nv_bfloat16, __nv_bfloat16>(t, name);
+  };
+  floats(Exp{}, "Exp");
+  floats(Log{}, "Log");
+  floats(Sin{}, "Sin");
+  floats(Cos{}, "Cos");
+  floats(Tanh{}, "Tanh");
+  floats(Sqrt{}, "Sqrt");
+  floats(Rsqrt{}, "Rsqrt");
+  floats(Sigmoid{}, "Sigmoid");
+  floats(Negative{}, "Negative");
+  floats(Abs{}, "Abs");
+  floats(Square{}, "Square");
+  floats(Erf{}, "Erf");
+  floats(Log1p{}, "Log1p");
+
+  auto copies_from = [&](auto in) {
+    using In = decltype(in);
+    unary<AsType, In, float>(t, "AsType");
+    unary<AsType, In, __half>(t, "AsType");
+    unary<AsType, In, __nv_bfloat16>(t, "AsType");
+    unary<AsType, In, int32_t>(t, "AsType");
+    unary<AsType, In, int64_t>(t, "AsType");
+    unary<AsType, In, bool>(t, "AsType");
+  };
+  copies_from(float{});
+  copies_from(__half{});
+  copies_from(__nv_bfloat16{});
+  copies_from(int32_t{});
+  copies_from(int64_t{});
+  copies_from(bool{});
+  unary<AsType, uint32_t, uint32_t>(t, "AsType");
+  unary<AsType, double, double>(t, "AsType");
+}
+
+} // namespace kiln::cuda

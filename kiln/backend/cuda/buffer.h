@@ -1,0 +1,30 @@
+// Array buffers on the GPU. A buffer lives in one place (host or device
+// memory) and gets a read-only copy on the other side when that side first
+// reads it: the host reading a GPU array (data<T>(), item, NumPy) waits for
+// its producer and copies it back once; a GPU kernel reading a host array
+// uploads it once. Arrays are immutable and host kernels never write a buffer
+// with a device side (array::is_donatable), so the two copies never differ.
+#pragma once
+
+#include "kiln/core/array.h"
+#include "kiln/core/device.h"
+
+namespace kiln::cuda {
+
+/** Device pointer to a's first element for a kernel on kiln stream s. Orders
+ *  s after the stream that produced a, uploads a host buffer, and records s
+ *  as a user of the memory (it is reused only after s is done with it). */
+void* device_ptr(const array& a, const Stream& s);
+template <typename T>
+T* device_ptr(const array& a, const Stream& s) {
+  return static_cast<T*>(device_ptr(a, s));
+}
+
+/** Gives out a fresh device buffer of data_size elements with this layout,
+ *  written by stream s. */
+void set_device_output(array& out, size_t data_size, Strides strides,
+                       array::Flags flags, const Stream& s);
+/** A fresh row-major device buffer. */
+void set_device_output(array& out, const Stream& s);
+
+} // namespace kiln::cuda

@@ -1,0 +1,138 @@
+#include "kiln/backend/cuda/device.h"
+
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "kiln/backend/cuda/utils.h"
+
+namespace kiln {
+
+namespace gpu {
+
+bool is_available() {
+  static const bool available = cuda::device_count() > 0;
+  return available;
+}
+
+} // namespace gpu
+
+namespace cuda {
+
+namespace {
+
+struct Streams {
+  std::mutex mutex;
+  std::unordered_map<int, cudaStream_t> by_index;
+  std::vector<cudaEvent_t> free_events;
+};
+
+Streams& streams() {
+  static Streams* s = new Streams; // outlives static destructors
+  return *s;
+}
+
+} // namespace
+
+std::string DeviceInfo::arch() const {
+  return "sm_" + std::to_string(major) + std::to_string(minor);
+}
+
+int device_count() {
+  static const int count = [] {
+    int n = 0;
+    // No driver or no device: a CPU-only machine, not an error.
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return n;
+  }();
+  return count;
+}
+
+const DeviceInfo& device_info() {
+  static const DeviceInfo info = [] {
+    DeviceInfo d;
+    KILN_CHECK_CUDA(cudaSetDevice(0));
+    cudaDeviceProp p;
+    KILN_CHECK_CUDA(cudaGetDeviceProperties(&p, 0));
+    d.sm_count = p.multiProcessorCount;
+    d.major = p.major;
+    d.minor = p.minor;
+    d.total_memory = p.totalGlobalMem;
+    d.name = p.name;
+    return d;
+  }();
+  return info;
+}
+
+void set_current_device() {
+  thread_local bool done = false;
+  if (!done) {
+    KILN_CHECK_CUDA(cudaSetDevice(device_info().ordinal));
+    done = true;
+  }
+}
+
+cudaStream_t cuda_stream(int index) {
+  auto& s = streams();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.by_index.find(index);
+  if (it != s.by_index.end()) return it->second;
+  set_current_device();
+  cudaStream_t st;
+  KILN_CHECK_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  s.by_index.emplace(index, st);
+  return st;
+}
+
+cudaStream_t cuda_stream(const Stream& s) { return cuda_stream(s.index); }
+
+cudaEvent_t acquire_event() {
+  auto& s = streams();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.free_events.empty()) {
+      cudaEvent_t e = s.free_events.back();
+      s.free_events.pop_back();
+      return e;
+    }
+  }
+  set_current_device();
+  cudaEvent_t e;
+  KILN_CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return e;
+}
+
+void release_event(cudaEvent_t e) {
+  auto& s = streams();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.free_events.push_back(e);
+}
+
+void stream_wait(int consumer, int producer) {
+  if (consumer == producer) return;
+  cudaEvent_t e = acquire_event();
+  KILN_CHECK_CUDA(cudaEventRecord(e, cuda_stream(producer)));
+  KILN_CHECK_CUDA(cudaStreamWaitEvent(cuda_stream(consumer), e, 0));
+  // Reuse after this is safe: a wait binds to the record made before it.
+  release_event(e);
+}
+
+void synchronize_stream(int index) {
+  KILN_CHECK_CUDA(cudaStreamSynchronize(cuda_stream(index)));
+}
+
+void synchronize_all() {
+  std::vector<cudaStream_t> all;
+  {
+    auto& s = streams();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    for (auto& [i, st] : s.by_index) all.push_back(st);
+  }
+  for (auto st : all) KILN_CHECK_CUDA(cudaStreamSynchronize(st));
+}
+
+} // namespace cuda
+} // namespace kiln

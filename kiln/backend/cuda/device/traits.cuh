@@ -1,0 +1,149 @@
+// The few type traits and math functions the device code needs, written out
+// instead of taken from libcu++: its headers cost NVRTC seconds per kernel,
+// and every JIT compile parses what the device headers include. Math calls
+// go to CUDA's own functions (expf for float, exp for double), which NVRTC
+// knows without any header.
+#pragma once
+
+// Fixed-width integers: NVRTC has no <cstdint>.
+#ifdef __CUDACC_RTC__
+using int8_t = signed char;
+using int16_t = short;
+using int32_t = int;
+using int64_t = long long;
+using uint8_t = unsigned char;
+using uint16_t = unsigned short;
+using uint32_t = unsigned int;
+using uint64_t = unsigned long long;
+using uintptr_t = unsigned long long;
+#else
+#include <cstdint>
+#endif
+
+namespace kiln::cuda {
+
+template <typename A, typename B>
+inline constexpr bool is_same_v = false;
+template <typename A>
+inline constexpr bool is_same_v<A, A> = true;
+
+template <typename T>
+inline constexpr bool is_float_v = is_same_v<T, float> || is_same_v<T, double>;
+
+template <typename T>
+inline constexpr bool is_signed_int_v =
+    is_same_v<T, signed char> || is_same_v<T, short> || is_same_v<T, int> ||
+    is_same_v<T, long> || is_same_v<T, long long>;
+
+template <typename T>
+inline constexpr bool is_unsigned_v =
+    is_same_v<T, bool> || is_same_v<T, unsigned char> ||
+    is_same_v<T, unsigned short> || is_same_v<T, unsigned int> ||
+    is_same_v<T, unsigned long> || is_same_v<T, unsigned long long>;
+
+template <typename T>
+inline constexpr bool is_integral_v = is_signed_int_v<T> || is_unsigned_v<T>;
+
+template <typename T>
+inline constexpr bool is_signed_v = is_float_v<T> || is_signed_int_v<T>;
+
+template <typename T>
+struct MakeUnsigned {
+  using type = T;
+};
+template <>
+struct MakeUnsigned<signed char> {
+  using type = unsigned char;
+};
+template <>
+struct MakeUnsigned<short> {
+  using type = unsigned short;
+};
+template <>
+struct MakeUnsigned<int> {
+  using type = unsigned int;
+};
+template <>
+struct MakeUnsigned<long> {
+  using type = unsigned long;
+};
+template <>
+struct MakeUnsigned<long long> {
+  using type = unsigned long long;
+};
+template <typename T>
+using make_unsigned_t = typename MakeUnsigned<T>::type;
+
+namespace math {
+
+// One overload per precision, mapping to CUDA's float and double functions.
+#define KILN_MATH1(name, f32, f64)                                         \
+  __device__ __forceinline__ float name(float x) { return ::f32(x); }     \
+  __device__ __forceinline__ double name(double x) { return ::f64(x); }
+KILN_MATH1(exp, expf, exp)
+KILN_MATH1(expm1, expm1f, expm1)
+KILN_MATH1(log, logf, log)
+KILN_MATH1(log1p, log1pf, log1p)
+KILN_MATH1(log2, log2f, log2)
+KILN_MATH1(log10, log10f, log10)
+KILN_MATH1(sin, sinf, sin)
+KILN_MATH1(cos, cosf, cos)
+KILN_MATH1(tan, tanf, tan)
+KILN_MATH1(asin, asinf, asin)
+KILN_MATH1(acos, acosf, acos)
+KILN_MATH1(atan, atanf, atan)
+KILN_MATH1(sinh, sinhf, sinh)
+KILN_MATH1(cosh, coshf, cosh)
+KILN_MATH1(tanh, tanhf, tanh)
+KILN_MATH1(asinh, asinhf, asinh)
+KILN_MATH1(acosh, acoshf, acosh)
+KILN_MATH1(atanh, atanhf, atanh)
+KILN_MATH1(sqrt, sqrtf, sqrt)
+KILN_MATH1(erf, erff, erf)
+KILN_MATH1(floor, floorf, floor)
+KILN_MATH1(ceil, ceilf, ceil)
+// rint rounds halves to even in the default rounding mode, like nearbyint.
+KILN_MATH1(nearbyint, rintf, rint)
+KILN_MATH1(abs, fabsf, fabs)
+#undef KILN_MATH1
+
+#define KILN_MATH2(name, f32, f64)                                  \
+  __device__ __forceinline__ float name(float a, float b) {         \
+    return ::f32(a, b);                                             \
+  }                                                                 \
+  __device__ __forceinline__ double name(double a, double b) {      \
+    return ::f64(a, b);                                             \
+  }
+KILN_MATH2(pow, powf, pow)
+KILN_MATH2(atan2, atan2f, atan2)
+KILN_MATH2(fmod, fmodf, fmod)
+#undef KILN_MATH2
+
+template <typename T>
+__device__ __forceinline__ bool isnan(T x) {
+  return x != x;
+}
+template <typename T>
+__device__ __forceinline__ bool isinf(T x) {
+  return x == x && x - x != x - x;
+}
+template <typename T>
+__device__ __forceinline__ T quiet_nan() {
+  if constexpr (is_same_v<T, float>) {
+    return __int_as_float(0x7fc00000);
+  } else {
+    return __longlong_as_double(0x7ff8000000000000ll);
+  }
+}
+template <typename T>
+__device__ __forceinline__ T infinity() {
+  if constexpr (is_same_v<T, float>) {
+    return __int_as_float(0x7f800000);
+  } else {
+    return __longlong_as_double(0x7ff0000000000000ll);
+  }
+}
+
+} // namespace math
+
+} // namespace kiln::cuda

@@ -1,0 +1,105 @@
+// Device-side basics shared by every kernel family: element types, compute
+// types, astype's conversions and aligned vectors. Included by the nvcc
+// kernels by path and handed to NVRTC under the same name, so both builds
+// compile these very bytes. Device headers only: no host std headers.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kiln/backend/cuda/device/traits.cuh"
+
+namespace kiln::cuda {
+
+template <typename T>
+inline constexpr bool is_half_v =
+    is_same_v<T, __half> || is_same_v<T, __nv_bfloat16>;
+
+/** float16/bfloat16 compute in float and round once at the store, as on the
+ *  CPU; every other type computes as itself. */
+template <typename T>
+struct ComputeType {
+  using type = T;
+};
+template <>
+struct ComputeType<__half> {
+  using type = float;
+};
+template <>
+struct ComputeType<__nv_bfloat16> {
+  using type = float;
+};
+template <typename T>
+using compute_t = typename ComputeType<T>::type;
+
+/** astype's conversions (kiln/core/cast.h): anything -> bool tests for
+ *  nonzero, 16-bit floats go through float (double rounds directly). */
+template <typename To, typename From>
+__device__ __forceinline__ To cast_to(From v) {
+  if constexpr (is_same_v<To, From>) {
+    return v;
+  } else if constexpr (is_same_v<To, bool>) {
+    if constexpr (is_half_v<From>) {
+      return static_cast<float>(v) != 0.0f;
+    } else {
+      return v != From(0);
+    }
+  } else if constexpr (is_half_v<From>) {
+    return static_cast<To>(static_cast<float>(v));
+  } else if constexpr (is_same_v<To, __half>) {
+    if constexpr (is_same_v<From, double>) {
+      return __double2half(v);
+    } else {
+      return __float2half_rn(static_cast<float>(v));
+    }
+  } else if constexpr (is_same_v<To, __nv_bfloat16>) {
+    if constexpr (is_same_v<From, double>) {
+      return __double2bfloat16(v);
+    } else {
+      return __float2bfloat16_rn(static_cast<float>(v));
+    }
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+/** N elements loaded or stored as one access (16 bytes for the widest). */
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Vec {
+  T v[N];
+};
+
+template <typename T, int N>
+__device__ __forceinline__ bool is_aligned(const T* p) {
+  return reinterpret_cast<uintptr_t>(p) % (sizeof(T) * N) == 0;
+}
+
+/** Dimensions a general (strided) kernel handles after collapsing. */
+inline constexpr int max_ndim = 10;
+
+/** Shape and K operands' strides, passed by value as a kernel parameter. */
+template <int K>
+struct Strided {
+  int ndim;
+  int32_t shape[max_ndim];
+  int64_t strides[K][max_ndim];
+};
+
+/** Element offsets of each operand for row-major position i; the divisions
+ *  run in IdxT (32-bit unless the array is huge), the offsets in int64. */
+template <typename IdxT, int K>
+__device__ __forceinline__ void strided_offsets(IdxT i, const Strided<K>& l,
+                                                int64_t (&off)[K]) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) off[k] = 0;
+  for (int d = l.ndim - 1; d >= 0; --d) {
+    IdxT n = static_cast<IdxT>(l.shape[d]);
+    IdxT q = i / n;
+    int64_t r = static_cast<int64_t>(i - q * n);
+#pragma unroll
+    for (int k = 0; k < K; ++k) off[k] += r * l.strides[k][d];
+    i = q;
+  }
+}
+
+} // namespace kiln::cuda

@@ -1,0 +1,125 @@
+#include "kiln/backend/cuda/elementwise.h"
+
+#include <array>
+#include <climits>
+
+#include "kiln/backend/common/elementwise_layout.h"
+#include "kiln/backend/common/strided.h"
+#include "kiln/backend/cuda/buffer.h"
+#include "kiln/backend/cuda/elementwise_kernels.h"
+#include "kiln/backend/cuda/fallback.h"
+#include "kiln/backend/cuda/kernels.h"
+#include "kiln/primitives/elementwise.h"
+#include "kiln/primitives/shape.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+// Host twin of device/utils.cuh's Strided<K>: same members, same order.
+constexpr int max_ndim = 10;
+template <size_t K>
+struct Strided {
+  int ndim;
+  int32_t shape[max_ndim];
+  int64_t strides[K][max_ndim];
+};
+
+template <size_t K>
+bool collapsed(const Shape& shape, std::array<Strides, K> strides,
+               Strided<K>& out) {
+  Shape s = detail::collapse_dims(shape, strides);
+  if (s.size() > static_cast<size_t>(max_ndim)) return false;
+  out.ndim = static_cast<int>(s.size());
+  for (size_t d = 0; d < s.size(); ++d) {
+    out.shape[d] = s[d];
+    for (size_t k = 0; k < K; ++k) out.strides[k][d] = strides[k][d];
+  }
+  return true;
+}
+
+template <size_t N>
+bool run(const std::string& op, const std::array<const array*, N>& in,
+         array& out, const Stream& s, bool row_major) {
+  for (auto* a : in) {
+    if (!gpu_supports(a->dtype())) return false;
+  }
+  if (!gpu_supports(out.dtype())) return false;
+  Dtype in_dt = in[N - 1]->dtype();
+  constexpr size_t K = N + 1;
+  detail::ElementwiseLayout lay{false, nullptr};
+  if (!row_major) {
+    if constexpr (N == 1) lay = detail::elementwise_layout({*in[0]});
+    if constexpr (N == 2) lay = detail::elementwise_layout({*in[0], *in[1]});
+    if constexpr (N == 3) {
+      lay = detail::elementwise_layout({*in[0], *in[1], *in[2]});
+    }
+  }
+  Strided<K> layout{};
+  std::string pattern;
+  if (lay.flat) {
+    set_device_output(out, lay.layout->data_size(), lay.layout->strides(),
+                      lay.layout->flags(), s);
+    for (auto* a : in) pattern += a->data_size() == 1 ? 's' : 'v';
+    if (N == 1) pattern = "v";
+  } else {
+    std::array<Strides, K> st;
+    for (size_t k = 0; k < N; ++k) st[k] = in[k]->strides();
+    st[N] = row_major_strides(out.shape());
+    if (!collapsed(out.shape(), st, layout)) return false;
+    set_device_output(out, s);
+    pattern = "g";
+  }
+  int64_t n = lay.flat ? static_cast<int64_t>(out.data_size())
+                       : static_cast<int64_t>(out.size());
+  if (n == 0) return true;
+  bool large = !lay.flat && out.size() > UINT32_MAX;
+  JitKernel k = N == 1   ? unary_kernel(op, in_dt, out.dtype(), pattern, large)
+                : N == 2 ? binary_kernel(op, in_dt, out.dtype(), pattern, large)
+                         : ternary_kernel(out.dtype(), pattern, large);
+  CUfunction f = get_kernel(k);
+  void* ptrs[K];
+  for (size_t i = 0; i < N; ++i) ptrs[i] = device_ptr(*in[i], s);
+  ptrs[N] = out.raw_data_ptr();
+  void* args[K + 2];
+  for (size_t i = 0; i < K; ++i) args[i] = &ptrs[i];
+  args[K] = &n;
+  args[K + 1] = &layout; // read only by the general kernels
+  int per_thread = lay.flat ? vec_width(in_dt, out.dtype()) : 1;
+  launch(f, n, per_thread, args, s.index);
+  return true;
+}
+
+} // namespace
+
+bool elementwise(const std::string& op, const std::vector<array>& inputs,
+                 array& out, const Stream& s, bool row_major) {
+  switch (inputs.size()) {
+    case 1:
+      return run<1>(op, {&inputs[0]}, out, s, row_major);
+    case 2:
+      return run<2>(op, {&inputs[0], &inputs[1]}, out, s, row_major);
+    case 3:
+      return run<3>(op, {&inputs[0], &inputs[1], &inputs[2]}, out, s,
+                    row_major);
+    default:
+      return false;
+  }
+}
+
+bool copy_row_major(const array& src, array& out, const Stream& s) {
+  return elementwise("AsType", {src}, out, s, true);
+}
+
+} // namespace kiln::cuda
+
+namespace kiln {
+
+// Every elementwise primitive runs the kernel of its functor's name.
+void Elementwise::eval_gpu(const std::vector<array>& inputs, array& out) {
+  if (!cuda::elementwise(name(), inputs, out, stream())) {
+    cuda::eval_on_cpu(*this, inputs, out);
+  }
+}
+
+} // namespace kiln

@@ -1,0 +1,27 @@
+// GPU drivers for elementwise kernels: choose the output layout by the rule
+// all backends share (backend/common/elementwise_layout.h), then run the
+// contiguous kernel over data_size elements or the general one over the
+// collapsed shape.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/core/array.h"
+#include "kiln/core/device.h"
+
+namespace kiln::cuda {
+
+/** out = op(inputs...) on stream s; one input: unary (op "AsType" converts
+ *  to out's dtype), two: binary, three: Select. Returns false, doing
+ *  nothing, when the GPU kernels cannot run it (a dtype they lack, more
+ *  dimensions than they take) so the caller falls back to the CPU.
+ *  row_major forces a row-major output (Contiguous). */
+bool elementwise(const std::string& op, const std::vector<array>& inputs,
+                 array& out, const Stream& s, bool row_major = false);
+
+/** Copies src (any strides and dtype) into a new row-major out. Returns
+ *  false like elementwise(). */
+bool copy_row_major(const array& src, array& out, const Stream& s);
+
+} // namespace kiln::cuda

@@ -1,0 +1,111 @@
+// eval_gpu of the primitives that have no GPU kernel yet: each runs its
+// eval_cpu through eval_on_cpu. Keep README.md's list in step with this file.
+#include "kiln/backend/cuda/fallback.h"
+
+#include <cstdlib>
+#include <iostream>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "kiln/primitives/compiled.h"
+#include "kiln/primitives/conv.h"
+#include "kiln/primitives/creation.h"
+#include "kiln/primitives/custom.h"
+#include "kiln/primitives/fast.h"
+#include "kiln/primitives/indexing.h"
+#include "kiln/primitives/linalg.h"
+#include "kiln/primitives/random.h"
+#include "kiln/primitives/reduction.h"
+#include "kiln/primitives/shape.h"
+#include "kiln/primitives/slicing.h"
+#include "kiln/primitives/softmax.h"
+#include "kiln/primitives/sort.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+void log_fallback(const Primitive& p) {
+  static const int level = [] {
+    const char* v = std::getenv("KILN_DEBUG");
+    return v ? std::atoi(v) : 0;
+  }();
+  if (level < 1) return;
+  static std::mutex m;
+  static std::set<std::string> seen;
+  std::lock_guard<std::mutex> lock(m);
+  // Once per primitive at level 1; every time from level 3 (each eval).
+  if (seen.insert(p.name()).second || level >= 3) {
+    std::cerr << "[kiln gpu] " << p.name()
+              << " runs on the CPU (no GPU kernel yet)\n";
+  }
+}
+
+} // namespace
+
+void eval_on_cpu(Primitive& p, const std::vector<array>& inputs,
+                 std::vector<array>& outputs) {
+  log_fallback(p);
+  p.eval_cpu(inputs, outputs);
+}
+
+void eval_on_cpu(UnaryPrimitive& p, const std::vector<array>& inputs,
+                 array& out) {
+  log_fallback(p);
+  p.eval_cpu(inputs, out);
+}
+
+} // namespace kiln::cuda
+
+namespace kiln {
+
+#define KILN_GPU_FALLBACK(Name)                                       \
+  void Name::eval_gpu(const std::vector<array>& in,                   \
+                      std::vector<array>& out) {                      \
+    cuda::eval_on_cpu(*this, in, out);                                \
+  }
+#define KILN_GPU_FALLBACK_UNARY(Name)                                 \
+  void Name::eval_gpu(const std::vector<array>& in, array& out) {     \
+    cuda::eval_on_cpu(*this, in, out);                                \
+  }
+
+KILN_GPU_FALLBACK(Compiled)
+KILN_GPU_FALLBACK(CustomTransforms)
+KILN_GPU_FALLBACK(fast::LayerNorm)
+KILN_GPU_FALLBACK(fast::RMSNorm)
+KILN_GPU_FALLBACK(fast::RoPE)
+KILN_GPU_FALLBACK(fast::ScaledDotProductAttention)
+KILN_GPU_FALLBACK(QRF)
+KILN_GPU_FALLBACK(SVD)
+
+KILN_GPU_FALLBACK_UNARY(Convolution)
+KILN_GPU_FALLBACK_UNARY(Arange)
+KILN_GPU_FALLBACK_UNARY(Gather)
+KILN_GPU_FALLBACK_UNARY(Scatter)
+KILN_GPU_FALLBACK_UNARY(GatherAxis)
+KILN_GPU_FALLBACK_UNARY(ScatterAxis)
+KILN_GPU_FALLBACK_UNARY(Inverse)
+KILN_GPU_FALLBACK_UNARY(Cholesky)
+KILN_GPU_FALLBACK_UNARY(Solve)
+KILN_GPU_FALLBACK_UNARY(RandomBits)
+KILN_GPU_FALLBACK_UNARY(RandomPermutation)
+KILN_GPU_FALLBACK_UNARY(Float32Erf)
+KILN_GPU_FALLBACK_UNARY(Reduce)
+KILN_GPU_FALLBACK_UNARY(ArgReduce)
+KILN_GPU_FALLBACK_UNARY(Scan)
+KILN_GPU_FALLBACK_UNARY(View)
+KILN_GPU_FALLBACK_UNARY(DynamicSlice)
+KILN_GPU_FALLBACK_UNARY(SliceUpdate)
+KILN_GPU_FALLBACK_UNARY(DynamicSliceUpdate)
+KILN_GPU_FALLBACK_UNARY(Concatenate)
+KILN_GPU_FALLBACK_UNARY(Softmax)
+KILN_GPU_FALLBACK_UNARY(Sort)
+KILN_GPU_FALLBACK_UNARY(ArgSort)
+KILN_GPU_FALLBACK_UNARY(Partition)
+KILN_GPU_FALLBACK_UNARY(ArgPartition)
+
+#undef KILN_GPU_FALLBACK
+#undef KILN_GPU_FALLBACK_UNARY
+
+} // namespace kiln

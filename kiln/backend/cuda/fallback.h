@@ -1,0 +1,20 @@
+// While GPU kernel coverage is incomplete, a primitive without a GPU kernel
+// (or a dtype the GPU kernels do not handle yet) runs its eval_cpu on host
+// views of its inputs: reading them waits for the GPU and copies them back,
+// and the outputs land in host memory, uploaded when a GPU kernel reads
+// them. KILN_DEBUG=1 names each primitive the first time it falls back.
+// README.md lists the primitives still here.
+#pragma once
+
+#include <vector>
+
+#include "kiln/core/primitive.h"
+
+namespace kiln::cuda {
+
+void eval_on_cpu(Primitive& p, const std::vector<array>& inputs,
+                 std::vector<array>& outputs);
+void eval_on_cpu(UnaryPrimitive& p, const std::vector<array>& inputs,
+                 array& out);
+
+} // namespace kiln::cuda

@@ -1,0 +1,368 @@
+#include "kiln/backend/cuda/jit_module.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+#include <sys/stat.h>
+
+#include "kiln/backend/common/jit_disk.h"
+#include "kiln/backend/cuda/device.h"
+#include "kiln/backend/cuda/device_sources.h"
+#include "kiln/backend/cuda/utils.h"
+#include "kiln/config.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+int debug_level() {
+  static int level = [] {
+    const char* v = std::getenv("KILN_DEBUG");
+    return v ? std::atoi(v) : 0;
+  }();
+  return level;
+}
+
+bool is_dir(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// NVRTC has no default include path: the toolkit's headers, and CCCL's
+// libcu++ under include/cccl, must be named. Environment first, then the
+// toolkit kiln was built against.
+std::vector<std::string> include_options() {
+  std::vector<std::string> roots;
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
+    if (const char* v = std::getenv(var); v && *v) {
+      roots.push_back(std::string(v) + "/include");
+    }
+  }
+  roots.push_back(KILN_CUDA_INCLUDE_DIR);
+  roots.push_back("/usr/local/cuda/include");
+  for (auto& r : roots) {
+    if (is_dir(r) && is_dir(r + "/cccl")) {
+      return {"--include-path=" + r, "--include-path=" + r + "/cccl"};
+    }
+  }
+  throw std::runtime_error(
+      "[jit] the CUDA headers NVRTC needs were not found (set CUDA_HOME to "
+      "the toolkit; looked for include/ and include/cccl/ there and in " +
+      std::string(KILN_CUDA_INCLUDE_DIR) + ").");
+}
+
+struct Options {
+  std::vector<std::string> list;
+  std::string fingerprint; // options, NVRTC version, headers, kiln version
+};
+
+const Options& options() {
+  static const Options o = [] {
+    Options o;
+    o.list = {"-std=c++17"};
+    for (auto& inc : include_options()) o.list.push_back(inc);
+    int major = 0, minor = 0;
+    nvrtcVersion(&major, &minor);
+    std::string fp = "nvrtc " + std::to_string(major) + "." +
+                     std::to_string(minor) + '\0' + KILN_VERSION + '\0';
+    for (auto& opt : o.list) fp += opt + '\0';
+    for (auto& h : device_sources()) {
+      fp += std::string(h.include_name) + '\0' + h.text + '\0';
+    }
+    o.fingerprint = fp;
+    return o;
+  }();
+  return o;
+}
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+struct Compiled {
+  std::string cubin;
+  std::vector<std::string> lowered; // one per expression, in order
+};
+
+// (name, expression) of k and its siblings, k first.
+std::vector<std::pair<std::string, std::string>> variants(const JitKernel& k) {
+  std::vector<std::pair<std::string, std::string>> v = {{k.name, k.expression}};
+  v.insert(v.end(), k.siblings.begin(), k.siblings.end());
+  return v;
+}
+
+Compiled compile(const JitKernel& k, const std::string& arch) {
+  auto& hs = device_sources();
+  std::vector<const char*> names, texts;
+  for (auto& h : hs) {
+    names.push_back(h.include_name);
+    texts.push_back(h.text);
+  }
+  nvrtcProgram prog;
+  KILN_CHECK_NVRTC(nvrtcCreateProgram(&prog, k.source.c_str(),
+                                      (k.name + ".cu").c_str(),
+                                      static_cast<int>(hs.size()),
+                                      texts.data(), names.data()));
+  struct Guard {
+    nvrtcProgram& p;
+    ~Guard() { nvrtcDestroyProgram(&p); }
+  } guard{prog};
+  auto vs = variants(k);
+  for (auto& [name, expr] : vs) {
+    KILN_CHECK_NVRTC(nvrtcAddNameExpression(prog, expr.c_str()));
+  }
+  std::string arch_opt = "--gpu-architecture=" + arch;
+  std::vector<const char*> opts = {arch_opt.c_str()};
+  for (auto& o : options().list) opts.push_back(o.c_str());
+  nvrtcResult res =
+      nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data());
+  if (res != NVRTC_SUCCESS) {
+    size_t n = 0;
+    nvrtcGetProgramLogSize(prog, &n);
+    std::string log(n, '\0');
+    if (n) nvrtcGetProgramLog(prog, log.data());
+    throw std::runtime_error("[jit] NVRTC could not compile " + k.name +
+                             " (" + k.expression + "):\n" + log);
+  }
+  Compiled c;
+  size_t size = 0;
+  KILN_CHECK_NVRTC(nvrtcGetCUBINSize(prog, &size));
+  c.cubin.resize(size);
+  KILN_CHECK_NVRTC(nvrtcGetCUBIN(prog, c.cubin.data()));
+  for (auto& [name, expr] : vs) {
+    const char* lowered = nullptr;
+    KILN_CHECK_NVRTC(nvrtcGetLoweredName(prog, expr.c_str(), &lowered));
+    c.lowered.push_back(lowered); // dies with the program: copy it
+  }
+  return c;
+}
+
+// Disk entries: <key>.cubin (the cubin plus a trailer: magic and a hash of
+// the contents, the CPU JIT's seal), <key>.name (the lowered name) and
+// <key>.cu (the source, for readers). The cubin is written last, so its
+// presence means the entry is complete.
+constexpr char seal_magic[8] = {'K', 'I', 'L', 'N', 'J', 'I', 'T', '1'};
+
+std::string seal(const std::string& body) {
+  uint64_t h = detail::jit_hash(body);
+  std::string out = body;
+  out.append(seal_magic, 8);
+  out.append(reinterpret_cast<const char*>(&h), 8);
+  return out;
+}
+
+bool read_file(const std::string& path, std::string& out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  out = ss.str();
+  return static_cast<bool>(f);
+}
+
+class JitCache {
+ public:
+  CUfunction get(const JitKernel& k) {
+    std::shared_future<CUfunction> fut;
+    std::promise<CUfunction> promise;
+    bool mine = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = memory_.find(k.name);
+      if (it != memory_.end()) {
+        fut = it->second;
+      } else {
+        fut = promise.get_future().share();
+        memory_.emplace(k.name, fut);
+        mine = true;
+      }
+    }
+    if (mine) {
+      try {
+        std::vector<CUfunction> fs = build(k);
+        promise.set_value(fs[0]);
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (size_t i = 0; i < k.siblings.size(); ++i) {
+          if (memory_.count(k.siblings[i].first)) continue;
+          std::promise<CUfunction> ready;
+          ready.set_value(fs[i + 1]);
+          memory_.emplace(k.siblings[i].first, ready.get_future().share());
+        }
+      } catch (...) {
+        // Let a later call try again, and tell every waiter why.
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          memory_.erase(k.name);
+        }
+        promise.set_exception(std::current_exception());
+      }
+    }
+    return fut.get();
+  }
+
+  JitStats stats() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+  }
+
+  void clear_memory() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    memory_.clear();
+  }
+
+  std::string dir() {
+    std::call_once(dir_once_, [this] {
+      std::string d = detail::default_cache_dir();
+      if (d.empty()) return;
+      d += "/cuda";
+      std::string why = detail::make_private_dir(d);
+      if (!why.empty()) {
+        if (debug_level() >= 1) {
+          std::cerr << "[kiln jit] not caching CUDA kernels in " << d << ": "
+                    << why << "\n";
+        }
+        return;
+      }
+      dir_ = d;
+    });
+    return dir_;
+  }
+
+ private:
+  std::vector<CUfunction> build(const JitKernel& k) {
+    set_current_device();
+    cudaFree(nullptr); // makes the primary context current for the driver
+    std::string arch = device_info().arch();
+    std::string key = k.source + '\0' + arch + '\0' + options().fingerprint;
+    for (auto& [name, expr] : variants(k)) key += '\0' + expr;
+    std::string stem = hex64(detail::jit_hash(key, 1)) +
+                       hex64(detail::jit_hash(key, 2));
+    std::string d = dir();
+    std::string base = d.empty() ? "" : d + "/" + stem;
+    if (!base.empty()) {
+      auto fs = load_disk(base, k);
+      if (!fs.empty()) return fs;
+    }
+    Compiled c = compile(k, arch);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++stats_.compiles;
+    }
+    if (debug_level() >= 1) {
+      std::cerr << "[kiln jit] compiled " << k.name << " (" << k.expression
+                << ")\n";
+    }
+    auto fs = load(c.cubin, c.lowered, k.name);
+    if (fs.empty()) {
+      throw std::runtime_error("[jit] the driver refused the cubin NVRTC "
+                               "built for " + k.name + ".");
+    }
+    if (!base.empty()) {
+      std::string names, source = k.source;
+      for (auto& l : c.lowered) names += l + "\n";
+      for (auto& [name, expr] : variants(k)) {
+        source += "// " + name + ": " + expr + "\n";
+      }
+      detail::write_file_atomic(base + ".cu", source);
+      detail::write_file_atomic(base + ".name", names);
+      detail::write_file_atomic(base + ".cubin", seal(c.cubin));
+    }
+    return fs;
+  }
+
+  std::vector<CUfunction> load_disk(const std::string& base,
+                                    const JitKernel& k) {
+    std::string blob, names;
+    if (!read_file(base + ".cubin", blob)) return {};
+    std::vector<std::string> lowered;
+    bool ok = detail::library_intact(base + ".cubin") &&
+              read_file(base + ".name", names);
+    if (ok) {
+      std::istringstream in(names);
+      for (std::string line; std::getline(in, line);) {
+        if (!line.empty()) lowered.push_back(line);
+      }
+      ok = lowered.size() == variants(k).size();
+    }
+    std::vector<CUfunction> fs;
+    if (ok) {
+      blob.resize(blob.size() - 16);
+      fs = load(blob, lowered, k.name);
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (fs.empty()) {
+      ++stats_.disk_rejected;
+      if (debug_level() >= 1) {
+        std::cerr << "[kiln jit] ignoring a corrupt cache entry for "
+                  << k.name << "\n";
+      }
+      return {};
+    }
+    ++stats_.disk_hits;
+    return fs;
+  }
+
+  // Empty when the driver refuses the image or lacks a name.
+  std::vector<CUfunction> load(const std::string& cubin,
+                               const std::vector<std::string>& lowered,
+                               const std::string& name) {
+    char log[4096] = {0};
+    CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER,
+                           CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void* vals[] = {log, reinterpret_cast<void*>(sizeof(log))};
+    CUmodule mod;
+    if (driver().module_load_data_ex(&mod, cubin.data(), 2, opts, vals) !=
+        CUDA_SUCCESS) {
+      if (debug_level() >= 1) {
+        std::cerr << "[kiln jit] loading " << name << " failed: " << log
+                  << "\n";
+      }
+      return {};
+    }
+    // Modules stay loaded for the life of the process: kernels may be in
+    // flight at exit.
+    std::vector<CUfunction> fs;
+    for (auto& l : lowered) {
+      CUfunction f;
+      if (driver().module_get_function(&f, mod, l.c_str()) != CUDA_SUCCESS) {
+        driver().module_unload(mod);
+        return {};
+      }
+      fs.push_back(f);
+    }
+    return fs;
+  }
+
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_future<CUfunction>> memory_;
+  JitStats stats_;
+  std::once_flag dir_once_;
+  std::string dir_;
+};
+
+JitCache& cache() {
+  static JitCache* c = new JitCache; // outlives static destructors
+  return *c;
+}
+
+} // namespace
+
+CUfunction jit_function(const JitKernel& k) { return cache().get(k); }
+std::string jit_compile(const JitKernel& k, const std::string& arch) {
+  return compile(k, arch).cubin;
+}
+JitStats jit_stats() { return cache().stats(); }
+void jit_clear_memory_cache() { cache().clear_memory(); }
+std::string jit_cache_dir() { return cache().dir(); }
+
+} // namespace kiln::cuda

@@ -1,0 +1,105 @@
+#include "kiln/backend/cuda/kernels.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include "kiln/backend/cuda/device.h"
+#include "kiln/backend/cuda/utils.h"
+#include "kiln/config.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+constexpr int block_size = 256;
+
+// AOT kernels resolve to driver functions once each.
+std::mutex& aot_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::unordered_map<std::string, CUfunction>& aot_functions() {
+  static auto* m = new std::unordered_map<std::string, CUfunction>;
+  return *m;
+}
+
+} // namespace
+
+#if KILN_HAS_CUDA_AOT
+// Defined by the aot_*.cu files, which the JIT build does not compile.
+void add_aot_unary(AotTable& t);
+void add_aot_binary(AotTable& t);
+#endif
+
+AotTable& aot_table() {
+  static auto* t = [] {
+    auto* t = new AotTable;
+#if KILN_HAS_CUDA_AOT
+    add_aot_unary(*t);
+    add_aot_binary(*t);
+#endif
+    return t;
+  }();
+  return *t;
+}
+
+bool has_aot_kernel(const std::string& name) {
+  return aot_table().count(name) != 0;
+}
+
+CUfunction get_kernel(const JitKernel& k) {
+  if (KILN_HAS_CUDA_AOT) {
+    auto it = aot_table().find(k.name);
+    if (it != aot_table().end()) {
+      std::lock_guard<std::mutex> lock(aot_mutex());
+      auto& fns = aot_functions();
+      auto f = fns.find(k.name);
+      if (f != fns.end()) return f->second;
+      set_current_device();
+      cudaFunction_t fn;
+      KILN_CHECK_CUDA(cudaGetFuncBySymbol(&fn, it->second));
+      auto cu = reinterpret_cast<CUfunction>(fn);
+      fns.emplace(k.name, cu);
+      return cu;
+    }
+  }
+  return jit_function(k);
+}
+
+void launch(CUfunction f, int64_t n, int per_thread, void** args,
+            int stream) {
+  if (n <= 0) return;
+  set_current_device(); // the driver API needs the context on this thread
+  int64_t threads = (n + per_thread - 1) / per_thread;
+  // Kernels loop grid-stride: a grid of many full waves is enough for any n.
+  int64_t max_blocks = int64_t(device_info().sm_count) * 64;
+  int64_t blocks =
+      std::min((threads + block_size - 1) / block_size, max_blocks);
+  KILN_CHECK_CU(driver().launch_kernel(f, static_cast<unsigned>(blocks), 1, 1,
+                               block_size, 1, 1, 0, cuda_stream(stream), args,
+                               nullptr));
+}
+
+const char* device_type(Dtype dt) {
+  switch (dt.val) {
+    case Dtype::Val::bool_: return "bool";
+    case Dtype::Val::uint8: return "unsigned char";
+    case Dtype::Val::uint16: return "unsigned short";
+    case Dtype::Val::uint32: return "unsigned int";
+    case Dtype::Val::uint64: return "unsigned long long";
+    case Dtype::Val::int8: return "signed char";
+    case Dtype::Val::int16: return "short";
+    case Dtype::Val::int32: return "int";
+    case Dtype::Val::int64: return "long long";
+    case Dtype::Val::float16: return "__half";
+    case Dtype::Val::bfloat16: return "__nv_bfloat16";
+    case Dtype::Val::float32: return "float";
+    case Dtype::Val::float64: return "double";
+    default: return nullptr;
+  }
+}
+
+bool gpu_supports(Dtype dt) { return device_type(dt) != nullptr; }
+
+} // namespace kiln::cuda

@@ -1,0 +1,40 @@
+// Finding and launching kernels. Every kernel has a name ({v|g}{op}{dtype},
+// see kernel_names.h) and an instantiation expression. The default build
+// finds the common ones among the nvcc-compiled kernels (aot_*.cu); anything
+// else, and everything in the KILN_CUDA_JIT build, is compiled by NVRTC from
+// the same device headers at first use.
+#pragma once
+
+#include <cuda.h>
+
+#include <string>
+#include <unordered_map>
+
+#include "kiln/backend/cuda/jit_module.h"
+#include "kiln/core/dtype.h"
+
+namespace kiln::cuda {
+
+/** The kernel named k.name: ahead-of-time when built so, else JIT. */
+CUfunction get_kernel(const JitKernel& k);
+
+/** True when get_kernel would find k.name among the nvcc-compiled kernels. */
+bool has_aot_kernel(const std::string& name);
+
+/** Name -> host stub of each nvcc-compiled kernel (empty in the JIT
+ *  build). Each aot_*.cu file adds its family. */
+using AotTable = std::unordered_map<std::string, const void*>;
+AotTable& aot_table();
+
+/** Launches f over n work items of `per_thread` elements each, with args
+ *  pointing at the kernel's parameters, on kiln stream `stream`. */
+void launch(CUfunction f, int64_t n, int per_thread, void** args,
+            int stream);
+
+/** The device type spelled for instantiation expressions ("float",
+ *  "__nv_bfloat16", "long long", ...). */
+const char* device_type(Dtype dt);
+/** True for the dtypes GPU kernels handle (all but complex64 for now). */
+bool gpu_supports(Dtype dt);
+
+} // namespace kiln::cuda

@@ -1,0 +1,174 @@
+// Matmul and AddMM on the GPU through cuBLASLt (gemm.h). Operands are read
+// in place when their last two strides are row- or column-major and their
+// batch collapses to one stride; otherwise they are copied row-major first.
+// AddMM with a packed bias vector over the last axis and beta == 1 uses the
+// BIAS epilogue (alpha scales only the product); any other bias is copied
+// into the output, which the GEMM then reads as C with beta.
+#include "kiln/backend/cuda/buffer.h"
+#include "kiln/backend/cuda/elementwise.h"
+#include "kiln/backend/cuda/fallback.h"
+#include "kiln/backend/cuda/gemm.h"
+#include "kiln/core/layout.h"
+#include "kiln/primitives/linalg.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+struct Operand {
+  array arr{0.0f};     // the operand, or its row-major copy when needed
+  bool transposed = false;
+  int64_t ld = 0;
+  int64_t batch_stride = 0;
+};
+
+// One stride for the whole batch (batch dims of size 1 ignored), or -1.
+int64_t batch_stride(const array& x, size_t nb) {
+  int64_t stride = -1, extent = 1;
+  for (int i = static_cast<int>(nb) - 1; i >= 0; --i) {
+    int64_t n = x.shape()[i], s = x.strides()[i];
+    if (n == 1) continue;
+    if (stride < 0) {
+      stride = s;
+    } else if (s != stride * extent) {
+      return -1;
+    }
+    extent *= n;
+    if (stride == 0 && s != 0) return -1;
+  }
+  return stride < 0 ? 0 : stride;
+}
+
+bool read_in_place(const array& x, size_t nb, Operand& op) {
+  int64_t rows = x.shape(-2), cols = x.shape(-1);
+  int64_t sr = x.strides()[nb], sc = x.strides()[nb + 1];
+  int64_t bs = batch_stride(x, nb);
+  if (bs < 0) return false;
+  op.batch_stride = bs;
+  if ((sc == 1 || cols == 1) && sr >= cols && sr > 0) {
+    op.transposed = false;
+    op.ld = sr;
+    return true;
+  }
+  if ((sr == 1 || rows == 1) && sc >= rows && sc > 0) {
+    op.transposed = true;
+    op.ld = sc;
+    return true;
+  }
+  return false;
+}
+
+// The operand as cuBLASLt reads it, copying it row-major when its layout is
+// not one cuBLASLt takes.
+bool prepare(const array& x, size_t nb, const Stream& s, Operand& op) {
+  op.arr = x;
+  if (read_in_place(x, nb, op)) return true;
+  array tmp = array::uninitialized(x.shape(), x.dtype());
+  if (!copy_row_major(x, tmp, s)) return false;
+  op.arr = tmp;
+  return read_in_place(tmp, nb, op);
+}
+
+// out = alpha * a @ b (+ bias epilogue) (+ beta * out when beta != 0).
+// Returns false when the GPU cannot run it.
+bool run_gemm(const array& a_in, const array& b_in, array& out, float alpha,
+              float beta, const array* bias, const Stream& s) {
+  if (!gemm_supports(out.dtype()) || a_in.dtype() != out.dtype() ||
+      b_in.dtype() != out.dtype()) {
+    return false;
+  }
+  size_t nb = out.ndim() - 2;
+  Operand a, b;
+  if (!prepare(a_in, nb, s, a) || !prepare(b_in, nb, s, b)) return false;
+  GemmArgs g;
+  g.dtype = out.dtype();
+  g.m = out.shape(-2);
+  g.n = out.shape(-1);
+  g.k = a_in.shape(-1);
+  g.batch = 1;
+  for (size_t i = 0; i < nb; ++i) g.batch *= out.shape()[i];
+  // A shared b and a row-major a whose batch follows its rows: one GEMM
+  // with batch * M rows instead of a batch.
+  if (g.batch > 1 && b.batch_stride == 0 && !a.transposed &&
+      a.batch_stride == g.m * a.ld) {
+    g.m *= g.batch;
+    g.batch = 1;
+  }
+  g.a = {device_ptr(a.arr, s), a.transposed, a.ld, a.batch_stride};
+  g.b = {device_ptr(b.arr, s), b.transposed, b.ld, b.batch_stride};
+  g.out = out.raw_data_ptr();
+  g.alpha = alpha;
+  g.beta = beta;
+  g.bias = bias ? device_ptr(*bias, s) : nullptr;
+  g.stream = s.index;
+  return gemm(g);
+}
+
+// A packed vector of length N in out's dtype, 16-byte aligned (cuBLASLt
+// faults on less on some GPUs): the bias epilogue can read it.
+bool epilogue_bias(const array& c, const array& out, float beta) {
+  return beta == 1.0f && c.ndim() == 1 && c.shape(0) == out.shape(-1) &&
+         (c.strides()[0] == 1 || c.shape(0) == 1) &&
+         c.dtype() == out.dtype() && c.offset() % 16 == 0;
+}
+
+} // namespace
+
+} // namespace kiln::cuda
+
+namespace kiln {
+
+void Matmul::eval_gpu(const std::vector<array>& inputs, array& out) {
+  const array& a = inputs[0];
+  const array& b = inputs[1];
+  bool gpu = cuda::gemm_supports(out.dtype()) && a.shape(-1) > 0;
+  if (gpu) {
+    cuda::set_device_output(out, stream());
+    if (out.size() == 0) return;
+    gpu = cuda::run_gemm(a, b, out, 1.0f, 0.0f, nullptr, stream());
+  }
+  if (!gpu) cuda::eval_on_cpu(*this, inputs, out);
+}
+
+void AddMM::eval_gpu(const std::vector<array>& inputs, array& out) {
+  const array& c = inputs[0];
+  const array& a = inputs[1];
+  const array& b = inputs[2];
+  if (!cuda::gemm_supports(out.dtype()) || a.shape(-1) == 0) {
+    cuda::eval_on_cpu(*this, inputs, out);
+    return;
+  }
+  if (out.size() == 0) {
+    cuda::set_device_output(out, stream());
+    return;
+  }
+  // The bias is an input like a and b: device_ptr orders this stream after
+  // its producer and keeps its memory until the GEMM is done with it.
+  if (cuda::epilogue_bias(c, out, beta_)) {
+    cuda::set_device_output(out, stream());
+    if (cuda::run_gemm(a, b, out, alpha_, 0.0f, &c, stream())) return;
+  }
+  // General path: out = broadcast(c), then out = alpha * a @ b + beta * out.
+  array cb = c;
+  if (c.ndim() == 1 && out.ndim() > 1) {
+    // The bias vector seen over the whole output without copying it.
+    Strides st(out.ndim(), 0);
+    st.back() = c.strides()[0];
+    auto l = layout_of(out.shape(), st);
+    cb = array::uninitialized(out.shape(), c.dtype());
+    cb.copy_shared_buffer(c, st, l.flags, l.data_size);
+  }
+  if (beta_ == 0.0f || !cuda::copy_row_major(cb, out, stream())) {
+    if (beta_ == 0.0f) {
+      cuda::set_device_output(out, stream());
+      if (cuda::run_gemm(a, b, out, alpha_, 0.0f, nullptr, stream())) return;
+    }
+    cuda::eval_on_cpu(*this, inputs, out);
+    return;
+  }
+  if (!cuda::run_gemm(a, b, out, alpha_, beta_, nullptr, stream())) {
+    cuda::eval_on_cpu(*this, inputs, out);
+  }
+}
+
+} // namespace kiln

@@ -1,0 +1,57 @@
+// eval_gpu of the layout primitives. Views only rewrite shape and strides
+// over the input's buffer, wherever it lives, so they share eval_cpu; the
+// copies they need otherwise run as GPU copy kernels.
+#include "kiln/backend/cuda/elementwise.h"
+#include "kiln/backend/cuda/fallback.h"
+#include "kiln/core/layout.h"
+#include "kiln/primitives/shape.h"
+#include "kiln/primitives/slicing.h"
+
+namespace kiln {
+
+// Metadata only: no element is read or written.
+void Broadcast::eval_gpu(const std::vector<array>& in, array& out) {
+  eval_cpu(in, out);
+}
+void Transpose::eval_gpu(const std::vector<array>& in, array& out) {
+  eval_cpu(in, out);
+}
+void Copy::eval_gpu(const std::vector<array>& in, array& out) {
+  eval_cpu(in, out);
+}
+void Slice::eval_gpu(const std::vector<array>& in, array& out) {
+  eval_cpu(in, out);
+}
+void AsStrided::eval_gpu(const std::vector<array>& in, array& out) {
+  eval_cpu(in, out);
+}
+
+void Reshape::eval_gpu(const std::vector<array>& inputs, array& out) {
+  const array& in = inputs[0];
+  if (out.size() == 0 || in.flags().row_contiguous || out.ndim() == 0 ||
+      !reshape_strides(in, out.shape()).empty()) {
+    eval_cpu(inputs, out); // a view
+    return;
+  }
+  // No strides express it: materialize row-major on the GPU, then view.
+  auto tmp = array::uninitialized(in.shape(), in.dtype());
+  if (!cuda::copy_row_major(in, tmp, stream())) {
+    cuda::eval_on_cpu(*this, inputs, out);
+    return;
+  }
+  auto strides = row_major_strides(out.shape());
+  auto l = layout_of(out.shape(), strides);
+  out.copy_shared_buffer(tmp, strides, l.flags, l.data_size);
+}
+
+void Contiguous::eval_gpu(const std::vector<array>& inputs, array& out) {
+  const array& in = inputs[0];
+  if (in.flags().row_contiguous ||
+      (allow_col_major() && in.flags().col_contiguous)) {
+    out.copy_shared_buffer(in);
+  } else if (!cuda::copy_row_major(in, out, stream())) {
+    cuda::eval_on_cpu(*this, inputs, out);
+  }
+}
+
+} // namespace kiln

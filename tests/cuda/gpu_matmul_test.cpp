@@ -1,0 +1,142 @@
+// Matmul and AddMM through cuBLASLt against the CPU backend: every GEMM
+// dtype, operands transposed and sliced (read in place) or in layouts that
+// need a copy, batches with broadcast batch dimensions, and AddMM's bias
+// epilogue (packed vector, beta == 1, alpha scaling only the product)
+// against its general path.
+#include "cuda/gpu_fixture.h"
+
+namespace kiln::test {
+namespace {
+
+using GpuMatmul = GpuTest;
+
+// float32 runs without TF32 by default, so it is close to the CPU's sums.
+double gemm_tol(Dtype dt) {
+  if (dt == float64) return 1e-10;
+  if (dt == float32) return 1e-4;
+  return 2e-2;
+}
+
+const std::vector<Dtype>& gemm_dtypes() {
+  static const std::vector<Dtype> d = {float32, float16, bfloat16, float64};
+  return d;
+}
+
+auto mm = [](const std::vector<array>& v, Device d) {
+  return matmul(v[0], v[1], d);
+};
+
+TEST_F(GpuMatmul, EveryDtypeAndOperandLayout) {
+  for (Dtype dt : gemm_dtypes()) {
+    int m = 37, k = 65, n = 19;
+    array a = random_array({m, k}, dt, -1, 1);
+    array b = random_array({k, n}, dt, -1, 1);
+    array at = as_transposed(a); // strides (1, m): read with TRANS
+    array bt = as_transposed(b);
+    array big = random_array({m + 3, 2 * k}, dt, -1, 1);
+    array a_sliced = slice(big, Shape{2, 3}, Shape{m + 2, k + 3}); // ld 2k
+    array a_strided = slice(big, Shape{0, 0}, Shape{m, 2 * k}, Shape{1, 2});
+    for (auto [x, y] : {std::pair{a, b}, std::pair{at, b}, std::pair{a, bt},
+                        std::pair{at, bt}, std::pair{a_sliced, b},
+                        std::pair{a_strided, b}}) {
+      EXPECT_TRUE(same_on_devices(mm, {x, y}, gemm_tol(dt)))
+          << dtype_name(dt);
+    }
+  }
+}
+
+TEST_F(GpuMatmul, BatchedWithBroadcastBatches) {
+  for (Dtype dt : gemm_dtypes()) {
+    array a = random_array({3, 4, 21, 33}, dt, -1, 1);
+    array b = random_array({3, 4, 33, 17}, dt, -1, 1);
+    array b1 = random_array({33, 17}, dt, -1, 1);   // shared: folds into M
+    array a1 = random_array({1, 4, 21, 33}, dt, -1, 1);
+    EXPECT_TRUE(same_on_devices(mm, {a, b}, gemm_tol(dt))) << dtype_name(dt);
+    EXPECT_TRUE(same_on_devices(mm, {a, b1}, gemm_tol(dt)))
+        << dtype_name(dt);
+    EXPECT_TRUE(same_on_devices(mm, {a1, b}, gemm_tol(dt)))
+        << dtype_name(dt);
+    EXPECT_TRUE(same_on_devices(mm, {transpose(a, {1, 0, 2, 3}),
+                                     transpose(b, {1, 0, 2, 3})},
+                                gemm_tol(dt)))
+        << dtype_name(dt) << " batch needing a copy";
+    EXPECT_TRUE(same_on_devices(
+        mm, {a, transpose(random_array({3, 4, 17, 33}, dt), {0, 1, 3, 2})},
+        gemm_tol(dt)))
+        << dtype_name(dt) << " transposed batch";
+  }
+}
+
+TEST_F(GpuMatmul, AgainstFloat64Reference) {
+  // Independent of the CPU backend: a hand-written float64 product.
+  int m = 9, k = 13, n = 7;
+  array a = random_array({m, k}, float32);
+  array b = random_array({k, n}, float32);
+  array g = matmul(a, b, Device::gpu);
+  auto x = to_doubles(a), y = to_doubles(b);
+  std::vector<double> want(m * n, 0.0);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j)
+      for (int p = 0; p < k; ++p) want[i * n + j] += x[i * k + p] * y[p * n + j];
+  EXPECT_TRUE(all_close(to_doubles(g), want, 1e-5, 1e-5));
+}
+
+TEST_F(GpuMatmul, AddMMBiasEpilogueAndGeneralPath) {
+  for (Dtype dt : gemm_dtypes()) {
+    array x = random_array({4, 16, 32}, dt, -1, 1);
+    array w = random_array({24, 32}, dt, -1, 1);
+    array bias = random_array({24}, dt, -1, 1);
+    array full = random_array({4, 16, 24}, dt, -1, 1);
+    for (auto [alpha, beta] : {std::pair{1.0f, 1.0f}, std::pair{2.0f, 1.0f},
+                               std::pair{0.5f, 0.25f}, std::pair{1.5f, 0.0f}}) {
+      auto fn = [&](const std::vector<array>& v, Device d) {
+        return addmm(v[0], v[1], transpose(v[2]), alpha, beta, d);
+      };
+      EXPECT_TRUE(same_on_devices(fn, {bias, x, w}, gemm_tol(dt)))
+          << dtype_name(dt) << " vector bias alpha " << alpha << " beta "
+          << beta;
+      EXPECT_TRUE(same_on_devices(fn, {full, x, w}, gemm_tol(dt)))
+          << dtype_name(dt) << " full bias";
+      // A bias that is a sliced (offset, not 16-byte aligned) vector.
+      array padded = random_array({27}, dt, -1, 1);
+      EXPECT_TRUE(same_on_devices(fn, {slice(padded, Shape{3}, Shape{27}), x, w},
+                                  gemm_tol(dt)))
+          << dtype_name(dt) << " offset bias";
+    }
+  }
+}
+
+TEST_F(GpuMatmul, AddMMAlphaScalesOnlyTheProduct) {
+  // Hand-computed: alpha * (a @ b) + bias, with the bias unscaled.
+  array a({1.0f, 2.0f, 3.0f, 4.0f}, {2, 2});
+  array b({0.5f, -1.0f, 2.0f, 0.25f}, {2, 2});
+  array c({10.0f, 20.0f});
+  array g = addmm(c, a, b, 2.0f, 1.0f, Device::gpu);
+  std::vector<double> want = {2 * (0.5 + 4) + 10, 2 * (-1 + 0.5) + 20,
+                              2 * (1.5 + 8) + 10, 2 * (-3 + 1) + 20};
+  EXPECT_TRUE(all_close(to_doubles(g), want, 1e-6, 1e-6));
+}
+
+TEST_F(GpuMatmul, EmptyAndUnsupportedDtypesStillWork) {
+  array a = random_array({5, 0}, float32);
+  array b = random_array({0, 3}, float32);
+  EXPECT_TRUE(same_on_devices(mm, {a, b}, 0));
+  array ai = random_array({4, 6}, int32, -5, 5);
+  array bi = random_array({6, 2}, int32, -5, 5);
+  // Integer products are not cuBLASLt's: they run on the CPU fallback, or
+  // the op refuses them as on the CPU.
+  bool cpu_throws = false;
+  try {
+    eval(matmul(ai, bi, Device::cpu));
+  } catch (const std::invalid_argument&) {
+    cpu_throws = true;
+  }
+  if (cpu_throws) {
+    EXPECT_THROW(eval(matmul(ai, bi, Device::gpu)), std::invalid_argument);
+  } else {
+    EXPECT_TRUE(same_on_devices(mm, {ai, bi}, 0));
+  }
+}
+
+} // namespace
+} // namespace kiln::test

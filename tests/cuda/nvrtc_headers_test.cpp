@@ -1,0 +1,97 @@
+// The device headers through NVRTC, with no GPU needed: every functor in
+// each kernel family instantiates for every dtype it serves, so a header
+// that compiles under nvcc but not NVRTC fails here, in CI.
+#include "kiln/config.h"
+
+#if KILN_HAS_CUDA
+
+#include <gtest/gtest.h>
+
+#include "kiln/backend/cuda/elementwise_kernels.h"
+#include "kiln/backend/cuda/jit_module.h"
+
+namespace kiln::test {
+namespace {
+
+using cuda::binary_kernel;
+using cuda::JitKernel;
+using cuda::ternary_kernel;
+using cuda::unary_kernel;
+
+const std::vector<Dtype> floats = {float16, bfloat16, float32, float64};
+const std::vector<Dtype> ints = {uint8,  uint16, uint32, uint64,
+                                 int8,   int16,  int32,  int64};
+
+void expect_compiles(const JitKernel& k) {
+  try {
+    std::string cubin = cuda::jit_compile(k, "sm_90");
+    ASSERT_GT(cubin.size(), 4u) << k.name;
+    EXPECT_EQ(cubin.substr(0, 4), "\x7f" "ELF") << k.name;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << k.name << ": " << e.what();
+  }
+}
+
+TEST(NvrtcHeaders, UnaryFamily) {
+  for (const char* op :
+       {"Abs", "Negative", "Sign", "Square", "Exp", "Expm1", "Log", "Log1p",
+        "Log2", "Log10", "Sin", "Cos", "Tan", "ArcSin", "ArcCos", "ArcTan",
+        "Sinh", "Cosh", "Tanh", "ArcSinh", "ArcCosh", "ArcTanh", "Sqrt",
+        "Rsqrt", "Sigmoid", "Erf", "ErfInv", "Floor", "Ceil", "Round"}) {
+    expect_compiles(unary_kernel(op, bfloat16, bfloat16, "v"));
+  }
+  for (Dtype d : ints) {
+    expect_compiles(unary_kernel("BitwiseInvert", d, d, "g"));
+    expect_compiles(unary_kernel("Sign", d, d, "v"));
+  }
+  expect_compiles(unary_kernel("LogicalNot", float16, bool_, "v"));
+  expect_compiles(unary_kernel("ErfInv", float64, float64, "g", true));
+}
+
+TEST(NvrtcHeaders, CopiesBetweenEveryDtype) {
+  std::vector<Dtype> all = ints;
+  all.insert(all.end(), floats.begin(), floats.end());
+  all.push_back(bool_);
+  for (Dtype from : all) {
+    expect_compiles(unary_kernel("AsType", from, float16, "g"));
+    expect_compiles(unary_kernel("AsType", bfloat16, from, "v"));
+  }
+}
+
+TEST(NvrtcHeaders, BinaryAndTernaryFamilies) {
+  for (const char* op : {"Add", "Subtract", "Multiply", "Divide",
+                         "FloorDivide", "Remainder", "Power", "Maximum",
+                         "Minimum"}) {
+    expect_compiles(binary_kernel(op, int8, int8, "vs"));
+    expect_compiles(binary_kernel(op, bfloat16, bfloat16, "sv"));
+  }
+  for (const char* op : {"ArcTan2", "LogAddExp"}) {
+    expect_compiles(binary_kernel(op, float64, float64, "g"));
+  }
+  for (const char* op : {"Equal", "NaNEqual", "NotEqual", "Less", "LessEqual",
+                         "Greater", "GreaterEqual", "LogicalAnd",
+                         "LogicalOr"}) {
+    expect_compiles(binary_kernel(op, float16, bool_, "vv"));
+  }
+  for (const char* op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor", "LeftShift",
+                         "RightShift"}) {
+    expect_compiles(binary_kernel(op, uint64, uint64, "g", true));
+  }
+  expect_compiles(ternary_kernel(bfloat16, "svs"));
+  expect_compiles(ternary_kernel(int64, "g", true));
+}
+
+TEST(NvrtcHeaders, ErrorsCarryTheLog) {
+  JitKernel k = unary_kernel("NoSuchOp", float32, float32, "v");
+  try {
+    cuda::jit_compile(k, "sm_90");
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("NoSuchOp"), std::string::npos);
+  }
+}
+
+} // namespace
+} // namespace kiln::test
+
+#endif // KILN_HAS_CUDA
