@@ -12,6 +12,7 @@
 #include "kiln/primitives/conv.h"
 #include "kiln/primitives/creation.h"
 #include "kiln/primitives/custom.h"
+#include "kiln/primitives/elementwise.h"
 #include "kiln/primitives/fast.h"
 #include "kiln/primitives/indexing.h"
 #include "kiln/primitives/linalg.h"
@@ -77,6 +78,11 @@ KILN_GPU_FALLBACK(fast::RMSNorm)
 KILN_GPU_FALLBACK(fast::RoPE)
 KILN_GPU_FALLBACK(fast::ScaledDotProductAttention)
 KILN_GPU_FALLBACK(QRF)
+KILN_GPU_FALLBACK(Depends)
+KILN_GPU_FALLBACK(SearchSorted)
+KILN_GPU_FALLBACK(LUF)
+KILN_GPU_FALLBACK(Eigh)
+KILN_GPU_FALLBACK(Eig)
 KILN_GPU_FALLBACK(SVD)
 
 KILN_GPU_FALLBACK_UNARY(Convolution)
@@ -86,6 +92,10 @@ KILN_GPU_FALLBACK_UNARY(Scatter)
 KILN_GPU_FALLBACK_UNARY(GatherAxis)
 KILN_GPU_FALLBACK_UNARY(ScatterAxis)
 KILN_GPU_FALLBACK_UNARY(Inverse)
+KILN_GPU_FALLBACK_UNARY(TriangularInverse)
+KILN_GPU_FALLBACK_UNARY(Real)
+KILN_GPU_FALLBACK_UNARY(Imag)
+KILN_GPU_FALLBACK_UNARY(Conjugate)
 KILN_GPU_FALLBACK_UNARY(Cholesky)
 KILN_GPU_FALLBACK_UNARY(Solve)
 KILN_GPU_FALLBACK_UNARY(RandomBits)
