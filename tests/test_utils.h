@@ -16,6 +16,16 @@ namespace kiln::test {
 /** Deterministic generator per test. */
 std::mt19937_64& rng();
 
+/** Makes d the default device for a scope (tests whose subject is the host
+ *  allocator, which the GPU's memory does not go through). */
+struct DefaultDeviceScope {
+  explicit DefaultDeviceScope(Device d) : previous(default_device()) {
+    set_default_device(d);
+  }
+  ~DefaultDeviceScope() { set_default_device(previous); }
+  Device previous;
+};
+
 /** Random values of dtype in [lo, hi) (integers: whole numbers in range,
  *  never all zero). Built on the host, returned evaluated. */
 array random_array(const Shape& shape, Dtype dtype, double lo = -2.0,

@@ -81,7 +81,8 @@ TEST(Eval, AsyncEvalThenWaitAndEval) {
 }
 
 TEST(Eval, AsyncErrorSurfacesAtWait) {
-  // An error that only happens at evaluation: the memory limit.
+  // An error that only happens at evaluation: the host memory limit.
+  DefaultDeviceScope on_cpu(Device::cpu);
   auto x = random_array({1 << 18}, float32);
   x.eval();
   // The result needs 64 MiB: more than anything an earlier test could be

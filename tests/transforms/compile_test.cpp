@@ -403,6 +403,7 @@ TEST(Compile, TraceDoesNotKeepTheFirstInputsAlive) {
 }
 
 TEST(Compile, TracesAreReleasedWithTheFunction) {
+  DefaultDeviceScope on_cpu(Device::cpu); // counts host memory
   auto x = random_array({1 << 16}, float32);
   size_t before = get_active_memory();
   {
