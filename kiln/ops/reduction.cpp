@@ -1,5 +1,6 @@
 #include "kiln/ops/reduction.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "kiln/ops/creation.h"
@@ -101,12 +102,13 @@ array any(const array& a, const std::vector<int>& axes, bool keepdims,
 }
 
 namespace {
-// Number of elements the axes cover.
-double count(const array& a, const std::vector<int>& axes, const char* op) {
+// The divisor of mean and var as a node (see NumberOfElements).
+array number_of_elements(const array& a, const std::vector<int>& axes, int ddof,
+                         Dtype dt, const char* op, StreamOrDevice s) {
   auto ax = detail::normalize_axes(axes, static_cast<int>(a.ndim()), op);
-  double n = 1;
-  for (int x : ax) n *= a.shape(x);
-  return n;
+  std::sort(ax.begin(), ax.end());
+  auto p = std::make_shared<NumberOfElements>(to_stream(s), std::move(ax), ddof, dt);
+  return array(Shape{}, dt, std::move(p), {a});
 }
 } // namespace
 
@@ -114,7 +116,7 @@ array mean(const array& a, const std::vector<int>& axes, bool keepdims,
            StreamOrDevice s) {
   Dtype dt = detail::at_least_float(a.dtype());
   auto total = sum(astype(a, dt, s), axes, keepdims, s);
-  return divide(total, array(count(a, axes, "mean"), dt), s);
+  return divide(total, number_of_elements(a, axes, 0, dt, "mean", s), s);
 }
 
 array var(const array& a, const std::vector<int>& axes, bool keepdims,
@@ -123,8 +125,7 @@ array var(const array& a, const std::vector<int>& axes, bool keepdims,
   auto x = astype(a, dt, s);
   auto mu = mean(x, axes, true, s);
   auto sq = square(subtract(x, mu, s), s);
-  double n = count(a, axes, "var");
-  auto denom = array(std::max(n - ddof, 0.0), dt);
+  auto denom = number_of_elements(a, axes, ddof, dt, "var", s);
   return divide(sum(sq, axes, keepdims, s), denom, s);
 }
 

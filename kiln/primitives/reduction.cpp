@@ -1,5 +1,7 @@
 #include "kiln/primitives/reduction.h"
 
+#include <algorithm>
+
 namespace kiln {
 
 const char* Reduce::name() const {
@@ -30,6 +32,12 @@ Dtype sum_dtype(Dtype d) {
   if (d == bool_ || d == int8 || d == int16 || d == int32) return int32;
   if (d == uint8 || d == uint16 || d == uint32) return uint32;
   return d;
+}
+
+double NumberOfElements::count(const Shape& shape) const {
+  double n = 1;
+  for (int x : axes_) n *= shape[x];
+  return std::max(n - ddof_, 0.0);
 }
 
 } // namespace kiln

@@ -28,6 +28,32 @@ class Reduce : public UnaryPrimitive {
   const std::vector<int> axes_;
 };
 
+/** The number of elements of the input over some axes, less ddof (not
+ *  below 0), as a scalar of a float dtype: mean's and var's divisor. A node,
+ *  not a constant, so that compile's shapeless replay counts the elements
+ *  of the new shape. */
+class NumberOfElements : public UnaryPrimitive {
+ public:
+  NumberOfElements(Stream s, std::vector<int> axes, int ddof, Dtype dtype)
+      : UnaryPrimitive(s), axes_(std::move(axes)), ddof_(ddof), dtype_(dtype) {}
+  const char* name() const override { return "NumberOfElements"; }
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const NumberOfElements*>(&other);
+    return o && o->axes_ == axes_ && o->ddof_ == ddof_ && o->dtype_ == dtype_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>&) override { return {Shape{}}; }
+  /** The count for an input of this shape. */
+  double count(const Shape& shape) const;
+
+ private:
+  const std::vector<int> axes_; // normalized, increasing
+  const int ddof_;
+  const Dtype dtype_;
+};
+
 /** Index (uint32) of the first extreme value along axis; the axis is kept
  *  with size 1. */
 class ArgReduce : public UnaryPrimitive {

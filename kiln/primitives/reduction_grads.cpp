@@ -246,4 +246,31 @@ std::pair<std::vector<array>, std::vector<int>> Scan::vmap(
   }
 }
 
+// ---- NumberOfElements: depends on the input's shape only ----
+
+std::vector<array> NumberOfElements::vjp(const std::vector<array>& primals,
+                                         const std::vector<array>&,
+                                         const std::vector<int>&,
+                                         const std::vector<array>&) {
+  return {zeros_like(primals[0])};
+}
+
+std::vector<array> NumberOfElements::jvp(const std::vector<array>&,
+                                         const std::vector<array>&,
+                                         const std::vector<int>&) {
+  return {zeros(Shape{}, dtype_)};
+}
+
+std::pair<std::vector<array>, std::vector<int>> NumberOfElements::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  // The count of one batch element (the batch axis is not counted), the
+  // same for every element of the batch.
+  int b = axes[0];
+  std::vector<int> shifted;
+  for (int a : axes_) shifted.push_back(a >= b ? a + 1 : a);
+  auto p = std::make_shared<NumberOfElements>(stream(), std::move(shifted), ddof_, dtype_);
+  array n(Shape{}, dtype_, std::move(p), {inputs[0]});
+  return {{broadcast_to(n, {inputs[0].shape(b)})}, {0}};
+}
+
 } // namespace kiln

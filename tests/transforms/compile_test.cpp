@@ -70,6 +70,24 @@ TEST(Compile, ShapelessRebroadcastsImplicitBroadcastsOnly) {
                std::invalid_argument);
 }
 
+TEST(Compile, ShapelessMeanAndVarCountTheNewShape) {
+  // mean and var divide by a count of the input's elements, which a
+  // shapeless trace must take from the new shape, not the traced one.
+  auto f = [](const std::vector<array>& in) {
+    return std::vector<array>{mean(in[0], std::vector<int>{-1}, true),
+                              var(in[0], std::vector<int>{-1}, true, 1)};
+  };
+  auto cf = compile(f, true);
+  cf({random_array({2, 3}, float32)});
+  auto x = random_array({4, 7}, float32);
+  auto got = cf({x});
+  auto want = f({x});
+  for (int k = 0; k < 2; ++k) {
+    ASSERT_EQ(got[k].shape(), (Shape{4, 1}));
+    EXPECT_TRUE(all_close(to_doubles(got[k]), to_doubles(want[k]), 1e-6, 1e-6));
+  }
+}
+
 TEST(Compile, ShapelessKeysOnRank) {
   int traces = 0;
   auto cf = compile([&](const std::vector<array>& in) {

@@ -306,4 +306,13 @@ void Reduce::eval_cpu(const std::vector<array>& inputs, array& out) {
   });
 }
 
+void NumberOfElements::eval_cpu(const std::vector<array>& inputs, array& out) {
+  double n = count(inputs[0].shape());
+  out.set_data(allocator::malloc(out.nbytes()));
+  dispatch_real_type(out.dtype(), "NumberOfElements", [&](auto tag) {
+    using T = KILN_TYPE(tag);
+    *out.data<T>() = static_cast<T>(n);
+  });
+}
+
 } // namespace kiln
