@@ -5,6 +5,8 @@
 // limits are noted on each class.
 #pragma once
 
+#include <typeinfo>
+
 #include "kiln/core/primitive.h"
 
 namespace kiln {
@@ -68,6 +70,24 @@ class Inverse : public UnaryPrimitive {
   }
 };
 
+/** Shared by the primitives that read one triangle (lower, or upper when
+ *  upper is set) of square matrices and keep their shape. */
+class TrianglePrimitive : public UnaryPrimitive {
+ public:
+  TrianglePrimitive(Stream s, bool upper) : UnaryPrimitive(s), upper_(upper) {}
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const TrianglePrimitive*>(&other);
+    return o && typeid(*this) == typeid(other) && o->upper_ == upper_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {inputs[0].shape()};
+  }
+  bool upper() const { return upper_; }
+
+ protected:
+  const bool upper_;
+};
+
 /** Cholesky factor L (a = L L^T) read from the lower triangle, or with
  *  upper U (a = U^T U) read from the upper triangle, as MLX; a matrix that
  *  is not positive definite raises at evaluation.
@@ -75,24 +95,13 @@ class Inverse : public UnaryPrimitive {
  *  that is read stands for itself and its mirror image, and the other
  *  triangle gets a zero cotangent (JAX and PyTorch instead return the
  *  symmetrized gradient; both agree on symmetric perturbations). */
-class Cholesky : public UnaryPrimitive {
+class Cholesky : public TrianglePrimitive {
  public:
-  Cholesky(Stream s, bool upper) : UnaryPrimitive(s), upper_(upper) {}
+  using TrianglePrimitive::TrianglePrimitive;
   const char* name() const override { return "Cholesky"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
   KILN_DECLARE_GRADS
-  bool is_equivalent(const Primitive& other) const override {
-    auto* o = dynamic_cast<const Cholesky*>(&other);
-    return o && o->upper_ == upper_;
-  }
-  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
-    return {inputs[0].shape()};
-  }
-  bool upper() const { return upper_; }
-
- private:
-  const bool upper_;
 };
 
 /** Reduced QR: outputs Q (..., M, K) and R (..., K, N), K = min(M, N).
@@ -166,24 +175,13 @@ class Solve : public UnaryPrimitive {
  *  only that triangle is read and the other triangle of the result is
  *  zero. A zero on the diagonal raises at evaluation. The gradient is that
  *  of the triangle read: dX = -X dA X with dA masked to the triangle. */
-class TriangularInverse : public UnaryPrimitive {
+class TriangularInverse : public TrianglePrimitive {
  public:
-  TriangularInverse(Stream s, bool upper) : UnaryPrimitive(s), upper_(upper) {}
+  using TrianglePrimitive::TrianglePrimitive;
   const char* name() const override { return "TriangularInverse"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
   KILN_DECLARE_GRADS
-  bool is_equivalent(const Primitive& other) const override {
-    auto* o = dynamic_cast<const TriangularInverse*>(&other);
-    return o && o->upper_ == upper_;
-  }
-  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
-    return {inputs[0].shape()};
-  }
-  bool upper() const { return upper_; }
-
- private:
-  const bool upper_;
 };
 
 /** LU factorization with partial pivoting of (..., M, N) matrices, as
