@@ -197,7 +197,28 @@ class TransformerDecoderLayer(Module):
         return self.ln3(x + self._mlp(x))
 
 
-class TransformerEncoder(Module):
+class _LayerStack(Module):
+    """``num_layers`` layers of one class, then a LayerNorm; with
+    ``checkpoint`` each layer's activations are recomputed in the backward
+    pass instead of kept."""
+
+    def __init__(self, layer_class, num_layers, dims, num_heads, mlp_dims,
+                 dropout, activation, norm_first, checkpoint):
+        super().__init__()
+        self.layers = [
+            layer_class(dims, num_heads, mlp_dims, dropout, activation, norm_first)
+            for _ in range(num_layers)
+        ]
+        self.ln = LayerNorm(dims)
+        self.checkpoint = checkpoint
+
+    def __call__(self, x, *args):
+        for layer in self.layers:
+            x = (checkpoint(layer) if self.checkpoint else layer)(x, *args)
+        return self.ln(x)
+
+
+class TransformerEncoder(_LayerStack):
     """``num_layers`` encoder layers then a LayerNorm. With ``checkpoint``,
     each layer's activations are recomputed in the backward pass instead of
     kept.
@@ -217,23 +238,14 @@ class TransformerEncoder(Module):
         norm_first: bool = True,
         checkpoint: bool = False,
     ):
-        super().__init__()
-        self.layers = [
-            TransformerEncoderLayer(
-                dims, num_heads, mlp_dims, dropout, activation, norm_first
-            )
-            for _ in range(num_layers)
-        ]
-        self.ln = LayerNorm(dims)
-        self.checkpoint = checkpoint
+        super().__init__(TransformerEncoderLayer, num_layers, dims, num_heads,
+                         mlp_dims, dropout, activation, norm_first, checkpoint)
 
     def __call__(self, x, mask):
-        for layer in self.layers:
-            x = (checkpoint(layer) if self.checkpoint else layer)(x, mask)
-        return self.ln(x)
+        return super().__call__(x, mask)
 
 
-class TransformerDecoder(Module):
+class TransformerDecoder(_LayerStack):
     """``num_layers`` decoder layers then a LayerNorm. With ``checkpoint``,
     each layer's activations are recomputed in the backward pass instead of
     kept.
@@ -253,22 +265,11 @@ class TransformerDecoder(Module):
         norm_first: bool = True,
         checkpoint: bool = False,
     ):
-        super().__init__()
-        self.layers = [
-            TransformerDecoderLayer(
-                dims, num_heads, mlp_dims, dropout, activation, norm_first
-            )
-            for _ in range(num_layers)
-        ]
-        self.ln = LayerNorm(dims)
-        self.checkpoint = checkpoint
+        super().__init__(TransformerDecoderLayer, num_layers, dims, num_heads,
+                         mlp_dims, dropout, activation, norm_first, checkpoint)
 
     def __call__(self, x, memory, x_mask, memory_mask):
-        for layer in self.layers:
-            x = (checkpoint(layer) if self.checkpoint else layer)(
-                x, memory, x_mask, memory_mask
-            )
-        return self.ln(x)
+        return super().__call__(x, memory, x_mask, memory_mask)
 
 
 class Transformer(Module):
