@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <ostream>
+#include <string>
 #include <variant>
 
 namespace kiln {
@@ -64,6 +65,16 @@ void clear_cache();
 /** Blocks until the GPU has finished the work queued on a kiln stream (-1:
  *  every stream). Used by synchronize(); a no-op without a GPU. */
 void synchronize(int stream_index);
+
+/** What device_info reports for the GPU. */
+struct Properties {
+  std::string name;         // e.g. "NVIDIA H200"
+  std::string architecture; // the compute capability as NVRTC names it: "sm_90"
+  size_t total_memory = 0;  // bytes
+  int multiprocessors = 0;
+};
+/** The GPU's properties; throws std::invalid_argument without a GPU. */
+Properties properties();
 } // namespace gpu
 
 } // namespace kiln

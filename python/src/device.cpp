@@ -177,12 +177,20 @@ void init_device(nb::module_& m) {
       "device_info",
       [](std::optional<Device> d) {
         Device dev = d.value_or(default_device());
-        if (dev.type != Device::cpu) {
-          throw nb::value_error(("[device_info] no information for " +
-                                 to_str(dev) + " in this build.")
-                                    .c_str());
-        }
         nb::dict info;
+        if (dev.type == Device::gpu) {
+          if (!is_available(dev)) {
+            throw nb::value_error(("[device_info] no GPU for " +
+                                   to_str(dev) + " in this build.")
+                                      .c_str());
+          }
+          gpu::Properties p = gpu::properties();
+          info["architecture"] = p.architecture;
+          info["device_name"] = p.name;
+          info["total_memory"] = p.total_memory;
+          info["multiprocessor_count"] = p.multiprocessors;
+          return info;
+        }
         utsname u{};
         uname(&u);
         info["architecture"] = std::string(u.machine);

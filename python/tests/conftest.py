@@ -1,3 +1,5 @@
+import os
+
 import numpy as np
 import pytest
 
@@ -7,6 +9,13 @@ try:
     import mlx.core as mx  # optional peer, used as a reference when present
 except ImportError:  # pragma: no cover
     mx = None
+
+# KILN_TEST_DEVICE=gpu runs the whole suite with the GPU as the default
+# device (scripts/gpu-check python); the CPU is the default otherwise.
+if os.environ.get("KILN_TEST_DEVICE", "cpu") == "gpu":
+    if not kc.is_available(kc.gpu):
+        raise RuntimeError("KILN_TEST_DEVICE=gpu, but kiln has no GPU here")
+    kc.set_default_device(kc.gpu)
 
 
 @pytest.fixture

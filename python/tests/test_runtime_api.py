@@ -176,7 +176,16 @@ def test_streams_and_device():
     info = kc.device_info()
     assert info["architecture"] and info["device_name"]
     assert info["total_memory"] > 0
-    assert kc.device_info(kc.cpu) == info
+    assert kc.device_info(kc.default_device()) == info
+    cpu = kc.device_info(kc.cpu)
+    assert cpu["total_memory"] > 0 and cpu["device_name"]
+    if kc.is_available(kc.gpu):
+        gpu = kc.device_info(kc.gpu)
+        assert gpu["architecture"].startswith("sm_")
+        assert gpu["total_memory"] > 0 and gpu["multiprocessor_count"] > 0
+    else:
+        with pytest.raises(ValueError, match="device_info"):
+            kc.device_info(kc.gpu)
     prev = kc.set_wired_limit(1 << 20)
     assert kc.set_wired_limit(prev) == 1 << 20
     with pytest.raises(ValueError, match="set_wired_limit"):

@@ -75,15 +75,30 @@ class DeviceAllocator {
     b.stream = -1;
     b.ready = nullptr;
     if (used != 0) {
-      // The lowest stream that used it carries the event; any other stream
-      // that used it first joins that one, so one event covers them all.
-      int first = __builtin_ctzll(used);
-      for (int s = first + 1; s < 64; ++s) {
-        if (used & (uint64_t(1) << s)) stream_wait(first, s);
+      // Arrays that outlive the CUDA runtime (freed while the process
+      // exits) are dropped with it: free runs in destructors and must not
+      // throw.
+      try {
+        // The lowest stream that used it carries the event; any other
+        // stream that used it first joins that one, so one event covers
+        // them all.
+        int first = __builtin_ctzll(used);
+        for (int s = first + 1; s < 64; ++s) {
+          if (used & (uint64_t(1) << s)) stream_wait(first, s);
+        }
+        b.stream = first;
+        b.ready = acquire_event();
+        KILN_CHECK_CUDA(cudaEventRecord(b.ready, cuda_stream(first)));
+      } catch (const std::exception&) {
+        if (cudaGetLastError() == cudaErrorCudartUnloading ||
+            cudaDeviceSynchronize() == cudaErrorCudartUnloading) {
+          return;
+        }
+        // No event: wait until the block is idle, then cache it plain.
+        cudaDeviceSynchronize();
+        b.stream = -1;
+        b.ready = nullptr;
       }
-      b.stream = first;
-      b.ready = acquire_event();
-      KILN_CHECK_CUDA(cudaEventRecord(b.ready, cuda_stream(first)));
     }
     std::lock_guard<std::mutex> lock(mutex_);
     cache_[b.rounded].push_back(b);

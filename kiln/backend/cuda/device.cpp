@@ -1,6 +1,7 @@
 #include "kiln/backend/cuda/device.h"
 
 #include <mutex>
+#include <stdexcept>
 #include <unordered_map>
 #include <vector>
 
@@ -13,6 +14,14 @@ namespace gpu {
 bool is_available() {
   static const bool available = cuda::device_count() > 0;
   return available;
+}
+
+Properties properties() {
+  if (!is_available()) {
+    throw std::invalid_argument("[gpu] no GPU is present.");
+  }
+  const cuda::DeviceInfo& d = cuda::device_info();
+  return {d.name, d.arch(), d.total_memory, d.sm_count};
 }
 
 } // namespace gpu

@@ -3,6 +3,8 @@
 #include "kiln/core/array.h"
 #include "kiln/core/device.h"
 
+#include <stdexcept>
+
 namespace kiln::gpu {
 
 bool is_available() { return false; }
@@ -13,6 +15,10 @@ void reset_peak_memory() {}
 size_t get_cache_memory() { return 0; }
 void clear_cache() {}
 void synchronize(int) {}
+
+Properties properties() {
+  throw std::invalid_argument("[gpu] no GPU in this build.");
+}
 
 } // namespace kiln::gpu
 

@@ -1,0 +1,349 @@
+"""GPU benchmarks: kiln against PyTorch in the same process, on the workloads
+the CUDA backend's targets name (fused elementwise, bf16 GEMM, the seed's
+Linear step and broadcast chain, exp of a transposed array, the host cost of
+a compiled call, and a new fused kernel's compile time).
+
+    PYTHONPATH=build-gpu-py/python python3 benchmarks/gpu_bench.py [--quick]
+
+Timing: PyTorch with CUDA events (median of repeats). kiln has no event API
+in Python, so its throughput figures queue `reps` independent evaluations of
+the workload, evaluate them at once and divide the wall time (launch gaps are
+hidden as they are for PyTorch's back-to-back launches); its "GPU time" figures
+sum the kernels' device time recorded by the CUDA profiler (torch.profiler
+sees every kernel of the process, kiln's included). Inputs are random, never
+zeros. The last lines are a table: `| workload | kiln | peer | ratio |`.
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import numpy as np
+
+import kiln.core as mx
+
+try:
+    import torch
+except ImportError:  # pragma: no cover
+    torch = None
+
+ROWS = []
+
+
+def row(name, kiln_value, peer_name, peer_value, unit, higher_is_better=False):
+    if peer_value and kiln_value:
+        ratio = (kiln_value / peer_value) if higher_is_better else (peer_value / kiln_value)
+        ratio_s = f"{ratio:.2f}x"
+    else:
+        ratio_s = "n/a"
+    fmt = lambda v: "n/a" if v is None else f"{v:.3g} {unit}"
+    ROWS.append((name, fmt(kiln_value), f"{peer_name} {fmt(peer_value)}", ratio_s))
+    print(f"{name}: kiln {fmt(kiln_value)}, {peer_name} {fmt(peer_value)} ({ratio_s}; >1 means kiln is better)", flush=True)
+
+
+def kiln_throughput_us(fn, reps=20, rounds=3):
+    """Wall microseconds per call of fn, reps calls evaluated together."""
+    mx.eval(fn())
+    mx.synchronize()
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        outs = [fn() for _ in range(reps)]
+        mx.eval(outs)
+        mx.synchronize()
+        times.append((time.perf_counter() - t0) / reps * 1e6)
+        del outs
+    return min(times)
+
+
+def kiln_wall_us(fn, iters=200):
+    """Wall microseconds of one call evaluated alone (host included)."""
+    for _ in range(5):
+        mx.eval(fn())
+    mx.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        mx.eval(fn())
+    mx.synchronize()
+    return (time.perf_counter() - t0) / iters * 1e6
+
+
+def kiln_gpu_us(fn, iters=50):
+    """Device microseconds of kernels and copies per call, from the CUDA
+    profiler (None when it is unavailable)."""
+    if torch is None:
+        return None
+    try:
+        from torch.autograd import DeviceType
+        from torch.profiler import ProfilerActivity, profile
+    except ImportError:
+        return None
+    for _ in range(5):
+        mx.eval(fn())
+    mx.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(iters):
+            mx.eval(fn())
+        mx.synchronize()
+    total = sum(e.device_time for e in prof.events() if e.device_type == DeviceType.CUDA)
+    return total / iters if total > 0 else None
+
+
+def torch_us(fn, reps=50):
+    """Median CUDA-event microseconds of fn on PyTorch's stream."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3)
+    return statistics.median(times)
+
+
+def torch_gpu_us(fn, iters=50):
+    """Device microseconds per call from the profiler, as kiln_gpu_us."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(iters):
+            fn()
+        torch.cuda.synchronize()
+    total = sum(e.device_time for e in prof.events() if e.device_type == DeviceType.CUDA)
+    return total / iters
+
+
+def to_torch(a, dtype):
+    return torch.from_numpy(np.asarray(a)).to("cuda", dtype)
+
+
+def bench_copy_ceiling(n):
+    if torch is None:
+        return None
+    x = torch.rand(n, device="cuda")
+    y = torch.empty_like(x)
+    us = torch_us(lambda: y.copy_(x))
+    tbps = 2 * x.numel() * 4 / (us * 1e-6) / 1e12
+    print(f"device copy ceiling (torch copy_ of {n} float32): {us:.1f} us, {tbps:.2f} TB/s", flush=True)
+    ROWS.append(("device copy ceiling (PyTorch copy_)", f"{tbps:.2f} TB/s", "", ""))
+    return tbps
+
+
+def bench_fused(n, dtype_name, torch_compile):
+    kdt = getattr(mx, dtype_name)
+    rng = np.random.default_rng(0)
+    xn = rng.uniform(-2, 2, n).astype(np.float32)
+    yn = rng.uniform(-2, 2, n).astype(np.float32)
+    x = mx.array(xn).astype(kdt)
+    y = mx.array(yn).astype(kdt)
+    mx.eval(x, y)
+
+    def f(x, y):
+        return mx.tanh(x * y + 1) * 0.5 + x
+
+    fc = mx.compile(f)
+    item = 4 if dtype_name == "float32" else 2
+    moved = 3 * n * item  # two inputs read, one output written
+    kc = kiln_throughput_us(lambda: fc(x, y))
+    ku = kiln_throughput_us(lambda: f(x, y))
+    tbps = lambda us: moved / (us * 1e-6) / 1e12
+    peer = None
+    peer_c = None
+    if torch is not None:
+        tdt = getattr(torch, dtype_name)
+        tx, ty = to_torch(xn, tdt), to_torch(yn, tdt)
+        tf = lambda: torch.tanh(tx * ty + 1) * 0.5 + tx
+        peer = torch_us(tf)
+        if torch_compile:
+            try:
+                tc = torch.compile(lambda a, b: torch.tanh(a * b + 1) * 0.5 + a)
+                peer_c = torch_us(lambda: tc(tx, ty))
+            except Exception as e:  # pragma: no cover
+                print(f"torch.compile failed: {e}", flush=True)
+    name = f"fused tanh(x*y+1)*0.5+x, {n >> 20}M {dtype_name}"
+    print(f"{name}: kiln compiled {kc:.1f} us ({tbps(kc):.2f} TB/s), uncompiled {ku:.1f} us", flush=True)
+    row(name + ", compiled vs torch eager", kc, "torch eager", peer, "us")
+    if peer_c:
+        row(name + ", compiled vs torch.compile", kc, "torch.compile", peer_c, "us")
+    row(name + ", kiln effective bandwidth", tbps(kc), "torch eager", peer and tbps(peer), "TB/s", True)
+
+
+def bench_gemm(m):
+    rng = np.random.default_rng(1)
+    an = rng.standard_normal((m, m), dtype=np.float32)
+    bn = rng.standard_normal((m, m), dtype=np.float32)
+    a = mx.array(an).astype(mx.bfloat16)
+    b = mx.array(bn).astype(mx.bfloat16)
+    mx.eval(a, b)
+    flops = 2 * m**3
+    k = kiln_throughput_us(lambda: a @ b, reps=10)
+    peer = None
+    if torch is not None:
+        ta, tb = to_torch(an, torch.bfloat16), to_torch(bn, torch.bfloat16)
+        peer = torch_us(lambda: ta @ tb, reps=20)
+    tf = lambda us: us and flops / (us * 1e-6) / 1e12
+    row(f"bf16 GEMM {m}^3", tf(k), "torch.matmul", tf(peer), "TFLOP/s", True)
+
+
+def bench_seed_step():
+    import kiln.nn as nn
+    from kiln.utils import tree_map
+
+    model = nn.Linear(1024, 3072, bias=True)
+    params = model.trainable_parameters()
+    mx.eval(params)
+    x = mx.random.uniform(shape=(4, 512, 1024), dtype=mx.bfloat16)
+    mx.eval(x)
+
+    def step(x, params):
+        model.update(tree_map(lambda p: p.astype(mx.bfloat16), params))
+        return model(x)
+
+    cstep = mx.compile(step)
+    kc = kiln_gpu_us(lambda: cstep(x, params))
+    ku = kiln_gpu_us(lambda: step(x, params))
+    kc_wall = kiln_wall_us(lambda: cstep(x, params))
+    peer = None
+    if torch is not None:
+        tw = torch.from_numpy(np.asarray(params["weight"])).cuda()
+        tb = torch.from_numpy(np.asarray(params["bias"])).cuda()
+        tx = torch.from_numpy(np.asarray(x.astype(mx.float32))).cuda().to(torch.bfloat16)
+        tstep = lambda: torch.nn.functional.linear(tx, tw.to(torch.bfloat16), tb.to(torch.bfloat16))
+        peer = torch_gpu_us(tstep)
+    row("seed step (bf16 Linear+bias, (4,512,1024)->3072), compiled, GPU time", kc, "torch eager", peer, "us")
+    row("seed step, uncompiled, GPU time", ku, "torch eager", peer, "us")
+    print(f"seed step wall time per compiled call (host included): {kc_wall:.1f} us", flush=True)
+
+
+def bench_broadcast_chain():
+    def fun(x):
+        return mx.broadcast_to(mx.sin(mx.exp(mx.log(mx.abs(x)))), (16384, 2048, 16))
+
+    cfun = mx.compile(fun)
+
+    def chain(f):
+        x = mx.array([1.0])
+        for _ in range(10):
+            x = f(x)
+        mx.eval(x)
+        return x
+
+    for f in (fun, cfun):
+        chain(f)
+    mx.synchronize()
+    res = {}
+    for name, f in (("uncompiled", fun), ("compiled", cfun)):
+        t0 = time.perf_counter()
+        chain(f)
+        mx.synchronize()
+        res[name] = (time.perf_counter() - t0) * 1e3
+    ROWS.append(("seed broadcast chain x10, compiled / uncompiled", f"{res['compiled']:.3f} / {res['uncompiled']:.3f} ms", "torch eager 36.9 ms (issue)", ""))
+    print(f"broadcast chain: compiled {res['compiled']:.3f} ms, uncompiled {res['uncompiled']:.3f} ms", flush=True)
+
+
+def bench_exp_transposed(m):
+    rng = np.random.default_rng(2)
+    xn = rng.uniform(-2, 2, (m, m)).astype(np.float32)
+    x = mx.array(xn)
+    xt = x.T
+    mx.eval(x)
+    k = kiln_throughput_us(lambda: mx.exp(xt))
+    peer = None
+    if torch is not None:
+        tx = to_torch(xn, torch.float32).t()
+        peer = torch_us(lambda: torch.exp(tx))
+    row(f"exp of a transposed {m}x{m} float32", k, "torch", peer, "us")
+
+
+def bench_host_time():
+    x = mx.random.uniform(shape=(1024,))
+    mx.eval(x)
+    f = mx.compile(lambda a: mx.exp(a) * 2 + 1)
+    mx.eval(f(x))
+    n = 2000
+    t0 = time.perf_counter()
+    for _ in range(n):
+        y = f(x)
+    call_us = (time.perf_counter() - t0) / n * 1e6
+    mx.eval(y)
+    full = kiln_wall_us(lambda: f(x), iters=1000)
+    ROWS.append(("host time of a compiled call (cache hit): call / call+eval+sync", f"{call_us:.1f} / {full:.1f} us", "torch.compile 71 us (issue)", ""))
+    print(f"compiled call: {call_us:.1f} us to call, {full:.1f} us with eval and sync", flush=True)
+
+
+COLD = textwrap.dedent(
+    """
+    import sys, time
+    import kiln.core as mx
+    x = mx.random.uniform(shape=(1 << 20,))
+    mx.eval(mx.abs(x) + 1)  # the context and NVRTC are loaded
+    c = float(sys.argv[1])
+    f = mx.compile(lambda a: mx.tanh(a * c + 1.5) * 0.25 - a)
+    t0 = time.perf_counter()
+    mx.eval(f(x))
+    print((time.perf_counter() - t0) * 1e3)
+    """
+)
+
+
+def bench_cold_kernel():
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, KILN_CACHE_DIR=d)
+        run = lambda: float(subprocess.run([sys.executable, "-c", COLD, "0.625"], env=env,
+                                           capture_output=True, text=True, check=True).stdout.split()[-1])
+        cold = run()
+        warm = run()
+    ROWS.append(("new fused kernel: cold cache / disk-cache hit in a new process", f"{cold:.1f} / {warm:.1f} ms", "JAX 112 / 11 ms (issue)", ""))
+    print(f"new fused kernel: first call {cold:.1f} ms cold, {warm:.1f} ms from the disk cache", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="smaller sizes, no torch.compile")
+    args = ap.parse_args()
+    if not mx.is_available(mx.gpu):
+        sys.exit("gpu_bench: kiln has no GPU here")
+    mx.set_default_device(mx.gpu)
+    info = mx.device_info(mx.gpu)
+    print(f"GPU: {info['device_name']} ({info['architecture']}); torch {torch.__version__ if torch else 'absent'}", flush=True)
+    n = (1 << 24) if args.quick else (1 << 26)
+    steps = [
+        ("copy ceiling", lambda: bench_copy_ceiling(n)),
+        ("fused float32", lambda: bench_fused(n, "float32", not args.quick)),
+        ("fused bfloat16", lambda: bench_fused(n, "bfloat16", not args.quick)),
+        ("gemm", lambda: bench_gemm(4096 if args.quick else 8192)),
+        ("seed step", bench_seed_step),
+        ("broadcast chain", bench_broadcast_chain),
+        ("exp transposed", lambda: bench_exp_transposed(4096 if args.quick else 8192)),
+        ("host time", bench_host_time),
+        ("cold kernel", bench_cold_kernel),
+    ]
+    for name, fn in steps:
+        try:
+            fn()
+        except Exception as e:  # one failing workload must not hide the rest
+            print(f"{name}: FAILED: {type(e).__name__}: {e}", flush=True)
+            ROWS.append((name, "FAILED", "", ""))
+    print()
+    print("| workload | kiln | peer | ratio (>1: kiln better) |")
+    print("| --- | --- | --- | --- |")
+    for r in ROWS:
+        print("| " + " | ".join(r) + " |")
+
+
+if __name__ == "__main__":
+    main()
