@@ -8,6 +8,7 @@
 
 #include "cuda/nvrtc_check.h"
 #include "kiln/backend/cuda/creation.h"
+#include "kiln/backend/cuda/elementwise_kernels.h"
 #include "kiln/backend/cuda/indexing.h"
 #include "kiln/backend/cuda/slicing.h"
 
@@ -109,6 +110,16 @@ TEST(NvrtcIndexing, ArangeAndRandomBits) {
   for (Dtype dt : kernel_dtypes) ks.push_back(cuda::arange_kernel(dt));
   expect_all_compile(ks);
   expect_compiles(cuda::random_bits_kernel());
+}
+
+TEST(NvrtcIndexing, Float32ErfEveryFloat) {
+  std::vector<JitKernel> ks;
+  for (Dtype dt : {float16, bfloat16, float32, float64}) {
+    for (const char* op : {"Float32Erf", "Float32ErfInv"}) {
+      ks.push_back(cuda::unary_kernel(op, dt, dt, "v"));
+    }
+  }
+  expect_all_compile(ks);
 }
 
 } // namespace

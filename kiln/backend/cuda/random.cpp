@@ -1,5 +1,6 @@
-// eval_gpu of RandomBits: the CPU's Threefry bits, bit for bit
-// (device/random.cuh).
+// eval_gpu of the random family: RandomBits gives the CPU's Threefry bits,
+// bit for bit (device/random.cuh); Float32Erf is elementwise (its functors
+// are in device/unary_ops.cuh).
 #include "kiln/backend/cuda/creation.h"
 
 #include "kiln/backend/cuda/buffer.h"
@@ -43,6 +44,15 @@ void RandomBits::eval_gpu(const std::vector<array>& inputs, array& out) {
   void* args[] = {&key_ptr, &out_ptr, &num_keys, &per_key};
   cuda::launch(cuda::get_kernel(cuda::random_bits_kernel()), items, 1, args,
                stream().index);
+}
+
+void Float32Erf::eval_gpu(const std::vector<array>& inputs, array& out) {
+  // Other dtypes raise on the CPU, as they should.
+  if (!is_floating_point(inputs[0].dtype()) ||
+      !cuda::elementwise(inverse_ ? "Float32ErfInv" : "Float32Erf", inputs,
+                         out, stream())) {
+    cuda::eval_on_cpu(*this, inputs, out);
+  }
 }
 
 } // namespace kiln
