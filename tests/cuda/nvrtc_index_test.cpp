@@ -64,6 +64,18 @@ TEST(NvrtcIndexing, ScatterEveryReductionAndDtype) {
     assign.push_back(
         cuda::scatter_kernel(ScatterReduce::None, int16, it, 1, true, true));
   }
+  // The passes that keep the last of colliding assignments (each brings
+  // its pair and both layouts), cells per start and per element.
+  for (bool per_start : {true, false}) {
+    for (Dtype dt : {bool_, bfloat16, float32, float64}) {
+      assign.push_back(cuda::scatter_kernel(ScatterReduce::None, dt, int32, 2,
+                                            true, false, cuda::ScatterPass::Mark,
+                                            per_start));
+    }
+    assign.push_back(cuda::scatter_kernel(ScatterReduce::None, int8, uint64, 3,
+                                          false, true, cuda::ScatterPass::Write,
+                                          per_start));
+  }
   expect_all_compile(assign);
 }
 
@@ -82,6 +94,10 @@ TEST(NvrtcIndexing, AlongAxisFamilies) {
       ks.push_back(cuda::scatter_axis_kernel(r, dt, int32, false));
     }
     ks.push_back(cuda::scatter_axis_kernel(r, bfloat16, uint64, true));
+  }
+  for (Dtype dt : {bool_, float16, float32, float64}) {
+    ks.push_back(cuda::scatter_axis_kernel(ScatterReduce::None, dt, int64,
+                                           false, cuda::ScatterPass::Mark));
   }
   expect_all_compile(ks);
 }

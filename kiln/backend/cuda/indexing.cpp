@@ -10,10 +10,12 @@
 #include <utility>
 
 #include "kiln/backend/cuda/buffer.h"
+#include "kiln/backend/cuda/device.h"
 #include "kiln/backend/cuda/elementwise.h"
 #include "kiln/backend/cuda/fallback.h"
 #include "kiln/backend/cuda/kernels.h"
 #include "kiln/backend/cuda/strided.h"
+#include "kiln/backend/cuda/utils.h"
 
 namespace kiln::cuda {
 
@@ -65,16 +67,34 @@ JitKernel gather_one(Dtype dt, Dtype index, int n, bool ic, bool sc,
   return {name, source, expr, {}};
 }
 
+const char* pass_name(ScatterPass pass) {
+  switch (pass) {
+    case ScatterPass::Direct: return "";
+    case ScatterPass::Mark: return "Mark";
+    default: return "Write";
+  }
+}
+std::string pass_args(ScatterPass pass) {
+  switch (pass) {
+    case ScatterPass::Direct: return "kiln::cuda::Ownership::Direct";
+    case ScatterPass::Mark: return "kiln::cuda::Ownership::Mark";
+    default: return "kiln::cuda::Ownership::Write";
+  }
+}
+
 JitKernel scatter_one(ScatterReduce r, Dtype dt, Dtype index, int n,
-                      bool contiguous, bool large) {
+                      bool contiguous, bool large, ScatterPass pass,
+                      bool per_start) {
   Dtype e = scatter_element(r, dt);
   std::string name = std::string(1, letter(contiguous)) + "Scatter" +
-                     reduce_suffix(r) + std::to_string(n) +
-                     suffix(e, index, large);
+                     reduce_suffix(r) + pass_name(pass);
+  if (pass != ScatterPass::Direct) name += per_start ? "S" : "E";
+  name += std::to_string(n) + suffix(e, index, large);
   std::string expr = "kiln::cuda::scatter<" + std::string(device_type(e)) +
                      ", " + device_type(index) + ", " + std::to_string(n) +
                      ", " + functor(r) + ", " + position_type(large) + ", " +
-                     flag(contiguous) + ">";
+                     flag(contiguous) + ", " + pass_args(pass) + ", " +
+                     flag(per_start) + ">";
   return {name, source, expr, {}};
 }
 
@@ -85,7 +105,19 @@ struct IndexAxes {
   int64_t dim[N > 0 ? N : 1];
   int64_t stride[N > 0 ? N : 1];
   int64_t last_start[N > 0 ? N : 1];
+  int64_t start_stride[N > 0 ? N : 1];
 };
+
+// Scratch for the Mark/Write passes: one zeroed uint32 per cell (the last
+// position + 1 to land there). Callers check that cells fit an int32 shape
+// and positions a uint32 first.
+void owner_cells(int64_t cells, array& owner, const Stream& s) {
+  owner = array::uninitialized({static_cast<int32_t>(cells)}, uint32);
+  set_device_output(owner, s);
+  KILN_CHECK_CUDA(cudaMemsetAsync(owner.raw_data_ptr(), 0,
+                                  static_cast<size_t>(cells) * 4,
+                                  cuda_stream(s)));
+}
 
 // Calls f(std::integral_constant<int, n>) for n in [0, max_ndim].
 template <typename F, int... Ns>
@@ -197,28 +229,54 @@ bool scatter(ScatterReduce r, const std::vector<array>& inputs,
       !collapsed(slice_shape, std::array<Strides, 1>{out_strides}, run)) {
     return false;
   }
-  // out starts as a row-major copy of the input.
-  if (!copy_row_major(inputs[0], out, s)) return false;
   int64_t n = static_cast<int64_t>(upd.size());
-  if (n == 0) return true;
+  int64_t slice_size = static_cast<int64_t>(shape_size(slice_shape));
+  int64_t positions = slice_size > 0 ? n / slice_size : 0;
+  // Assignments may collide only when there are several positions.
+  bool last_wins = r == ScatterReduce::None && positions > 1;
+  bool per_start = true;
+  int64_t cells = 1;
   IndexAxes<N> ax{};
-  for (int k = 0; k < N; ++k) {
+  for (int k = N - 1; k >= 0; --k) {
     int a = axes[k];
-    ax.ptr[k] = device_ptr(idx[k], s);
     ax.dim[k] = out.shape(a);
     ax.stride[k] = out_strides[a];
     ax.last_start[k] = out.shape(a) - slice_shape[a];
+    ax.start_stride[k] = cells;
+    cells *= out.shape(a);
+    per_start = per_start && slice_shape[a] == 1;
   }
-  int64_t slice_size = static_cast<int64_t>(shape_size(slice_shape));
+  if (!per_start) cells = static_cast<int64_t>(out.size());
+  array owner = array(0);
+  if (last_wins && (cells > INT32_MAX ||
+                    positions >= static_cast<int64_t>(UINT32_MAX))) {
+    return false;
+  }
+  // out starts as a row-major copy of the input.
+  if (!copy_row_major(inputs[0], out, s)) return false;
+  if (n == 0) return true;
+  for (int k = 0; k < N; ++k) ax.ptr[k] = device_ptr(idx[k], s);
   bool contiguous = all_row_contiguous(idx) &&
                     upd.flags().row_contiguous && is_run(run, 0);
   bool large = upd.size() > UINT32_MAX;
-  CUfunction f = get_kernel(
-      scatter_kernel(r, out.dtype(), index_dt, N, contiguous, large));
   void* upd_ptr = device_ptr(upd, s);
   void* out_ptr = out.raw_data_ptr();
-  void* args[] = {&upd_ptr, &out_ptr, &n, &slice_size, &ax, &il, &sl};
-  launch(f, n, 1, args, s.index);
+  void* owner_ptr = nullptr;
+  void* args[] = {&upd_ptr, &out_ptr, &owner_ptr, &n, &slice_size,
+                  &ax,      &il,      &sl};
+  if (!last_wins) {
+    launch(get_kernel(scatter_kernel(r, out.dtype(), index_dt, N, contiguous,
+                                     large)),
+           n, 1, args, s.index);
+    return true;
+  }
+  owner_cells(cells, owner, s);
+  owner_ptr = owner.raw_data_ptr();
+  for (ScatterPass pass : {ScatterPass::Mark, ScatterPass::Write}) {
+    launch(get_kernel(scatter_kernel(r, out.dtype(), index_dt, N, contiguous,
+                                     large, pass, per_start)),
+           n, 1, args, s.index);
+  }
   return true;
 }
 
@@ -255,18 +313,36 @@ bool scatter_axis(ScatterReduce r, const std::vector<array>& inputs,
   st[0][axis] = 0; // the index values choose the position along axis
   Strided<3> l;
   if (!collapsed(upd.shape(), st, l)) return false;
-  if (!copy_row_major(inputs[0], out, s)) return false;
   int64_t n = static_cast<int64_t>(upd.size());
+  // Assignments collide only when several updates share an output line.
+  bool last_wins = r == ScatterReduce::None && upd.shape(axis) > 1;
+  if (last_wins && (out.size() > INT32_MAX ||
+                    n >= static_cast<int64_t>(UINT32_MAX))) {
+    return false;
+  }
+  if (!copy_row_major(inputs[0], out, s)) return false;
   if (n == 0) return true;
   int64_t dim = out.shape(axis), axis_stride = out_strides[axis];
   bool large = upd.size() > UINT32_MAX;
-  CUfunction f = get_kernel(
-      scatter_axis_kernel(r, out.dtype(), idx.dtype(), large));
   void* upd_ptr = device_ptr(upd, s);
   void* idx_ptr = device_ptr(idx, s);
   void* out_ptr = out.raw_data_ptr();
-  void* args[] = {&upd_ptr, &idx_ptr, &out_ptr, &n, &dim, &axis_stride, &l};
-  launch(f, n, 1, args, s.index);
+  void* owner_ptr = nullptr;
+  void* args[] = {&upd_ptr, &idx_ptr, &out_ptr,     &owner_ptr,
+                  &n,       &dim,     &axis_stride, &l};
+  if (!last_wins) {
+    launch(get_kernel(scatter_axis_kernel(r, out.dtype(), idx.dtype(), large)),
+           n, 1, args, s.index);
+    return true;
+  }
+  array owner = array(0);
+  owner_cells(static_cast<int64_t>(out.size()), owner, s);
+  owner_ptr = owner.raw_data_ptr();
+  for (ScatterPass pass : {ScatterPass::Mark, ScatterPass::Write}) {
+    launch(get_kernel(scatter_axis_kernel(r, out.dtype(), idx.dtype(), large,
+                                          pass)),
+           n, 1, args, s.index);
+  }
   return true;
 }
 
@@ -298,10 +374,21 @@ JitKernel gather_kernel(Dtype dt, Dtype index, int num_indices,
 }
 
 JitKernel scatter_kernel(ScatterReduce r, Dtype dt, Dtype index,
-                         int num_indices, bool contiguous, bool large) {
-  JitKernel k = scatter_one(r, dt, index, num_indices, contiguous, large);
-  JitKernel o = scatter_one(r, dt, index, num_indices, !contiguous, large);
-  k.siblings.emplace_back(o.name, o.expression);
+                         int num_indices, bool contiguous, bool large,
+                         ScatterPass pass, bool per_start) {
+  auto one = [&](bool c, ScatterPass p) {
+    return scatter_one(r, dt, index, num_indices, c, large, p, per_start);
+  };
+  JitKernel k = one(contiguous, pass);
+  // The other layout, and the other pass of a Mark/Write pair.
+  std::vector<JitKernel> others = {one(!contiguous, pass)};
+  if (pass != ScatterPass::Direct) {
+    ScatterPass other = pass == ScatterPass::Mark ? ScatterPass::Write
+                                                  : ScatterPass::Mark;
+    others.push_back(one(contiguous, other));
+    others.push_back(one(!contiguous, other));
+  }
+  for (auto& o : others) k.siblings.emplace_back(o.name, o.expression);
   return k;
 }
 
@@ -314,15 +401,24 @@ JitKernel gather_axis_kernel(Dtype dt, Dtype index, bool large) {
 }
 
 JitKernel scatter_axis_kernel(ScatterReduce r, Dtype dt, Dtype index,
-                              bool large) {
-  Dtype e = scatter_element(r, dt);
-  std::string expr = "kiln::cuda::scatter_axis<" +
-                     std::string(device_type(e)) + ", " +
-                     device_type(index) + ", " + functor(r) + ", " +
-                     position_type(large) + ">";
-  return {"gScatterAxis" + std::string(reduce_suffix(r)) +
-              suffix(e, index, large),
-          source, expr, {}};
+                              bool large, ScatterPass pass) {
+  auto one = [&](ScatterPass p) -> JitKernel {
+    Dtype e = scatter_element(r, dt);
+    std::string expr = "kiln::cuda::scatter_axis<" +
+                       std::string(device_type(e)) + ", " +
+                       device_type(index) + ", " + functor(r) + ", " +
+                       position_type(large) + ", " + pass_args(p) + ">";
+    return {"gScatterAxis" + std::string(reduce_suffix(r)) + pass_name(p) +
+                suffix(e, index, large),
+            source, expr, {}};
+  };
+  JitKernel k = one(pass);
+  if (pass != ScatterPass::Direct) {
+    JitKernel o = one(pass == ScatterPass::Mark ? ScatterPass::Write
+                                                : ScatterPass::Mark);
+    k.siblings.emplace_back(o.name, o.expression);
+  }
+  return k;
 }
 
 } // namespace kiln::cuda

@@ -96,14 +96,39 @@ __device__ __forceinline__ int64_t wrapped_index(const void* p, int64_t i,
 
 /** The index arrays of a gather or scatter (all of one dtype), one per axis
  *  they index: the axis's size and stride in the source (gather) or output
- *  (scatter), and the largest start whose slice fits (dim - slice size). */
+ *  (scatter), the largest start whose slice fits (dim - slice size), and
+ *  (scatter) the stride of the axis in the row-major grid of starts. */
 template <int N>
 struct IndexAxes {
   const void* ptr[N > 0 ? N : 1];
   int64_t dim[N > 0 ? N : 1];
   int64_t stride[N > 0 ? N : 1];
   int64_t last_start[N > 0 ? N : 1];
+  int64_t start_stride[N > 0 ? N : 1];
 };
+
+/** How a scatter that assigns keeps the CPU's order when several updates
+ *  land on one element (the last index position wins): Direct stores every
+ *  update (no duplicates possible, or a reduction); Mark records in `owner`
+ *  the largest position + 1 landing on each cell, with atomicMax; Write then
+ *  stores only the updates of the recorded positions. A cell is a start of
+ *  the grid of starts when slices cannot partly overlap (size 1 along every
+ *  indexed axis), else an element of the output. */
+enum class Ownership { Direct, Mark, Write };
+
+template <Ownership Own>
+__device__ __forceinline__ bool owns(unsigned int* owner, int64_t cell,
+                                     int64_t pos) {
+  unsigned int me = static_cast<unsigned int>(pos) + 1u;
+  if constexpr (Own == Ownership::Mark) {
+    atomicMax(owner + cell, me);
+    return false;
+  } else if constexpr (Own == Ownership::Write) {
+    return owner[cell] == me;
+  } else {
+    return true;
+  }
+}
 
 /** Offsets of index position `pos` in each of K operands that walk the
  *  index shape: pos itself when they are all row-contiguous. */
@@ -163,11 +188,14 @@ __global__ void gather(const T* __restrict__ src, T* __restrict__ out,
  *  index arrays' strides and, last, the updates'; `slice` walks the slice
  *  with out's and the updates' strides. Contiguous: index arrays and
  *  updates row-major and a slice one run of stride 1 in out, so positions
- *  need no unravelling. A slice whose start does not fit is dropped. */
+ *  need no unravelling. A slice whose start does not fit is dropped.
+ *  PerStart: ownership cells are starts, else output elements. */
 template <typename T, typename I, int N, typename Op, typename LocT,
-          bool Contiguous>
+          bool Contiguous, Ownership Own = Ownership::Direct,
+          bool PerStart = false>
 __global__ void scatter(const T* __restrict__ upd, T* __restrict__ out,
-                        int64_t n, int64_t slice_size,
+                        unsigned int* __restrict__ owner, int64_t n,
+                        int64_t slice_size,
                         const __grid_constant__ IndexAxes<N> axes,
                         const __grid_constant__ Strided<N + 1> idx,
                         const __grid_constant__ Strided<2> slice) {
@@ -176,13 +204,14 @@ __global__ void scatter(const T* __restrict__ upd, T* __restrict__ out,
     LocT s = static_cast<LocT>(i) - pos * static_cast<LocT>(slice_size);
     int64_t ioff[N + 1];
     index_offsets<Contiguous>(pos, idx, ioff);
-    int64_t off = 0;
+    int64_t off = 0, start = 0;
     bool fits = true;
 #pragma unroll
     for (int k = 0; k < N; ++k) {
       int64_t v = wrapped_index<I>(axes.ptr[k], ioff[k], axes.dim[k]);
       fits = fits && v >= 0 && v <= axes.last_start[k];
       off += v * axes.stride[k];
+      start += v * axes.start_stride[k];
     }
     if (!fits) continue;
     int64_t uoff;
@@ -195,7 +224,9 @@ __global__ void scatter(const T* __restrict__ upd, T* __restrict__ out,
       off += soff[0];
       uoff = ioff[N] + soff[1];
     }
-    combine<Op>(out + off, upd[uoff]);
+    if (owns<Own>(owner, PerStart ? start : off, pos)) {
+      combine<Op>(out + off, upd[uoff]);
+    }
   }
 }
 
@@ -221,19 +252,24 @@ __global__ void gather_axis(const T* __restrict__ src,
 
 /** put_along_axis: combines each update into out. l walks the updates'
  *  shape with out's strides (0 along the axis), the updates' and the
- *  indices'. Indices outside [0, dim) after wrapping are skipped. */
-template <typename T, typename I, typename Op, typename LocT>
+ *  indices'. Indices outside [0, dim) after wrapping are skipped; Own as
+ *  for scatter, with output elements as cells. */
+template <typename T, typename I, typename Op, typename LocT,
+          Ownership Own = Ownership::Direct>
 __global__ void scatter_axis(const T* __restrict__ upd,
                              const I* __restrict__ indices,
-                             T* __restrict__ out, int64_t n, int64_t dim,
-                             int64_t axis_stride,
+                             T* __restrict__ out,
+                             unsigned int* __restrict__ owner, int64_t n,
+                             int64_t dim, int64_t axis_stride,
                              const __grid_constant__ Strided<3> l) {
   for (int64_t i = first_index<1>(); i < n; i += grid_step<1>()) {
     int64_t off[3];
     strided_offsets(static_cast<LocT>(i), l, off);
     int64_t v = wrapped_index<I>(indices, off[2], dim);
     if (v < 0 || v >= dim) continue;
-    combine<Op>(out + off[0] + v * axis_stride, upd[off[1]]);
+    int64_t o = off[0] + v * axis_stride;
+    // Positions are the updates' row-major order; cells output elements.
+    if (owns<Own>(owner, o, i)) combine<Op>(out + o, upd[off[1]]);
   }
 }
 
