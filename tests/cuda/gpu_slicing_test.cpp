@@ -118,9 +118,13 @@ array start_on(const array& start, Device d) {
 TEST_F(GpuSlicing, DynamicSliceHostAndDeviceStarts) {
   for (Dtype dt : {float32, bfloat16, int8, int64, bool_}) {
     array src = random_array({11, 13, 4}, dt, -9, 9);
+    // Built on the CPU, so the "host" cases really hold host buffers.
     for (auto& start :
          {array({2, 5}), array({-3, 20}), array({-40, -1}),
-          astype(array({1, 2}), uint8), astype(array({7, -2}), int64)}) {
+          astype(array({1, 2}), uint8, Device::cpu),
+          astype(array({7, -2}), int64, Device::cpu)}) {
+      eval(start);
+      ASSERT_FALSE(start.on_device());
       // A host start: a view, the CPU's layout.
       Fn host = [](const std::vector<array>& v, Device d) {
         return slice(v[0], v[1], {0, 1}, {4, 6, 4}, d);

@@ -57,8 +57,8 @@ TEST(NvrtcIndexing, ScatterEveryReductionAndDtype) {
         cuda::scatter_kernel(ScatterReduce::None, dt, uint16, 2, true, false));
   }
   for (int n : {0, 1, 2, 3, 10}) {
-    assign.push_back(
-        cuda::scatter_kernel(ScatterReduce::None, int32, int64, n, false, false));
+    assign.push_back(cuda::scatter_kernel(ScatterReduce::None, int32, int64,
+                                          n, false, false));
   }
   for (Dtype it : index_dtypes) {
     assign.push_back(
@@ -68,8 +68,9 @@ TEST(NvrtcIndexing, ScatterEveryReductionAndDtype) {
   // its pair and both layouts), cells per start and per element.
   for (bool per_start : {true, false}) {
     for (Dtype dt : {bool_, bfloat16, float32, float64}) {
-      assign.push_back(cuda::scatter_kernel(ScatterReduce::None, dt, int32, 2,
-                                            true, false, cuda::ScatterPass::Mark,
+      assign.push_back(cuda::scatter_kernel(ScatterReduce::None, dt, int32,
+                                            2, true, false,
+                                            cuda::ScatterPass::Mark,
                                             per_start));
     }
     assign.push_back(cuda::scatter_kernel(ScatterReduce::None, int8, uint64, 3,

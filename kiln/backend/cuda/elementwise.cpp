@@ -105,10 +105,11 @@ void copy_into(const array& src, array& dst, const Strides& dst_strides,
   Strided<2> l;
   collapsed(src.shape(), std::array<Strides, 2>{src.strides(), dst_strides},
             l);
-  JitKernel k =
-      unary_kernel("AsType", src.dtype(), dst.dtype(), "g", src.size() > UINT32_MAX);
+  JitKernel k = unary_kernel("AsType", src.dtype(), dst.dtype(), "g",
+                             src.size() > UINT32_MAX);
   void* in = device_ptr(src, s);
-  void* out = static_cast<char*>(device_ptr(dst, s)) + dst_offset * dst.itemsize();
+  void* out =
+      static_cast<char*>(device_ptr(dst, s)) + dst_offset * dst.itemsize();
   void* args[] = {&in, &out, &n, &l};
   launch(get_kernel(k), n, 1, args, s.index);
 }

@@ -74,8 +74,9 @@ bool dynamic_copy(const array& in, array& out, array start,
   bool same = in.dtype() == out.dtype();
   Dtype from = same ? raw_dtype(in.dtype()) : in.dtype();
   Dtype to = same ? raw_dtype(out.dtype()) : out.dtype();
-  CUfunction f = get_kernel(dynamic_copy_kernel(
-      from, to, start.dtype(), c.into_out, static_cast<uint64_t>(n) > UINT32_MAX));
+  bool large = static_cast<uint64_t>(n) > UINT32_MAX;
+  CUfunction f = get_kernel(
+      dynamic_copy_kernel(from, to, start.dtype(), c.into_out, large));
   void* in_ptr = device_ptr(in, s);
   void* out_ptr = device_ptr(out, s);
   void* start_ptr = device_ptr(start, s);
@@ -118,9 +119,9 @@ void DynamicSlice::eval_gpu(const std::vector<array>& inputs, array& out) {
     eval_cpu(inputs, out);
     return;
   }
-  cuda::DynamicCopy c{out.shape(),  in.strides(), row_major_strides(out.shape()),
-                      axes_,        slice_size_,  in.shape(),
-                      in.strides(), false};
+  cuda::DynamicCopy c{out.shape(), in.strides(),
+                      row_major_strides(out.shape()), axes_, slice_size_,
+                      in.shape(), in.strides(), false};
   cuda::set_device_output(out, stream());
   if (!cuda::dynamic_copy(in, out, start, c, stream())) {
     cuda::eval_on_cpu(*this, inputs, out);

@@ -46,7 +46,9 @@ __device__ __forceinline__ void put_word(unsigned char* dst, int64_t per_key,
   if (n == 4 && reinterpret_cast<uintptr_t>(p) % 4 == 0) {
     *reinterpret_cast<uint32_t*>(p) = v;
   } else {
-    for (int64_t b = 0; b < n; ++b) p[b] = static_cast<unsigned char>(v >> (8 * b));
+    for (int64_t b = 0; b < n; ++b) {
+      p[b] = static_cast<unsigned char>(v >> (8 * b));
+    }
   }
 }
 
