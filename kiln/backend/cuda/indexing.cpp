@@ -111,12 +111,13 @@ struct IndexAxes {
 // Scratch for the Mark/Write passes: one zeroed uint32 per cell (the last
 // position + 1 to land there). Callers check that cells fit an int32 shape
 // and positions a uint32 first.
-void owner_cells(int64_t cells, array& owner, const Stream& s) {
-  owner = array::uninitialized({static_cast<int32_t>(cells)}, uint32);
+array owner_cells(int64_t cells, const Stream& s) {
+  auto owner = array::uninitialized({static_cast<int32_t>(cells)}, uint32);
   set_device_output(owner, s);
   KILN_CHECK_CUDA(cudaMemsetAsync(owner.raw_data_ptr(), 0,
                                   static_cast<size_t>(cells) * 4,
                                   cuda_stream(s)));
+  return owner;
 }
 
 // Calls f(std::integral_constant<int, n>) for n in [0, max_ndim].
@@ -247,7 +248,6 @@ bool scatter(ScatterReduce r, const std::vector<array>& inputs,
     per_start = per_start && slice_shape[a] == 1;
   }
   if (!per_start) cells = static_cast<int64_t>(out.size());
-  array owner = array(0);
   if (last_wins && (cells > INT32_MAX ||
                     positions >= static_cast<int64_t>(UINT32_MAX))) {
     return false;
@@ -270,7 +270,7 @@ bool scatter(ScatterReduce r, const std::vector<array>& inputs,
            n, 1, args, s.index);
     return true;
   }
-  owner_cells(cells, owner, s);
+  array owner = owner_cells(cells, s);
   owner_ptr = owner.raw_data_ptr();
   for (ScatterPass pass : {ScatterPass::Mark, ScatterPass::Write}) {
     launch(get_kernel(scatter_kernel(r, out.dtype(), index_dt, N, contiguous,
@@ -335,8 +335,7 @@ bool scatter_axis(ScatterReduce r, const std::vector<array>& inputs,
            n, 1, args, s.index);
     return true;
   }
-  array owner = array(0);
-  owner_cells(static_cast<int64_t>(out.size()), owner, s);
+  array owner = owner_cells(static_cast<int64_t>(out.size()), s);
   owner_ptr = owner.raw_data_ptr();
   for (ScatterPass pass : {ScatterPass::Mark, ScatterPass::Write}) {
     launch(get_kernel(scatter_axis_kernel(r, out.dtype(), idx.dtype(), large,
