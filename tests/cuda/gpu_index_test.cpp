@@ -226,8 +226,9 @@ TEST_F(GpuIndexing, ScatterEdgeSizes) {
     EXPECT_TRUE(same_on_devices(fn, {a, idx, upd}, 1e-4)) << name;
     array few = random_array({3, 2}, float32);
     array fidx = indices({70001}, 0, 3);
+    // About 23000 updates per element: sums round in another order.
     if (std::string(name) != "scatter_prod") {
-      EXPECT_TRUE(same_on_devices(fn, {few, fidx, upd}, 1e-3)) << name;
+      EXPECT_TRUE(same_on_devices(fn, {few, fidx, upd}, 1e-2)) << name;
     }
   }
   Fn fn = [](const std::vector<array>& v, Device d) {

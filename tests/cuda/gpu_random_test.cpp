@@ -63,7 +63,9 @@ TEST_F(GpuRandom, SamplersMatchTheCpu) {
       return random::normal(Shape{33, 17}, dt, std::nullopt, std::nullopt,
                             v[0], d);
     };
-    EXPECT_TRUE(same_on_devices(normal, {k}, tolerance(dt))) << dtype_name(dt);
+    // Float32Erf's log may differ from the host's logf in the last bit.
+    double tol = dt == float64 ? 1e-6 : tolerance(dt);
+    EXPECT_TRUE(same_on_devices(normal, {k}, tol)) << dtype_name(dt);
   }
 }
 
