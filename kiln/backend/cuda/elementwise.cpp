@@ -9,34 +9,13 @@
 #include "kiln/backend/cuda/elementwise_kernels.h"
 #include "kiln/backend/cuda/fallback.h"
 #include "kiln/backend/cuda/kernels.h"
+#include "kiln/backend/cuda/strided.h"
 #include "kiln/primitives/elementwise.h"
 #include "kiln/primitives/shape.h"
 
 namespace kiln::cuda {
 
 namespace {
-
-// Host twin of device/utils.cuh's Strided<K>: same members, same order.
-constexpr int max_ndim = 10;
-template <size_t K>
-struct Strided {
-  int ndim;
-  int32_t shape[max_ndim];
-  int64_t strides[K][max_ndim];
-};
-
-template <size_t K>
-bool collapsed(const Shape& shape, std::array<Strides, K> strides,
-               Strided<K>& out) {
-  Shape s = detail::collapse_dims(shape, strides);
-  if (s.size() > static_cast<size_t>(max_ndim)) return false;
-  out.ndim = static_cast<int>(s.size());
-  for (size_t d = 0; d < s.size(); ++d) {
-    out.shape[d] = s[d];
-    for (size_t k = 0; k < K; ++k) out.strides[k][d] = strides[k][d];
-  }
-  return true;
-}
 
 template <size_t N>
 bool run(const std::string& op, const std::array<const array*, N>& in,
@@ -109,6 +88,30 @@ bool elementwise(const std::string& op, const std::vector<array>& inputs,
 
 bool copy_row_major(const array& src, array& out, const Stream& s) {
   return elementwise("AsType", {src}, out, s, true);
+}
+
+bool can_copy_into(const array& src, Dtype to, const Strides& dst_strides) {
+  Strided<2> l;
+  return gpu_supports(src.dtype()) && gpu_supports(to) &&
+         collapsed(src.shape(), std::array<Strides, 2>{src.strides(),
+                                                       dst_strides},
+                   l);
+}
+
+void copy_into(const array& src, array& dst, const Strides& dst_strides,
+               int64_t dst_offset, const Stream& s) {
+  int64_t n = static_cast<int64_t>(src.size());
+  if (n == 0) return;
+  Strided<2> l;
+  collapsed(src.shape(), std::array<Strides, 2>{src.strides(), dst_strides},
+            l);
+  JitKernel k = unary_kernel("AsType", src.dtype(), dst.dtype(), "g",
+                             src.size() > UINT32_MAX);
+  void* in = device_ptr(src, s);
+  void* out =
+      static_cast<char*>(device_ptr(dst, s)) + dst_offset * dst.itemsize();
+  void* args[] = {&in, &out, &n, &l};
+  launch(get_kernel(k), n, 1, args, s.index);
 }
 
 } // namespace kiln::cuda

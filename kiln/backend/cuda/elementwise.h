@@ -24,4 +24,15 @@ bool elementwise(const std::string& op, const std::vector<array>& inputs,
  *  false like elementwise(). */
 bool copy_row_major(const array& src, array& out, const Stream& s);
 
+/** True when copy_into can write src (converted to dtype `to`) through
+ *  dst_strides on the GPU (both dtypes supported, few enough dimensions
+ *  after collapsing). */
+bool can_copy_into(const array& src, Dtype to, const Strides& dst_strides);
+
+/** Writes src (any strides, converted to dst's dtype) into dst's device
+ *  buffer as the view dst_strides at element offset dst_offset. Needs
+ *  can_copy_into. */
+void copy_into(const array& src, array& dst, const Strides& dst_strides,
+               int64_t dst_offset, const Stream& s);
+
 } // namespace kiln::cuda

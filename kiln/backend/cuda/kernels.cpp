@@ -30,6 +30,7 @@ std::unordered_map<std::string, CUfunction>& aot_functions() {
 // Defined by the aot_*.cu files, which the JIT build does not compile.
 void add_aot_unary(AotTable& t);
 void add_aot_binary(AotTable& t);
+void add_aot_creation(AotTable& t);
 #endif
 
 AotTable& aot_table() {
@@ -38,6 +39,7 @@ AotTable& aot_table() {
 #if KILN_HAS_CUDA_AOT
     add_aot_unary(*t);
     add_aot_binary(*t);
+    add_aot_creation(*t);
 #endif
     return t;
   }();

@@ -1,6 +1,7 @@
 // eval_gpu of the layout primitives. Views only rewrite shape and strides
 // over the input's buffer, wherever it lives, so they share eval_cpu; the
-// copies they need otherwise run as GPU copy kernels.
+// copies they need otherwise run as GPU copy kernels (View reinterprets a
+// row-major copy when its input is not row-major, as on the CPU).
 #include "kiln/backend/cuda/elementwise.h"
 #include "kiln/backend/cuda/fallback.h"
 #include "kiln/core/layout.h"
@@ -52,6 +53,21 @@ void Contiguous::eval_gpu(const std::vector<array>& inputs, array& out) {
   } else if (!cuda::copy_row_major(in, out, stream())) {
     cuda::eval_on_cpu(*this, inputs, out);
   }
+}
+
+void View::eval_gpu(const std::vector<array>& inputs, array& out) {
+  const array& in = inputs[0];
+  array src = in;
+  if (!in.flags().row_contiguous) {
+    src = array::uninitialized(in.shape(), in.dtype());
+    if (!cuda::copy_row_major(in, src, stream())) {
+      cuda::eval_on_cpu(*this, inputs, out);
+      return;
+    }
+  }
+  auto strides = row_major_strides(out.shape());
+  auto l = layout_of(out.shape(), strides);
+  out.copy_shared_buffer(src, strides, l.flags, l.data_size);
 }
 
 } // namespace kiln

@@ -14,16 +14,6 @@ __device__ __forceinline__ Out apply(In... x) {
   return cast_to<Out>(Op{}(cast_to<compute_t<In>>(x)...));
 }
 
-/** First element this thread handles, and the grid's step, in elements. */
-template <int N>
-__device__ __forceinline__ int64_t first_index() {
-  return (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * N;
-}
-template <int N>
-__device__ __forceinline__ int64_t grid_step() {
-  return static_cast<int64_t>(gridDim.x) * blockDim.x * N;
-}
-
 template <typename Op, typename In, typename Out, int N>
 __global__ void unary_v(const In* __restrict__ in, Out* __restrict__ out,
                         int64_t n) {

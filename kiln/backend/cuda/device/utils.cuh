@@ -74,6 +74,17 @@ __device__ __forceinline__ bool is_aligned(const T* p) {
   return reinterpret_cast<uintptr_t>(p) % (sizeof(T) * N) == 0;
 }
 
+/** Grid-stride loops: the first element this thread handles, and the
+ *  grid's step, in elements (N per thread). */
+template <int N>
+__device__ __forceinline__ int64_t first_index() {
+  return (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * N;
+}
+template <int N>
+__device__ __forceinline__ int64_t grid_step() {
+  return static_cast<int64_t>(gridDim.x) * blockDim.x * N;
+}
+
 /** Dimensions a general (strided) kernel handles after collapsing. */
 inline constexpr int max_ndim = 10;
 
