@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kiln/backend/cuda/axis_kernels.h"
 #include "kiln/backend/cuda/elementwise_kernels.h"
 #include "kiln/backend/cuda/jit_module.h"
 
@@ -79,6 +80,55 @@ TEST(NvrtcHeaders, BinaryAndTernaryFamilies) {
   }
   expect_compiles(ternary_kernel(bfloat16, "svs"));
   expect_compiles(ternary_kernel(int64, "g", true));
+}
+
+// All the given kernels (and their siblings) as one NVRTC program: parsing
+// CUB dominates each compile, so one program checks them all at the cost
+// of about one.
+JitKernel together(const std::vector<JitKernel>& ks) {
+  JitKernel k = ks.front();
+  for (size_t i = 1; i < ks.size(); ++i) {
+    k.siblings.emplace_back(ks[i].name, ks[i].expression);
+    for (auto& s : ks[i].siblings) k.siblings.push_back(s);
+  }
+  return k;
+}
+
+// Every scan op, and every dtype family on sum (widening ones included),
+// each in its three patterns (s, r, c).
+TEST(NvrtcHeaders, ScanFamily) {
+  using cuda::scan_kernel;
+  std::vector<JitKernel> ks;
+  for (Dtype d : {float16, bfloat16, float32, float64, int64, uint64}) {
+    ks.push_back(scan_kernel("Add", d, d, 'r'));
+  }
+  ks.push_back(scan_kernel("Add", bool_, int32, 's'));
+  ks.push_back(scan_kernel("Add", int8, int32, 'c'));
+  ks.push_back(scan_kernel("Add", uint16, uint32, 'r'));
+  ks.push_back(scan_kernel("Multiply", bfloat16, bfloat16, 'r'));
+  ks.push_back(scan_kernel("Multiply", int32, int32, 'c'));
+  for (Dtype d : {bool_, int8, uint16, float16, float64}) {
+    ks.push_back(scan_kernel("Maximum", d, d, 's'));
+    ks.push_back(scan_kernel("Minimum", d, d, 'c'));
+  }
+  for (Dtype d : floats) ks.push_back(scan_kernel("LogAddExp", d, d, 'r'));
+  expect_compiles(together(ks));
+}
+
+// Sort for every dtype (each has its own radix key) and argsort for each key
+// width and kind, each in every tile.
+TEST(NvrtcHeaders, SortFamily) {
+  using cuda::sort_kernel;
+  std::vector<Dtype> all = ints;
+  all.insert(all.end(), floats.begin(), floats.end());
+  all.push_back(bool_);
+  std::vector<JitKernel> ks;
+  for (Dtype d : all) ks.push_back(sort_kernel(d, false, 0));
+  for (Dtype d : {bool_, int8, float16, bfloat16, float32, int32, float64,
+                  uint64}) {
+    ks.push_back(sort_kernel(d, true, cuda::sort_tiles.size() - 1));
+  }
+  expect_compiles(together(ks));
 }
 
 TEST(NvrtcHeaders, ErrorsCarryTheLog) {
