@@ -214,6 +214,34 @@ TEST_F(GpuSort, EmptyAndTopk) {
   EXPECT_TRUE(all_close(to_doubles(t), to_doubles(want), 0, 0));
 }
 
+// Left and right insertion points of values (with NaN, -0.0 and ties) in
+// sorted sequences of every dtype, for values of every layout.
+TEST_F(GpuSort, SearchSorted) {
+  for (Dtype dt : sort_dtypes()) {
+    for (int n : {0, 1, 7, 1000}) {
+      array seq = sort(sort_input({n}, dt), 0, Device::cpu);
+      array values = sort_input({13, 21}, dt);
+      for (auto& [layout, v] : layouts(values)) {
+        for (const char* side : {"left", "right"}) {
+          auto fn = [&](const std::vector<array>& in, Device d) {
+            return searchsorted(in[0], in[1], side, d);
+          };
+          EXPECT_TRUE(same_on_devices(fn, {seq, v}, 0))
+              << dtype_name(dt) << " n " << n << " " << layout << " " << side;
+        }
+      }
+    }
+  }
+  // A strided sequence and a 0-d value.
+  array seq = slice(sort(random_array({40}, float32), 0, Device::cpu),
+                    Shape{0}, Shape{40}, Shape{3});
+  auto fn = [](const std::vector<array>& in, Device d) {
+    return searchsorted(in[0], in[1], "right", d);
+  };
+  EXPECT_TRUE(same_on_devices(fn, {seq, array(0.5f)}, 0));
+  EXPECT_TRUE(same_on_devices(fn, {seq, random_array({50}, float32)}, 0));
+}
+
 // complex64 is refused by the ops, on the GPU as on the CPU; so is a bad
 // axis or kth.
 TEST_F(GpuSort, ErrorsAsOnTheCpu) {

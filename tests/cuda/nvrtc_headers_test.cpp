@@ -116,7 +116,7 @@ TEST(NvrtcHeaders, ScanFamily) {
 }
 
 // Sort for every dtype (each has its own radix key) and argsort for each key
-// width and kind, each in every tile.
+// width and kind, each in every tile; searchsorted of one of each kind.
 TEST(NvrtcHeaders, SortFamily) {
   using cuda::sort_kernel;
   std::vector<Dtype> all = ints;
@@ -127,6 +127,9 @@ TEST(NvrtcHeaders, SortFamily) {
   for (Dtype d : {bool_, int8, float16, bfloat16, float32, int32, float64,
                   uint64}) {
     ks.push_back(sort_kernel(d, true, cuda::sort_tiles.size() - 1));
+  }
+  for (Dtype d : {bool_, int8, uint16, bfloat16, float64}) {
+    ks.push_back(cuda::search_sorted_kernel(d));
   }
   expect_compiles(together(ks));
 }

@@ -1,5 +1,5 @@
 // Ahead-of-time sorts and argsorts of float32, float16, bfloat16, int32,
-// int64 and uint32 in every tile. Everything else is compiled by NVRTC at
+// int64 and uint32 in every tile, and their searchsorted. Everything else is compiled by NVRTC at
 // first use.
 #include <utility>
 
@@ -25,6 +25,8 @@ void sorts_and_argsorts(AotTable& t) {
   auto tiles = std::make_index_sequence<sort_tiles.size()>();
   sorts<T, false>(t, tiles);
   sorts<T, true>(t, tiles);
+  aot::put(t, search_sorted_kernel(aot::dtype_v<T>),
+           reinterpret_cast<const void*>(&search_sorted<T>));
 }
 
 } // namespace

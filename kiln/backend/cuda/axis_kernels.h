@@ -5,7 +5,7 @@
 // combines (Add, Multiply, Maximum, Minimum, LogAddExp); s and r scan one
 // line per block (short and long tiles), c one line per thread.
 // Sorts: t{tile}{Sort|ArgSort}{dtype}, one line of up to tile elements per
-// block.
+// block; gSearchSorted{dtype}, one value per thread.
 #pragma once
 
 #include <array>
@@ -40,5 +40,7 @@ inline constexpr std::array<Tile, 3> sort_tiles{
 
 /** The kernel for sort_tiles[tile]; the other tiles are compiled alongside. */
 JitKernel sort_kernel(Dtype t, bool arg, size_t tile);
+
+JitKernel search_sorted_kernel(Dtype t);
 
 } // namespace kiln::cuda

@@ -4,6 +4,7 @@
 // which is stable (CUB's radix sort is, and each line is loaded in order).
 // Lines are numbered as for the scans (device/scan.cuh); the output is
 // row-major. A line longer than the largest tile is sorted on the host.
+// searchsorted's binary search compares the same keys.
 #pragma once
 
 #include <cub/block/block_radix_sort.cuh>
@@ -163,6 +164,36 @@ __global__ void __launch_bounds__(Threads)
       }
     }
     __syncthreads(); // `storage` is reused by the next line
+  }
+}
+
+/** For each value (operand 0 of l; operand 1 is the row-major output), the
+ *  number of elements of the sorted sequence before it: strictly less
+ *  (right: less or equal) in the NaN-last order, where -0 equals +0 and
+ *  NaNs equal each other, so the argsort keys compare exactly so. */
+template <typename T>
+__global__ void search_sorted(const T* __restrict__ seq, int64_t n,
+                              int64_t seq_stride, const T* __restrict__ values,
+                              uint32_t* __restrict__ out, int64_t count,
+                              bool right, const __grid_constant__ Strided<2> l) {
+  using K = radix_key_t<T>;
+  int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < count; i += step) {
+    int64_t off[2];
+    strided_offsets(i, l, off);
+    K x = radix_key<T, true>(values[off[0]]);
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      K e = radix_key<T, true>(seq[mid * seq_stride]);
+      if (right ? !(x < e) : e < x) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    out[off[1]] = static_cast<uint32_t>(lo);
   }
 }
 
