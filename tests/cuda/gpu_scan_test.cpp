@@ -91,8 +91,8 @@ TEST_F(GpuScan, EveryOpDtypeLayoutAndDirection) {
             for (int axis : {0, 1, -1}) {
               EXPECT_TRUE(scan_matches(op, in, axis, reverse, inclusive))
                   << op.name << " " << dtype_name(dt) << " " << layout
-                  << " axis " << axis << " reverse " << reverse
-                  << " inclusive " << inclusive;
+                  << " axis " << axis << " reverse " << reverse << " inclusive "
+                  << inclusive;
             }
           }
           for (const array& in : {cube, as_transposed(cube)}) {
@@ -119,11 +119,11 @@ TEST_F(GpuScan, LineLengths) {
                                " n " + std::to_string(n) + " reverse " +
                                std::to_string(reverse) + " inclusive " +
                                std::to_string(inclusive);
-            EXPECT_TRUE(scan_matches(op, scan_input(op, {2, n}, dt), 1,
-                                     reverse, inclusive))
+            EXPECT_TRUE(scan_matches(op, scan_input(op, {2, n}, dt), 1, reverse,
+                                     inclusive))
                 << what << " rows";
-            EXPECT_TRUE(scan_matches(op, scan_input(op, {n, 3}, dt), 0,
-                                     reverse, inclusive))
+            EXPECT_TRUE(scan_matches(op, scan_input(op, {n, 3}, dt), 0, reverse,
+                                     inclusive))
                 << what << " few columns";
             if (n <= 129) { // one thread per column: length is no edge
               EXPECT_TRUE(scan_matches(op, scan_input(op, {n, 4100}, dt), 0,
@@ -146,8 +146,8 @@ TEST_F(GpuScan, ManyLinesAndLongTransposedLine) {
     EXPECT_TRUE(scan_matches(scan_ops()[0], x, 1, false, inclusive));
     EXPECT_TRUE(scan_matches(scan_ops()[2], x, 1, true, inclusive));
     EXPECT_TRUE(scan_matches(scan_ops()[0], ints, 1, true, inclusive));
-    EXPECT_TRUE(scan_matches(scan_ops()[0], transpose(ints), 0, false,
-                             inclusive));
+    EXPECT_TRUE(
+        scan_matches(scan_ops()[0], transpose(ints), 0, false, inclusive));
   }
   array wide = random_array({3, 70000}, float32, 0, 1);
   EXPECT_TRUE(scan_matches(scan_ops()[0], wide, 0, false, true));
@@ -207,8 +207,7 @@ TEST_F(GpuScan, Complex64FallsBackOrRaises) {
   array z = astype(random_array({4, 9}, float32, -1, 1), complex64);
   EXPECT_TRUE(scan_matches(scan_ops()[0], z, 1, false, true));
   EXPECT_TRUE(scan_matches(scan_ops()[1], z, 0, true, false));
-  for (ScanFn fn :
-       {ScanFn(cummax), ScanFn(cummin), ScanFn(logcumsumexp)}) {
+  for (ScanFn fn : {ScanFn(cummax), ScanFn(cummin), ScanFn(logcumsumexp)}) {
     EXPECT_THROW(fn(z, 1, false, true, Device::gpu), std::invalid_argument);
   }
   EXPECT_THROW(cumsum(z, 2, false, true, Device::gpu), std::invalid_argument);

@@ -184,17 +184,17 @@ TEST_F(GpuSort, PartitionContract) {
             via = transpose(via);
           }
           EXPECT_TRUE(partitioned(to_doubles(p), xv, n, k))
-              << "partition " << dtype_name(dt) << " n " << n << " kth "
-              << kth << " axis " << axis;
+              << "partition " << dtype_name(dt) << " n " << n << " kth " << kth
+              << " axis " << axis;
           EXPECT_TRUE(partitioned(to_doubles(via), xv, n, k))
               << "argpartition " << dtype_name(dt) << " n " << n << " kth "
               << kth << " axis " << axis;
           // The positions are a permutation of each line.
           array pos = sort(ap, axis, Device::cpu);
-          array want = broadcast_to(
-              reshape(arange(0.0, double(n), 1.0, uint32), axis == 1 ? Shape{1, n}
-                                                         : Shape{n, 1}),
-              in.shape());
+          array want =
+              broadcast_to(reshape(arange(0.0, double(n), 1.0, uint32),
+                                   axis == 1 ? Shape{1, n} : Shape{n, 1}),
+                           in.shape());
           EXPECT_TRUE(all_close(to_doubles(pos), to_doubles(want), 0, 0));
         }
       }
@@ -233,8 +233,8 @@ TEST_F(GpuSort, SearchSorted) {
     }
   }
   // A strided sequence and a 0-d value.
-  array seq = slice(sort(random_array({40}, float32), 0, Device::cpu),
-                    Shape{0}, Shape{40}, Shape{3});
+  array seq = slice(sort(random_array({40}, float32), 0, Device::cpu), Shape{0},
+                    Shape{40}, Shape{3});
   auto fn = [](const std::vector<array>& in, Device d) {
     return searchsorted(in[0], in[1], "right", d);
   };

@@ -1,6 +1,6 @@
 // Ahead-of-time sorts and argsorts of float32, float16, bfloat16, int32,
-// int64 and uint32 in every tile, and their searchsorted. Everything else is compiled by NVRTC at
-// first use.
+// int64 and uint32 in every tile, and their searchsorted. Everything else is
+// compiled by NVRTC at first use.
 #include <utility>
 
 #include "kiln/backend/cuda/aot.cuh"

@@ -29,14 +29,13 @@ inline constexpr Tile short_scan_tile{32, 4};
 inline constexpr Tile long_scan_tile{256, 4};
 
 /** pattern: 's', 'r' or 'c'; the others are compiled alongside. */
-JitKernel scan_kernel(const std::string& op, Dtype in, Dtype out,
-                      char pattern);
+JitKernel scan_kernel(const std::string& op, Dtype in, Dtype out, char pattern);
 
 /** Sort tiles, smallest first; a line longer than the last one is sorted on
  *  the host. 4096 64-bit keys with their indices fill about 33 KiB of the
  *  48 KiB of static shared memory a block may have. */
-inline constexpr std::array<Tile, 3> sort_tiles{
-    Tile{32, 4}, Tile{128, 8}, Tile{256, 16}};
+inline constexpr std::array<Tile, 3> sort_tiles{Tile{32, 4}, Tile{128, 8},
+                                                Tile{256, 16}};
 
 /** The kernel for sort_tiles[tile]; the other tiles are compiled alongside. */
 JitKernel sort_kernel(Dtype t, bool arg, size_t tile);

@@ -27,8 +27,8 @@ std::string scan_name(char pattern, const std::string& op, Dtype in,
 
 std::string scan_expression(char pattern, const std::string& op, Dtype in,
                             Dtype out) {
-  std::string args = "kiln::cuda::" + op + ", " + device_type(in) + ", " +
-                     device_type(out);
+  std::string args =
+      "kiln::cuda::" + op + ", " + device_type(in) + ", " + device_type(out);
   if (pattern == 'c') return "kiln::cuda::scan_columns<" + args + ">";
   Tile t = pattern == 's' ? short_scan_tile : long_scan_tile;
   return "kiln::cuda::scan_lines<" + args + ", " + std::to_string(t.threads) +
@@ -50,8 +50,8 @@ const char* scan_op(Scan::Type t) {
 bool scans_on_gpu(Scan::Type t, Dtype in, Dtype out) {
   if (!gpu_supports(in) || !gpu_supports(out)) return false;
   if (t == Scan::Sum || t == Scan::Prod) {
-    return in == out || ((in == bool_ || is_integral(in)) &&
-                         is_integral(out) && out.size >= 4);
+    return in == out || ((in == bool_ || is_integral(in)) && is_integral(out) &&
+                         out.size >= 4);
   }
   if (t == Scan::LogAddExp) return in == out && is_floating_point(in);
   return in == out;
@@ -69,15 +69,13 @@ bool scan(const Scan& p, const array& in, array& out, const Stream& s) {
   char pattern = l.inner > 1 && l.lines >= column_min_lines ? 'c'
                  : l.n <= short_scan_tile.size()            ? 's'
                                                             : 'r';
-  CUfunction f =
-      get_kernel(scan_kernel(scan_op(p.type()), in.dtype(), out.dtype(),
-                             pattern));
+  CUfunction f = get_kernel(
+      scan_kernel(scan_op(p.type()), in.dtype(), out.dtype(), pattern));
   void* src = device_ptr(in, s);
   void* dst = out.raw_data_ptr();
   bool inclusive = p.inclusive(), reverse = p.reverse();
-  void* args[] = {&src,       &dst,       &l.lines,  &l.n,
-                  &l.inner,   &l.in_stride, &inclusive, &reverse,
-                  &l.starts};
+  void* args[] = {&src,         &dst,       &l.lines, &l.n,     &l.inner,
+                  &l.in_stride, &inclusive, &reverse, &l.starts};
   if (pattern == 'c') {
     launch(f, l.lines, 1, args, s.index);
   } else {

@@ -3,12 +3,12 @@
 // contract. Longer lines, complex64 and inputs whose other axes do not
 // collapse to max_ndim dimensions run on the CPU. searchsorted: one thread
 // per value.
+#include "kiln/primitives/sort.h"
 #include "kiln/backend/cuda/axis_kernels.h"
 #include "kiln/backend/cuda/buffer.h"
 #include "kiln/backend/cuda/fallback.h"
 #include "kiln/backend/cuda/kernels.h"
 #include "kiln/backend/cuda/strided.h"
-#include "kiln/primitives/sort.h"
 
 namespace kiln::cuda {
 
@@ -45,8 +45,8 @@ bool sort(const AxisSortPrimitive& p, bool arg, const array& in, array& out,
   CUfunction f = get_kernel(sort_kernel(in.dtype(), arg, tile));
   void* src = device_ptr(in, s);
   void* dst = out.raw_data_ptr();
-  void* args[] = {&src, &dst, &l.lines, &l.n, &l.inner, &l.in_stride,
-                  &l.starts};
+  void* args[] = {&src,     &dst,         &l.lines, &l.n,
+                  &l.inner, &l.in_stride, &l.starts};
   launch_blocks(f, l.lines, sort_tiles[tile].threads, args, s.index);
   return true;
 }
@@ -98,11 +98,11 @@ namespace kiln {
 // Partition and ArgPartition: a sort puts every element where the partition
 // contract wants it (kth in place, nothing larger before, nothing smaller
 // after).
-#define KILN_GPU_SORT(Name, arg)                                       \
-  void Name::eval_gpu(const std::vector<array>& inputs, array& out) {  \
-    if (!cuda::sort(*this, arg, inputs[0], out, stream())) {           \
-      cuda::eval_on_cpu(*this, inputs, out);                           \
-    }                                                                  \
+#define KILN_GPU_SORT(Name, arg)                                      \
+  void Name::eval_gpu(const std::vector<array>& inputs, array& out) { \
+    if (!cuda::sort(*this, arg, inputs[0], out, stream())) {          \
+      cuda::eval_on_cpu(*this, inputs, out);                          \
+    }                                                                 \
   }
 KILN_GPU_SORT(Sort, false)
 KILN_GPU_SORT(Partition, false)

@@ -86,10 +86,9 @@ struct TileCarry {
  *  written coalesced whatever the direction. */
 template <typename Op, typename In, typename Out, int Threads, int Items>
 __global__ void __launch_bounds__(Threads)
-    scan_lines(const In* __restrict__ in, Out* __restrict__ out,
-               int64_t lines, int64_t n, int64_t inner, int64_t in_stride,
-               bool inclusive, bool reverse,
-               const __grid_constant__ Strided<1> l) {
+    scan_lines(const In* __restrict__ in, Out* __restrict__ out, int64_t lines,
+               int64_t n, int64_t inner, int64_t in_stride, bool inclusive,
+               bool reverse, const __grid_constant__ Strided<1> l) {
   using A = compute_t<Out>;
   using BlockScan = cub::BlockScan<A, Threads>;
   constexpr int tile = Threads * Items;
@@ -104,14 +103,15 @@ __global__ void __launch_bounds__(Threads)
     for (int64_t start = 0; start < n; start += tile) {
       for (int j = threadIdx.x; j < tile; j += Threads) {
         int64_t k = start + j;
-        staged[j] = k < n ? scan_load<Out>(
-                                x + scan_position(k, n, reverse) * in_stride)
-                          : scan_identity<Op, A>();
+        staged[j] =
+            k < n ? scan_load<Out>(x + scan_position(k, n, reverse) * in_stride)
+                  : scan_identity<Op, A>();
       }
       __syncthreads();
       A items[Items];
 #pragma unroll
-      for (int i = 0; i < Items; ++i) items[i] = staged[threadIdx.x * Items + i];
+      for (int i = 0; i < Items; ++i)
+        items[i] = staged[threadIdx.x * Items + i];
       // `inclusive` is the same for the whole block: no divergent barrier.
       if (inclusive) {
         BlockScan(scan_storage).InclusiveScan(items, items, Op{}, carry);
@@ -120,11 +120,13 @@ __global__ void __launch_bounds__(Threads)
       }
       __syncthreads(); // everyone has read `staged`
 #pragma unroll
-      for (int i = 0; i < Items; ++i) staged[threadIdx.x * Items + i] = items[i];
+      for (int i = 0; i < Items; ++i)
+        staged[threadIdx.x * Items + i] = items[i];
       __syncthreads();
       for (int j = threadIdx.x; j < tile; j += Threads) {
         int64_t k = start + j;
-        if (k < n) y[scan_position(k, n, reverse) * inner] = cast_to<Out>(staged[j]);
+        if (k < n)
+          y[scan_position(k, n, reverse) * inner] = cast_to<Out>(staged[j]);
       }
       __syncthreads(); // `staged` and `scan_storage` are reused next tile
     }
@@ -141,8 +143,8 @@ __global__ void scan_columns(const In* __restrict__ in, Out* __restrict__ out,
                              const __grid_constant__ Strided<1> l) {
   using A = compute_t<Out>;
   int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t line = static_cast<int64_t>(blockIdx.x) * blockDim.x +
-                      threadIdx.x;
+  for (int64_t line =
+           static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        line < lines; line += step) {
     int64_t off[1];
     strided_offsets(line, l, off);

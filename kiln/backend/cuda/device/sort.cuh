@@ -125,8 +125,8 @@ __device__ __forceinline__ T radix_value(radix_key_t<T> k) {
 template <typename T, bool Arg, int Threads, int Items>
 __global__ void __launch_bounds__(Threads)
     sort_lines(const T* __restrict__ in,
-               conditional_t<Arg, uint32_t, T>* __restrict__ out,
-               int64_t lines, int64_t n, int64_t inner, int64_t in_stride,
+               conditional_t<Arg, uint32_t, T>* __restrict__ out, int64_t lines,
+               int64_t n, int64_t inner, int64_t in_stride,
                const __grid_constant__ Strided<1> l) {
   using K = radix_key_t<T>;
   using Payload = conditional_t<Arg, uint32_t, cub::NullType>;
@@ -175,7 +175,8 @@ template <typename T>
 __global__ void search_sorted(const T* __restrict__ seq, int64_t n,
                               int64_t seq_stride, const T* __restrict__ values,
                               uint32_t* __restrict__ out, int64_t count,
-                              bool right, const __grid_constant__ Strided<2> l) {
+                              bool right,
+                              const __grid_constant__ Strided<2> l) {
   using K = radix_key_t<T>;
   int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
