@@ -1,6 +1,6 @@
 // GPU sorts against the CPU backend: sort and (stable) argsort of every
 // dtype with duplicates, negative values, NaN and -0.0, line lengths across
-// the tiles and beyond the largest (sorted on the CPU), along each axis of
+// the tiles and beyond the largest (sorted runs, merged), along each axis of
 // contiguous, transposed, sliced and broadcast inputs; partition and
 // argpartition by their contract.
 #include <cmath>
@@ -74,12 +74,14 @@ TEST_F(GpuSort, EveryDtypeLayoutAndAxis) {
   }
 }
 
-// Lengths around each tile (128, 1024, 4096) and beyond the largest (the
-// CPU sorts those), as rows and as columns.
+// Lengths around each tile (128, 1024, 4096) and beyond the largest, where
+// runs of 4096 are merged (two runs, an odd number, an exact multiple, many
+// passes), as rows and as columns.
 TEST_F(GpuSort, LineLengths) {
   for (Dtype dt : {float32, float16, bfloat16, float64, int8, uint16, int64,
                    uint64, bool_}) {
-    for (int n : {1, 2, 33, 128, 129, 1024, 1025, 4095, 4096, 4097, 10000}) {
+    for (int n : {1, 2, 33, 128, 129, 1024, 1025, 4095, 4096, 4097, 10000,
+                  12288, 100000}) {
       array rows = sort_input({3, n}, dt);
       array cols = sort_input({n, 2}, dt);
       for (SortFn f : {SortFn(sort), SortFn(argsort)}) {
@@ -90,12 +92,19 @@ TEST_F(GpuSort, LineLengths) {
   }
 }
 
-// More lines than a grid dimension's 2^16 (the kernel loops over lines).
+// More lines than a grid dimension's 2^16 (the kernels loop over lines),
+// short and long, and a transposed long line.
 TEST_F(GpuSort, ManyLines) {
   array x = sort_input({70000, 9}, float32);
   EXPECT_TRUE(sorts_match(sort, x, 1));
   EXPECT_TRUE(sorts_match(argsort, x, 1));
   EXPECT_TRUE(sorts_match(argsort, transpose(x), 0));
+  array wide = sort_input({70000, 40}, int32);
+  EXPECT_TRUE(sorts_match(sort, wide, 0));
+  EXPECT_TRUE(sorts_match(argsort, wide, 0));
+  array y = as_transposed(sort_input({9000, 5}, bfloat16));
+  EXPECT_TRUE(sorts_match(argsort, y, 0));
+  EXPECT_TRUE(sorts_match(sort, y, 0));
 }
 
 // -0.0 sorts before +0.0 (the CPU's radix order) and NaNs last whatever
@@ -118,12 +127,12 @@ TEST_F(GpuSort, SignedZerosAndNaNsInPlace) {
 
 // Equal keys keep their order: the positions of each value ascend.
 TEST_F(GpuSort, ArgsortIsStable) {
-  array x = random_array({4, 3000}, int32, 0, 3);
+  array x = random_array({4, 30000}, int32, 0, 3); // merged runs
   array idx = argsort(x, 1, Device::gpu);
   array vals = take_along_axis(x, idx, 1, Device::cpu);
   std::vector<double> v = to_doubles(vals), p = to_doubles(idx);
   for (size_t i = 1; i < v.size(); ++i) {
-    if (i % 3000 != 0 && v[i] == v[i - 1]) ASSERT_LT(p[i - 1], p[i]) << i;
+    if (i % 30000 != 0 && v[i] == v[i - 1]) ASSERT_LT(p[i - 1], p[i]) << i;
   }
 }
 

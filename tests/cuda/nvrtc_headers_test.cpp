@@ -116,17 +116,22 @@ TEST(NvrtcHeaders, ScanFamily) {
 }
 
 // Sort for every dtype (each has its own radix key) and argsort for each key
-// width and kind, each in every tile; searchsorted of one of each kind.
+// width and kind, each in every tile and in the three stages of long lines;
+// searchsorted of one of each kind.
 TEST(NvrtcHeaders, SortFamily) {
   using cuda::sort_kernel;
   std::vector<Dtype> all = ints;
   all.insert(all.end(), floats.begin(), floats.end());
   all.push_back(bool_);
   std::vector<JitKernel> ks;
-  for (Dtype d : all) ks.push_back(sort_kernel(d, false, 0));
+  for (Dtype d : all) {
+    ks.push_back(sort_kernel(d, false, 0));
+    ks.push_back(cuda::long_sort_kernel(d, false, 'r'));
+  }
   for (Dtype d : {bool_, int8, float16, bfloat16, float32, int32, float64,
                   uint64}) {
     ks.push_back(sort_kernel(d, true, cuda::sort_tiles.size() - 1));
+    ks.push_back(cuda::long_sort_kernel(d, true, 'm'));
   }
   for (Dtype d : {bool_, int8, uint16, bfloat16, float64}) {
     ks.push_back(cuda::search_sorted_kernel(d));

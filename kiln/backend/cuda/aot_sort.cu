@@ -1,6 +1,6 @@
 // Ahead-of-time sorts and argsorts of float32, float16, bfloat16, int32,
-// int64 and uint32 in every tile, and their searchsorted. Everything else is
-// compiled by NVRTC at first use.
+// int64 and uint32 in every tile and for long lines, and their searchsorted.
+// Everything else is compiled by NVRTC at first use.
 #include <utility>
 
 #include "kiln/backend/cuda/aot.cuh"
@@ -20,11 +20,26 @@ void sorts(AotTable& t, std::index_sequence<Tiles...>) {
    ...);
 }
 
+template <typename T, bool Arg>
+void long_sorts(AotTable& t) {
+  using namespace aot;
+  constexpr Tile tile = sort_tiles.back();
+  put(t, long_sort_kernel(dtype_v<T>, Arg, 'r'),
+      reinterpret_cast<const void*>(
+          &sort_runs<T, Arg, tile.threads, tile.items>));
+  put(t, long_sort_kernel(dtype_v<T>, Arg, 'm'),
+      reinterpret_cast<const void*>(&merge_runs<radix_key_t<T>>));
+  put(t, long_sort_kernel(dtype_v<T>, Arg, 'w'),
+      reinterpret_cast<const void*>(&write_sorted<T, Arg>));
+}
+
 template <typename T>
 void sorts_and_argsorts(AotTable& t) {
   auto tiles = std::make_index_sequence<sort_tiles.size()>();
   sorts<T, false>(t, tiles);
   sorts<T, true>(t, tiles);
+  long_sorts<T, false>(t);
+  long_sorts<T, true>(t);
   aot::put(t, search_sorted_kernel(aot::dtype_v<T>),
            reinterpret_cast<const void*>(&search_sorted<T>));
 }

@@ -5,7 +5,8 @@
 // combines (Add, Multiply, Maximum, Minimum, LogAddExp); s and r scan one
 // line per block (short and long tiles), c one line per thread.
 // Sorts: t{tile}{Sort|ArgSort}{dtype}, one line of up to tile elements per
-// block; gSearchSorted{dtype}, one value per thread.
+// block; longer lines {r|m|w}{Sort|ArgSort}{dtype} (sorted runs, merges,
+// write-out); gSearchSorted{dtype}, one value per thread.
 #pragma once
 
 #include <array>
@@ -31,14 +32,18 @@ inline constexpr Tile long_scan_tile{256, 4};
 /** pattern: 's', 'r' or 'c'; the others are compiled alongside. */
 JitKernel scan_kernel(const std::string& op, Dtype in, Dtype out, char pattern);
 
-/** Sort tiles, smallest first; a line longer than the last one is sorted on
- *  the host. 4096 64-bit keys with their indices fill about 33 KiB of the
- *  48 KiB of static shared memory a block may have. */
+/** Sort tiles, smallest first; a line longer than the last one is sorted in
+ *  tiles of the last, then merged. 4096 64-bit keys with their indices fill
+ * about 33 KiB of the 48 KiB of static shared memory a block may have. */
 inline constexpr std::array<Tile, 3> sort_tiles{Tile{32, 4}, Tile{128, 8},
                                                 Tile{256, 16}};
 
 /** The kernel for sort_tiles[tile]; the other tiles are compiled alongside. */
 JitKernel sort_kernel(Dtype t, bool arg, size_t tile);
+
+/** Lines longer than the largest tile, by stage: 'r' sorts runs of one
+ *  tile, 'm' merges pairs of runs, 'w' writes the output. */
+JitKernel long_sort_kernel(Dtype t, bool arg, char stage);
 
 JitKernel search_sorted_kernel(Dtype t);
 

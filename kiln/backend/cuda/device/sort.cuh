@@ -3,7 +3,8 @@
 // after every number, -0 before +0 for sort and tied with +0 for argsort,
 // which is stable (CUB's radix sort is, and each line is loaded in order).
 // Lines are numbered as for the scans (device/scan.cuh); the output is
-// row-major. A line longer than the largest tile is sorted on the host.
+// row-major. Lines longer than the largest tile are sorted in tiles, then
+// merged.
 // searchsorted's binary search compares the same keys.
 #pragma once
 
@@ -118,10 +119,26 @@ __device__ __forceinline__ T radix_value(radix_key_t<T> k) {
   }
 }
 
+/** Loads elements [start, start + Threads x Items) of a line as sort keys
+ *  with their positions, thread t holding [t * Items, (t + 1) * Items): the
+ *  blocked order CUB's stable sort keeps for equal keys. Slots past the
+ *  line's end hold the largest key and sort after every element. */
+template <typename T, bool TieZeros, int Threads, int Items>
+__device__ __forceinline__ void load_keys(const T* x, int64_t start, int64_t n,
+                                          int64_t in_stride,
+                                          radix_key_t<T> (&keys)[Items],
+                                          uint32_t (&index)[Items]) {
+  using K = radix_key_t<T>;
+#pragma unroll
+  for (int i = 0; i < Items; ++i) {
+    int64_t j = start + threadIdx.x * Items + i;
+    index[i] = static_cast<uint32_t>(j);
+    keys[i] = j < n ? radix_key<T, TieZeros>(x[j * in_stride]) : K(~K(0));
+  }
+}
+
 /** Sorts (Arg: argsorts) lines of up to Threads x Items elements, one block
- *  per line. Thread t holds elements [t * Items, (t + 1) * Items) of the
- *  line, the blocked order CUB's stable sort keeps for equal keys; slots
- *  past the line's end hold the largest key and sort after it. */
+ *  per line, straight into the output. */
 template <typename T, bool Arg, int Threads, int Items>
 __global__ void __launch_bounds__(Threads)
     sort_lines(const T* __restrict__ in,
@@ -135,16 +152,10 @@ __global__ void __launch_bounds__(Threads)
   for (int64_t line = blockIdx.x; line < lines; line += gridDim.x) {
     int64_t off[1];
     strided_offsets(line, l, off);
-    const T* x = in + off[0];
     auto* y = out + (line / inner) * n * inner + line % inner;
     K keys[Items];
     uint32_t index[Items];
-#pragma unroll
-    for (int i = 0; i < Items; ++i) {
-      int j = threadIdx.x * Items + i;
-      index[i] = j;
-      keys[i] = j < n ? radix_key<T, Arg>(x[j * in_stride]) : K(~K(0));
-    }
+    load_keys<T, Arg, Threads>(in + off[0], 0, n, in_stride, keys, index);
     // Sorted element j ends in thread j % Threads, slot j / Threads, so the
     // stores of a contiguous line are coalesced.
     if constexpr (Arg) {
@@ -164,6 +175,106 @@ __global__ void __launch_bounds__(Threads)
       }
     }
     __syncthreads(); // `storage` is reused by the next line
+  }
+}
+
+// Lines longer than a tile: sort_runs sorts each tile of each line into
+// keys and positions in scratch (lines x n, row-major), merge_runs merges
+// pairs of sorted runs of `width` (doubling each pass, ping-ponging between
+// two scratch buffers) until one run spans the line, and write_sorted
+// writes the result out. Every step is stable.
+
+/** One block per (line, tile). */
+template <typename T, bool TieZeros, int Threads, int Items>
+__global__ void __launch_bounds__(Threads)
+    sort_runs(const T* __restrict__ in, radix_key_t<T>* __restrict__ keys_out,
+              uint32_t* __restrict__ index_out, int64_t lines, int64_t n,
+              int64_t in_stride, const __grid_constant__ Strided<1> l) {
+  using K = radix_key_t<T>;
+  using Sorter = cub::BlockRadixSort<K, Threads, Items, uint32_t>;
+  constexpr int tile = Threads * Items;
+  __shared__ typename Sorter::TempStorage storage;
+  int64_t tiles = (n + tile - 1) / tile;
+  for (int64_t b = blockIdx.x; b < lines * tiles; b += gridDim.x) {
+    int64_t line = b / tiles, start = (b % tiles) * tile;
+    int64_t off[1];
+    strided_offsets(line, l, off);
+    K keys[Items];
+    uint32_t index[Items];
+    load_keys<T, TieZeros, Threads>(in + off[0], start, n, in_stride, keys,
+                                    index);
+    Sorter(storage).SortBlockedToStriped(keys, index);
+#pragma unroll
+    for (int i = 0; i < Items; ++i) {
+      int64_t j = start + threadIdx.x + i * Threads;
+      if (j < n) {
+        keys_out[line * n + j] = keys[i];
+        index_out[line * n + j] = index[i];
+      }
+    }
+    __syncthreads(); // `storage` is reused by the next tile
+  }
+}
+
+/** How many of the sorted keys[0, m) are below k (OrEqual: not above). */
+template <bool OrEqual, typename K>
+__device__ __forceinline__ int64_t rank_in(const K* keys, int64_t m, K k) {
+  int64_t lo = 0, hi = m;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (OrEqual ? !(k < keys[mid]) : keys[mid] < k) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+/** One thread per element: its place in the merge of its run with the
+ *  neighbouring one is its place in its own run plus the number of the
+ *  other run's elements before it; on ties the left run's come first. */
+template <typename K>
+__global__ void merge_runs(const K* __restrict__ keys,
+                           const uint32_t* __restrict__ index,
+                           K* __restrict__ keys_out,
+                           uint32_t* __restrict__ index_out, int64_t lines,
+                           int64_t n, int64_t width) {
+  int64_t count = lines * n;
+  int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       e < count; e += step) {
+    int64_t line = e / n, i = e % n;
+    const K* line_keys = keys + line * n;
+    int64_t base = i / (2 * width) * (2 * width);
+    int64_t mid = base + width < n ? base + width : n;
+    int64_t end = mid + width < n ? mid + width : n;
+    K k = keys[e];
+    int64_t place =
+        i < mid ? (i - base) + rank_in<false>(line_keys + mid, end - mid, k)
+                : (i - mid) + rank_in<true>(line_keys + base, mid - base, k);
+    keys_out[line * n + base + place] = k;
+    index_out[line * n + base + place] = index[e];
+  }
+}
+
+/** One thread per element, from scratch to the row-major output. */
+template <typename T, bool Arg>
+__global__ void write_sorted(const radix_key_t<T>* __restrict__ keys,
+                             const uint32_t* __restrict__ index,
+                             conditional_t<Arg, uint32_t, T>* __restrict__ out,
+                             int64_t lines, int64_t n, int64_t inner) {
+  int64_t count = lines * n;
+  int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       e < count; e += step) {
+    int64_t line = e / n, j = e % n;
+    auto* y = out + (line / inner) * n * inner + line % inner;
+    if constexpr (Arg) {
+      y[j * inner] = index[e];
+    } else {
+      y[j * inner] = radix_value<T>(keys[e]);
+    }
   }
 }
 
