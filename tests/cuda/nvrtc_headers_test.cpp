@@ -6,6 +6,7 @@
 #if KILN_HAS_CUDA
 
 #include "cuda/nvrtc_check.h"
+#include "kiln/backend/cuda/axis_kernels.h"
 #include "kiln/backend/cuda/elementwise_kernels.h"
 
 namespace kiln::test {
@@ -67,6 +68,51 @@ TEST(NvrtcHeaders, BinaryAndTernaryFamilies) {
   }
   expect_compiles(ternary_kernel(bfloat16, "svs"));
   expect_compiles(ternary_kernel(int64, "g", true));
+}
+
+// Every scan op, and every dtype family on sum (widening ones included),
+// each in its three patterns (s, r, c).
+TEST(NvrtcHeaders, ScanFamily) {
+  using cuda::scan_kernel;
+  std::vector<JitKernel> ks;
+  for (Dtype d : {float16, bfloat16, float32, float64, int64, uint64}) {
+    ks.push_back(scan_kernel("Add", d, d, 'r'));
+  }
+  ks.push_back(scan_kernel("Add", bool_, int32, 's'));
+  ks.push_back(scan_kernel("Add", int8, int32, 'c'));
+  ks.push_back(scan_kernel("Add", uint16, uint32, 'r'));
+  ks.push_back(scan_kernel("Multiply", bfloat16, bfloat16, 'r'));
+  ks.push_back(scan_kernel("Multiply", int32, int32, 'c'));
+  for (Dtype d : {bool_, int8, uint16, float16, float64}) {
+    ks.push_back(scan_kernel("Maximum", d, d, 's'));
+    ks.push_back(scan_kernel("Minimum", d, d, 'c'));
+  }
+  for (Dtype d : floats) ks.push_back(scan_kernel("LogAddExp", d, d, 'r'));
+  expect_all_compile(ks);
+}
+
+// Sort for every dtype (each has its own radix key) and argsort for each key
+// width and kind, each in every tile and in the three stages of long lines;
+// searchsorted of one of each kind.
+TEST(NvrtcHeaders, SortFamily) {
+  using cuda::sort_kernel;
+  std::vector<Dtype> all = ints;
+  all.insert(all.end(), floats.begin(), floats.end());
+  all.push_back(bool_);
+  std::vector<JitKernel> ks;
+  for (Dtype d : all) {
+    ks.push_back(sort_kernel(d, false, 0));
+    ks.push_back(cuda::long_sort_kernel(d, false, 'r'));
+  }
+  for (Dtype d : {bool_, int8, float16, bfloat16, float32, int32, float64,
+                  uint64}) {
+    ks.push_back(sort_kernel(d, true, cuda::sort_tiles.size() - 1));
+    ks.push_back(cuda::long_sort_kernel(d, true, 'm'));
+  }
+  for (Dtype d : {bool_, int8, uint16, bfloat16, float64}) {
+    ks.push_back(cuda::search_sorted_kernel(d));
+  }
+  expect_all_compile(ks);
 }
 
 TEST(NvrtcHeaders, ErrorsCarryTheLog) {

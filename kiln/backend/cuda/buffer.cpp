@@ -49,9 +49,9 @@ void* host_view(const array& a) {
 
 namespace cuda {
 
-namespace {
-
 uint64_t stream_bit(const Stream& s) { return uint64_t(1) << (s.index % 64); }
+
+namespace {
 
 // Bytes from the buffer's start through the last element a reaches.
 size_t reach_bytes(const array& a) {

@@ -20,6 +20,9 @@ T* device_ptr(const array& a, const Stream& s) {
   return static_cast<T*>(device_ptr(a, s));
 }
 
+/** Stream s's bit in the allocator's used-streams masks (device_free). */
+uint64_t stream_bit(const Stream& s);
+
 /** Gives out a fresh device buffer of data_size elements with this layout,
  *  written by stream s. */
 void set_device_output(array& out, size_t data_size, Strides strides,

@@ -31,6 +31,8 @@ std::unordered_map<std::string, CUfunction>& aot_functions() {
 void add_aot_unary(AotTable& t);
 void add_aot_binary(AotTable& t);
 void add_aot_creation(AotTable& t);
+void add_aot_scan(AotTable& t);
+void add_aot_sort(AotTable& t);
 #endif
 
 AotTable& aot_table() {
@@ -40,6 +42,8 @@ AotTable& aot_table() {
     add_aot_unary(*t);
     add_aot_binary(*t);
     add_aot_creation(*t);
+    add_aot_scan(*t);
+    add_aot_sort(*t);
 #endif
     return t;
   }();
@@ -72,15 +76,21 @@ CUfunction get_kernel(const JitKernel& k) {
 void launch(CUfunction f, int64_t n, int per_thread, void** args,
             int stream) {
   if (n <= 0) return;
-  set_current_device(); // the driver API needs the context on this thread
   int64_t threads = (n + per_thread - 1) / per_thread;
+  launch_blocks(f, (threads + block_size - 1) / block_size, block_size, args,
+                stream);
+}
+
+void launch_blocks(CUfunction f, int64_t blocks, int threads, void** args,
+                   int stream) {
+  if (blocks <= 0) return;
+  set_current_device(); // the driver API needs the context on this thread
   // Kernels loop grid-stride: a grid of many full waves is enough for any n.
   int64_t max_blocks = int64_t(device_info().sm_count) * 64;
-  int64_t blocks =
-      std::min((threads + block_size - 1) / block_size, max_blocks);
+  blocks = std::min(blocks, max_blocks);
   KILN_CHECK_CU(driver().launch_kernel(f, static_cast<unsigned>(blocks), 1, 1,
-                               block_size, 1, 1, 0, cuda_stream(stream), args,
-                               nullptr));
+                                       threads, 1, 1, 0, cuda_stream(stream),
+                                       args, nullptr));
 }
 
 const char* device_type(Dtype dt) {

@@ -30,6 +30,11 @@ AotTable& aot_table();
  *  pointing at the kernel's parameters, on kiln stream `stream`. */
 void launch(CUfunction f, int64_t n, int per_thread, void** args,
             int stream);
+/** Launches f with `threads` per block over `blocks` blocks, or fewer (a
+ *  few full waves) for a kernel that loops grid-stride over its blocks'
+ *  work, on kiln stream `stream`. */
+void launch_blocks(CUfunction f, int64_t blocks, int threads, void** args,
+                   int stream);
 
 /** The device type spelled for instantiation expressions ("float",
  *  "__nv_bfloat16", "long long", ...). */

@@ -1,11 +1,13 @@
-// Host side of the general kernels' layout parameter: the twin of
-// device/utils.cuh's Strided<K> (same members, same order), filled from a
-// shape and K operands' strides collapsed together.
+// Host side of the kernels' layout parameters: the twin of device/utils.cuh's
+// Strided<K> (same members, same order, passed by value to the kernels), and
+// the lines along one axis that the scan and sort kernels walk.
 #pragma once
 
 #include <array>
+#include <cstdint>
 
 #include "kiln/backend/common/strided.h"
+#include "kiln/core/array.h"
 
 namespace kiln::cuda {
 
@@ -19,8 +21,8 @@ struct Strided {
   int64_t strides[K][max_ndim];
 };
 
-/** Collapses shape under the K strides into out; false when more than
- *  max_ndim dimensions remain (the caller falls back to the CPU). */
+/** Collapses shape and the K operands' strides into out; false when more
+ *  than max_ndim dimensions remain. */
 template <size_t K>
 bool collapsed(const Shape& shape, std::array<Strides, K> strides,
                Strided<K>& out) {
@@ -32,6 +34,33 @@ bool collapsed(const Shape& shape, std::array<Strides, K> strides,
     out.shape[d] = s[d];
     for (size_t k = 0; k < K; ++k) out.strides[k][d] = strides[k][d];
   }
+  return true;
+}
+
+/** The lines of a non-empty array along one axis, numbered row-major over
+ *  the other axes. Line l starts at input offset `starts`(l) and at output
+ *  offset (l / inner) * n * inner + l % inner of a row-major output, where
+ *  its elements are inner apart. */
+struct AxisLines {
+  int64_t n;         // elements per line
+  int64_t inner;     // product of the output's dims after the axis
+  int64_t lines;     // number of lines
+  int64_t in_stride; // input stride along the axis
+  Strided<1> starts;
+};
+
+/** False when the other axes do not collapse to max_ndim dimensions. */
+inline bool axis_lines(const array& in, int axis, AxisLines& out) {
+  Shape others = in.shape();
+  Strides strides = in.strides();
+  others.erase(others.begin() + axis);
+  strides.erase(strides.begin() + axis);
+  if (!collapsed<1>(others, {strides}, out.starts)) return false;
+  out.n = in.shape(axis);
+  out.inner = 1;
+  for (size_t d = axis + 1; d < in.ndim(); ++d) out.inner *= in.shape(d);
+  out.lines = static_cast<int64_t>(in.size()) / out.n;
+  out.in_stride = in.strides()[axis];
   return true;
 }
 

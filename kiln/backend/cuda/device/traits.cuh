@@ -27,6 +27,17 @@ inline constexpr bool is_same_v = false;
 template <typename A>
 inline constexpr bool is_same_v<A, A> = true;
 
+template <bool B, typename T, typename F>
+struct Conditional {
+  using type = T;
+};
+template <typename T, typename F>
+struct Conditional<false, T, F> {
+  using type = F;
+};
+template <bool B, typename T, typename F>
+using conditional_t = typename Conditional<B, T, F>::type;
+
 template <typename T>
 inline constexpr bool is_float_v = is_same_v<T, float> || is_same_v<T, double>;
 

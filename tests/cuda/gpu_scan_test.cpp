@@ -1,0 +1,217 @@
+// GPU scans (cumsum, cumprod, cummax, cummin, logcumsumexp) against the CPU
+// backend: every op and dtype family, inclusive and exclusive, forward and
+// reversed, along the last, first and a middle axis of contiguous,
+// transposed, sliced and broadcast inputs; line lengths across the tile
+// sizes, many lines, one long line; NaN propagation; dtypes that fall back.
+#include <cmath>
+#include <limits>
+
+#include "cuda/gpu_fixture.h"
+
+namespace kiln::test {
+namespace {
+
+using GpuScan = GpuTest;
+
+using ScanFn = array (*)(const array&, int, bool, bool, StreamOrDevice);
+
+struct ScanOp {
+  const char* name;
+  ScanFn fn;
+};
+
+const std::vector<ScanOp>& scan_ops() {
+  static const std::vector<ScanOp> ops = {{"cumsum", cumsum},
+                                          {"cumprod", cumprod},
+                                          {"cummax", cummax},
+                                          {"cummin", cummin},
+                                          {"logcumsumexp", logcumsumexp}};
+  return ops;
+}
+
+bool is_prod(const ScanOp& op) { return std::string(op.name) == "cumprod"; }
+bool is_sum(const ScanOp& op) { return std::string(op.name) == "cumsum"; }
+
+// Inputs that keep each op's results finite and well conditioned: products
+// of values near 1 (integers: 1 or 2, wrapping alike on both devices when
+// they overflow), float sums of positive values (no cancellation), the rest
+// over [-2, 2) or integers in [-50, 50).
+array scan_input(const ScanOp& op, const Shape& shape, Dtype dt) {
+  bool floats = issubdtype(dt, floating);
+  if (is_prod(op)) {
+    return floats ? random_array(shape, dt, 0.8, 1.25)
+                  : random_array(shape, dt, 1, 3);
+  }
+  if (floats) {
+    return is_sum(op) ? random_array(shape, dt, 0.25, 1)
+                      : random_array(shape, dt, -2, 2);
+  }
+  return random_array(shape, dt, -50, 50);
+}
+
+// Float results differ from the CPU's sequential order only by rounding:
+// 16-bit results by at most an ulp of the stored value (both accumulate in
+// float32); wider ones by rounding that grows with the line (a wrong carry
+// is off by whole terms).
+double scan_tolerance(Dtype out, int64_t n) {
+  double t = tolerance(out);
+  if (out == float16 || out == bfloat16) return 2 * t;
+  return t * std::max(4.0, 4 * std::sqrt(static_cast<double>(n)));
+}
+
+::testing::AssertionResult scan_matches(const ScanOp& op, const array& x,
+                                        int axis, bool reverse,
+                                        bool inclusive) {
+  auto fn = [&](const std::vector<array>& v, Device d) {
+    return op.fn(v[0], axis, reverse, inclusive, d);
+  };
+  array ref = op.fn(x, axis, reverse, inclusive, Device::cpu);
+  int ax = axis < 0 ? axis + static_cast<int>(x.ndim()) : axis;
+  return same_on_devices(fn, {x}, scan_tolerance(ref.dtype(), x.shape(ax)));
+}
+
+std::vector<Dtype> scan_dtypes(const ScanOp& op) {
+  if (std::string(op.name) == "logcumsumexp") {
+    return {float32, float16, bfloat16, float64, int32}; // ints: via float32
+  }
+  return {float32, float16, bfloat16, float64, int8,   int16, int32,
+          int64,   uint8,   uint16,   uint32,  uint64, bool_};
+}
+
+// Every op x dtype x direction x inclusive, along both axes of each 2-d
+// layout and the middle axis of a 3-d array (contiguous and transposed).
+TEST_F(GpuScan, EveryOpDtypeLayoutAndDirection) {
+  for (auto& op : scan_ops()) {
+    for (Dtype dt : scan_dtypes(op)) {
+      array x = scan_input(op, {37, 53}, dt);
+      array cube = scan_input(op, {6, 45, 7}, dt);
+      for (bool reverse : {false, true}) {
+        for (bool inclusive : {true, false}) {
+          for (auto& [layout, in] : layouts(x)) {
+            for (int axis : {0, 1, -1}) {
+              EXPECT_TRUE(scan_matches(op, in, axis, reverse, inclusive))
+                  << op.name << " " << dtype_name(dt) << " " << layout
+                  << " axis " << axis << " reverse " << reverse << " inclusive "
+                  << inclusive;
+            }
+          }
+          for (const array& in : {cube, as_transposed(cube)}) {
+            EXPECT_TRUE(scan_matches(op, in, 1, reverse, inclusive))
+                << op.name << " " << dtype_name(dt) << " middle axis";
+          }
+        }
+      }
+    }
+  }
+}
+
+// Line lengths around the tiles (128 and 1024 elements) and far beyond, as
+// one block per line (last axis; first axis of a few columns) and one
+// thread per line (first axis of many columns).
+TEST_F(GpuScan, LineLengths) {
+  for (auto& op : scan_ops()) {
+    for (Dtype dt : {float32, float16, int32}) {
+      if (is_prod(op) && dt != int32) continue; // products of 1e5 floats
+      for (int n : {1, 31, 128, 129, 1024, 1025, 5000, 100000}) {
+        for (bool reverse : {false, true}) {
+          for (bool inclusive : {true, false}) {
+            std::string what = std::string(op.name) + " " + dtype_name(dt) +
+                               " n " + std::to_string(n) + " reverse " +
+                               std::to_string(reverse) + " inclusive " +
+                               std::to_string(inclusive);
+            EXPECT_TRUE(scan_matches(op, scan_input(op, {2, n}, dt), 1, reverse,
+                                     inclusive))
+                << what << " rows";
+            EXPECT_TRUE(scan_matches(op, scan_input(op, {n, 3}, dt), 0, reverse,
+                                     inclusive))
+                << what << " few columns";
+            if (n <= 129) { // one thread per column: length is no edge
+              EXPECT_TRUE(scan_matches(op, scan_input(op, {n, 4100}, dt), 0,
+                                       reverse, inclusive))
+                  << what << " many columns";
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// More lines than a grid dimension's 2^16 (the kernels loop over lines),
+// along the last axis and as columns; a transposed long line.
+TEST_F(GpuScan, ManyLinesAndLongTransposedLine) {
+  array x = random_array({70000, 5}, float32, -2, 2);
+  array ints = random_array({70000, 5}, int64, -100, 100);
+  for (bool inclusive : {true, false}) {
+    EXPECT_TRUE(scan_matches(scan_ops()[0], x, 1, false, inclusive));
+    EXPECT_TRUE(scan_matches(scan_ops()[2], x, 1, true, inclusive));
+    EXPECT_TRUE(scan_matches(scan_ops()[0], ints, 1, true, inclusive));
+    EXPECT_TRUE(
+        scan_matches(scan_ops()[0], transpose(ints), 0, false, inclusive));
+  }
+  array wide = random_array({3, 70000}, float32, 0, 1);
+  EXPECT_TRUE(scan_matches(scan_ops()[0], wide, 0, false, true));
+  EXPECT_TRUE(scan_matches(scan_ops()[0], as_transposed(wide), 1, true, true));
+}
+
+// NaN spreads from where it appears (in scan order) in every float op; the
+// running max/min keep it, as on the CPU.
+TEST_F(GpuScan, NaNPropagates) {
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  for (Dtype dt : {float32, float16, bfloat16, float64}) {
+    for (int n : {40, 3000}) {
+      array x = random_array({3, n}, float64, 0.25, 1);
+      std::vector<double> v = to_doubles(x);
+      v[5] = nan;
+      v[n + n / 2] = nan;
+      v[3 * n - 2] = nan;
+      array in = astype(array(v.begin(), {3, n}, float64), dt);
+      for (auto& op : scan_ops()) {
+        for (bool reverse : {false, true}) {
+          EXPECT_TRUE(scan_matches(op, in, 1, reverse, true))
+              << op.name << " " << dtype_name(dt) << " n " << n;
+          EXPECT_TRUE(scan_matches(op, transpose(in), 0, reverse, false))
+              << op.name << " " << dtype_name(dt) << " n " << n;
+        }
+      }
+    }
+  }
+}
+
+// Infinities: logcumsumexp of -inf stays -inf until a finite value comes.
+TEST_F(GpuScan, Infinities) {
+  double inf = std::numeric_limits<double>::infinity();
+  array x = array({-inf, -inf, 1.0, inf, -inf, 2.0}, float32);
+  for (auto& op : scan_ops()) {
+    if (is_prod(op)) continue;
+    EXPECT_TRUE(scan_matches(op, reshape(x, {1, 6}), 1, false, true))
+        << op.name;
+    EXPECT_TRUE(scan_matches(op, reshape(x, {1, 6}), 1, true, false))
+        << op.name;
+  }
+}
+
+TEST_F(GpuScan, EmptyAndOneElement) {
+  for (auto& op : scan_ops()) {
+    EXPECT_TRUE(scan_matches(op, zeros({0, 5}, float32), 0, false, true));
+    EXPECT_TRUE(scan_matches(op, zeros({4, 0}, float32), 1, false, false));
+    array one = random_array({1}, float32, 0.5, 1.5);
+    EXPECT_TRUE(scan_matches(op, one, 0, true, true)) << op.name;
+    EXPECT_TRUE(scan_matches(op, one, 0, false, false)) << op.name;
+  }
+}
+
+// complex64 sums and products have no GPU kernel: they run on the CPU and
+// agree; the ops that refuse complex64 raise on the GPU as on the CPU.
+TEST_F(GpuScan, Complex64FallsBackOrRaises) {
+  array z = astype(random_array({4, 9}, float32, -1, 1), complex64);
+  EXPECT_TRUE(scan_matches(scan_ops()[0], z, 1, false, true));
+  EXPECT_TRUE(scan_matches(scan_ops()[1], z, 0, true, false));
+  for (ScanFn fn : {ScanFn(cummax), ScanFn(cummin), ScanFn(logcumsumexp)}) {
+    EXPECT_THROW(fn(z, 1, false, true, Device::gpu), std::invalid_argument);
+  }
+  EXPECT_THROW(cumsum(z, 2, false, true, Device::gpu), std::invalid_argument);
+}
+
+} // namespace
+} // namespace kiln::test
