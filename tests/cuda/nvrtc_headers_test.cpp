@@ -9,6 +9,7 @@
 
 #include "kiln/backend/cuda/elementwise_kernels.h"
 #include "kiln/backend/cuda/jit_module.h"
+#include "kiln/backend/cuda/row_kernels.h"
 
 namespace kiln::test {
 namespace {
@@ -79,6 +80,26 @@ TEST(NvrtcHeaders, BinaryAndTernaryFamilies) {
   }
   expect_compiles(ternary_kernel(bfloat16, "svs"));
   expect_compiles(ternary_kernel(int64, "g", true));
+}
+
+// Each row kernel with its sibling (warp and block per row), for every
+// dtype the row kernels take; softmax's precise variant differs only for
+// the 16-bit types.
+TEST(NvrtcHeaders, RowFamilies) {
+  for (Dtype d : floats) {
+    for (bool precise : {false, true}) {
+      expect_compiles(cuda::softmax_kernel(d, precise, true));
+    }
+    expect_compiles(cuda::norm_kernel("LayerNorm", d, false));
+    expect_compiles(cuda::norm_kernel("RMSNorm", d, true));
+    expect_compiles(cuda::rope_kernel(d));
+  }
+  EXPECT_EQ(cuda::softmax_kernel(float32, true, true).name,
+            cuda::softmax_kernel(float32, false, true).name);
+  EXPECT_EQ(cuda::softmax_kernel(bfloat16, true, false).name,
+            "bSoftmaxPrecisebfloat16");
+  EXPECT_EQ(cuda::norm_kernel("RMSNorm", float16, true).siblings.at(0).first,
+            "bRMSNormfloat16");
 }
 
 TEST(NvrtcHeaders, ErrorsCarryTheLog) {

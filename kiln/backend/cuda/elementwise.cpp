@@ -111,6 +111,15 @@ bool copy_row_major(const array& src, array& out, const Stream& s) {
   return elementwise("AsType", {src}, out, s, true);
 }
 
+bool row_contiguous(const array& x, array& out, const Stream& s) {
+  if (x.flags().row_contiguous) {
+    out = x;
+    return true;
+  }
+  out = array::uninitialized(x.shape(), x.dtype());
+  return copy_row_major(x, out, s);
+}
+
 } // namespace kiln::cuda
 
 namespace kiln {

@@ -24,4 +24,9 @@ bool elementwise(const std::string& op, const std::vector<array>& inputs,
  *  false like elementwise(). */
 bool copy_row_major(const array& src, array& out, const Stream& s);
 
+/** Sets out to x when x is row-contiguous, else to a row-major copy made on
+ *  stream s (what kernels that walk rows read). Returns false like
+ *  elementwise(). */
+bool row_contiguous(const array& x, array& out, const Stream& s);
+
 } // namespace kiln::cuda

@@ -20,7 +20,6 @@
 #include "kiln/primitives/reduction.h"
 #include "kiln/primitives/shape.h"
 #include "kiln/primitives/slicing.h"
-#include "kiln/primitives/softmax.h"
 #include "kiln/primitives/sort.h"
 
 namespace kiln::cuda {
@@ -73,9 +72,6 @@ namespace kiln {
 
 KILN_GPU_FALLBACK(Compiled)
 KILN_GPU_FALLBACK(CustomTransforms)
-KILN_GPU_FALLBACK(fast::LayerNorm)
-KILN_GPU_FALLBACK(fast::RMSNorm)
-KILN_GPU_FALLBACK(fast::RoPE)
 KILN_GPU_FALLBACK(fast::ScaledDotProductAttention)
 KILN_GPU_FALLBACK(QRF)
 KILN_GPU_FALLBACK(Depends)
@@ -110,7 +106,6 @@ KILN_GPU_FALLBACK_UNARY(DynamicSlice)
 KILN_GPU_FALLBACK_UNARY(SliceUpdate)
 KILN_GPU_FALLBACK_UNARY(DynamicSliceUpdate)
 KILN_GPU_FALLBACK_UNARY(Concatenate)
-KILN_GPU_FALLBACK_UNARY(Softmax)
 KILN_GPU_FALLBACK_UNARY(Sort)
 KILN_GPU_FALLBACK_UNARY(ArgSort)
 KILN_GPU_FALLBACK_UNARY(Partition)

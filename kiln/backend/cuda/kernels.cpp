@@ -30,6 +30,7 @@ std::unordered_map<std::string, CUfunction>& aot_functions() {
 // Defined by the aot_*.cu files, which the JIT build does not compile.
 void add_aot_unary(AotTable& t);
 void add_aot_binary(AotTable& t);
+void add_aot_rows(AotTable& t);
 #endif
 
 AotTable& aot_table() {
@@ -38,6 +39,7 @@ AotTable& aot_table() {
 #if KILN_HAS_CUDA_AOT
     add_aot_unary(*t);
     add_aot_binary(*t);
+    add_aot_rows(*t);
 #endif
     return t;
   }();
@@ -70,15 +72,21 @@ CUfunction get_kernel(const JitKernel& k) {
 void launch(CUfunction f, int64_t n, int per_thread, void** args,
             int stream) {
   if (n <= 0) return;
-  set_current_device(); // the driver API needs the context on this thread
   int64_t threads = (n + per_thread - 1) / per_thread;
+  launch_blocks(f, (threads + block_size - 1) / block_size, block_size, args,
+                stream);
+}
+
+void launch_blocks(CUfunction f, int64_t blocks, int threads, void** args,
+                   int stream) {
+  if (blocks <= 0) return;
+  set_current_device(); // the driver API needs the context on this thread
   // Kernels loop grid-stride: a grid of many full waves is enough for any n.
   int64_t max_blocks = int64_t(device_info().sm_count) * 64;
-  int64_t blocks =
-      std::min((threads + block_size - 1) / block_size, max_blocks);
+  blocks = std::min(blocks, max_blocks);
   KILN_CHECK_CU(driver().launch_kernel(f, static_cast<unsigned>(blocks), 1, 1,
-                               block_size, 1, 1, 0, cuda_stream(stream), args,
-                               nullptr));
+                                       static_cast<unsigned>(threads), 1, 1, 0,
+                                       cuda_stream(stream), args, nullptr));
 }
 
 const char* device_type(Dtype dt) {

@@ -31,6 +31,11 @@ AotTable& aot_table();
 void launch(CUfunction f, int64_t n, int per_thread, void** args,
             int stream);
 
+/** Launches f with `threads` per block and up to `blocks` blocks (fewer
+ *  when that many would only queue: such kernels loop grid-stride). */
+void launch_blocks(CUfunction f, int64_t blocks, int threads, void** args,
+                   int stream);
+
 /** The device type spelled for instantiation expressions ("float",
  *  "__nv_bfloat16", "long long", ...). */
 const char* device_type(Dtype dt);
