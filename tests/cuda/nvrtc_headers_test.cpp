@@ -94,6 +94,9 @@ TEST(NvrtcHeaders, RowFamilies) {
     expect_compiles(cuda::norm_kernel("RMSNorm", d, true));
     expect_compiles(cuda::rope_kernel(d));
   }
+  // gpu_rows_test.cpp's lengths 512 and 513 sit on each side.
+  EXPECT_TRUE(cuda::row_fits_warp(512));
+  EXPECT_FALSE(cuda::row_fits_warp(513));
   EXPECT_EQ(cuda::softmax_kernel(float32, true, true).name,
             cuda::softmax_kernel(float32, false, true).name);
   EXPECT_EQ(cuda::softmax_kernel(bfloat16, true, false).name,

@@ -17,8 +17,9 @@ namespace kiln::cuda {
 /** Elements in one 16-byte chunk of a row. */
 inline int row_vec_width(Dtype dt) { return 16 / dt.size; }
 /** Elements each lane of a warp-per-row kernel holds: rows up to
- *  32 * row_lane_elements run one warp per row. */
-inline constexpr int row_lane_elements = 32;
+ *  32 * row_lane_elements run one warp per row. 16 keeps those kernels
+ *  near 100 registers (no spills; several blocks per SM). */
+inline constexpr int row_lane_elements = 16;
 inline constexpr int64_t warp_row_max = 32 * row_lane_elements;
 
 /** The dtypes the row kernels take: float16, bfloat16, float32, float64. */
