@@ -79,6 +79,7 @@ void launch_rows(CUfunction f, bool warp, int64_t rows, int64_t n, Dtype dt,
                   warp_block_threads, args, stream);
   } else {
     int64_t chunks = (n + row_vec_width(dt) - 1) / row_vec_width(dt);
+    // At most device/rows.cuh's max_row_block, the kernels' launch bound.
     int threads = static_cast<int>(
         std::min<int64_t>(1024, (chunks + 31) / 32 * 32));
     launch_blocks(f, rows, threads, args, stream);

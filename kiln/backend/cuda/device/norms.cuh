@@ -89,7 +89,8 @@ __global__ void norm_warp(const T* __restrict__ x, const T* __restrict__ w,
 }
 
 template <typename T, int N, bool Rms>
-__global__ void norm_block(const T* __restrict__ x, const T* __restrict__ w,
+__global__ void __launch_bounds__(max_row_block)
+norm_block(const T* __restrict__ x, const T* __restrict__ w,
                            const T* __restrict__ b, T* __restrict__ out,
                            int64_t rows, int64_t n, int64_t sw, int64_t sb,
                            float eps) {

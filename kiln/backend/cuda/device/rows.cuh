@@ -11,6 +11,9 @@
 namespace kiln::cuda {
 
 inline constexpr int warp_size = 32;
+/** Threads of a block-per-row kernel at most (row_kernels.h launches up to
+ *  this many); __launch_bounds__ keeps their registers within reach. */
+inline constexpr int max_row_block = 1024;
 
 /** The row max as the CPU takes it: a NaN anywhere wins. */
 struct MaxNaN {

@@ -63,7 +63,8 @@ __global__ void softmax_warp(const T* __restrict__ x, T* __restrict__ out,
 }
 
 template <typename T, typename Acc, int N>
-__global__ void softmax_block(const T* __restrict__ x, T* __restrict__ out,
+__global__ void __launch_bounds__(max_row_block)
+softmax_block(const T* __restrict__ x, T* __restrict__ out,
                               int64_t rows, int64_t n) {
   using C = compute_t<T>;
   KILN_REDUCE_SCRATCH(scratch);
