@@ -93,7 +93,11 @@ TEST(NvrtcHeaders, RowFamilies) {
     expect_compiles(cuda::norm_kernel("LayerNorm", d, false));
     expect_compiles(cuda::norm_kernel("RMSNorm", d, true));
     expect_compiles(cuda::rope_kernel(d));
+    expect_compiles(cuda::sdpa_kernel(d, 128)); // every width, as siblings
   }
+  EXPECT_EQ(cuda::sdpa_kernel(float16, 80).name, "wSdpa4float16");
+  EXPECT_EQ(cuda::sdpa_kernel(float32, 32).name, "wSdpa1float32");
+  EXPECT_EQ(cuda::sdpa_kernel(float32, 33).siblings.size(), 3u);
   // gpu_rows_test.cpp's lengths 512 and 513 sit on each side.
   EXPECT_TRUE(cuda::row_fits_warp(512));
   EXPECT_FALSE(cuda::row_fits_warp(513));

@@ -1,9 +1,10 @@
 // Ahead-of-time row kernels: softmax (plain and precise), LayerNorm,
-// RMSNorm and RoPE on float32/float16/bfloat16. float64 and everything in
+// RMSNorm, RoPE and attention on float32/float16/bfloat16. float64 and everything in
 // the JIT build are compiled by NVRTC at first use.
 #include "kiln/backend/cuda/aot.cuh"
 #include "kiln/backend/cuda/device/norms.cuh"
 #include "kiln/backend/cuda/device/rope.cuh"
+#include "kiln/backend/cuda/device/sdpa.cuh"
 #include "kiln/backend/cuda/device/softmax.cuh"
 #include "kiln/backend/cuda/row_kernels.h"
 
@@ -36,12 +37,27 @@ void norm(AotTable& t, const char* op) {
            reinterpret_cast<const void*>(&norm_block<T, chunk<T>, Rms>));
 }
 
+// Every width: head dimensions 32, 64, 128 and 256.
+template <typename T>
+void sdpa(AotTable& t) {
+  Dtype d = aot::dtype_v<T>;
+  aot::put(t, sdpa_kernel(d, 32),
+           reinterpret_cast<const void*>(&sdpa_warp<T, 1>));
+  aot::put(t, sdpa_kernel(d, 64),
+           reinterpret_cast<const void*>(&sdpa_warp<T, 2>));
+  aot::put(t, sdpa_kernel(d, 128),
+           reinterpret_cast<const void*>(&sdpa_warp<T, 4>));
+  aot::put(t, sdpa_kernel(d, 256),
+           reinterpret_cast<const void*>(&sdpa_warp<T, 8>));
+}
+
 template <typename T>
 void rows(AotTable& t) {
   norm<T, false>(t, "LayerNorm");
   norm<T, true>(t, "RMSNorm");
   aot::put(t, rope_kernel(aot::dtype_v<T>),
            reinterpret_cast<const void*>(&rope<T>));
+  sdpa<T>(t);
 }
 
 } // namespace

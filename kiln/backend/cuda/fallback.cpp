@@ -13,7 +13,6 @@
 #include "kiln/primitives/creation.h"
 #include "kiln/primitives/custom.h"
 #include "kiln/primitives/elementwise.h"
-#include "kiln/primitives/fast.h"
 #include "kiln/primitives/indexing.h"
 #include "kiln/primitives/linalg.h"
 #include "kiln/primitives/random.h"
@@ -72,7 +71,6 @@ namespace kiln {
 
 KILN_GPU_FALLBACK(Compiled)
 KILN_GPU_FALLBACK(CustomTransforms)
-KILN_GPU_FALLBACK(fast::ScaledDotProductAttention)
 KILN_GPU_FALLBACK(QRF)
 KILN_GPU_FALLBACK(Depends)
 KILN_GPU_FALLBACK(SearchSorted)

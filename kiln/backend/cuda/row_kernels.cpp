@@ -71,6 +71,30 @@ JitKernel rope_kernel(Dtype dt) {
           std::string("kiln::cuda::rope<") + device_type(dt) + ">", {}};
 }
 
+int sdpa_width(int64_t head_dim) {
+  int w = 1;
+  while (w * 32 < head_dim) w *= 2;
+  return w;
+}
+
+JitKernel sdpa_kernel(Dtype dt, int64_t head_dim) {
+  auto one = [&](int w) {
+    return JitKernel{"wSdpa" + std::to_string(w) + dtype_name(dt),
+                     include("sdpa.cuh"),
+                     std::string("kiln::cuda::sdpa_warp<") + device_type(dt) +
+                         ", " + std::to_string(w) + ">",
+                     {}};
+  };
+  int width = sdpa_width(head_dim);
+  JitKernel k = one(width);
+  for (int w = 1; w <= sdpa_max_width; w *= 2) {
+    if (w == width) continue;
+    JitKernel s = one(w);
+    k.siblings.emplace_back(s.name, s.expression);
+  }
+  return k;
+}
+
 void launch_rows(CUfunction f, bool warp, int64_t rows, int64_t n, Dtype dt,
                  void** args, int stream) {
   if (warp) {

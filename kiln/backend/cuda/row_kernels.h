@@ -3,7 +3,8 @@
 // ahead-of-time table so both agree. Names: {w|b}{op}{dtype}, w for one
 // warp per row (the row in registers), b for one block per row; the
 // softmax op is "SoftmaxPrecise" when float16/bfloat16 sums run in float32.
-// RoPE has one kernel per dtype, "vRoPE{dtype}".
+// RoPE has one kernel per dtype, "vRoPE{dtype}"; attention one per dtype
+// and features per lane, "wSdpa{W}{dtype}" (one warp per query row).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,15 @@ JitKernel softmax_kernel(Dtype dt, bool precise, bool warp);
 /** op: "LayerNorm" or "RMSNorm". */
 JitKernel norm_kernel(const std::string& op, Dtype dt, bool warp);
 JitKernel rope_kernel(Dtype dt);
+
+/** Features per lane of the attention kernels: head dimensions up to
+ *  32 * sdpa_max_width run on the GPU. */
+inline constexpr int sdpa_max_width = 8;
+/** The attention kernel for head dimension max(D, Dv) (at most
+ *  32 * sdpa_max_width), its widths 1, 2, 4, 8 compiled together. */
+JitKernel sdpa_kernel(Dtype dt, int64_t head_dim);
+/** Features per lane for head_dim: the power of two covering it. */
+int sdpa_width(int64_t head_dim);
 
 /** Runs a row kernel (softmax or norm) over `rows` rows of n elements:
  *  warps of 32 per row in blocks of 256 threads, or one block per row with
