@@ -15,8 +15,8 @@ namespace {
 using GpuRows = GpuTest;
 
 // One row, a few elements, one warp's chunk, the longest row one warp
-// holds and one past it (checked in nvrtc_headers_test.cpp), just past a 1024-thread block's
-// chunks, and a long row.
+// holds and one past it (checked in nvrtc_headers_test.cpp), just past a
+// 1024-thread block's chunks, and a long row.
 const std::vector<int> lengths = {1, 3, 32, 512, 513, 4097, 70000};
 
 int rows_for(int n) { return std::max(2, std::min(64, (1 << 17) / n)); }
@@ -43,13 +43,15 @@ bool is_half(Dtype dt) { return dt == float16 || dt == bfloat16; }
 
 TEST_F(GpuRows, SoftmaxEveryDtypeLayoutAndLength) {
   for (Dtype dt : float_dtypes()) {
-    check_rows("softmax precise", dt,
-               [](const array& x, Device d) { return softmax(x, -1, true, d); },
-               [&](int) { return tolerance(dt); });
+    check_rows(
+        "softmax precise", dt,
+        [](const array& x, Device d) { return softmax(x, -1, true, d); },
+        [&](int) { return tolerance(dt); });
     if (!is_half(dt)) {
-      check_rows("softmax", dt,
-                 [](const array& x, Device d) { return softmax(x, -1, false, d); },
-                 [&](int) { return tolerance(dt); });
+      check_rows(
+          "softmax", dt,
+          [](const array& x, Device d) { return softmax(x, -1, false, d); },
+          [&](int) { return tolerance(dt); });
     }
   }
 }
@@ -88,8 +90,8 @@ TEST_F(GpuRows, SoftmaxOverOtherAxesAndShapes) {
     auto all = [&](const std::vector<array>& v, Device d) {
       return softmax(v[0], true, d);
     };
-    EXPECT_TRUE(same_on_devices(all, {random_array({3, 4}, dt)},
-                                tolerance(dt)));
+    EXPECT_TRUE(
+        same_on_devices(all, {random_array({3, 4}, dt)}, tolerance(dt)));
   }
   for (Shape s : {Shape{0, 5}, Shape{4, 0}, Shape{2, 0, 3}}) {
     auto f = [&](const std::vector<array>& v, Device d) {
@@ -138,16 +140,14 @@ TEST_F(GpuRows, SoftmaxInfinitiesAndNaN) {
 TEST_F(GpuRows, ManyRows) {
   // More rows than a grid dimension holds (65535), for both variants.
   for (auto [dt, s] : {std::pair{float16, Shape{70001, 3}},
-                        std::pair{float32, Shape{70001, 3}},
-                        std::pair{float32, Shape{66000, 1030}}}) {
+                       std::pair{float32, Shape{70001, 3}},
+                       std::pair{float32, Shape{66000, 1030}}}) {
     array x = random_array(s, dt);
     array w = random_array({s[1]}, dt);
     array b = random_array({s[1]}, dt);
     std::vector<std::pair<const char*, DeviceFn>> fns = {
-        {"softmax",
-         [](const std::vector<array>& v, Device d) {
-           return softmax(v[0], -1, true, d);
-         }},
+        {"softmax", [](const std::vector<array>& v,
+                       Device d) { return softmax(v[0], -1, true, d); }},
         {"layer_norm",
          [](const std::vector<array>& v, Device d) {
            return fast::layer_norm(v[0], v[1], v[2], 1e-5f, d);
@@ -160,8 +160,8 @@ TEST_F(GpuRows, ManyRows) {
          [](const std::vector<array>& v, Device d) {
            auto x3 = reshape(v[0], {1, v[0].shape(0), v[0].shape(1)}, d);
            int dims = std::min(8, 2 * (v[0].shape(1) / 2));
-           return fast::rope(x3, dims, false, 10000.0f, 1.0f, 3,
-                             std::nullopt, d);
+           return fast::rope(x3, dims, false, 10000.0f, 1.0f, 3, std::nullopt,
+                             d);
          }},
     };
     for (auto& [name, fn] : fns) {
@@ -276,17 +276,18 @@ TEST_F(GpuRows, RoPEEveryOption) {
     array x = random_array({2, 3, 37, 9}, dt);
     std::vector<std::pair<std::string, array>> views = {
         {"contiguous", x},
-        {"transposed", transpose(random_array({2, 37, 3, 9}, dt), {0, 2, 1, 3})},
+        {"transposed",
+         transpose(random_array({2, 37, 3, 9}, dt), {0, 2, 1, 3})},
         {"sliced", slice(random_array({2, 3, 74, 9}, dt), Shape{0, 0, 1, 0},
                          Shape{2, 3, 74, 9}, Shape{1, 1, 2, 1})},
-        {"broadcast", broadcast_to(random_array({1, 1, 37, 9}, dt),
-                                   {2, 3, 37, 9})}};
+        {"broadcast",
+         broadcast_to(random_array({1, 1, 37, 9}, dt), {2, 3, 37, 9})}};
     std::vector<std::pair<std::string, array>> offsets = {
         {"0", array(0, int32)},
         {"70000", array(70000, int32)},
         {"per batch", array({5, 1234}, int32)},
-        {"per batch sliced", slice(array({3, 0, 9, 0}, int32), Shape{0},
-                                   Shape{4}, Shape{2})}};
+        {"per batch sliced",
+         slice(array({3, 0, 9, 0}, int32), Shape{0}, Shape{4}, Shape{2})}};
     for (auto& c : cases) {
       array freqs = random_array({c.dims / 2}, float32, 0.5, 50);
       for (auto& [vname, in] : views) {
@@ -299,8 +300,8 @@ TEST_F(GpuRows, RoPEEveryOption) {
             } else {
               base = 10000.0f;
             }
-            return fast::rope(v[0], c.dims, c.traditional, base, c.scale,
-                              v[1], fr, d);
+            return fast::rope(v[0], c.dims, c.traditional, base, c.scale, v[1],
+                              fr, d);
           };
           EXPECT_TRUE(same_on_devices(f, {in, off, freqs}, tolerance(dt)))
               << dtype_name(dt) << " " << vname << " offset " << oname
@@ -363,8 +364,7 @@ TEST_F(GpuRows, GradientsMatch) {
             return vjp(outputs, v, {c}).second[k];
           };
           EXPECT_TRUE(same_on_devices(f, {x, w, b}, 4 * tolerance(dt)))
-              << name << " " << dtype_name(dt) << " n=" << n << " input "
-              << k;
+              << name << " " << dtype_name(dt) << " n=" << n << " input " << k;
         }
       }
     }
@@ -392,12 +392,11 @@ TEST_F(GpuRows, IndicesPast2To31) {
                               Shape{i + 1, n}, Device::gpu),
                         false, Device::gpu);
     };
-    array xi = add(row, slice(col, Shape{i, 0}, Shape{i + 1, 1}),
-                   Device::cpu);
+    array xi = add(row, slice(col, Shape{i, 0}, Shape{i + 1, 1}), Device::cpu);
     array want_sm = softmax(xi, -1, true, Device::cpu);
     array want_ln = fast::rms_norm(xi, w, 1e-5f, Device::cpu);
-    array want_rp = fast::rope(reshape(xi, {1, 1, n}), n, false, 10000.0f,
-                               1.0f, i, std::nullopt, Device::cpu);
+    array want_rp = fast::rope(reshape(xi, {1, 1, n}), n, false, 10000.0f, 1.0f,
+                               i, std::nullopt, Device::cpu);
     double tol = tolerance(float16);
     EXPECT_TRUE(all_close(to_doubles(pick(sm)), to_doubles(want_sm), tol, tol))
         << i;
@@ -415,9 +414,9 @@ TEST_F(GpuRows, BadArgumentsRaiseOnTheGpuToo) {
   EXPECT_THROW(fast::layer_norm(astype(x, int32), std::nullopt, std::nullopt,
                                 1e-5f, Device::gpu),
                std::invalid_argument);
-  EXPECT_THROW(fast::rms_norm(x, random_array({7}, float32), 1e-5f,
-                              Device::gpu),
-               std::invalid_argument);
+  EXPECT_THROW(
+      fast::rms_norm(x, random_array({7}, float32), 1e-5f, Device::gpu),
+      std::invalid_argument);
   EXPECT_THROW(fast::rope(reshape(x, {1, 4, 8}), 5, false, 10000.0f, 1.0f, 0,
                           std::nullopt, Device::gpu),
                std::invalid_argument);

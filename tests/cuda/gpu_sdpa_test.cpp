@@ -45,8 +45,8 @@ Qkv random_qkv(int B, int nq, int nkv, int lq, int lk, int d, int dv,
     std::optional<array> m, s;
     if (has_mask) m = v[3];
     if (has_sinks) s = v.back();
-    return fast::scaled_dot_product_attention(v[0], v[1], v[2], scale, mode,
-                                              m, s, false, d);
+    return fast::scaled_dot_product_attention(v[0], v[1], v[2], scale, mode, m,
+                                              s, false, d);
   };
   return same_on_devices(f, in, tol);
 }
@@ -59,8 +59,8 @@ TEST_F(GpuSdpa, EveryDtypeHeadDimAndLength) {
                             std::pair{7, 33}, std::pair{33, 7}}) {
         for (int nkv : {4, 2, 1}) {
           Qkv t = random_qkv(2, 4, nkv, lq, lk, d, dv, dt);
-          EXPECT_TRUE(attention_agrees(t, "", std::nullopt, std::nullopt,
-                                       sdpa_tol(dt)))
+          EXPECT_TRUE(
+              attention_agrees(t, "", std::nullopt, std::nullopt, sdpa_tol(dt)))
               << dtype_name(dt) << " d=" << d << " dv=" << dv << " lq=" << lq
               << " lk=" << lk << " nkv=" << nkv;
         }
@@ -71,13 +71,14 @@ TEST_F(GpuSdpa, EveryDtypeHeadDimAndLength) {
 
 TEST_F(GpuSdpa, MasksAndSinks) {
   for (Dtype dt : float_dtypes()) {
-    for (auto [lq, lk] : {std::pair{9, 9}, std::pair{5, 40}, std::pair{40, 5}}) {
+    for (auto [lq, lk] :
+         {std::pair{9, 9}, std::pair{5, 40}, std::pair{40, 5}}) {
       Qkv t = random_qkv(2, 4, 2, lq, lk, 64, 64, dt);
       array sinks = random_array({4}, dt, -1, 1);
       // Boolean: about a third hidden, and the first query row all hidden
       // (the CPU then averages every value: all scores are equally low).
-      array keep = greater(random_array({2, 4, lq, lk}, float32, 0, 1),
-                           array(0.33f));
+      array keep =
+          greater(random_array({2, 4, lq, lk}, float32, 0, 1), array(0.33f));
       keep = concatenate({zeros({2, 4, 1, lk}, bool_),
                           slice(keep, Shape{0, 0, 1, 0}, Shape{2, 4, lq, lk})},
                          2);
@@ -100,10 +101,10 @@ TEST_F(GpuSdpa, MasksAndSinks) {
       for (bool with_sinks : {false, true}) {
         std::optional<array> s;
         if (with_sinks) s = sinks;
-        EXPECT_TRUE(attention_agrees(t, "causal", std::nullopt, s,
-                                     sdpa_tol(dt)))
-            << dtype_name(dt) << " causal sinks " << with_sinks
-            << " lq=" << lq << " lk=" << lk;
+        EXPECT_TRUE(
+            attention_agrees(t, "causal", std::nullopt, s, sdpa_tol(dt)))
+            << dtype_name(dt) << " causal sinks " << with_sinks << " lq=" << lq
+            << " lk=" << lk;
       }
     }
   }
@@ -120,8 +121,8 @@ TEST_F(GpuSdpa, StridedInputs) {
                                  sdpa_tol(dt)))
         << dtype_name(dt);
     array sinks = slice(random_array({8}, dt), Shape{0}, Shape{8}, Shape{2});
-    EXPECT_TRUE(
-        attention_agrees({q, k, v}, "causal", std::nullopt, sinks, sdpa_tol(dt)))
+    EXPECT_TRUE(attention_agrees({q, k, v}, "causal", std::nullopt, sinks,
+                                 sdpa_tol(dt)))
         << dtype_name(dt);
   }
 }
@@ -152,8 +153,8 @@ TEST_F(GpuSdpa, InfinitiesNaNAndEmpty) {
   EXPECT_TRUE(attention_agrees(no_q, "", std::nullopt, std::nullopt, 0));
   Qkv no_k = random_qkv(1, 2, 2, 3, 0, 16, 16, float32);
   EXPECT_TRUE(attention_agrees(no_k, "", std::nullopt, std::nullopt, 0));
-  EXPECT_TRUE(attention_agrees(no_k, "", std::nullopt,
-                               random_array({2}, float32), 0));
+  EXPECT_TRUE(
+      attention_agrees(no_k, "", std::nullopt, random_array({2}, float32), 0));
 }
 
 TEST_F(GpuSdpa, ManyRowsAndWideHeads) {

@@ -1,6 +1,6 @@
 // Ahead-of-time row kernels: softmax (plain and precise), LayerNorm,
-// RMSNorm, RoPE and attention on float32/float16/bfloat16. float64 and everything in
-// the JIT build are compiled by NVRTC at first use.
+// RMSNorm, RoPE and attention on float32/float16/bfloat16. float64, and
+// everything in the JIT build, is compiled by NVRTC at first use.
 #include "kiln/backend/cuda/aot.cuh"
 #include "kiln/backend/cuda/device/norms.cuh"
 #include "kiln/backend/cuda/device/rope.cuh"

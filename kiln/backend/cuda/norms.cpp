@@ -19,8 +19,8 @@ int64_t param_stride(const array& p) {
 
 // inputs: x, weight, and (LayerNorm) bias.
 void normalize(Primitive& p, const std::string& op,
-               const std::vector<array>& inputs,
-               std::vector<array>& outputs, float eps) {
+               const std::vector<array>& inputs, std::vector<array>& outputs,
+               float eps) {
   const Stream& s = p.stream();
   array& out = outputs[0];
   Dtype dt = out.dtype();

@@ -14,8 +14,7 @@ constexpr int warp_block_threads = 256;
 bool is_half(Dtype dt) { return dt == float16 || dt == bfloat16; }
 
 std::string include(const char* header) {
-  return std::string("#include \"kiln/backend/cuda/device/") + header +
-         "\"\n";
+  return std::string("#include \"kiln/backend/cuda/device/") + header + "\"\n";
 }
 
 // "N" (elements per chunk), plus ", K" (chunks per lane) for the warp
@@ -42,17 +41,19 @@ JitKernel softmax_one(Dtype dt, bool precise, bool warp) {
   std::string expr = std::string("kiln::cuda::softmax_") +
                      (warp ? "warp" : "block") + "<" + t + ", " + acc + ", " +
                      width_args(dt, warp) + ">";
-  return {(warp ? "w" : "b") + op + dtype_name(dt), include("softmax.cuh"),
-          expr, {}};
+  return {(warp ? "w" : "b") + op + dtype_name(dt),
+          include("softmax.cuh"),
+          expr,
+          {}};
 }
 
 JitKernel norm_one(const std::string& op, Dtype dt, bool warp) {
   std::string rms = op == "RMSNorm" ? "true" : "false";
   std::string expr = std::string("kiln::cuda::norm_") +
-                     (warp ? "warp" : "block") + "<" + device_type(dt) +
-                     ", " + width_args(dt, warp) + ", " + rms + ">";
-  return {(warp ? "w" : "b") + op + dtype_name(dt), include("norms.cuh"),
-          expr, {}};
+                     (warp ? "warp" : "block") + "<" + device_type(dt) + ", " +
+                     width_args(dt, warp) + ", " + rms + ">";
+  return {
+      (warp ? "w" : "b") + op + dtype_name(dt), include("norms.cuh"), expr, {}};
 }
 
 } // namespace
@@ -67,8 +68,10 @@ JitKernel norm_kernel(const std::string& op, Dtype dt, bool warp) {
 }
 
 JitKernel rope_kernel(Dtype dt) {
-  return {"vRoPE" + dtype_name(dt), include("rope.cuh"),
-          std::string("kiln::cuda::rope<") + device_type(dt) + ">", {}};
+  return {"vRoPE" + dtype_name(dt),
+          include("rope.cuh"),
+          std::string("kiln::cuda::rope<") + device_type(dt) + ">",
+          {}};
 }
 
 int sdpa_width(int64_t head_dim) {
@@ -104,8 +107,8 @@ void launch_rows(CUfunction f, bool warp, int64_t rows, int64_t n, Dtype dt,
   } else {
     int64_t chunks = (n + row_vec_width(dt) - 1) / row_vec_width(dt);
     // At most device/rows.cuh's max_row_block, the kernels' launch bound.
-    int threads = static_cast<int>(
-        std::min<int64_t>(1024, (chunks + 31) / 32 * 32));
+    int threads =
+        static_cast<int>(std::min<int64_t>(1024, (chunks + 31) / 32 * 32));
     launch_blocks(f, rows, threads, args, stream);
   }
 }

@@ -50,7 +50,7 @@ int sdpa_width(int64_t head_dim);
 /** Runs a row kernel (softmax or norm) over `rows` rows of n elements:
  *  warps of 32 per row in blocks of 256 threads, or one block per row with
  *  enough threads for one 16-byte chunk each (at most 1024). */
-void launch_rows(CUfunction f, bool warp, int64_t rows, int64_t n,
-                 Dtype dt, void** args, int stream);
+void launch_rows(CUfunction f, bool warp, int64_t rows, int64_t n, Dtype dt,
+                 void** args, int stream);
 
 } // namespace kiln::cuda

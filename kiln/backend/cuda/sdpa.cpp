@@ -39,8 +39,7 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs,
   Dtype dt = out.dtype();
   const array &q = inputs[0], &k = inputs[1], &v = inputs[2];
   int64_t head_dim = std::max(q.shape(3), v.shape(3));
-  if (!cuda::row_kernels_support(dt) ||
-      head_dim > 32 * cuda::sdpa_max_width) {
+  if (!cuda::row_kernels_support(dt) || head_dim > 32 * cuda::sdpa_max_width) {
     cuda::eval_on_cpu(*this, inputs, outputs);
     return;
   }

@@ -1,12 +1,12 @@
 // Softmax on the GPU over the last axis (device/softmax.cuh); inputs that
 // are not row-contiguous are copied row-major first, as on the CPU, and the
 // output is row-major.
+#include "kiln/primitives/softmax.h"
 #include "kiln/backend/cuda/buffer.h"
 #include "kiln/backend/cuda/elementwise.h"
 #include "kiln/backend/cuda/fallback.h"
 #include "kiln/backend/cuda/kernels.h"
 #include "kiln/backend/cuda/row_kernels.h"
-#include "kiln/primitives/softmax.h"
 
 namespace kiln {
 

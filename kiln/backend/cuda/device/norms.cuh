@@ -1,11 +1,11 @@
 // LayerNorm and RMSNorm over the last axis of a row-major array, with the
-// CPU's rounding points (backend/cpu/norms.cpp): row statistics accumulate
-// in the compute type (float, double for float64), two-pass (the mean, then the squared
-// deviations from it); mu and 1 / sqrt(var + eps) are rounded to the
-// compute type C, and each element is ((x - mu) * inv * w + b) in C,
-// rounded once to T. RMSNorm is the same with mu = 0 and no bias. Weight
-// and bias are read with a stride (0 for the 0-d stand-in of an absent
-// one).
+// CPU's rounding points (backend/cpu/norms.cpp) except that row statistics
+// accumulate in the compute type (float; double for float64) where the CPU
+// uses double: two-pass (the mean, then the squared deviations from it);
+// mu and 1 / sqrt(var + eps) are rounded to the compute type C, and each
+// element is ((x - mu) * inv * w + b) in C, rounded once to T. RMSNorm is the
+// same with mu = 0 and no bias. Weight and bias are read with a stride (0 for
+// the 0-d stand-in of an absent one).
 //   norm_warp: one warp per row, the row held in registers (rows of at
 //     most 32 * N * K elements).
 //   norm_block: one block per row for longer rows, re-reading the row for
@@ -51,7 +51,8 @@ __global__ void norm_warp(const T* __restrict__ x, const T* __restrict__ w,
   for (int64_t r = first_warp_row(); r < rows; r += warp_row_step()) {
     const T* xr = x + r * n;
     T* orow = out + r * n;
-    bool in_aligned = is_aligned<T, N>(xr), out_aligned = is_aligned<T, N>(orow);
+    bool in_aligned = is_aligned<T, N>(xr),
+         out_aligned = is_aligned<T, N>(orow);
     C v[K][N];
     Acc sum = 0;
 #pragma unroll
@@ -90,10 +91,9 @@ __global__ void norm_warp(const T* __restrict__ x, const T* __restrict__ w,
 
 template <typename T, int N, bool Rms>
 __global__ void __launch_bounds__(max_row_block)
-norm_block(const T* __restrict__ x, const T* __restrict__ w,
-                           const T* __restrict__ b, T* __restrict__ out,
-                           int64_t rows, int64_t n, int64_t sw, int64_t sb,
-                           float eps) {
+    norm_block(const T* __restrict__ x, const T* __restrict__ w,
+               const T* __restrict__ b, T* __restrict__ out, int64_t rows,
+               int64_t n, int64_t sw, int64_t sb, float eps) {
   using C = compute_t<T>;
   using Acc = C; // float, double for float64
   KILN_REDUCE_SCRATCH(scratch);
@@ -104,7 +104,8 @@ norm_block(const T* __restrict__ x, const T* __restrict__ w,
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* xr = x + r * n;
     T* orow = out + r * n;
-    bool in_aligned = is_aligned<T, N>(xr), out_aligned = is_aligned<T, N>(orow);
+    bool in_aligned = is_aligned<T, N>(xr),
+         out_aligned = is_aligned<T, N>(orow);
     Acc mean = 0;
     if constexpr (!Rms) {
       Acc sum = 0;
@@ -133,8 +134,8 @@ norm_block(const T* __restrict__ x, const T* __restrict__ w,
       load_chunk<N>(xr, i, n, in_aligned, C(0), v);
 #pragma unroll
       for (int j = 0; j < N; ++j) {
-        v[j] = i + j < n ? normalize<Rms>(v[j], row, w, b, i + j, sw, sb)
-                         : C(0);
+        v[j] =
+            i + j < n ? normalize<Rms>(v[j], row, w, b, i + j, sw, sb) : C(0);
       }
       store_chunk<N>(orow, i, n, out_aligned, v);
     }

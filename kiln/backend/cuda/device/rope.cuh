@@ -11,15 +11,15 @@
 namespace kiln::cuda {
 
 struct RopeParams {
-  int64_t rows;            // x.size() / D
-  int64_t D;               // features per row
-  int64_t T;               // positions (x.shape(-2))
-  int64_t rows_per_batch;  // rows / B
-  int64_t offset_stride;   // per-batch offsets' stride (0: one offset)
-  int64_t freqs_stride;    // freqs' stride (unused without freqs)
-  int dims;                // rotated features (even)
-  int traditional;         // pairs (2j, 2j + 1) instead of (j, j + dims / 2)
-  float base;              // unused with freqs
+  int64_t rows;           // x.size() / D
+  int64_t D;              // features per row
+  int64_t T;              // positions (x.shape(-2))
+  int64_t rows_per_batch; // rows / B
+  int64_t offset_stride;  // per-batch offsets' stride (0: one offset)
+  int64_t freqs_stride;   // freqs' stride (unused without freqs)
+  int dims;               // rotated features (even)
+  int traditional;        // pairs (2j, 2j + 1) instead of (j, j + dims / 2)
+  float base;             // unused with freqs
   float scale;
 };
 
@@ -34,8 +34,7 @@ __global__ void rope(const T* __restrict__ x, T* __restrict__ out,
   int64_t half = p.dims / 2;
   int64_t items = half + (p.D - p.dims); // per row
   int64_t n = p.rows * items;
-  for (int64_t it = static_cast<int64_t>(blockIdx.x) * blockDim.x +
-                    threadIdx.x;
+  for (int64_t it = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        it < n; it += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t r = it / items, w = it - r * items;
     const T* xr = x + r * p.D;
@@ -49,9 +48,8 @@ __global__ void rope(const T* __restrict__ x, T* __restrict__ out,
     int64_t b = r / p.rows_per_batch;
     double off = offset[b * p.offset_stride];
     double pos = (t + off) * static_cast<double>(p.scale);
-    double inv =
-        freqs ? 1.0 / static_cast<double>(freqs[j * p.freqs_stride])
-              : ::exp(-j * ::log(static_cast<double>(p.base)) / half);
+    double inv = freqs ? 1.0 / static_cast<double>(freqs[j * p.freqs_stride])
+                       : ::exp(-j * ::log(static_cast<double>(p.base)) / half);
     double s, c;
     ::sincos(pos * inv, &s, &c);
     C cj = static_cast<C>(c), sj = static_cast<C>(s);

@@ -66,8 +66,7 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T* scratch) {
 /** The N elements of row at [i, i + N) in compute type C; `fill` past n. */
 template <int N, typename T, typename C>
 __device__ __forceinline__ void load_chunk(const T* row, int64_t i, int64_t n,
-                                           bool aligned, C fill,
-                                           C (&out)[N]) {
+                                           bool aligned, C fill, C (&out)[N]) {
   if (aligned && i + N <= n) {
     auto v = *reinterpret_cast<const Vec<T, N>*>(row + i);
 #pragma unroll

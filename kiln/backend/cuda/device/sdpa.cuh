@@ -36,7 +36,8 @@ __device__ __forceinline__ A lowest_finite() {
 /** W: features per lane (max(D, Dv) <= 32 * W). Any block of whole warps. */
 template <typename T, int W>
 __global__ void sdpa_warp(const T* __restrict__ q, const T* __restrict__ k,
-                          const T* __restrict__ v, const void* __restrict__ mask,
+                          const T* __restrict__ v,
+                          const void* __restrict__ mask,
                           const T* __restrict__ sinks, T* __restrict__ out,
                           const __grid_constant__ SdpaParams p) {
   using A = compute_t<T>;
@@ -46,8 +47,8 @@ __global__ void sdpa_warp(const T* __restrict__ q, const T* __restrict__ k,
   for (int64_t r = first_warp_row(); r < rows; r += warp_row_step()) {
     int64_t i = r % p.Lq, h = (r / p.Lq) % p.Nq, b = r / (p.Lq * p.Nq);
     int64_t kh = h / rep;
-    const T* qr = q + b * p.q_strides[0] + h * p.q_strides[1] +
-                  i * p.q_strides[2];
+    const T* qr =
+        q + b * p.q_strides[0] + h * p.q_strides[1] + i * p.q_strides[2];
     const T* kb = k + b * p.k_strides[0] + kh * p.k_strides[1];
     const T* vb = v + b * p.v_strides[0] + kh * p.v_strides[1];
     A qv[W], acc[W];

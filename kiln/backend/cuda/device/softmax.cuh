@@ -27,7 +27,8 @@ __global__ void softmax_warp(const T* __restrict__ x, T* __restrict__ out,
   for (int64_t r = first_warp_row(); r < rows; r += warp_row_step()) {
     const T* xr = x + r * n;
     T* orow = out + r * n;
-    bool in_aligned = is_aligned<T, N>(xr), out_aligned = is_aligned<T, N>(orow);
+    bool in_aligned = is_aligned<T, N>(xr),
+         out_aligned = is_aligned<T, N>(orow);
     C v[K][N];
     C m = -math::infinity<C>();
 #pragma unroll
@@ -64,8 +65,8 @@ __global__ void softmax_warp(const T* __restrict__ x, T* __restrict__ out,
 
 template <typename T, typename Acc, int N>
 __global__ void __launch_bounds__(max_row_block)
-softmax_block(const T* __restrict__ x, T* __restrict__ out,
-                              int64_t rows, int64_t n) {
+    softmax_block(const T* __restrict__ x, T* __restrict__ out, int64_t rows,
+                  int64_t n) {
   using C = compute_t<T>;
   KILN_REDUCE_SCRATCH(scratch);
   int64_t first = static_cast<int64_t>(threadIdx.x) * N;
@@ -74,7 +75,8 @@ softmax_block(const T* __restrict__ x, T* __restrict__ out,
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* xr = x + r * n;
     T* orow = out + r * n;
-    bool in_aligned = is_aligned<T, N>(xr), out_aligned = is_aligned<T, N>(orow);
+    bool in_aligned = is_aligned<T, N>(xr),
+         out_aligned = is_aligned<T, N>(orow);
     C m = -math::infinity<C>();
     for (int64_t i = first; i < n; i += step) {
       C v[N];
