@@ -157,6 +157,18 @@ TEST_F(GpuSdpa, InfinitiesNaNAndEmpty) {
       attention_agrees(no_k, "", std::nullopt, random_array({2}, float32), 0));
 }
 
+TEST_F(GpuSdpa, LongSequences) {
+  // Prefill-sized: a few hundred queries over two thousand keys.
+  for (Dtype dt : {float16, bfloat16, float32}) {
+    Qkv t = random_qkv(1, 4, 1, 300, 2048, 128, 128, dt);
+    for (const char* mode : {"", "causal"}) {
+      EXPECT_TRUE(attention_agrees(t, mode, std::nullopt, std::nullopt,
+                                   sdpa_tol(dt)))
+          << dtype_name(dt) << " mode '" << mode << "'";
+    }
+  }
+}
+
 TEST_F(GpuSdpa, ManyRowsAndWideHeads) {
   // 72000 query rows (past a grid dimension), then a head dimension past
   // the widest kernel, which runs on the CPU.
