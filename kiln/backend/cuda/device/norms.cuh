@@ -96,8 +96,7 @@ __global__ void __launch_bounds__(max_row_block)
                int64_t n, int64_t sw, int64_t sb, float eps) {
   using C = compute_t<T>;
   using Acc = C; // float, double for float64
-  KILN_REDUCE_SCRATCH(scratch);
-  Acc* acc_scratch = reinterpret_cast<Acc*>(scratch);
+  Acc* scratch = reduce_scratch<Acc>();
   int64_t first = static_cast<int64_t>(threadIdx.x) * N;
   int64_t step = static_cast<int64_t>(blockDim.x) * N;
   // r depends on the block only: every thread reaches each block_reduce.
@@ -115,7 +114,7 @@ __global__ void __launch_bounds__(max_row_block)
 #pragma unroll
         for (int j = 0; j < N; ++j) sum += static_cast<Acc>(v[j]);
       }
-      mean = block_reduce(sum, SumRounded{}, acc_scratch) / Acc(n);
+      mean = block_reduce(sum, SumRounded{}, scratch) / Acc(n);
     }
     Acc ss = 0;
     for (int64_t i = first; i < n; i += step) {
@@ -127,7 +126,7 @@ __global__ void __launch_bounds__(max_row_block)
         if (i + j < n) ss += d * d;
       }
     }
-    ss = block_reduce(ss, SumRounded{}, acc_scratch);
+    ss = block_reduce(ss, SumRounded{}, scratch);
     NormRow<C> row = norm_row<C>(mean, ss, n, eps);
     for (int64_t i = first; i < n; i += step) {
       C v[N];

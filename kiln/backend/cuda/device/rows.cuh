@@ -60,8 +60,17 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T* scratch) {
 }
 
 /** Shared scratch for block_reduce of any element type up to 8 bytes
- *  (raw storage: __half has no trivial constructor in every toolkit). */
-#define KILN_REDUCE_SCRATCH(name) __shared__ double name[warp_size]
+ *  (raw storage: __half has no trivial constructor in every toolkit); one
+ *  array per block, reused by consecutive reductions. */
+__device__ __forceinline__ double* reduce_storage() {
+  __shared__ double scratch[warp_size];
+  return scratch;
+}
+template <typename T>
+__device__ __forceinline__ T* reduce_scratch() {
+  static_assert(sizeof(T) <= sizeof(double), "scratch holds 8-byte values");
+  return reinterpret_cast<T*>(reduce_storage());
+}
 
 /** The N elements of row at [i, i + N) in compute type C; `fill` past n. */
 template <int N, typename T, typename C>

@@ -68,7 +68,6 @@ __global__ void __launch_bounds__(max_row_block)
     softmax_block(const T* __restrict__ x, T* __restrict__ out, int64_t rows,
                   int64_t n) {
   using C = compute_t<T>;
-  KILN_REDUCE_SCRATCH(scratch);
   int64_t first = static_cast<int64_t>(threadIdx.x) * N;
   int64_t step = static_cast<int64_t>(blockDim.x) * N;
   // r depends on the block only: every thread reaches each block_reduce.
@@ -84,7 +83,7 @@ __global__ void __launch_bounds__(max_row_block)
 #pragma unroll
       for (int j = 0; j < N; ++j) m = MaxNaN{}(m, v[j]);
     }
-    m = block_reduce(m, MaxNaN{}, reinterpret_cast<C*>(scratch));
+    m = block_reduce(m, MaxNaN{}, reduce_scratch<C>());
     Acc s = cast_to<Acc>(C(0));
     for (int64_t i = first; i < n; i += step) {
       C v[N];
@@ -96,7 +95,7 @@ __global__ void __launch_bounds__(max_row_block)
         }
       }
     }
-    s = block_reduce(s, SumRounded{}, reinterpret_cast<Acc*>(scratch));
+    s = block_reduce(s, SumRounded{}, reduce_scratch<Acc>());
     C inv = C(1) / cast_to<C>(s);
     for (int64_t i = first; i < n; i += step) {
       C v[N];
