@@ -8,6 +8,7 @@
 #include "cuda/nvrtc_check.h"
 #include "kiln/backend/cuda/axis_kernels.h"
 #include "kiln/backend/cuda/elementwise_kernels.h"
+#include "kiln/backend/cuda/row_kernels.h"
 
 namespace kiln::test {
 namespace {
@@ -113,6 +114,31 @@ TEST(NvrtcHeaders, SortFamily) {
     ks.push_back(cuda::search_sorted_kernel(d));
   }
   expect_all_compile(ks);
+// Each row kernel with its sibling (warp and block per row), for every
+// dtype the row kernels take; softmax's precise variant differs only for
+// the 16-bit types.
+TEST(NvrtcHeaders, RowFamilies) {
+  for (Dtype d : floats) {
+    for (bool precise : {false, true}) {
+      expect_compiles(cuda::softmax_kernel(d, precise, true));
+    }
+    expect_compiles(cuda::norm_kernel("LayerNorm", d, false));
+    expect_compiles(cuda::norm_kernel("RMSNorm", d, true));
+    expect_compiles(cuda::rope_kernel(d));
+    expect_compiles(cuda::sdpa_kernel(d, 128)); // every width, as siblings
+  }
+  EXPECT_EQ(cuda::sdpa_kernel(float16, 80).name, "wSdpa4float16");
+  EXPECT_EQ(cuda::sdpa_kernel(float32, 32).name, "wSdpa1float32");
+  EXPECT_EQ(cuda::sdpa_kernel(float32, 33).siblings.size(), 3u);
+  // gpu_rows_test.cpp's lengths 512 and 513 sit on each side.
+  EXPECT_TRUE(cuda::row_fits_warp(512));
+  EXPECT_FALSE(cuda::row_fits_warp(513));
+  EXPECT_EQ(cuda::softmax_kernel(float32, true, true).name,
+            cuda::softmax_kernel(float32, false, true).name);
+  EXPECT_EQ(cuda::softmax_kernel(bfloat16, true, false).name,
+            "bSoftmaxPrecisebfloat16");
+  EXPECT_EQ(cuda::norm_kernel("RMSNorm", float16, true).siblings.at(0).first,
+            "bRMSNormfloat16");
 }
 
 TEST(NvrtcHeaders, ErrorsCarryTheLog) {

@@ -114,6 +114,15 @@ void copy_into(const array& src, array& dst, const Strides& dst_strides,
   launch(get_kernel(k), n, 1, args, s.index);
 }
 
+bool row_contiguous(const array& x, array& out, const Stream& s) {
+  if (x.flags().row_contiguous) {
+    out = x;
+    return true;
+  }
+  out = array::uninitialized(x.shape(), x.dtype());
+  return copy_row_major(x, out, s);
+}
+
 } // namespace kiln::cuda
 
 namespace kiln {

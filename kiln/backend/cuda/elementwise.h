@@ -35,4 +35,9 @@ bool can_copy_into(const array& src, Dtype to, const Strides& dst_strides);
 void copy_into(const array& src, array& dst, const Strides& dst_strides,
                int64_t dst_offset, const Stream& s);
 
+/** Sets out to x when x is row-contiguous, else to a row-major copy made on
+ *  stream s (what kernels that walk rows read). Returns false like
+ *  elementwise(). */
+bool row_contiguous(const array& x, array& out, const Stream& s);
+
 } // namespace kiln::cuda

@@ -13,14 +13,12 @@
 #include "kiln/primitives/creation.h"
 #include "kiln/primitives/custom.h"
 #include "kiln/primitives/elementwise.h"
-#include "kiln/primitives/fast.h"
 #include "kiln/primitives/indexing.h"
 #include "kiln/primitives/linalg.h"
 #include "kiln/primitives/random.h"
 #include "kiln/primitives/reduction.h"
 #include "kiln/primitives/shape.h"
 #include "kiln/primitives/slicing.h"
-#include "kiln/primitives/softmax.h"
 #include "kiln/primitives/sort.h"
 
 namespace kiln::cuda {
@@ -73,10 +71,6 @@ namespace kiln {
 
 KILN_GPU_FALLBACK(Compiled)
 KILN_GPU_FALLBACK(CustomTransforms)
-KILN_GPU_FALLBACK(fast::LayerNorm)
-KILN_GPU_FALLBACK(fast::RMSNorm)
-KILN_GPU_FALLBACK(fast::RoPE)
-KILN_GPU_FALLBACK(fast::ScaledDotProductAttention)
 KILN_GPU_FALLBACK(QRF)
 KILN_GPU_FALLBACK(Depends)
 KILN_GPU_FALLBACK(LUF)
@@ -96,7 +90,6 @@ KILN_GPU_FALLBACK_UNARY(RandomPermutation)
 KILN_GPU_FALLBACK_UNARY(Reduce)
 KILN_GPU_FALLBACK_UNARY(NumberOfElements)
 KILN_GPU_FALLBACK_UNARY(ArgReduce)
-KILN_GPU_FALLBACK_UNARY(Softmax)
 
 #undef KILN_GPU_FALLBACK
 #undef KILN_GPU_FALLBACK_UNARY

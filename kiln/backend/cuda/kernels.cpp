@@ -33,6 +33,7 @@ void add_aot_binary(AotTable& t);
 void add_aot_creation(AotTable& t);
 void add_aot_scan(AotTable& t);
 void add_aot_sort(AotTable& t);
+void add_aot_rows(AotTable& t);
 #endif
 
 AotTable& aot_table() {
@@ -44,6 +45,7 @@ AotTable& aot_table() {
     add_aot_creation(*t);
     add_aot_scan(*t);
     add_aot_sort(*t);
+    add_aot_rows(*t);
 #endif
     return t;
   }();
@@ -89,8 +91,8 @@ void launch_blocks(CUfunction f, int64_t blocks, int threads, void** args,
   int64_t max_blocks = int64_t(device_info().sm_count) * 64;
   blocks = std::min(blocks, max_blocks);
   KILN_CHECK_CU(driver().launch_kernel(f, static_cast<unsigned>(blocks), 1, 1,
-                                       threads, 1, 1, 0, cuda_stream(stream),
-                                       args, nullptr));
+                                       static_cast<unsigned>(threads), 1, 1, 0,
+                                       cuda_stream(stream), args, nullptr));
 }
 
 const char* device_type(Dtype dt) {

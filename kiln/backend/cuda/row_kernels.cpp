@@ -1,0 +1,116 @@
+#include "kiln/backend/cuda/row_kernels.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "kiln/backend/cuda/kernels.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+constexpr int warp_block_threads = 256;
+
+bool is_half(Dtype dt) { return dt == float16 || dt == bfloat16; }
+
+std::string include(const char* header) {
+  return std::string("#include \"kiln/backend/cuda/device/") + header + "\"\n";
+}
+
+// "N" (elements per chunk), plus ", K" (chunks per lane) for the warp
+// variant.
+std::string width_args(Dtype dt, bool warp) {
+  int n = row_vec_width(dt);
+  std::string s = std::to_string(n);
+  if (warp) s += ", " + std::to_string(row_lane_elements / n);
+  return s;
+}
+
+// The variant asked for, with the other one compiled alongside.
+JitKernel with_sibling(bool warp, const std::function<JitKernel(bool)>& make) {
+  JitKernel k = make(warp);
+  JitKernel other = make(!warp);
+  k.siblings.emplace_back(other.name, other.expression);
+  return k;
+}
+
+JitKernel softmax_one(Dtype dt, bool precise, bool warp) {
+  std::string t = device_type(dt);
+  std::string acc = precise ? "float" : t;
+  std::string op = precise ? "SoftmaxPrecise" : "Softmax";
+  std::string expr = std::string("kiln::cuda::softmax_") +
+                     (warp ? "warp" : "block") + "<" + t + ", " + acc + ", " +
+                     width_args(dt, warp) + ">";
+  return {(warp ? "w" : "b") + op + dtype_name(dt),
+          include("softmax.cuh"),
+          expr,
+          {}};
+}
+
+JitKernel norm_one(const std::string& op, Dtype dt, bool warp) {
+  std::string rms = op == "RMSNorm" ? "true" : "false";
+  std::string expr = std::string("kiln::cuda::norm_") +
+                     (warp ? "warp" : "block") + "<" + device_type(dt) + ", " +
+                     width_args(dt, warp) + ", " + rms + ">";
+  return {
+      (warp ? "w" : "b") + op + dtype_name(dt), include("norms.cuh"), expr, {}};
+}
+
+} // namespace
+
+JitKernel softmax_kernel(Dtype dt, bool precise, bool warp) {
+  bool p = precise && is_half(dt);
+  return with_sibling(warp, [&](bool w) { return softmax_one(dt, p, w); });
+}
+
+JitKernel norm_kernel(const std::string& op, Dtype dt, bool warp) {
+  return with_sibling(warp, [&](bool w) { return norm_one(op, dt, w); });
+}
+
+JitKernel rope_kernel(Dtype dt) {
+  return {"vRoPE" + dtype_name(dt),
+          include("rope.cuh"),
+          std::string("kiln::cuda::rope<") + device_type(dt) + ">",
+          {}};
+}
+
+int sdpa_width(int64_t head_dim) {
+  int w = 1;
+  while (w * 32 < head_dim) w *= 2;
+  return w;
+}
+
+JitKernel sdpa_kernel(Dtype dt, int64_t head_dim) {
+  auto one = [&](int w) {
+    return JitKernel{"wSdpa" + std::to_string(w) + dtype_name(dt),
+                     include("sdpa.cuh"),
+                     std::string("kiln::cuda::sdpa_warp<") + device_type(dt) +
+                         ", " + std::to_string(w) + ">",
+                     {}};
+  };
+  int width = sdpa_width(head_dim);
+  JitKernel k = one(width);
+  for (int w = 1; w <= sdpa_max_width; w *= 2) {
+    if (w == width) continue;
+    JitKernel s = one(w);
+    k.siblings.emplace_back(s.name, s.expression);
+  }
+  return k;
+}
+
+void launch_rows(CUfunction f, bool warp, int64_t rows, int64_t n, Dtype dt,
+                 void** args, int stream) {
+  if (warp) {
+    int64_t rows_per_block = warp_block_threads / 32;
+    launch_blocks(f, (rows + rows_per_block - 1) / rows_per_block,
+                  warp_block_threads, args, stream);
+  } else {
+    int64_t chunks = (n + row_vec_width(dt) - 1) / row_vec_width(dt);
+    // At most device/rows.cuh's max_row_block, the kernels' launch bound.
+    int threads =
+        static_cast<int>(std::min<int64_t>(1024, (chunks + 31) / 32 * 32));
+    launch_blocks(f, rows, threads, args, stream);
+  }
+}
+
+} // namespace kiln::cuda
