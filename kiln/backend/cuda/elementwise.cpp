@@ -9,34 +9,13 @@
 #include "kiln/backend/cuda/elementwise_kernels.h"
 #include "kiln/backend/cuda/fallback.h"
 #include "kiln/backend/cuda/kernels.h"
+#include "kiln/backend/cuda/strided_params.h"
 #include "kiln/primitives/elementwise.h"
 #include "kiln/primitives/shape.h"
 
 namespace kiln::cuda {
 
 namespace {
-
-// Host twin of device/utils.cuh's Strided<K>: same members, same order.
-constexpr int max_ndim = 10;
-template <size_t K>
-struct Strided {
-  int ndim;
-  int32_t shape[max_ndim];
-  int64_t strides[K][max_ndim];
-};
-
-template <size_t K>
-bool collapsed(const Shape& shape, std::array<Strides, K> strides,
-               Strided<K>& out) {
-  Shape s = detail::collapse_dims(shape, strides);
-  if (s.size() > static_cast<size_t>(max_ndim)) return false;
-  out.ndim = static_cast<int>(s.size());
-  for (size_t d = 0; d < s.size(); ++d) {
-    out.shape[d] = s[d];
-    for (size_t k = 0; k < K; ++k) out.strides[k][d] = strides[k][d];
-  }
-  return true;
-}
 
 template <size_t N>
 bool run(const std::string& op, const std::array<const array*, N>& in,

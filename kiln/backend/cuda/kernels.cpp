@@ -30,6 +30,7 @@ std::unordered_map<std::string, CUfunction>& aot_functions() {
 // Defined by the aot_*.cu files, which the JIT build does not compile.
 void add_aot_unary(AotTable& t);
 void add_aot_binary(AotTable& t);
+void add_aot_reduce(AotTable& t);
 #endif
 
 AotTable& aot_table() {
@@ -38,6 +39,7 @@ AotTable& aot_table() {
 #if KILN_HAS_CUDA_AOT
     add_aot_unary(*t);
     add_aot_binary(*t);
+    add_aot_reduce(*t);
 #endif
     return t;
   }();
@@ -79,6 +81,15 @@ void launch(CUfunction f, int64_t n, int per_thread, void** args,
   KILN_CHECK_CU(driver().launch_kernel(f, static_cast<unsigned>(blocks), 1, 1,
                                block_size, 1, 1, 0, cuda_stream(stream), args,
                                nullptr));
+}
+
+void launch_blocks(CUfunction f, int64_t blocks, int bx, int by, void** args,
+                   int stream) {
+  if (blocks <= 0) return;
+  set_current_device();
+  KILN_CHECK_CU(driver().launch_kernel(f, static_cast<unsigned>(blocks), 1, 1,
+                                       bx, by, 1, 0, cuda_stream(stream),
+                                       args, nullptr));
 }
 
 const char* device_type(Dtype dt) {
