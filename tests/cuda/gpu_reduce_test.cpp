@@ -82,16 +82,23 @@ double tolerance_for(const std::string& op, Dtype dt, int64_t n_reduced) {
       op == "all" || op == "any") {
     return 0;
   }
-  if (dt == float32) return 1e-6 * std::max<double>(1, std::sqrt(n_reduced));
+  if (dt == float32) return 2e-6 * std::max<double>(1, std::sqrt(n_reduced));
   return tolerance(dt);
 }
 
+// float32 sums and products compare with the CPU computing in float64 and
+// rounding once: the CPU's float32 column loop adds sequentially, with an
+// error growing with the length that the GPU's tree does not share.
 ::testing::AssertionResult same_reduction(const ReduceCase& c,
                                           const array& x,
                                           const std::vector<int>& axes,
                                           bool keepdims, double tol) {
+  std::string op = c.name;
+  bool widen = x.dtype() == float32 && (op == "sum" || op == "prod");
   auto fn = [&](const std::vector<array>& v, Device d) {
-    return c.fn(v[0], axes, keepdims, d);
+    if (!widen || d == Device::gpu) return c.fn(v[0], axes, keepdims, d);
+    return astype(c.fn(astype(v[0], float64, d), axes, keepdims, d), float32,
+                  d);
   };
   return same_on_devices(fn, {x}, tol);
 }

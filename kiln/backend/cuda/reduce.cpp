@@ -128,7 +128,8 @@ void row_reduce(const std::string& op, const array& in, array& out,
   b.len = b.chunk = a.splits;
   b.stride = 1;
   b.n_outer = 1;
-  to_strided(Shape{static_cast<int32_t>(a.n_out)}, {Strides{a.splits}}, b.kept);
+  to_strided(Shape{static_cast<int32_t>(a.n_out)},
+             std::array<Strides, 1>{Strides{a.splits}}, b.kept);
   b.outer.ndim = 0;
   row_pass(op, acc, out.dtype(), part.raw_data_ptr(), out.raw_data_ptr(), b,
            false, s.index);
