@@ -309,13 +309,26 @@ __global__ void col_reduce(const In* __restrict__ in, Out* __restrict__ out,
       int64_t begin = c * chunk;
       int64_t end = n_red - begin < chunk ? n_red : begin + chunk;
       int64_t i = begin + y;
-      if (i < end) {
+      const int64_t step = blockDim.y;
+      if (outer.ndim == 0) {
+        // One reduced run (offset i * stride), the common case: four loads
+        // in flight per thread before they are combined.
+        for (; i + 3 * step < end; i += 4 * step) {
+          In x0 = p[i * stride], x1 = p[(i + step) * stride];
+          In x2 = p[(i + 2 * step) * stride], x3 = p[(i + 3 * step) * stride];
+          acc = Op{}(acc, cast_to<A>(x0));
+          acc = Op{}(acc, cast_to<A>(x1));
+          acc = Op{}(acc, cast_to<A>(x2));
+          acc = Op{}(acc, cast_to<A>(x3));
+        }
+        for (; i < end; i += step) acc = Op{}(acc, cast_to<A>(p[i * stride]));
+      } else if (i < end) {
         // Walk i as (q, r), recomputing the outer offset only when q moves.
         int64_t q = i / len, r = i - q * len, qoff[1];
         strided_offsets(static_cast<IdxT>(q), outer, qoff);
-        for (; i < end; i += blockDim.y) {
+        for (; i < end; i += step) {
           acc = Op{}(acc, cast_to<A>(p[qoff[0] + r * stride]));
-          r += blockDim.y;
+          r += step;
           if (r >= len) {
             q += r / len;
             r %= len;
