@@ -237,13 +237,14 @@ TEST_F(GpuReduce, EmptyReductionsGiveTheIdentity) {
 array with_nans(const Shape& shape, Dtype dt) {
   array x = random_array(shape, float64);
   std::vector<double> v = to_doubles(x);
-  // A NaN in some rows only (rows 1, 4, 7...), two in row 4.
-  int cols = shape.back();
-  for (size_t r = 1; r * cols < v.size(); r += 3) v[r * cols + (r * 7) % cols] =
-      std::numeric_limits<double>::quiet_NaN();
-  if (v.size() > static_cast<size_t>(4 * cols + 2)) {
-    v[4 * cols + 1] = std::numeric_limits<double>::quiet_NaN();
+  // A NaN in some rows only (rows 1, 4, 7...), two in row 4; so some
+  // columns hold one or more NaNs too.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  size_t cols = shape.back();
+  for (size_t r = 1; r * cols < v.size(); r += 3) {
+    v[r * cols + (r * 7) % cols] = nan;
   }
+  if (v.size() > 4 * cols + 2) v[4 * cols + 1] = nan;
   return astype(array(v, shape, float64), dt);
 }
 
