@@ -114,6 +114,8 @@ TEST(NvrtcHeaders, SortFamily) {
     ks.push_back(cuda::search_sorted_kernel(d));
   }
   expect_all_compile(ks);
+}
+
 // Each row kernel with its sibling (warp and block per row), for every
 // dtype the row kernels take; softmax's precise variant differs only for
 // the 16-bit types.

@@ -10,7 +10,7 @@
 #include <limits>
 #include <memory>
 
-#include "kiln/backend/common/strided.h"
+#include "kiln/backend/common/reduce_layout.h"
 #include "kiln/backend/cpu/elementwise.h"
 #include "kiln/primitives/reduction.h"
 
@@ -145,15 +145,11 @@ void reduce(const array& in, array& out, const std::vector<int>& axes, Op op) {
   size_t n_out = out.size();
   if (n_out == 0) return;
 
-  Shape kshape, rshape;
-  std::array<Strides, 1> kst, rst;
-  for (int d = 0; d < static_cast<int>(in.ndim()); ++d) {
-    bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
-    (reduced ? rshape : kshape).push_back(in.shape(d));
-    (reduced ? rst[0] : kst[0]).push_back(in.strides()[d]);
-  }
-  kshape = detail::collapse_dims(kshape, kst);
-  rshape = detail::collapse_dims(rshape, rst);
+  detail::ReduceLayout lay = detail::reduce_layout(in, axes);
+  const Shape& kshape = lay.kept_shape;
+  const Shape& rshape = lay.reduced_shape;
+  const auto& kst = lay.kept_strides;
+  const auto& rst = lay.reduced_strides;
   size_t n_red = in.size() / n_out;
   auto finish = [](W w) { return cast_to<Out>(static_cast<A>(w)); };
 

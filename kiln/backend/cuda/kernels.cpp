@@ -34,6 +34,7 @@ void add_aot_creation(AotTable& t);
 void add_aot_scan(AotTable& t);
 void add_aot_sort(AotTable& t);
 void add_aot_rows(AotTable& t);
+void add_aot_reduce(AotTable& t);
 #endif
 
 AotTable& aot_table() {
@@ -46,6 +47,7 @@ AotTable& aot_table() {
     add_aot_scan(*t);
     add_aot_sort(*t);
     add_aot_rows(*t);
+    add_aot_reduce(*t);
 #endif
     return t;
   }();
@@ -93,6 +95,16 @@ void launch_blocks(CUfunction f, int64_t blocks, int threads, void** args,
   KILN_CHECK_CU(driver().launch_kernel(f, static_cast<unsigned>(blocks), 1, 1,
                                        static_cast<unsigned>(threads), 1, 1, 0,
                                        cuda_stream(stream), args, nullptr));
+}
+
+void launch_blocks(CUfunction f, int64_t blocks, int bx, int by, void** args,
+                   int stream) {
+  if (blocks <= 0) return;
+  set_current_device();
+  // Exactly `blocks` blocks: these kernels map blocks to their work.
+  KILN_CHECK_CU(driver().launch_kernel(f, static_cast<unsigned>(blocks), 1, 1,
+                                       bx, by, 1, 0, cuda_stream(stream),
+                                       args, nullptr));
 }
 
 const char* device_type(Dtype dt) {

@@ -36,6 +36,11 @@ void launch(CUfunction f, int64_t n, int per_thread, void** args,
 void launch_blocks(CUfunction f, int64_t blocks, int threads, void** args,
                    int stream);
 
+/** Launches f on a grid of `blocks` blocks of (bx, by) threads; for kernels
+ *  that choose their own shape (reductions). */
+void launch_blocks(CUfunction f, int64_t blocks, int bx, int by, void** args,
+                   int stream);
+
 /** The device type spelled for instantiation expressions ("float",
  *  "__nv_bfloat16", "long long", ...). */
 const char* device_type(Dtype dt);

@@ -21,20 +21,28 @@ struct Strided {
   int64_t strides[K][max_ndim];
 };
 
+/** Fills out from an already collapsed shape; false when it has more
+ *  dimensions than the kernels take. */
+template <size_t K>
+bool to_strided(const Shape& shape, const std::array<Strides, K>& strides,
+                Strided<K>& out) {
+  if (shape.size() > static_cast<size_t>(max_ndim)) return false;
+  out = {};
+  out.ndim = static_cast<int>(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) {
+    out.shape[d] = shape[d];
+    for (size_t k = 0; k < K; ++k) out.strides[k][d] = strides[k][d];
+  }
+  return true;
+}
+
 /** Collapses shape and the K operands' strides into out; false when more
  *  than max_ndim dimensions remain. */
 template <size_t K>
 bool collapsed(const Shape& shape, std::array<Strides, K> strides,
                Strided<K>& out) {
   Shape s = detail::collapse_dims(shape, strides);
-  if (s.size() > static_cast<size_t>(max_ndim)) return false;
-  out = {};
-  out.ndim = static_cast<int>(s.size());
-  for (size_t d = 0; d < s.size(); ++d) {
-    out.shape[d] = s[d];
-    for (size_t k = 0; k < K; ++k) out.strides[k][d] = strides[k][d];
-  }
-  return true;
+  return to_strided(s, strides, out);
 }
 
 /** The lines of a non-empty array along one axis, numbered row-major over
