@@ -9,21 +9,13 @@
 #include "kiln/backend/cuda/elementwise_kernels.h"
 #include "kiln/backend/cuda/fallback.h"
 #include "kiln/backend/cuda/kernels.h"
+#include "kiln/backend/cuda/strided.h"
 #include "kiln/primitives/elementwise.h"
 #include "kiln/primitives/shape.h"
 
 namespace kiln::cuda {
 
 namespace {
-
-// Host twin of device/utils.cuh's Strided<K>: same members, same order.
-constexpr int max_ndim = 10;
-template <size_t K>
-struct Strided {
-  int ndim;
-  int32_t shape[max_ndim];
-  int64_t strides[K][max_ndim];
-};
 
 template <size_t K>
 bool collapsed(const Shape& shape, std::array<Strides, K> strides,
