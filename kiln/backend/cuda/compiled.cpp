@@ -69,8 +69,9 @@ FusedLaunch kernel_for(const Compiled& c,
   // Fused kernels are always JIT (never in the AOT table); jit_function
   // compiles each name once, also under concurrent first use.
   CUfunction f = jit_function(fused_kernel(spec, large));
-  int per_thread =
-      spec.contiguous ? fused_vec_width(spec) * fused_vectors_per_thread : 1;
+  int per_thread = spec.contiguous ? fused_vec_width(spec) *
+                                         fused_vectors_per_thread(spec)
+                                   : 1;
   std::lock_guard<std::mutex> lock(region_kernels_mutex());
   auto& slot = c.backend_cache();
   if (!slot) slot = std::make_shared<RegionKernels>();

@@ -178,7 +178,7 @@ void emit_contiguous(std::string& s, const JitKernelSpec& spec) {
   auto& ops = spec.region->ops();
   auto& outs = spec.region->outputs();
   std::string N = std::to_string(fused_vec_width(spec));
-  std::string U = std::to_string(fused_vectors_per_thread);
+  std::string U = std::to_string(fused_vectors_per_thread(spec));
   auto vec_of = [&](Dtype d) {
     return "Vec<" + std::string(device_type(d)) + ", N>";
   };
@@ -289,6 +289,10 @@ int fused_vec_width(const JitKernelSpec& spec) {
     widest = std::max<int>(widest, spec.region->ops()[o].dtype.size);
   }
   return 16 / widest;
+}
+
+int fused_vectors_per_thread(const JitKernelSpec& spec) {
+  return fused_vec_width(spec) <= 4 ? 2 : 1;
 }
 
 JitKernel fused_kernel(const JitKernelSpec& spec, bool large) {

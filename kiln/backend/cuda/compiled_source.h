@@ -14,9 +14,11 @@ namespace kiln::cuda {
  *  widest array operand). */
 int fused_vec_width(const detail::JitKernelSpec& spec);
 
-/** Vectors each thread of the contiguous kernel loads before computing
- *  (several 16-byte loads in flight, few enough to keep compiles short). */
-inline constexpr int fused_vectors_per_thread = 2;
+/** Vectors each thread of the contiguous kernel loads before computing:
+ *  two (more 16-byte loads in flight) while that is at most 8 elements. The
+ *  region's code is inlined once per element, and NVRTC's time grows with
+ *  the copies. */
+int fused_vectors_per_thread(const detail::JitKernelSpec& spec);
 
 /** The kernel for spec (contiguous, or strided with 64-bit indices when
  *  large). Parameters, in order: one pointer per non-constant input, one per
