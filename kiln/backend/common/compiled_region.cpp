@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "kiln/backend/common/jit_disk.h"
+#include "kiln/backend/common/strided.h"
 
 namespace kiln::detail {
 
@@ -17,37 +18,6 @@ Strides region_strides(const array& in, const Shape& shape) {
     if (in.shape()[i] != 1) st[off + i] = in.strides()[i];
   }
   return st;
-}
-
-// Merges dimensions every operand walks contiguously; drops size-1 ones.
-Shape collapse(const Shape& shape, std::vector<Strides>& st) {
-  Shape out;
-  std::vector<Strides> ost(st.size());
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 1) continue;
-    bool merge = !out.empty();
-    for (size_t k = 0; k < st.size() && merge; ++k) {
-      merge = ost[k].back() == st[k][i] * shape[i];
-    }
-    for (size_t k = 0; k < st.size(); ++k) {
-      if (merge) {
-        ost[k].back() = st[k][i];
-      } else {
-        ost[k].push_back(st[k][i]);
-      }
-    }
-    if (merge) {
-      out.back() *= shape[i];
-    } else {
-      out.push_back(shape[i]);
-    }
-  }
-  if (out.empty()) {
-    out.push_back(1);
-    for (auto& s : ost) s.push_back(0);
-  }
-  st = std::move(ost);
-  return out;
 }
 
 } // namespace
@@ -191,7 +161,7 @@ CompiledLayout compiled_layout(const Compiled& c,
     for (size_t k = 0; k < inputs.size(); ++k) {
       if (spec.roles[k] != JitRole::strided) l.strides[k].assign(shape.size(), 0);
     }
-    l.shape = collapse(shape, l.strides);
+    l.shape = collapse_dims(shape, l.strides);
     return l;
   }
   // Flat: outputs take the shared layout (all scalars: one element).
