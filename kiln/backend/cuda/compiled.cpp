@@ -2,7 +2,8 @@
 // its layout variant (compiled_source.h). The layout decision is the CPU's
 // (backend/common/compiled_region.h), so outputs get the same strides and
 // data size on both devices. Regions the generator cannot take (complex64,
-// more than max_ndim dimensions after collapsing) run on the CPU.
+// more than max_ndim dimensions after collapsing, more than
+// max_strided_inputs strided inputs) run on the CPU.
 #include <climits>
 #include <memory>
 #include <mutex>
@@ -54,9 +55,8 @@ std::string signature(const detail::JitKernelSpec& spec, bool large) {
   return sig;
 }
 
-FusedLaunch kernel_for(const Compiled& c,
-                                         const detail::JitKernelSpec& spec,
-                                         bool large) {
+FusedLaunch kernel_for(const Compiled& c, const detail::JitKernelSpec& spec,
+                       bool large) {
   std::string sig = signature(spec, large);
   {
     std::lock_guard<std::mutex> lock(region_kernels_mutex());
@@ -76,12 +76,12 @@ FusedLaunch kernel_for(const Compiled& c,
   auto& slot = c.backend_cache();
   if (!slot) slot = std::make_shared<RegionKernels>();
   auto& variants = static_cast<RegionKernels*>(slot.get())->variants;
-  FusedLaunch launch{f, per_thread};
+  FusedLaunch made{f, per_thread};
   for (auto& v : variants) {
-    if (v.first == sig) return launch; // another thread got here first
+    if (v.first == sig) return made; // another thread got here first
   }
-  variants.emplace_back(std::move(sig), launch);
-  return launch;
+  variants.emplace_back(std::move(sig), made);
+  return made;
 }
 
 /** Runs the region on the GPU; false when it must run on the CPU. */
