@@ -51,6 +51,11 @@ class Compiled : public Primitive {
     return constants_;
   }
 
+  /** State a backend keeps with the region across calls (the GPU's compiled
+   *  kernels per layout variant, so a repeated call builds no key or source).
+   *  Only the backend that sets it reads it, under its own lock. */
+  std::shared_ptr<void>& backend_cache() const { return backend_cache_; }
+
   /** Rebuild the region's outputs from basic ops on these inputs (used by
    *  the transformations and as the fallback when no compiler exists). */
   std::vector<array> unfused(const std::vector<array>& inputs) const;
@@ -59,6 +64,7 @@ class Compiled : public Primitive {
   const std::vector<FusedOp> ops_;
   const std::vector<int> outputs_;
   const std::vector<std::optional<FusedConstant>> constants_;
+  mutable std::shared_ptr<void> backend_cache_;
 };
 
 } // namespace kiln

@@ -10,12 +10,15 @@
 namespace kiln::detail {
 
 /** Merge adjacent dimensions that every operand walks contiguously, and drop
- *  size-1 dimensions. Returns the new shape; strides are rewritten in place.
- *  A 0-d or all-ones shape becomes {1} with strides {0}. */
-template <size_t K>
-Shape collapse_dims(const Shape& shape, std::array<Strides, K>& strides) {
+ *  size-1 dimensions. Returns the new shape; strides (a std::array or a
+ *  std::vector of Strides, one per operand) are rewritten in place. A 0-d or
+ *  all-ones shape becomes {1} with strides {0}. */
+template <typename StridesList>
+Shape collapse_dims(const Shape& shape, StridesList& strides) {
+  const size_t K = strides.size();
   Shape out_shape;
-  std::array<Strides, K> out_strides;
+  StridesList out_strides = strides;
+  for (auto& s : out_strides) s.clear();
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 1) continue;
     bool merge = !out_shape.empty();

@@ -33,48 +33,6 @@ std::atomic<bool>& compile_check_flag() {
 /** Elements per chunk below which a fused loop runs on one thread. */
 constexpr size_t jit_grain = 1 << 14;
 
-// Strides of in viewed at the region's shape (a broadcast view).
-Strides region_strides(const array& in, const Shape& shape) {
-  if (in.shape() == shape) return in.strides();
-  Strides st(shape.size(), 0);
-  size_t off = shape.size() - in.ndim();
-  for (size_t i = 0; i < in.ndim(); ++i) {
-    if (in.shape()[i] != 1) st[off + i] = in.strides()[i];
-  }
-  return st;
-}
-
-// Merges dimensions every operand walks contiguously; drops size-1 ones.
-Shape collapse(const Shape& shape, std::vector<Strides>& st) {
-  Shape out;
-  std::vector<Strides> ost(st.size());
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 1) continue;
-    bool merge = !out.empty();
-    for (size_t k = 0; k < st.size() && merge; ++k) {
-      merge = ost[k].back() == st[k][i] * shape[i];
-    }
-    for (size_t k = 0; k < st.size(); ++k) {
-      if (merge) {
-        ost[k].back() = st[k][i];
-      } else {
-        ost[k].push_back(st[k][i]);
-      }
-    }
-    if (merge) {
-      out.back() *= shape[i];
-    } else {
-      out.push_back(shape[i]);
-    }
-  }
-  if (out.empty()) {
-    out.push_back(1);
-    for (auto& s : ost) s.push_back(0);
-  }
-  st = std::move(ost);
-  return out;
-}
-
 // Runs the region through a generated kernel; false when none is available.
 bool eval_jit(const Compiled& c, const std::vector<array>& inputs,
               std::vector<array>& outputs) {
@@ -84,55 +42,15 @@ bool eval_jit(const Compiled& c, const std::vector<array>& inputs,
     return true;
   }
   auto& constants = c.constants();
-  detail::JitKernelSpec spec{&c, {}, {}, true};
-  std::vector<Strides> st(inputs.size());
-  int layout = -1;      // first non-scalar input: the flat layout
-  int first_array = -1; // first input that is not a baked constant
-  Layout common{1, {true, true, true}};
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    spec.input_dtypes.push_back(inputs[k].dtype());
-    if (constants[k]) {
-      spec.roles.push_back(JitRole::constant);
-      continue;
-    }
-    if (first_array < 0) first_array = static_cast<int>(k);
-    st[k] = region_strides(inputs[k], shape);
-    Layout l = inputs[k].shape() == shape
-                   ? Layout{inputs[k].data_size(), inputs[k].flags()}
-                   : layout_of(shape, st[k]);
-    if (l.data_size == 1) {
-      spec.roles.push_back(JitRole::scalar);
-      continue;
-    }
-    spec.roles.push_back(JitRole::vector);
-    if (!l.flags.contiguous) {
-      spec.contiguous = false;
-    } else if (layout < 0) {
-      layout = static_cast<int>(k);
-      common = l;
-    } else if (st[k] != st[layout] || l.data_size != common.data_size) {
-      spec.contiguous = false;
-    }
-  }
-  if (!spec.contiguous) {
-    for (auto& r : spec.roles) {
-      if (r == JitRole::vector) r = JitRole::strided;
-    }
-  }
+  detail::CompiledLayout lay = detail::compiled_layout(c, inputs, shape);
+  const detail::JitKernelSpec& spec = lay.spec;
   if (!detail::jit_supports(spec)) return false;
-
-  // Collapse before building, so a region too deep for the kernel's index
-  // array falls back without compiling anything.
-  Shape cshape;
-  std::vector<Strides> cst;
-  if (!spec.contiguous) {
-    cst = st;
-    cst.push_back(row_major_strides(shape)); // outputs, kept row-major
-    for (size_t k = 0; k < inputs.size(); ++k) {
-      if (spec.roles[k] != JitRole::strided) cst[k].assign(shape.size(), 0);
-    }
-    cshape = collapse(shape, cst);
-    if (cshape.size() > static_cast<size_t>(detail::jit_max_dims)) return false;
+  // A region too deep for the kernel's index array falls back without
+  // compiling anything.
+  const Shape& cshape = lay.shape;
+  if (!spec.contiguous &&
+      cshape.size() > static_cast<size_t>(detail::jit_max_dims)) {
+    return false;
   }
   detail::JitKernel fn = detail::jit_kernel(spec);
   if (!fn) return false;
@@ -151,7 +69,8 @@ bool eval_jit(const Compiled& c, const std::vector<array>& inputs,
     std::vector<int64_t> dims(cshape.begin(), cshape.end());
     std::vector<int64_t> strides;
     for (size_t k = 0; k < inputs.size(); ++k) {
-      strides.insert(strides.end(), cst[k].begin(), cst[k].end());
+      strides.insert(strides.end(), lay.strides[k].begin(),
+                     lay.strides[k].end());
     }
     int64_t inner = dims.back();
     size_t rows = outputs[0].size() / static_cast<size_t>(inner);
@@ -163,13 +82,10 @@ bool eval_jit(const Compiled& c, const std::vector<array>& inputs,
     return true;
   }
 
-  // Flat: outputs take the shared layout (all scalars: one element).
-  if (layout < 0) layout = first_array;
-  Strides ostr = layout >= 0 ? st[layout] : Strides(shape.size(), 0);
-  if (layout < 0 || spec.roles[layout] == JitRole::scalar) {
-    common = layout_of(shape, ostr);
-    common.data_size = 1;
-  }
+  // Flat: outputs take the shared layout.
+  int layout = lay.layout_input;
+  const Strides& ostr = lay.out_strides;
+  const Layout& common = lay.flat;
   std::vector<bool> donated(inputs.size(), false);
   for (auto& o : outputs) {
     bool done = false;

@@ -10,25 +10,6 @@ namespace kiln::detail {
 
 namespace {
 
-const char* code(Dtype d) {
-  switch (d.val) {
-    case Dtype::Val::bool_: return "b";
-    case Dtype::Val::uint8: return "u8";
-    case Dtype::Val::uint16: return "u16";
-    case Dtype::Val::uint32: return "u32";
-    case Dtype::Val::uint64: return "u64";
-    case Dtype::Val::int8: return "i8";
-    case Dtype::Val::int16: return "i16";
-    case Dtype::Val::int32: return "i32";
-    case Dtype::Val::int64: return "i64";
-    case Dtype::Val::float16: return "f16";
-    case Dtype::Val::float32: return "f32";
-    case Dtype::Val::float64: return "f64";
-    case Dtype::Val::bfloat16: return "bf16";
-    default: return "c64";
-  }
-}
-
 bool is_half(Dtype d) { return d == float16 || d == bfloat16; }
 
 // The C type an element is stored as.
@@ -155,80 +136,6 @@ void emit_ops(std::ostringstream& os, const JitKernelSpec& spec,
 }
 
 } // namespace
-
-bool jit_supports(const JitKernelSpec& spec) {
-  for (auto d : spec.input_dtypes) {
-    if (d == complex64) return false;
-  }
-  for (auto& op : spec.region->ops()) {
-    if (op.dtype == complex64) return false;
-    auto k = op.primitive->fusion_kind();
-    if (k != FusionKind::unary && k != FusionKind::binary &&
-        k != FusionKind::ternary && k != FusionKind::cast) {
-      return false;
-    }
-  }
-  return true;
-}
-
-std::string jit_kernel_key(const JitKernelSpec& spec) {
-  // Built on every evaluation of a region, so plain appends, no streams.
-  std::string key;
-  key.reserve(32 + 24 * spec.region->ops().size());
-  key += spec.contiguous ? "contiguous|" : "strided|";
-  auto& constants = spec.region->constants();
-  char buf[24];
-  for (size_t k = 0; k < spec.input_dtypes.size(); ++k) {
-    key += code(spec.input_dtypes[k]);
-    key += static_cast<char>(spec.roles[k]);
-    if (spec.roles[k] == JitRole::constant) {
-      std::snprintf(buf, sizeof(buf), "%llx",
-                    static_cast<unsigned long long>(constants[k]->bits));
-      key += buf;
-    }
-    key += ',';
-  }
-  key += '|';
-  // Fusable primitives have no parameters besides the output dtype (AsType's
-  // target), and the generated code calls them by name.
-  for (auto& op : spec.region->ops()) {
-    key += op.primitive->name();
-    key += ':';
-    key += code(op.dtype);
-    key += '(';
-    for (size_t k = 0; k < op.args.size(); ++k) {
-      if (k) key += ',';
-      key += std::to_string(op.args[k]);
-    }
-    key += ");";
-  }
-  key += '|';
-  for (int o : spec.region->outputs()) {
-    key += std::to_string(o);
-    key += ',';
-  }
-  return key;
-}
-
-std::string jit_kernel_symbol(const JitKernelSpec& spec,
-                              const std::string& key) {
-  std::string s = "kiln";
-  for (auto& op : spec.region->ops()) {
-    if (s.size() > 48) {
-      s += "_etc";
-      break;
-    }
-    s += "_";
-    s += op.primitive->name();
-  }
-  auto& ops = spec.region->ops();
-  s += std::string("_") + code(ops[spec.region->outputs()[0]].dtype);
-  s += spec.contiguous ? "_c_" : "_g_";
-  char buf[20];
-  std::snprintf(buf, sizeof(buf), "%016llx",
-                static_cast<unsigned long long>(jit_hash(key)));
-  return s + buf;
-}
 
 std::string jit_kernel_source(const JitKernelSpec& spec, const std::string& key,
                               const std::string& symbol) {

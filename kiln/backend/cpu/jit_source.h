@@ -7,26 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "kiln/backend/common/compiled_region.h"
 #include "kiln/backend/common/jit_disk.h"
-#include "kiln/primitives/compiled.h"
 
 namespace kiln::detail {
-
-/** How a kernel reads one external input. */
-enum class JitRole : char {
-  constant = 'k', // baked into the source as a literal
-  scalar = 's',   // one element, read once
-  vector = 'v',   // contiguous kernel: element i
-  strided = 'g',  // strided kernel: through its strides
-};
-
-/** Everything a kernel's code depends on. */
-struct JitKernelSpec {
-  const Compiled* region;
-  std::vector<Dtype> input_dtypes;
-  std::vector<JitRole> roles;
-  bool contiguous; // flat loop over data_size, else collapsed strided loop
-};
 
 /** Signature of every generated kernel. Contiguous kernels run elements
  *  [begin, end) and ignore shape/strides; strided kernels run rows [begin,
@@ -38,17 +22,6 @@ using JitKernel = void (*)(const void* const* in, void* const* out,
 
 /** Strided kernels keep one index per collapsed dimension on the stack. */
 inline constexpr int jit_max_dims = 32;
-
-/** The cache key: roles, dtypes, constants' bits, each op's primitive,
- *  dtype and arguments, and the outputs, spelled out. */
-std::string jit_kernel_key(const JitKernelSpec& spec);
-
-/** A C identifier for the kernel: readable op names and a hash of the key. */
-std::string jit_kernel_symbol(const JitKernelSpec& spec,
-                              const std::string& key);
-
-/** Whether the JIT can generate this region (real dtypes, known ops). */
-bool jit_supports(const JitKernelSpec& spec);
 
 /** The kernel function's source (without the prelude and functors). */
 std::string jit_kernel_source(const JitKernelSpec& spec, const std::string& key,

@@ -8,7 +8,6 @@
 #include <set>
 #include <string>
 
-#include "kiln/primitives/compiled.h"
 #include "kiln/primitives/conv.h"
 #include "kiln/primitives/creation.h"
 #include "kiln/primitives/custom.h"
@@ -69,7 +68,6 @@ namespace kiln {
     cuda::eval_on_cpu(*this, in, out);                                \
   }
 
-KILN_GPU_FALLBACK(Compiled)
 KILN_GPU_FALLBACK(CustomTransforms)
 KILN_GPU_FALLBACK(QRF)
 KILN_GPU_FALLBACK(Depends)

@@ -4,8 +4,16 @@
 // compile these very bytes. Device headers only: no host std headers.
 #pragma once
 
+// Fused kernels without 16-bit floats define KILN_DEVICE_NO_HALF before
+// including: the fp16/bf16 headers are most of NVRTC's parse time for a
+// small kernel. Declared-only stand-ins keep the type tests below valid.
+#ifdef KILN_DEVICE_NO_HALF
+struct __half;
+struct __nv_bfloat16;
+#else
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#endif
 
 #include "kiln/backend/cuda/device/traits.cuh"
 
@@ -46,6 +54,7 @@ __device__ __forceinline__ To cast_to(From v) {
     }
   } else if constexpr (is_half_v<From>) {
     return static_cast<To>(static_cast<float>(v));
+#ifndef KILN_DEVICE_NO_HALF
   } else if constexpr (is_same_v<To, __half>) {
     if constexpr (is_same_v<From, double>) {
       return __double2half(v);
@@ -58,6 +67,7 @@ __device__ __forceinline__ To cast_to(From v) {
     } else {
       return __float2bfloat16_rn(static_cast<float>(v));
     }
+#endif
   } else {
     return static_cast<To>(v);
   }

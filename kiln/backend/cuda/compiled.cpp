@@ -1,0 +1,163 @@
+// Compiled::eval_gpu: a fused region runs as one NVRTC kernel generated for
+// its layout variant (compiled_source.h). The layout decision is the CPU's
+// (backend/common/compiled_region.h), so outputs get the same strides and
+// data size on both devices. Regions the generator cannot take (complex64,
+// more than max_ndim dimensions after collapsing, more than
+// max_strided_inputs strided inputs) run on the CPU.
+#include <climits>
+#include <memory>
+#include <mutex>
+
+#include "kiln/backend/cuda/buffer.h"
+#include "kiln/backend/cuda/compiled_source.h"
+#include "kiln/backend/cuda/fallback.h"
+#include "kiln/backend/cuda/kernels.h"
+#include "kiln/backend/cuda/strided.h"
+#include "kiln/primitives/compiled.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+using detail::JitRole;
+
+/** Strided inputs a generated kernel takes (the fuse stage allows 24
+ *  external inputs; a region with more falls back). */
+constexpr size_t max_strided_inputs = 32;
+
+/** What a launch needs. */
+struct FusedLaunch {
+  CUfunction f;
+  int per_thread; // elements per thread access
+};
+
+/** A region's kernels on this GPU, one per variant met so far, by signature
+ *  (each input's dtype and role, the index width). Kept with the Compiled
+ *  primitive, so a repeated call does a short comparison instead of building
+ *  a key and source. */
+struct RegionKernels {
+  std::vector<std::pair<std::string, FusedLaunch>> variants;
+};
+
+std::mutex& region_kernels_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::string signature(const detail::JitKernelSpec& spec, bool large) {
+  std::string sig;
+  sig.reserve(2 * spec.roles.size() + 1);
+  for (size_t k = 0; k < spec.roles.size(); ++k) {
+    sig += static_cast<char>(spec.input_dtypes[k].val);
+    sig += static_cast<char>(spec.roles[k]);
+  }
+  sig += large ? 'L' : 's';
+  return sig;
+}
+
+FusedLaunch kernel_for(const Compiled& c, const detail::JitKernelSpec& spec,
+                       bool large) {
+  std::string sig = signature(spec, large);
+  {
+    std::lock_guard<std::mutex> lock(region_kernels_mutex());
+    if (auto* rk = static_cast<RegionKernels*>(c.backend_cache().get())) {
+      for (auto& [vsig, found] : rk->variants) {
+        if (vsig == sig) return found;
+      }
+    }
+  }
+  // Fused kernels are always JIT (never in the AOT table); jit_function
+  // compiles each name once, also under concurrent first use.
+  CUfunction f = jit_function(fused_kernel(spec, large));
+  int per_thread = spec.contiguous ? fused_vec_width(spec) *
+                                         fused_vectors_per_thread(spec)
+                                   : 1;
+  std::lock_guard<std::mutex> lock(region_kernels_mutex());
+  auto& slot = c.backend_cache();
+  if (!slot) slot = std::make_shared<RegionKernels>();
+  auto& variants = static_cast<RegionKernels*>(slot.get())->variants;
+  FusedLaunch made{f, per_thread};
+  for (auto& v : variants) {
+    if (v.first == sig) return made; // another thread got here first
+  }
+  variants.emplace_back(std::move(sig), made);
+  return made;
+}
+
+/** Runs the region on the GPU; false when it must run on the CPU. */
+bool eval_compiled(const Compiled& c, const std::vector<array>& inputs,
+                   std::vector<array>& outputs, const Stream& s) {
+  const Shape& shape = outputs[0].shape();
+  if (outputs[0].size() == 0) {
+    for (auto& o : outputs) set_device_output(o, s);
+    return true;
+  }
+  detail::CompiledLayout lay = detail::compiled_layout(c, inputs, shape);
+  const detail::JitKernelSpec& spec = lay.spec;
+  if (!detail::jit_supports(spec)) return false;
+  size_t strided_inputs = 0;
+  for (auto r : spec.roles) strided_inputs += r == JitRole::strided;
+  if (!spec.contiguous && (lay.shape.size() > static_cast<size_t>(max_ndim) ||
+                           strided_inputs > max_strided_inputs)) {
+    return false;
+  }
+  bool large = !spec.contiguous && outputs[0].size() > UINT32_MAX;
+  FusedLaunch kernel = kernel_for(c, spec, large);
+
+  // Parameters in the kernel's order: array inputs, outputs, n, layout.
+  std::vector<void*> ptrs;
+  ptrs.reserve(inputs.size() + outputs.size());
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (spec.roles[k] != JitRole::constant) {
+      ptrs.push_back(device_ptr(inputs[k], s));
+    }
+  }
+  for (auto& o : outputs) {
+    if (spec.contiguous) {
+      set_device_output(o, lay.flat.data_size, lay.out_strides,
+                        lay.flat.flags, s);
+    } else {
+      set_device_output(o, s);
+    }
+    ptrs.push_back(o.raw_data_ptr());
+  }
+  int64_t n = spec.contiguous ? static_cast<int64_t>(lay.flat.data_size)
+                              : static_cast<int64_t>(outputs[0].size());
+  Strided<max_strided_inputs> layout{};
+  if (!spec.contiguous) {
+    layout.ndim = static_cast<int>(lay.shape.size());
+    size_t slot = 0;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      if (spec.roles[k] != JitRole::strided) continue;
+      for (size_t d = 0; d < lay.shape.size(); ++d) {
+        layout.strides[slot][d] = lay.strides[k][d];
+      }
+      ++slot;
+    }
+    for (size_t d = 0; d < lay.shape.size(); ++d) {
+      layout.shape[d] = lay.shape[d];
+    }
+  }
+  std::vector<void*> args;
+  args.reserve(ptrs.size() + 2);
+  for (auto& p : ptrs) args.push_back(&p);
+  args.push_back(&n);
+  if (!spec.contiguous) args.push_back(&layout);
+  launch(kernel.f, n, kernel.per_thread, args.data(), s.index);
+  return true;
+}
+
+} // namespace
+
+} // namespace kiln::cuda
+
+namespace kiln {
+
+void Compiled::eval_gpu(const std::vector<array>& inputs,
+                        std::vector<array>& outputs) {
+  if (!cuda::eval_compiled(*this, inputs, outputs, stream())) {
+    cuda::eval_on_cpu(*this, inputs, outputs);
+  }
+}
+
+} // namespace kiln

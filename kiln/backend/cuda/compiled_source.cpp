@@ -1,0 +1,324 @@
+#include "kiln/backend/cuda/compiled_source.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "kiln/backend/cuda/kernels.h"
+#include "kiln/core/half.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+using detail::JitKernelSpec;
+using detail::JitRole;
+
+bool is_half(Dtype d) { return d == float16 || d == bfloat16; }
+
+// The type values are computed in: 16-bit floats widen to float.
+std::string compute_type(Dtype d) {
+  return is_half(d) ? "float" : device_type(d);
+}
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%llxull",
+                static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// An exact literal of a constant in its compute type: its bits, with the
+// value in a comment. 16-bit floats are widened to float bits here, so the
+// source needs no fp16/bf16 header for them.
+std::string literal(const FusedConstant& c) {
+  Dtype d = c.dtype;
+  if (d == bool_) return c.bits ? "true" : "false";
+  char value[40];
+  if (d == float64) {
+    double v;
+    std::memcpy(&v, &c.bits, 8);
+    std::snprintf(value, sizeof(value), "%.17g", v);
+    return "__longlong_as_double(" + hex(c.bits) + ") /* " + value + " */";
+  }
+  if (d == float32 || is_half(d)) {
+    uint16_t h = static_cast<uint16_t>(c.bits);
+    float v = d == float32    ? detail::bits_float(static_cast<uint32_t>(c.bits))
+              : d == float16 ? detail::half_bits_to_float(h)
+                             : detail::bfloat16_bits_to_float(h);
+    uint32_t b;
+    std::memcpy(&b, &v, 4);
+    std::snprintf(value, sizeof(value), "%.9g", v);
+    return "__int_as_float(" + std::to_string(static_cast<int32_t>(b)) +
+           ") /* " + value + " */";
+  }
+  // Integers: the value's bytes, zero-extended; the conversion wraps.
+  return "static_cast<" + std::string(device_type(d)) + ">(" + hex(c.bits) +
+         ")";
+}
+
+std::string var(int arg) {
+  return (arg < 0 ? "x" : "t") + std::to_string(arg < 0 ? -arg - 1 : arg);
+}
+
+Dtype arg_dtype(const JitKernelSpec& spec, int arg) {
+  return arg < 0 ? spec.input_dtypes[-arg - 1] : spec.region->ops()[arg].dtype;
+}
+
+// The region on one element: `region(x..., y...)` takes the non-constant
+// inputs in their compute types and stores each output through a reference.
+// Each op's value is rounded to its dtype (as_dtype), as storing it between
+// unfused kernels would.
+void emit_region(std::string& s, const JitKernelSpec& spec) {
+  auto& ops = spec.region->ops();
+  auto& outs = spec.region->outputs();
+  auto& constants = spec.region->constants();
+  s += "static __device__ __forceinline__ void region(";
+  bool first = true;
+  auto param = [&](const std::string& p) {
+    s += (first ? "" : ", ") + p;
+    first = false;
+  };
+  for (size_t k = 0; k < spec.roles.size(); ++k) {
+    if (spec.roles[k] == JitRole::constant) continue;
+    param("const " + compute_type(spec.input_dtypes[k]) + " x" +
+          std::to_string(k));
+  }
+  for (size_t o = 0; o < outs.size(); ++o) {
+    param(std::string(device_type(ops[outs[o]].dtype)) + "& y" +
+          std::to_string(o));
+  }
+  s += ") {\n";
+  for (size_t k = 0; k < spec.roles.size(); ++k) {
+    if (spec.roles[k] != JitRole::constant) continue;
+    s += "  const " + compute_type(spec.input_dtypes[k]) + " x" +
+         std::to_string(k) + " = " + literal(*constants[k]) + ";\n";
+  }
+  for (size_t j = 0; j < ops.size(); ++j) {
+    auto& op = ops[j];
+    std::string name = op.primitive->name();
+    std::string value;
+    if (name == "AsType") {
+      value = var(op.args[0]); // as_dtype below is the conversion
+    } else {
+      value = name + "{}(";
+      for (size_t k = 0; k < op.args.size(); ++k) {
+        value += (k ? ", " : "") + var(op.args[k]);
+      }
+      value += ")";
+    }
+    s += "  const " + compute_type(op.dtype) + " t" + std::to_string(j) +
+         " = as_dtype<" + device_type(op.dtype) + ">(" + value + ");\n";
+  }
+  for (size_t o = 0; o < outs.size(); ++o) {
+    s += "  y" + std::to_string(o) + " = cast_to<" +
+         device_type(ops[outs[o]].dtype) + ">(t" + std::to_string(outs[o]) +
+         ");\n";
+  }
+  s += "}\n\n";
+}
+
+// The kernel's parameters and the scalar inputs' loads (once per thread).
+void emit_signature(std::string& s, const JitKernelSpec& spec,
+                    const std::string& symbol, int strided_inputs) {
+  auto& ops = spec.region->ops();
+  auto& outs = spec.region->outputs();
+  s += "extern \"C\" __global__ void " + symbol + "(";
+  for (size_t k = 0; k < spec.roles.size(); ++k) {
+    if (spec.roles[k] == JitRole::constant) continue;
+    s += std::string("const ") + device_type(spec.input_dtypes[k]) +
+         "* __restrict__ in" + std::to_string(k) + ", ";
+  }
+  for (size_t o = 0; o < outs.size(); ++o) {
+    s += std::string(device_type(ops[outs[o]].dtype)) + "* __restrict__ out" +
+         std::to_string(o) + ", ";
+  }
+  s += "const int64_t n";
+  if (!spec.contiguous) {
+    s += ", const __grid_constant__ Strided<" +
+         std::to_string(strided_inputs) + "> l";
+  }
+  s += ") {\n";
+  for (size_t k = 0; k < spec.roles.size(); ++k) {
+    if (spec.roles[k] != JitRole::scalar) continue;
+    Dtype d = spec.input_dtypes[k];
+    s += "  const " + compute_type(d) + " s" + std::to_string(k) + " = cast_to<" +
+         compute_type(d) + ">(in" + std::to_string(k) + "[0]);\n";
+  }
+}
+
+// The call of region() for element e, where `load(k)` reads array input k
+// and `out(o)` names output o's element.
+template <typename Load, typename Out>
+std::string region_call(const JitKernelSpec& spec, size_t outputs, Load load,
+                        Out out) {
+  std::string s = "region(";
+  bool first = true;
+  for (size_t k = 0; k < spec.roles.size(); ++k) {
+    auto role = spec.roles[k];
+    if (role == JitRole::constant) continue;
+    s += first ? "" : ", ";
+    first = false;
+    if (role == JitRole::scalar) {
+      s += "s" + std::to_string(k);
+    } else {
+      s += "cast_to<" + compute_type(spec.input_dtypes[k]) + ">(" + load(k) +
+           ")";
+    }
+  }
+  for (size_t o = 0; o < outputs; ++o) s += ", " + out(o);
+  return s + ")";
+}
+
+// Flat kernel over n elements: each grid-stride step a thread loads U
+// vectors of N elements of every array input (16-byte accesses, U loads in
+// flight, each coalesced across the block), computes, and stores; the tail
+// and misaligned views go element by element.
+void emit_contiguous(std::string& s, const JitKernelSpec& spec) {
+  auto& ops = spec.region->ops();
+  auto& outs = spec.region->outputs();
+  std::string N = std::to_string(fused_vec_width(spec));
+  std::string U = std::to_string(fused_vectors_per_thread(spec));
+  auto vec_of = [&](Dtype d) {
+    return "Vec<" + std::string(device_type(d)) + ", N>";
+  };
+  s += "  constexpr int N = " + N + ", U = " + U + ";\n";
+  s += "  const bool vec = true";
+  for (size_t k = 0; k < spec.roles.size(); ++k) {
+    if (spec.roles[k] != JitRole::vector) continue;
+    s += std::string(" &&\n      is_aligned<") +
+         device_type(spec.input_dtypes[k]) + ", N>(in" + std::to_string(k) +
+         ")";
+  }
+  for (size_t o = 0; o < outs.size(); ++o) {
+    s += std::string(" &&\n      is_aligned<") +
+         device_type(ops[outs[o]].dtype) + ", N>(out" + std::to_string(o) +
+         ")";
+  }
+  s += ";\n"
+       "  const int64_t block = blockDim.x;\n"
+       "  const int64_t step = static_cast<int64_t>(gridDim.x) * block * N * "
+       "U;\n"
+       "  for (int64_t i = (static_cast<int64_t>(blockIdx.x) * block * U +\n"
+       "                    threadIdx.x) * N;\n"
+       "       i < n; i += step) {\n"
+       "    if (vec && i + ((U - 1) * block + 1) * N <= n) {\n";
+  for (size_t k = 0; k < spec.roles.size(); ++k) {
+    if (spec.roles[k] != JitRole::vector) continue;
+    s += "      " + vec_of(spec.input_dtypes[k]) + " a" + std::to_string(k) +
+         "[U];\n";
+  }
+  s += "#pragma unroll\n"
+       "      for (int u = 0; u < U; ++u) {\n";
+  for (size_t k = 0; k < spec.roles.size(); ++k) {
+    if (spec.roles[k] != JitRole::vector) continue;
+    std::string ks = std::to_string(k);
+    s += "        a" + ks + "[u] = load_vec<" +
+         device_type(spec.input_dtypes[k]) + ", N>(in" + ks +
+         ", i + u * block * N);\n";
+  }
+  s += "      }\n"
+       "#pragma unroll\n"
+       "      for (int u = 0; u < U; ++u) {\n";
+  for (size_t o = 0; o < outs.size(); ++o) {
+    s += "        " + vec_of(ops[outs[o]].dtype) + " b" + std::to_string(o) +
+         ";\n";
+  }
+  s += "#pragma unroll\n"
+       "        for (int j = 0; j < N; ++j) {\n          " +
+       region_call(
+           spec, outs.size(),
+           [](size_t k) { return "a" + std::to_string(k) + "[u].v[j]"; },
+           [](size_t o) { return "b" + std::to_string(o) + ".v[j]"; }) +
+       ";\n        }\n";
+  for (size_t o = 0; o < outs.size(); ++o) {
+    std::string os = std::to_string(o);
+    s += std::string("        store_vec<") + device_type(ops[outs[o]].dtype) +
+         ", N>(out" + os + ", i + u * block * N, b" + os + ");\n";
+  }
+  s += "      }\n"
+       "    } else {\n"
+       "#pragma unroll 1\n"
+       "      for (int k = 0; k < U * N; ++k) {\n"
+       "        const int64_t e = i + (k / N) * block * N + k % N;\n"
+       "        if (e < n) {\n          " +
+       region_call(
+           spec, outs.size(),
+           [](size_t k) { return "in" + std::to_string(k) + "[e]"; },
+           [](size_t o) { return "out" + std::to_string(o) + "[e]"; }) +
+       ";\n        }\n      }\n    }\n  }\n}\n";
+}
+
+// Strided kernel over the collapsed shape: element i's offsets in each
+// strided input from its row-major position (divisions in IdxT); outputs
+// are row-major, so output element i is at i.
+void emit_strided(std::string& s, const JitKernelSpec& spec, bool large,
+                  int strided_inputs) {
+  std::vector<int> slot(spec.roles.size(), -1);
+  int next = 0;
+  for (size_t k = 0; k < spec.roles.size(); ++k) {
+    if (spec.roles[k] == JitRole::strided) slot[k] = next++;
+  }
+  s += std::string("  using IdxT = ") +
+       (large ? "long long" : "unsigned int") + ";\n";
+  s += "  for (int64_t i = first_index<1>(); i < n; i += grid_step<1>()) {\n"
+       "    int64_t off[" +
+       std::to_string(strided_inputs) +
+       "];\n"
+       "    strided_offsets(static_cast<IdxT>(i), l, off);\n    " +
+       region_call(
+           spec, spec.region->outputs().size(),
+           [&](size_t k) {
+             return "in" + std::to_string(k) + "[off[" +
+                    std::to_string(slot[k]) + "]]";
+           },
+           [](size_t o) { return "out" + std::to_string(o) + "[i]"; }) +
+       ";\n  }\n}\n";
+}
+
+} // namespace
+
+int fused_vec_width(const JitKernelSpec& spec) {
+  int widest = 1;
+  for (size_t k = 0; k < spec.roles.size(); ++k) {
+    if (spec.roles[k] == JitRole::vector) {
+      widest = std::max<int>(widest, spec.input_dtypes[k].size);
+    }
+  }
+  for (int o : spec.region->outputs()) {
+    widest = std::max<int>(widest, spec.region->ops()[o].dtype.size);
+  }
+  return 16 / widest;
+}
+
+int fused_vectors_per_thread(const JitKernelSpec& spec) {
+  return fused_vec_width(spec) <= 4 ? 2 : 1;
+}
+
+JitKernel fused_kernel(const JitKernelSpec& spec, bool large) {
+  std::string key = detail::jit_kernel_key(spec);
+  if (large) key += "|i64";
+  std::string symbol = detail::jit_kernel_symbol(spec, key);
+  bool halves = false;
+  for (Dtype d : spec.input_dtypes) halves |= is_half(d);
+  for (auto& op : spec.region->ops()) halves |= is_half(op.dtype);
+  int strided_inputs = 0;
+  for (auto r : spec.roles) strided_inputs += r == JitRole::strided;
+
+  std::string s;
+  s.reserve(4096);
+  s += "// fused kernel " + symbol + "\n// key: " + key + "\n";
+  if (!halves) s += "#define KILN_DEVICE_NO_HALF\n";
+  s += "#include \"kiln/backend/cuda/device/compiled.cuh\"\n\n"
+       "using namespace kiln::cuda;\n\n";
+  emit_region(s, spec);
+  emit_signature(s, spec, symbol, strided_inputs);
+  if (spec.contiguous) {
+    emit_contiguous(s, spec);
+  } else {
+    emit_strided(s, spec, large, strided_inputs);
+  }
+  return {symbol, s, symbol, {}};
+}
+
+} // namespace kiln::cuda
