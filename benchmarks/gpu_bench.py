@@ -314,6 +314,7 @@ def bench_cold_kernel():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller sizes, no torch.compile")
+    ap.add_argument("--no-torch-compile", action="store_true", help="leave torch.compile out")
     args = ap.parse_args()
     if not mx.is_available(mx.gpu):
         sys.exit("gpu_bench: kiln has no GPU here")
@@ -321,10 +322,11 @@ def main():
     info = mx.device_info(mx.gpu)
     print(f"GPU: {info['device_name']} ({info['architecture']}); torch {torch.__version__ if torch else 'absent'}", flush=True)
     n = (1 << 24) if args.quick else (1 << 26)
+    use_tc = not (args.quick or args.no_torch_compile)
     steps = [
         ("copy ceiling", lambda: bench_copy_ceiling(n)),
-        ("fused float32", lambda: bench_fused(n, "float32", not args.quick)),
-        ("fused bfloat16", lambda: bench_fused(n, "bfloat16", not args.quick)),
+        ("fused float32", lambda: bench_fused(n, "float32", use_tc)),
+        ("fused bfloat16", lambda: bench_fused(n, "bfloat16", use_tc)),
         ("gemm", lambda: bench_gemm(4096 if args.quick else 8192)),
         ("seed step", bench_seed_step),
         ("broadcast chain", bench_broadcast_chain),

@@ -69,6 +69,7 @@ int run_self(const std::string& filter, const std::vector<std::string>& env) {
 TEST(CpuJitChild, LoadsFromDisk) {
   const char* out = std::getenv("KILN_JIT_TEST_CHILD");
   if (!out) GTEST_SKIP() << "runs as a child of SecondProcessLoadsFromDisk";
+  DefaultDeviceScope on_cpu(Device::cpu);
   detail::jit_reset();
   auto got = compile(disk_fn)({disk_input()})[0];
   bool ok = all_close(to_doubles(got), disk_want(), 1e-6, 1e-6);

@@ -70,6 +70,10 @@ protected:
   }
   static const std::string& cache_dir() { return dir_->path(); }
 
+  // These test the CPU's JIT: with a GPU as the default device, compiled
+  // regions would run there instead.
+  DefaultDeviceScope on_cpu_{Device::cpu};
+
 private:
   static inline TempDir* dir_ = nullptr;
   static inline ScopedEnv* env_ = nullptr;

@@ -1,7 +1,7 @@
 // LayerNorm and RMSNorm over the last axis of a row-major array, with the
-// CPU's rounding points (backend/cpu/norms.cpp) except that row statistics
-// accumulate in the compute type (float; double for float64) where the CPU
-// uses double: two-pass (the mean, then the squared deviations from it);
+// CPU's rounding points (backend/cpu/norms.cpp): row statistics accumulate
+// in double, two-pass (the mean, then the squared deviations from it; in
+// float they lose digits to cancellation on short rows of close values);
 // mu and 1 / sqrt(var + eps) are rounded to the compute type C, and each
 // element is ((x - mu) * inv * w + b) in C, rounded once to T. RMSNorm is the
 // same with mu = 0 and no bias. Weight and bias are read with a stride (0 for
@@ -46,7 +46,7 @@ __global__ void norm_warp(const T* __restrict__ x, const T* __restrict__ w,
                           int64_t rows, int64_t n, int64_t sw, int64_t sb,
                           float eps) {
   using C = compute_t<T>;
-  using Acc = C; // float, double for float64
+  using Acc = double; // the statistics, as on the CPU
   int lane = threadIdx.x % warp_size;
   for (int64_t r = first_warp_row(); r < rows; r += warp_row_step()) {
     const T* xr = x + r * n;
@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(max_row_block)
                const T* __restrict__ b, T* __restrict__ out, int64_t rows,
                int64_t n, int64_t sw, int64_t sb, float eps) {
   using C = compute_t<T>;
-  using Acc = C; // float, double for float64
+  using Acc = double; // the statistics, as on the CPU
   Acc* scratch = reduce_scratch<Acc>();
   int64_t first = static_cast<int64_t>(threadIdx.x) * N;
   int64_t step = static_cast<int64_t>(blockDim.x) * N;
