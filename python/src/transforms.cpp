@@ -110,7 +110,9 @@ void init_transforms(nb::module_& m) {
           }
           void* p = a.buffer().raw();
           if (p == nullptr || !seen.insert(p).second) continue;
-          total += allocator::size_of(a.buffer());
+          // A GPU buffer is not the host allocator's: its elements' bytes.
+          total += a.on_device() ? a.data_size() * a.itemsize()
+                                 : allocator::size_of(a.buffer());
         }
         return total;
       },
