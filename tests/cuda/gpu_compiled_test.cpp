@@ -2,6 +2,10 @@
 // on the CPU: every region case and dtype in each layout (the outputs'
 // strides and data size too), scalar inputs, edge sizes, shapeless calls at
 // new shapes, the seed's bias cast before addmm, and the CPU fallback.
+#include "kiln/config.h"
+
+#if KILN_HAS_CUDA
+
 #include <climits>
 
 #include "cuda/fused_regions.h"
@@ -203,3 +207,5 @@ TEST_F(GpuCompiled, RepeatedCallsCompileOnce) {
 
 } // namespace
 } // namespace kiln::test
+
+#endif // KILN_HAS_CUDA
