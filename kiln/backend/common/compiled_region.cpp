@@ -175,4 +175,11 @@ CompiledLayout compiled_layout(const Compiled& c,
   return l;
 }
 
+std::string hex_literal(uint64_t bits) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%llxull",
+                static_cast<unsigned long long>(bits));
+  return buf;
+}
+
 } // namespace kiln::detail

@@ -44,6 +44,10 @@ std::string jit_kernel_symbol(const JitKernelSpec& spec,
  *  primitives whose functors carry their names). */
 bool jit_supports(const JitKernelSpec& spec);
 
+/** A constant's bits as a C++ hex literal ("0x3f800000ull"): both
+ *  generators spell constants by their bits, so no precision is lost. */
+std::string hex_literal(uint64_t bits);
+
 /** One call's layout decision. When every non-scalar input shares one
  *  contiguous layout (same strides and data size), the kernel runs flat over
  *  `flat.data_size` elements and the outputs take `out_strides` and `flat`;

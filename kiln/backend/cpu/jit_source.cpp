@@ -56,13 +56,6 @@ std::string round_to(Dtype d, const std::string& e) {
   return e;
 }
 
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof(buf), "0x%llxull",
-                static_cast<unsigned long long>(v));
-  return buf;
-}
-
 // An exact literal for a constant: its bits, with the value in a comment.
 std::string literal(const FusedConstant& c) {
   Dtype d = c.dtype;
@@ -77,7 +70,7 @@ std::string literal(const FusedConstant& c) {
     double v;
     std::memcpy(&v, &c.bits, 8);
     std::snprintf(value, sizeof(value), "%.17g", v);
-    e = "__builtin_bit_cast(double, " + hex(c.bits) + ")";
+    e = "__builtin_bit_cast(double, " + detail::hex_literal(c.bits) + ")";
   } else if (is_half(d)) {
     uint16_t b = static_cast<uint16_t>(c.bits);
     float v = d == float16 ? half_bits_to_float(b) : bfloat16_bits_to_float(b);
@@ -86,7 +79,7 @@ std::string literal(const FusedConstant& c) {
   } else {
     // Integers: bits are the value's bytes, zero-extended; the conversion
     // to the signed type wraps (defined since C++20).
-    return std::string("static_cast<") + storage_type(d) + ">(" + hex(c.bits) +
+    return std::string("static_cast<") + storage_type(d) + ">(" + detail::hex_literal(c.bits) +
            ")";
   }
   return e + " /* " + value + " */";

@@ -21,13 +21,6 @@ std::string compute_type(Dtype d) {
   return is_half(d) ? "float" : device_type(d);
 }
 
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof(buf), "0x%llxull",
-                static_cast<unsigned long long>(v));
-  return buf;
-}
-
 // An exact literal of a constant in its compute type: its bits, with the
 // value in a comment. 16-bit floats are widened to float bits here, so the
 // source needs no fp16/bf16 header for them.
@@ -39,7 +32,7 @@ std::string literal(const FusedConstant& c) {
     double v;
     std::memcpy(&v, &c.bits, 8);
     std::snprintf(value, sizeof(value), "%.17g", v);
-    return "__longlong_as_double(" + hex(c.bits) + ") /* " + value + " */";
+    return "__longlong_as_double(" + detail::hex_literal(c.bits) + ") /* " + value + " */";
   }
   if (d == float32 || is_half(d)) {
     uint16_t h = static_cast<uint16_t>(c.bits);
@@ -53,7 +46,7 @@ std::string literal(const FusedConstant& c) {
            ") /* " + value + " */";
   }
   // Integers: the value's bytes, zero-extended; the conversion wraps.
-  return "static_cast<" + std::string(device_type(d)) + ">(" + hex(c.bits) +
+  return "static_cast<" + std::string(device_type(d)) + ">(" + detail::hex_literal(c.bits) +
          ")";
 }
 

@@ -17,32 +17,6 @@
 
 namespace kiln::cuda {
 
-template <typename T>
-__device__ __forceinline__ T lowest_value() {
-  if constexpr (is_float_v<T>) {
-    return -math::infinity<T>();
-  } else if constexpr (is_same_v<T, bool>) {
-    return false;
-  } else if constexpr (is_signed_int_v<T>) {
-    return static_cast<T>(static_cast<make_unsigned_t<T>>(1)
-                          << (sizeof(T) * 8 - 1));
-  } else {
-    return T(0);
-  }
-}
-
-template <typename T>
-__device__ __forceinline__ T highest_value() {
-  if constexpr (is_float_v<T>) {
-    return math::infinity<T>();
-  } else if constexpr (is_same_v<T, bool>) {
-    return true;
-  } else {
-    // ~lowest: all ones for unsigned types, the largest for signed ones.
-    return static_cast<T>(~lowest_value<T>());
-  }
-}
-
 // The reduction operators, named as the CPU backend's (backend/cpu/
 // reduce.cpp), with the same identities and NaN rules. A is the accumulator:
 // compute_t of the output for sums and products, of the input for max and

@@ -15,31 +15,6 @@
 
 namespace kiln::cuda {
 
-/** The smallest and largest values of T (infinities for floats). */
-template <typename T>
-__device__ __forceinline__ T lowest_value() {
-  if constexpr (is_float_v<T>) {
-    return -math::infinity<T>();
-  } else if constexpr (is_signed_int_v<T>) {
-    using U = make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(U(1) << (8 * sizeof(T) - 1)));
-  } else {
-    return T(0);
-  }
-}
-template <typename T>
-__device__ __forceinline__ T highest_value() {
-  if constexpr (is_float_v<T>) {
-    return math::infinity<T>();
-  } else if constexpr (is_same_v<T, bool>) {
-    return true;
-  } else if constexpr (is_signed_int_v<T>) {
-    return static_cast<T>(~lowest_value<T>());
-  } else {
-    return static_cast<T>(~T(0));
-  }
-}
-
 /** The value a scan with Op starts from (the CPU's init). */
 template <typename Op, typename A>
 __device__ __forceinline__ A scan_identity() {

@@ -10,65 +10,16 @@
 
 #include <cub/block/block_radix_sort.cuh>
 
-#include "kiln/backend/cuda/device/utils.cuh"
+#include "kiln/backend/cuda/device/bits.cuh"
 
 namespace kiln::cuda {
 
-template <int Bytes>
-struct UintOfSize;
-template <>
-struct UintOfSize<1> {
-  using type = unsigned char;
-};
-template <>
-struct UintOfSize<2> {
-  using type = unsigned short;
-};
-template <>
-struct UintOfSize<4> {
-  using type = unsigned int;
-};
-template <>
-struct UintOfSize<8> {
-  using type = unsigned long long;
-};
+/** Radix keys are the unsigned integers of the element's size. */
 template <typename T>
-using radix_key_t = typename UintOfSize<sizeof(T)>::type;
+using radix_key_t = bits_t<T>;
 
 template <typename T>
 inline constexpr bool is_floating_v = is_float_v<T> || is_half_v<T>;
-
-template <typename T>
-__device__ __forceinline__ radix_key_t<T> bits_of(T v) {
-  if constexpr (is_same_v<T, __half>) {
-    return __half_as_ushort(v);
-  } else if constexpr (is_same_v<T, __nv_bfloat16>) {
-    return __bfloat16_as_ushort(v);
-  } else if constexpr (is_same_v<T, float>) {
-    return __float_as_uint(v);
-  } else if constexpr (is_same_v<T, double>) {
-    return static_cast<unsigned long long>(__double_as_longlong(v));
-  } else {
-    return static_cast<radix_key_t<T>>(v);
-  }
-}
-
-template <typename T>
-__device__ __forceinline__ T from_bits(radix_key_t<T> b) {
-  if constexpr (is_same_v<T, __half>) {
-    return __ushort_as_half(b);
-  } else if constexpr (is_same_v<T, __nv_bfloat16>) {
-    return __ushort_as_bfloat16(b);
-  } else if constexpr (is_same_v<T, float>) {
-    return __uint_as_float(b);
-  } else if constexpr (is_same_v<T, double>) {
-    return __longlong_as_double(static_cast<long long>(b));
-  } else if constexpr (is_same_v<T, bool>) {
-    return b != 0;
-  } else {
-    return static_cast<T>(b);
-  }
-}
 
 /** Bits of +infinity; a NaN's magnitude bits are above them. */
 template <typename T>
@@ -92,7 +43,7 @@ template <typename T, bool TieZeros>
 __device__ __forceinline__ radix_key_t<T> radix_key(T v) {
   using U = radix_key_t<T>;
   constexpr U sign = U(U(1) << (8 * sizeof(T) - 1));
-  U b = bits_of(v);
+  U b = to_bits(v);
   if constexpr (is_floating_v<T>) {
     U magnitude = U(b & U(~sign));
     if (magnitude > infinity_bits<T>()) return U(~U(0));
