@@ -1,0 +1,207 @@
+"""A GPT-style training step: kiln against PyTorch eager, same model, data and
+optimizer, in tokens per second.
+
+    PYTHONPATH=build-gpu-jit/python python3 benchmarks/gpt_step_bench.py
+    PYTHONPATH=build/python python3 benchmarks/gpt_step_bench.py --cpu --small
+
+The default configuration is the CUDA backend's target workload: 6 layers,
+d_model 512, 8 heads, sequence 256, batch 32, vocabulary 8192, bfloat16
+parameters and activations, AdamW, pre-norm blocks with causal attention
+(fast.scaled_dot_product_attention / F.scaled_dot_product_attention) and a
+GELU MLP. kiln's step is compiled with its model and optimizer state; both
+steps are timed over the same number of iterations after warm-up, each
+iteration waiting for its loss.
+"""
+
+import argparse
+import math
+import time
+from functools import partial
+
+import numpy as np
+
+import kiln.core as mx
+import kiln.nn as nn
+import kiln.optimizers as optim
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:  # pragma: no cover
+    torch = None
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, 4 * d)
+        self.fc2 = nn.Linear(4 * d, d)
+
+    def __call__(self, x):
+        b, t, d = x.shape
+        h = self.heads
+        q, k, v = mx.split(self.qkv(self.ln1(x)), 3, axis=-1)
+        q, k, v = (a.reshape(b, t, h, d // h).transpose(0, 2, 1, 3) for a in (q, k, v))
+        o = mx.fast.scaled_dot_product_attention(q, k, v, scale=1 / math.sqrt(d // h), mask="causal")
+        x = x + self.proj(o.transpose(0, 2, 1, 3).reshape(b, t, d))
+        return x + self.fc2(nn.gelu(self.fc1(self.ln2(x))))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab, seq, d, heads, layers):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(seq, d)
+        self.blocks = [Block(d, heads) for _ in range(layers)]
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def __call__(self, ids):
+        x = self.tok(ids) + self.pos(mx.arange(ids.shape[1]))
+        for blk in self.blocks:
+            x = blk(x)
+        return self.head(self.ln(x))
+
+
+def kiln_step_rate(cfg, ids, targets, iters, warmup):
+    model = GPT(cfg.vocab, cfg.seq, cfg.d, cfg.heads, cfg.layers)
+    model.set_dtype(mx.bfloat16 if cfg.bf16 else mx.float32)
+    opt = optim.AdamW(learning_rate=3e-4)
+
+    def loss_fn(model, x, y):
+        logits = model(x).astype(mx.float32)
+        return nn.losses.cross_entropy(logits, y, reduction="mean")
+
+    loss_and_grad = nn.value_and_grad(model, loss_fn)
+    state = [model.state, opt.state]
+
+    @partial(mx.compile, inputs=state, outputs=state)
+    def step(x, y):
+        loss, grads = loss_and_grad(model, x, y)
+        opt.update(model, grads)
+        return loss
+
+    x, y = mx.array(ids), mx.array(targets)
+    losses = []
+    for _ in range(warmup):
+        loss = step(x, y)
+        mx.eval(loss, state)
+        losses.append(loss.item())
+    mx.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        loss = step(x, y)
+        mx.eval(loss, state)
+    mx.synchronize()
+    dt = time.perf_counter() - t0
+    losses.append(loss.item())
+    return ids.size * iters / dt, losses
+
+
+def torch_step_rate(cfg, ids, targets, iters, warmup, device):
+    class TBlock(torch.nn.Module):
+        def __init__(self, d, heads):
+            super().__init__()
+            self.heads = heads
+            self.ln1 = torch.nn.LayerNorm(d)
+            self.qkv = torch.nn.Linear(d, 3 * d)
+            self.proj = torch.nn.Linear(d, d)
+            self.ln2 = torch.nn.LayerNorm(d)
+            self.fc1 = torch.nn.Linear(d, 4 * d)
+            self.fc2 = torch.nn.Linear(4 * d, d)
+
+        def forward(self, x):
+            b, t, d = x.shape
+            h = self.heads
+            q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+            q, k, v = (a.view(b, t, h, d // h).transpose(1, 2) for a in (q, k, v))
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(o.transpose(1, 2).reshape(b, t, d))
+            return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+    class TGPT(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = torch.nn.Embedding(cfg.vocab, cfg.d)
+            self.pos = torch.nn.Embedding(cfg.seq, cfg.d)
+            self.blocks = torch.nn.ModuleList([TBlock(cfg.d, cfg.heads) for _ in range(cfg.layers)])
+            self.ln = torch.nn.LayerNorm(cfg.d)
+            self.head = torch.nn.Linear(cfg.d, cfg.vocab, bias=False)
+
+        def forward(self, ids):
+            x = self.tok(ids) + self.pos(torch.arange(ids.shape[1], device=ids.device))
+            for blk in self.blocks:
+                x = blk(x)
+            return self.head(self.ln(x))
+
+    model = TGPT().to(device)
+    if cfg.bf16:
+        model = model.to(torch.bfloat16)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    x = torch.from_numpy(ids).to(device)
+    y = torch.from_numpy(targets).to(device)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        logits = model(x).float()
+        loss = F.cross_entropy(logits.view(-1, cfg.vocab), y.view(-1))
+        loss.backward()
+        opt.step()
+        return loss
+
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    for _ in range(warmup):
+        step().item()
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        loss = step()
+        loss.item()
+    sync()
+    return ids.size * iters / (time.perf_counter() - t0)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cpu", action="store_true", help="run on the CPU")
+    ap.add_argument("--small", action="store_true", help="a small configuration (a quick check)")
+    ap.add_argument("--float32", action="store_true", help="float32 instead of bfloat16")
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    args = ap.parse_args()
+
+    cfg = argparse.Namespace(layers=6, d=512, heads=8, seq=256, batch=32, vocab=8192, bf16=not args.float32)
+    if args.small:
+        cfg = argparse.Namespace(layers=2, d=64, heads=4, seq=32, batch=4, vocab=256, bf16=not args.float32)
+    use_gpu = not args.cpu and mx.is_available(mx.gpu)
+    mx.set_default_device(mx.gpu if use_gpu else mx.cpu)
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, cfg.vocab, (cfg.batch, cfg.seq)).astype(np.int32)
+    targets = np.roll(ids, -1, axis=1).astype(np.int32)
+    print(f"GPT step: {cfg.layers} layers, d_model {cfg.d}, {cfg.heads} heads, seq {cfg.seq}, "
+          f"batch {cfg.batch}, vocab {cfg.vocab}, {'bfloat16' if cfg.bf16 else 'float32'}, AdamW, "
+          f"on the {'GPU' if use_gpu else 'CPU'}", flush=True)
+    k_rate, losses = kiln_step_rate(cfg, ids, targets, args.iters, args.warmup)
+    print(f"kiln compiled: {k_rate:,.0f} tokens/s (loss {losses[0]:.3f} -> {losses[-1]:.3f})", flush=True)
+    if not np.all(np.isfinite(losses)) or losses[-1] >= losses[0]:
+        print("kiln: the loss did not fall", flush=True)
+    t_rate = None
+    if torch is not None and (not use_gpu or torch.cuda.is_available()):
+        t_rate = torch_step_rate(cfg, ids.astype(np.int64), targets.astype(np.int64), args.iters,
+                                 args.warmup, "cuda" if use_gpu else "cpu")
+        print(f"PyTorch eager: {t_rate:,.0f} tokens/s", flush=True)
+    print()
+    print("| workload | kiln tokens/s | PyTorch eager tokens/s | ratio (>1: kiln faster) |")
+    print("| --- | --- | --- | --- |")
+    ratio = f"{k_rate / t_rate:.2f}x" if t_rate else "n/a"
+    t_s = f"{t_rate:,.0f}" if t_rate else "n/a"
+    print(f"| GPT step ({'GPU' if use_gpu else 'CPU'}) | {k_rate:,.0f} | {t_s} | {ratio} |")
+
+
+if __name__ == "__main__":
+    main()
