@@ -178,9 +178,11 @@ array expand_dims(const array& a, const std::vector<int>& axes,
                   StreamOrDevice s) {
   int out_nd = static_cast<int>(a.ndim() + axes.size());
   auto ax = detail::normalize_axes(axes, out_nd, "expand_dims");
+  if (ax.empty()) return a;
   Shape shape = a.shape();
   for (int x : ax) shape.insert(shape.begin() + x, 1);
-  return reshape(a, std::move(shape), s);
+  auto p = std::make_shared<ExpandDims>(to_stream(s), std::move(ax));
+  return array(std::move(shape), a.dtype(), std::move(p), {a});
 }
 
 array expand_dims(const array& a, int axis, StreamOrDevice s) {
@@ -202,7 +204,9 @@ array squeeze(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
       shape.push_back(a.shape(i));
     }
   }
-  return reshape(a, std::move(shape), s);
+  if (ax.empty()) return a;
+  auto p = std::make_shared<Squeeze>(to_stream(s), std::move(ax));
+  return array(std::move(shape), a.dtype(), std::move(p), {a});
 }
 
 array squeeze(const array& a, int axis, StreamOrDevice s) {

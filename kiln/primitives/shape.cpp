@@ -27,6 +27,55 @@ bool Reshape::is_equivalent(const Primitive& other) const {
   return o && o->shape_ == shape_;
 }
 
+bool Squeeze::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const Squeeze*>(&other);
+  return o && o->axes_ == axes_;
+}
+
+std::vector<Shape> Squeeze::output_shapes(const std::vector<array>& inputs) {
+  const Shape& in = inputs[0].shape();
+  Shape out;
+  size_t j = 0;
+  for (int i = 0; i < static_cast<int>(in.size()); ++i) {
+    if (j < axes_.size() && axes_[j] == i) {
+      if (in[i] != 1) {
+        throw std::invalid_argument(
+            "[squeeze] cannot squeeze axis " + std::to_string(i) +
+            " of size " + std::to_string(in[i]) + " in shape " +
+            detail::shape_str(in) + ".");
+      }
+      ++j;
+    } else {
+      out.push_back(in[i]);
+    }
+  }
+  if (j != axes_.size()) {
+    throw std::invalid_argument("[squeeze] axes out of range for shape " +
+                                detail::shape_str(in) + ".");
+  }
+  return {out};
+}
+
+bool ExpandDims::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const ExpandDims*>(&other);
+  return o && o->axes_ == axes_;
+}
+
+std::vector<Shape> ExpandDims::output_shapes(
+    const std::vector<array>& inputs) {
+  Shape out = inputs[0].shape();
+  for (int x : axes_) {
+    if (x > static_cast<int>(out.size())) {
+      throw std::invalid_argument(
+          "[expand_dims] axis " + std::to_string(x) +
+          " out of range for shape " +
+          detail::shape_str(inputs[0].shape()) + ".");
+    }
+    out.insert(out.begin() + x, 1);
+  }
+  return {out};
+}
+
 bool Transpose::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const Transpose*>(&other);
   return o && o->axes_ == axes_;

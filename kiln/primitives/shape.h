@@ -43,6 +43,43 @@ class Reshape : public UnaryPrimitive {
   const Shape shape_;
 };
 
+/** Removes size-1 axes (sorted, non-negative). A view; its output shape
+ *  follows the input's, so shapeless traces of reductions without keepdims
+ *  replay at new shapes. */
+class Squeeze : public UnaryPrimitive {
+ public:
+  Squeeze(Stream s, std::vector<int> axes)
+      : UnaryPrimitive(s), axes_(std::move(axes)) {}
+  const char* name() const override { return "Squeeze"; }
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  const std::vector<int>& axes() const { return axes_; }
+
+ private:
+  const std::vector<int> axes_;
+};
+
+/** Inserts size-1 axes at the given (sorted, non-negative) positions of the
+ *  output. A view. */
+class ExpandDims : public UnaryPrimitive {
+ public:
+  ExpandDims(Stream s, std::vector<int> axes)
+      : UnaryPrimitive(s), axes_(std::move(axes)) {}
+  const char* name() const override { return "ExpandDims"; }
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  const std::vector<int>& axes() const { return axes_; }
+
+ private:
+  const std::vector<int> axes_;
+};
+
 class Transpose : public UnaryPrimitive {
  public:
   Transpose(Stream s, std::vector<int> axes)

@@ -76,6 +76,55 @@ std::pair<std::vector<array>, std::vector<int>> Reshape::vmap(
   return {{reshape(x, with_batch(x.shape(0), shape_))}, {0}};
 }
 
+// ---- Squeeze and ExpandDims: each undoes the other ----
+namespace {
+
+std::vector<int> shifted(const std::vector<int>& axes) {
+  std::vector<int> out;
+  for (int a : axes) out.push_back(a + 1);
+  return out;
+}
+
+} // namespace
+
+std::vector<array> Squeeze::vjp(const std::vector<array>&,
+                                const std::vector<array>& cotangents,
+                                const std::vector<int>&,
+                                const std::vector<array>&) {
+  return {expand_dims(cotangents[0], axes_)};
+}
+
+std::vector<array> Squeeze::jvp(const std::vector<array>&,
+                                const std::vector<array>& tangents,
+                                const std::vector<int>&) {
+  return {squeeze(tangents[0], axes_)};
+}
+
+std::pair<std::vector<array>, std::vector<int>> Squeeze::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  auto x = batch_first(inputs[0], axes[0]);
+  return {{squeeze(x, shifted(axes_))}, {0}};
+}
+
+std::vector<array> ExpandDims::vjp(const std::vector<array>&,
+                                   const std::vector<array>& cotangents,
+                                   const std::vector<int>&,
+                                   const std::vector<array>&) {
+  return {squeeze(cotangents[0], axes_)};
+}
+
+std::vector<array> ExpandDims::jvp(const std::vector<array>&,
+                                   const std::vector<array>& tangents,
+                                   const std::vector<int>&) {
+  return {expand_dims(tangents[0], axes_)};
+}
+
+std::pair<std::vector<array>, std::vector<int>> ExpandDims::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  auto x = batch_first(inputs[0], axes[0]);
+  return {{expand_dims(x, shifted(axes_))}, {0}};
+}
+
 // ---- Transpose ----
 std::vector<array> Transpose::vjp(const std::vector<array>&,
                                   const std::vector<array>& cotangents,

@@ -128,6 +128,22 @@ def test_compile_shapeless(rng):
     assert len(calls) == n
 
 
+def test_compile_shapeless_reductions_without_keepdims(rng):
+    calls = []
+
+    def f(a):
+        calls.append(1)
+        return kc.sum(a, axis=1), a - kc.expand_dims(kc.mean(a, axis=-1), -1)
+
+    cf = kc.compile(f, shapeless=True)
+    cf(kc.array(rand(rng, (2, 3))))
+    x = rand(rng, (5, 4))
+    s, c = cf(kc.array(x))
+    assert len(calls) == 1
+    check(s, x.sum(axis=1), rtol=1e-5)
+    check(c, x - x.mean(axis=-1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
 def test_compile_random_state():
     def step():
         return kc.random.uniform(shape=(4,))

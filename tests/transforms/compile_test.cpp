@@ -88,6 +88,40 @@ TEST(Compile, ShapelessMeanAndVarCountTheNewShape) {
   }
 }
 
+TEST(Compile, ShapelessReductionsWithoutKeepdimsFollowTheNewShape) {
+  // The dropped axes are a Squeeze, whose shape follows its input's; an
+  // expand_dims after it (as softmax-like code does) is one too.
+  int traces = 0;
+  auto f = [&](const std::vector<array>& in) {
+    ++traces;
+    array s = sum(in[0], std::vector<int>{1});           // (a, c)
+    array m = max(in[0], std::vector<int>{0, 2});        // (b,)
+    array e = expand_dims(mean(in[0], std::vector<int>{2}), 2);  // (a, b, 1)
+    return std::vector<array>{s, m, subtract(in[0], e)};
+  };
+  auto cf = compile(f, true);
+  cf({random_array({2, 3, 4}, float32)});
+  auto x = random_array({5, 2, 7}, float32);
+  auto got = cf({x});
+  EXPECT_EQ(traces, 1);
+  auto want = f({x});
+  ASSERT_EQ(got[0].shape(), (Shape{5, 7}));
+  ASSERT_EQ(got[1].shape(), (Shape{2}));
+  ASSERT_EQ(got[2].shape(), (Shape{5, 2, 7}));
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_TRUE(all_close(to_doubles(got[k]), to_doubles(want[k]), 1e-5, 1e-5))
+        << k;
+  }
+  // A new shape that cannot be squeezed the traced way still raises.
+  auto bad = compile(
+      [](const std::vector<array>& in) {
+        return std::vector<array>{squeeze(in[0], 1)};
+      },
+      true);
+  bad({random_array({3, 1}, float32)});
+  EXPECT_THROW(bad({random_array({3, 2}, float32)}), std::invalid_argument);
+}
+
 TEST(Compile, ShapelessKeysOnRank) {
   int traces = 0;
   auto cf = compile([&](const std::vector<array>& in) {

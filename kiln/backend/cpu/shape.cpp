@@ -33,6 +33,36 @@ void Broadcast::eval_cpu(const std::vector<array>& inputs, array& out) {
   set_view(in, out, strides);
 }
 
+void Squeeze::eval_cpu(const std::vector<array>& inputs, array& out) {
+  const array& in = inputs[0];
+  Strides strides;
+  size_t j = 0;
+  for (size_t i = 0; i < in.ndim(); ++i) {
+    if (j < axes_.size() && axes_[j] == static_cast<int>(i)) {
+      ++j;
+    } else {
+      strides.push_back(in.strides()[i]);
+    }
+  }
+  set_view(in, out, strides);
+}
+
+void ExpandDims::eval_cpu(const std::vector<array>& inputs, array& out) {
+  const array& in = inputs[0];
+  Strides strides = in.strides();
+  Shape shape = in.shape();
+  for (int x : axes_) {
+    // The stride a row-major layout would give the new axis (any value
+    // serves a size-1 axis; this one keeps the flags exact).
+    int64_t st = x < static_cast<int>(strides.size())
+                     ? strides[x] * static_cast<int64_t>(shape[x])
+                     : 1;
+    strides.insert(strides.begin() + x, st);
+    shape.insert(shape.begin() + x, 1);
+  }
+  set_view(in, out, strides);
+}
+
 void Reshape::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
   if (out.size() == 0) {

@@ -26,6 +26,12 @@ void Slice::eval_gpu(const std::vector<array>& in, array& out) {
 void AsStrided::eval_gpu(const std::vector<array>& in, array& out) {
   eval_cpu(in, out);
 }
+void Squeeze::eval_gpu(const std::vector<array>& in, array& out) {
+  eval_cpu(in, out);
+}
+void ExpandDims::eval_gpu(const std::vector<array>& in, array& out) {
+  eval_cpu(in, out);
+}
 
 void Reshape::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
