@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kiln::detail {
 
@@ -39,5 +40,24 @@ bool seal_library(const std::string& path);
 
 /** True when path holds an ELF file whose trailer matches its contents. */
 bool library_intact(const std::string& path);
+
+// ---- Size limit (jit_evict.cpp) ----
+
+/** Marks a cache file used now (its modification time), so eviction keeps
+ *  the entries a program still reads. */
+void touch_file(const std::string& path);
+
+/** The disk caches' size limit per directory in bytes: $KILN_CACHE_LIMIT_MB
+ *  (0: unlimited), default 1024 MiB. */
+uint64_t cache_limit_bytes();
+
+/** Keeps dir's cache entries under limit bytes. An entry is every file
+ *  named <stem>.<ext> with ext among exts; the least recently used entries
+ *  (by the newest modification time of their files) go first, whole, until
+ *  the rest fit. Other files, and tmp-* files being written, are left
+ *  alone. Returns the bytes removed. */
+uint64_t evict_cache_entries(const std::string& dir,
+                             const std::vector<std::string>& exts,
+                             uint64_t limit);
 
 } // namespace kiln::detail

@@ -232,6 +232,7 @@ JitKernel build(const JitKernelSpec& spec, const std::string& key) {
   std::string error;
   if (library_intact(e.so)) {
     if (JitKernel fn = open_library(e.so, e.name, e.symbol, error)) {
+      touch_file(e.so);
       ++n_disk_loads;
       log("(disk cache)");
       return fn;
@@ -248,6 +249,7 @@ JitKernel build(const JitKernelSpec& spec, const std::string& key) {
                 std::chrono::steady_clock::now() - t0)
                 .count();
   log("(built in " + std::to_string(static_cast<int>(ms)) + " ms)");
+  evict_cache_entries(cfg->dir, {"so", "cpp"}, cache_limit_bytes());
   return fn;
 }
 

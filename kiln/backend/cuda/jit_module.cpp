@@ -251,7 +251,10 @@ class JitCache {
     std::string base = d.empty() ? "" : d + "/" + stem;
     if (!base.empty()) {
       auto fs = load_disk(base, k);
-      if (!fs.empty()) return fs;
+      if (!fs.empty()) {
+        detail::touch_file(base + ".cubin");
+        return fs;
+      }
     }
     Compiled c = compile(k, arch);
     {
@@ -276,6 +279,8 @@ class JitCache {
       detail::write_file_atomic(base + ".cu", source);
       detail::write_file_atomic(base + ".name", names);
       detail::write_file_atomic(base + ".cubin", seal(c.cubin));
+      detail::evict_cache_entries(d, {"cubin", "name", "cu"},
+                                  detail::cache_limit_bytes());
     }
     return fs;
   }
