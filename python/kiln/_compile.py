@@ -66,6 +66,14 @@ def compile(fun, inputs=None, outputs=None, shapeless=False):
     def wrapper(*args, **kwargs):
         if not _core._compile_enabled():
             return fun(*args, **kwargs)
+        # Calls with arrays only (the usual case) find their trace by the
+        # number of arrays, without walking the arguments as a tree.
+        only_arrays = not kwargs and all(type(x) is _core.array for x in args)
+        if only_arrays:
+            entry = cache.get(len(args))
+            if entry is not None:
+                compiled, outs_rec = entry
+                return outs_rec.rebuild(compiled(list(args)))
         leaves, treedef = _flatten((args, kwargs))
         consts = []
         for x in leaves:
@@ -102,6 +110,8 @@ def compile(fun, inputs=None, outputs=None, shapeless=False):
 
             compiled = _core._compile_flat(flat, shapeless, in_states, out_states)
             entry = cache[key] = (compiled, outs_rec)
+            if only_arrays:
+                cache[len(args)] = entry
         compiled, outs_rec = entry
         outs = compiled([x for x in leaves if _is_array(x)])
         return outs_rec.rebuild(outs)

@@ -21,7 +21,11 @@ def _arrays_of(tree):
 def eval(*args):
     """Evaluate the arrays in the given pytrees (other leaves are
     ignored)."""
-    _core._eval(_arrays_of(args))
+    # The common call, eval(a, b, ...) of arrays, skips the tree walk.
+    if all(type(x) is array for x in args):
+        _core._eval(list(args))
+    else:
+        _core._eval(_arrays_of(args))
 
 
 def async_eval(*args):
@@ -48,6 +52,8 @@ class _Outputs:
         return [x for x in leaves if _is_array(x)]
 
     def rebuild(self, arrays):
+        if self.treedef is None and self.slots == [True]:  # one array
+            return arrays[0]
         it = iter(arrays)
         leaves = [next(it) if s else c for s, c in zip(self.slots, self.consts)]
         return _unflatten(self.treedef, leaves)

@@ -128,6 +128,33 @@ def test_compile_shapeless(rng):
     assert len(calls) == n
 
 
+def test_compile_arrays_only_calls_share_traces_with_other_calls(rng):
+    # Array-only calls take a shortcut to their trace; calls with constants
+    # or keywords must still get their own traces and results.
+    calls = []
+
+    def f(a, b=1.0):
+        calls.append(1)
+        return {"y": a * b}
+
+    cf = kc.compile(f)
+    x, y = rand(rng, (3,)), rand(rng, (3,))
+    check(cf(kc.array(x), kc.array(y))["y"], x * y, rtol=1e-6)
+    check(cf(kc.array(x), 2.0)["y"], x * 2, rtol=1e-6)
+    check(cf(kc.array(x), b=kc.array(y))["y"], x * y, rtol=1e-6)
+    check(cf(kc.array(x))["y"], x, rtol=1e-6)
+    n = len(calls)
+    check(cf(kc.array(y), kc.array(x))["y"], x * y, rtol=1e-6)
+    check(cf(kc.array(y), 2.0)["y"], y * 2, rtol=1e-6)
+    check(cf(kc.array(y))["y"], y, rtol=1e-6)
+    assert len(calls) == n
+    one = kc.compile(lambda a: a + 1)
+    out = one(kc.array(x))
+    assert isinstance(out, kc.array)
+    check(out, x + 1, rtol=1e-6)
+    check(kc.compile(lambda a: (a,))(kc.array(x))[0], x)
+
+
 def test_compile_shapeless_reductions_without_keepdims(rng):
     calls = []
 
