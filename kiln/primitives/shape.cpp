@@ -27,11 +27,6 @@ bool Reshape::is_equivalent(const Primitive& other) const {
   return o && o->shape_ == shape_;
 }
 
-bool Squeeze::is_equivalent(const Primitive& other) const {
-  auto* o = dynamic_cast<const Squeeze*>(&other);
-  return o && o->axes_ == axes_;
-}
-
 std::vector<Shape> Squeeze::output_shapes(const std::vector<array>& inputs) {
   const Shape& in = inputs[0].shape();
   Shape out;
@@ -54,11 +49,6 @@ std::vector<Shape> Squeeze::output_shapes(const std::vector<array>& inputs) {
                                 detail::shape_str(in) + ".");
   }
   return {out};
-}
-
-bool ExpandDims::is_equivalent(const Primitive& other) const {
-  auto* o = dynamic_cast<const ExpandDims*>(&other);
-  return o && o->axes_ == axes_;
 }
 
 std::vector<Shape> ExpandDims::output_shapes(

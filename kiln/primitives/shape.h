@@ -3,6 +3,8 @@
 // can express the result.
 #pragma once
 
+#include <typeinfo>
+
 #include "kiln/core/primitive.h"
 
 namespace kiln {
@@ -43,41 +45,44 @@ class Reshape : public UnaryPrimitive {
   const Shape shape_;
 };
 
-/** Removes size-1 axes (sorted, non-negative). A view; its output shape
- *  follows the input's, so shapeless traces of reductions without keepdims
- *  replay at new shapes. */
-class Squeeze : public UnaryPrimitive {
+/** What Squeeze and ExpandDims share: sorted, non-negative axes, and
+ *  equivalence of the same class with the same axes. Both are views whose
+ *  output shape follows the input's, so shapeless traces (of reductions
+ *  without keepdims, for one) replay at new shapes. */
+class AxesView : public UnaryPrimitive {
  public:
-  Squeeze(Stream s, std::vector<int> axes)
+  AxesView(Stream s, std::vector<int> axes)
       : UnaryPrimitive(s), axes_(std::move(axes)) {}
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const AxesView*>(&other);
+    return o && typeid(*o) == typeid(*this) && o->axes_ == axes_;
+  }
+  const std::vector<int>& axes() const { return axes_; }
+
+ protected:
+  const std::vector<int> axes_;
+};
+
+/** Removes the size-1 axes at axes of the input. */
+class Squeeze : public AxesView {
+ public:
+  using AxesView::AxesView;
   const char* name() const override { return "Squeeze"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
   KILN_DECLARE_GRADS
-  bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
-  const std::vector<int>& axes() const { return axes_; }
-
- private:
-  const std::vector<int> axes_;
 };
 
-/** Inserts size-1 axes at the given (sorted, non-negative) positions of the
- *  output. A view. */
-class ExpandDims : public UnaryPrimitive {
+/** Inserts size-1 axes at the axes of the output. */
+class ExpandDims : public AxesView {
  public:
-  ExpandDims(Stream s, std::vector<int> axes)
-      : UnaryPrimitive(s), axes_(std::move(axes)) {}
+  using AxesView::AxesView;
   const char* name() const override { return "ExpandDims"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
   KILN_DECLARE_GRADS
-  bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
-  const std::vector<int>& axes() const { return axes_; }
-
- private:
-  const std::vector<int> axes_;
 };
 
 class Transpose : public UnaryPrimitive {
