@@ -3,9 +3,7 @@
 // refused when shared), concurrent first use compiles once, and the
 // fallbacks (no compiler, KILN_COMPILE_CHECK) behave.
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <barrier>
@@ -16,9 +14,8 @@
 #include <thread>
 
 #include "backend/jit_fixture.h"
+#include "run_self.h"
 #include "kiln/primitives/compiled.h"
-
-extern char** environ;
 
 namespace kiln::test {
 namespace {
@@ -39,30 +36,6 @@ std::vector<double> disk_want() {
   return map1(to_doubles(disk_input()), [](double x) {
     return static_cast<double>(std::sin(static_cast<float>(x) + 0.75f)) * x;
   });
-}
-
-// Runs this test binary again on one test, with extra environment entries.
-int run_self(const std::string& filter, const std::vector<std::string>& env) {
-  std::string exe = fs::read_symlink("/proc/self/exe");
-  std::vector<std::string> envs;
-  for (char** e = environ; *e; ++e) envs.push_back(*e);
-  envs.insert(envs.end(), env.begin(), env.end());
-  std::vector<char*> envp, argv;
-  for (auto& e : envs) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string f = "--gtest_filter=" + filter;
-  argv = {exe.data(), f.data(), nullptr};
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  pid_t pid;
-  int rc =
-      ::posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return -1;
-  int status = 0;
-  if (::waitpid(pid, &status, 0) != pid) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 // The child half of SecondProcessLoadsFromDisk (skipped in a normal run).

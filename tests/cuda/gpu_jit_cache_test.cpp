@@ -7,8 +7,6 @@
 #if KILN_HAS_CUDA
 
 #include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <barrier>
@@ -21,43 +19,13 @@
 #include "kiln/backend/cuda/elementwise_kernels.h"
 #include "kiln/backend/cuda/jit_module.h"
 #include "kiln/backend/cuda/kernels.h"
-
-extern char** environ;
+#include "run_self.h"
 
 namespace kiln::test {
 namespace {
 
 namespace fs = std::filesystem;
 using GpuJitCache = GpuTest;
-
-// Runs this binary again on one test with extra environment entries.
-int run_self(const std::string& filter, const std::vector<std::string>& env) {
-  std::string exe = fs::read_symlink("/proc/self/exe");
-  // The given entries replace inherited ones of the same name.
-  std::vector<std::string> envs = env;
-  for (char** e = environ; *e; ++e) {
-    std::string s = *e;
-    bool replaced = false;
-    for (auto& mine : env) {
-      replaced |= s.compare(0, mine.find('=') + 1, mine, 0,
-                            mine.find('=') + 1) == 0;
-    }
-    if (!replaced) envs.push_back(s);
-  }
-  std::vector<char*> envp, argv;
-  for (auto& e : envs) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string f = "--gtest_filter=" + filter;
-  argv = {exe.data(), f.data(), nullptr};
-  pid_t pid;
-  if (::posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(),
-                    envp.data()) != 0) {
-    return -1;
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 // The child: runs a JIT-only kernel and checks the cache statistics the
 // parent asked for (KILN_TEST_EXPECT = cold | warm | corrupt).
