@@ -2,15 +2,17 @@
 
 #include <stdexcept>
 
+#include "kiln/io/text_cursor.h"
+
 namespace kiln::io::detail {
 
 namespace {
 
 constexpr int kMaxDepth = 64;
 
-class Parser {
+class Parser : TextCursor {
  public:
-  explicit Parser(const std::string& s) : s_(s) {}
+  explicit Parser(const std::string& s) : TextCursor(s) {}
 
   Json document() {
     Json v = value(0);
@@ -20,26 +22,9 @@ class Parser {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& why) {
+  [[noreturn]] void fail(const std::string& why) override {
     throw std::invalid_argument("invalid JSON at byte " + std::to_string(i_) +
                                 ": " + why);
-  }
-  void space() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' ||
-                              s_[i_] == '\n' || s_[i_] == '\r')) {
-      ++i_;
-    }
-  }
-  bool take(char c) {
-    space();
-    if (i_ < s_.size() && s_[i_] == c) {
-      ++i_;
-      return true;
-    }
-    return false;
-  }
-  void expect(char c) {
-    if (!take(c)) fail(std::string("expected '") + c + "'");
   }
   bool word(const char* w) {
     std::string ws(w);
@@ -177,9 +162,6 @@ class Parser {
       }
     }
   }
-
-  const std::string& s_;
-  size_t i_ = 0;
 };
 
 } // namespace

@@ -7,6 +7,7 @@
 
 #include "kiln/io/common.h"
 #include "kiln/io/io.h"
+#include "kiln/io/text_cursor.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/utils.h"
 
@@ -77,14 +78,15 @@ Descr parse_descr(const std::string& s, const Reader& in) {
 
 // The header: a dict literal of three keys whose values are a string, a
 // bool and a tuple of ints. Anything else is a corrupt header.
-class HeaderParser {
+class HeaderParser : io::TextCursor {
  public:
-  HeaderParser(const std::string& text, const Reader& in) : s_(text), in_(in) {}
+  HeaderParser(const std::string& text, const Reader& in)
+      : TextCursor(text), in_(in) {}
 
   void parse(std::string& descr, bool& fortran, std::vector<uint64_t>& dims) {
     bool seen[3] = {false, false, false};
     expect('{');
-    while (!try_take('}')) {
+    while (!take('}')) {
       std::string key = string();
       expect(':');
       if (key == "descr") {
@@ -99,7 +101,7 @@ class HeaderParser {
       } else {
         fail("unexpected key '" + key + "'");
       }
-      if (!try_take(',')) {
+      if (!take(',')) {
         expect('}');
         break;
       }
@@ -110,25 +112,8 @@ class HeaderParser {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& why) {
+  [[noreturn]] void fail(const std::string& why) override {
     corrupt("load", in_, "invalid .npy header (" + why + "): " + s_);
-  }
-  void space() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' ||
-                              s_[i_] == '\n' || s_[i_] == '\r')) {
-      ++i_;
-    }
-  }
-  bool try_take(char c) {
-    space();
-    if (i_ < s_.size() && s_[i_] == c) {
-      ++i_;
-      return true;
-    }
-    return false;
-  }
-  void expect(char c) {
-    if (!try_take(c)) fail(std::string("expected '") + c + "'");
   }
   std::string string() {
     space();
@@ -156,7 +141,7 @@ class HeaderParser {
   std::vector<uint64_t> tuple() {
     std::vector<uint64_t> dims;
     expect('(');
-    while (!try_take(')')) {
+    while (!take(')')) {
       space();
       if (i_ >= s_.size() || s_[i_] < '0' || s_[i_] > '9') {
         fail("expected a dimension");
@@ -169,7 +154,7 @@ class HeaderParser {
       // NumPy writes 3L for longs in old files.
       if (i_ < s_.size() && s_[i_] == 'L') ++i_;
       dims.push_back(d);
-      if (!try_take(',')) {
+      if (!take(',')) {
         expect(')');
         break;
       }
@@ -177,9 +162,7 @@ class HeaderParser {
     return dims;
   }
 
-  const std::string& s_;
   const Reader& in_;
-  size_t i_ = 0;
 };
 
 std::string header_text(const array& a) {
