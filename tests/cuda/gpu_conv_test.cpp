@@ -36,9 +36,8 @@ array rnd(const Shape& shape, Dtype dt) {
 // fn on both devices; a forward convolution's GPU result must also have
 // been computed on the GPU (in device memory), not by the CPU fallback.
 ::testing::AssertionResult conv_matches(const DeviceFn& fn,
-                                        const std::vector<array>& in,
-                                        Dtype dt, bool forward = true,
-                                        double tol = 0) {
+                                        const std::vector<array>& in, Dtype dt,
+                                        bool forward = true, double tol = 0) {
   if (forward) {
     array g = fn(in, Device::gpu);
     g.eval();
@@ -73,8 +72,7 @@ TEST_F(GpuConv, Conv1dEveryParameterAndDtype) {
   for (Dtype dt : conv_dtypes) {
     for (const auto& c : cases) {
       auto fn = [&](const std::vector<array>& v, Device d) {
-        return conv1d(v[0], v[1], c.stride, c.padding, c.dilation, c.groups,
-                      d);
+        return conv1d(v[0], v[1], c.stride, c.padding, c.dilation, c.groups, d);
       };
       EXPECT_TRUE(conv_matches(fn, {rnd(c.x, dt), rnd(c.w, dt)}, dt))
           << c.name << " " << dtype_name(dt);
@@ -100,8 +98,7 @@ TEST_F(GpuConv, Conv2dAnd3d) {
   for (Dtype dt : conv_dtypes) {
     for (const auto& c : cases2) {
       auto fn = [&](const std::vector<array>& v, Device d) {
-        return conv2d(v[0], v[1], c.stride, c.padding, c.dilation, c.groups,
-                      d);
+        return conv2d(v[0], v[1], c.stride, c.padding, c.dilation, c.groups, d);
       };
       EXPECT_TRUE(conv_matches(fn, {rnd(c.x, dt), rnd(c.w, dt)}, dt))
           << "conv2d " << dtype_name(dt) << " groups " << c.groups;
@@ -112,15 +109,13 @@ TEST_F(GpuConv, Conv2dAnd3d) {
         return conv3d(v[0], v[1], stride, padding, dilation, groups, d);
       };
     };
-    EXPECT_TRUE(conv_matches(f3({1, 1, 1}, {0, 0, 0}, {1, 1, 1}, 1),
-                             {rnd({2, 5, 6, 7, 3}, dt),
-                              rnd({4, 2, 3, 2, 3}, dt)},
-                             dt))
+    EXPECT_TRUE(
+        conv_matches(f3({1, 1, 1}, {0, 0, 0}, {1, 1, 1}, 1),
+                     {rnd({2, 5, 6, 7, 3}, dt), rnd({4, 2, 3, 2, 3}, dt)}, dt))
         << "conv3d " << dtype_name(dt);
-    EXPECT_TRUE(conv_matches(f3({2, 1, 2}, {1, 0, 2}, {1, 2, 1}, 2),
-                             {rnd({1, 7, 8, 6, 4}, dt),
-                              rnd({6, 3, 2, 3, 2}, dt)},
-                             dt))
+    EXPECT_TRUE(
+        conv_matches(f3({2, 1, 2}, {1, 0, 2}, {1, 2, 1}, 2),
+                     {rnd({1, 7, 8, 6, 4}, dt), rnd({6, 3, 2, 3, 2}, dt)}, dt))
         << "conv3d strided/padded/dilated/grouped " << dtype_name(dt);
   }
 }
@@ -131,15 +126,15 @@ TEST_F(GpuConv, InputDilationFlipAndAsymmetricPadding) {
       auto f1 = [&](const std::vector<array>& v, Device d) {
         return conv_general(v[0], v[1], {2}, {1}, {3}, {2}, {3}, 1, flip, d);
       };
-      EXPECT_TRUE(conv_matches(f1, {rnd({2, 9, 3}, dt), rnd({4, 3, 3}, dt)},
-                               dt))
+      EXPECT_TRUE(
+          conv_matches(f1, {rnd({2, 9, 3}, dt), rnd({4, 3, 3}, dt)}, dt))
           << "1d " << dtype_name(dt) << " flip " << flip;
       auto f2 = [&](const std::vector<array>& v, Device d) {
-        return conv_general(v[0], v[1], {1, 2}, {2, 0}, {0, 1}, {1, 2},
-                            {2, 3}, 2, flip, d);
+        return conv_general(v[0], v[1], {1, 2}, {2, 0}, {0, 1}, {1, 2}, {2, 3},
+                            2, flip, d);
       };
-      EXPECT_TRUE(conv_matches(
-          f2, {rnd({2, 6, 5, 4}, dt), rnd({4, 3, 2, 2}, dt)}, dt))
+      EXPECT_TRUE(
+          conv_matches(f2, {rnd({2, 6, 5, 4}, dt), rnd({4, 3, 2, 2}, dt)}, dt))
           << "2d " << dtype_name(dt) << " flip " << flip;
       auto f3 = [&](const std::vector<array>& v, Device d) {
         return conv_general(v[0], v[1], {1, 1, 2}, {1, 0, 2}, {0, 2, 1},
@@ -174,28 +169,23 @@ TEST_F(GpuConv, TransposedConvolutions) {
           << " padding " << c.padding;
     }
     auto f2 = [&](const std::vector<array>& v, Device d) {
-      return conv_transpose2d(v[0], v[1], {2, 1}, {1, 0}, {1, 2}, {1, 0}, 1,
-                              d);
+      return conv_transpose2d(v[0], v[1], {2, 1}, {1, 0}, {1, 2}, {1, 0}, 1, d);
     };
-    EXPECT_TRUE(conv_matches(f2, {rnd({2, 5, 7, 3}, dt),
-                                  rnd({4, 3, 2, 3}, dt)},
-                             dt))
+    EXPECT_TRUE(
+        conv_matches(f2, {rnd({2, 5, 7, 3}, dt), rnd({4, 3, 2, 3}, dt)}, dt))
         << "conv_transpose2d " << dtype_name(dt);
     auto f2g = [&](const std::vector<array>& v, Device d) {
-      return conv_transpose2d(v[0], v[1], {2, 2}, {1, 1}, {1, 1}, {0, 1}, 2,
-                              d);
+      return conv_transpose2d(v[0], v[1], {2, 2}, {1, 1}, {1, 1}, {0, 1}, 2, d);
     };
-    EXPECT_TRUE(conv_matches(f2g, {rnd({1, 6, 5, 4}, dt),
-                                   rnd({4, 3, 3, 2}, dt)},
-                             dt))
+    EXPECT_TRUE(
+        conv_matches(f2g, {rnd({1, 6, 5, 4}, dt), rnd({4, 3, 3, 2}, dt)}, dt))
         << "conv_transpose2d groups " << dtype_name(dt);
     auto f3 = [&](const std::vector<array>& v, Device d) {
       return conv_transpose3d(v[0], v[1], {2, 1, 2}, {0, 1, 1}, {1, 1, 1},
                               {1, 0, 0}, 1, d);
     };
-    EXPECT_TRUE(conv_matches(f3, {rnd({1, 3, 4, 3, 2}, dt),
-                                  rnd({3, 2, 3, 2, 2}, dt)},
-                             dt))
+    EXPECT_TRUE(conv_matches(
+        f3, {rnd({1, 3, 4, 3, 2}, dt), rnd({3, 2, 3, 2, 2}, dt)}, dt))
         << "conv_transpose3d " << dtype_name(dt);
   }
 }
@@ -219,8 +209,7 @@ void expect_grads_match(const std::string& name, const ConvFn& conv,
       return vjp(f, {v[0], v[1]}, {v[2]}).second[arg];
     };
     EXPECT_TRUE(conv_matches(fn, {x, w, cot}, dt, false))
-        << name << (arg == 0 ? " d/dinput " : " d/dweight ")
-        << dtype_name(dt);
+        << name << (arg == 0 ? " d/dinput " : " d/dweight ") << dtype_name(dt);
   }
 }
 
@@ -262,8 +251,7 @@ TEST_F(GpuConv, GradientsOnTheGpu) {
 
 TEST_F(GpuConv, VmapTurnsBatchesIntoGroups) {
   for (Dtype dt : {float32, bfloat16}) {
-    for (std::vector<int> axes :
-         {std::vector<int>{0, -1}, {-1, 0}, {0, 0}}) {
+    for (std::vector<int> axes : {std::vector<int>{0, -1}, {-1, 0}, {0, 0}}) {
       auto fn = [&](const std::vector<array>& v, Device d) {
         auto f = [&](const std::vector<array>& p) {
           return std::vector<array>{conv1d(p[0], p[1], 1, 1, 1, 2, d)};
@@ -293,22 +281,18 @@ TEST_F(GpuConv, NonContiguousInputsAndWeights) {
         // Channels 1..6 of 13: the first element is not 16-byte aligned.
         {"channel slice", slice(wide, Shape{0, 0, 0, 1}, Shape{2, 7, 9, 7})},
         {"every other channel",
-         slice(wide, Shape{0, 0, 0, 0}, Shape{2, 7, 9, 12},
-               Shape{1, 1, 1, 2})},
-        {"strided spatial",
-         slice(tall, Shape{0, 0, 0, 0}, Shape{2, 14, 18, 6},
-               Shape{1, 2, 2, 1})},
+         slice(wide, Shape{0, 0, 0, 0}, Shape{2, 7, 9, 12}, Shape{1, 1, 1, 2})},
+        {"strided spatial", slice(tall, Shape{0, 0, 0, 0}, Shape{2, 14, 18, 6},
+                                  Shape{1, 2, 2, 1})},
         {"reversed spatial",
          slice(x, Shape{0, 6, 0, 0}, Shape{2, -8, 9, 6}, Shape{1, -1, 1, 1})},
-        {"broadcast batch",
-         broadcast_to(rnd({1, 7, 9, 6}, dt), xs)},
-        {"broadcast channels",
-         broadcast_to(rnd({2, 7, 9, 1}, dt), xs)},
+        {"broadcast batch", broadcast_to(rnd({1, 7, 9, 6}, dt), xs)},
+        {"broadcast channels", broadcast_to(rnd({2, 7, 9, 1}, dt), xs)},
     };
     for (const auto& [name, xi] : inputs) {
       ASSERT_EQ(xi.shape(), xs) << name;
-      EXPECT_TRUE(conv_matches(fn, {xi, w}, dt)) << name << " "
-                                                 << dtype_name(dt);
+      EXPECT_TRUE(conv_matches(fn, {xi, w}, dt))
+          << name << " " << dtype_name(dt);
     }
     // Weights the GEMM cannot read in place are copied row-major first.
     array wide_w = rnd({4, 3, 2, 5}, dt);
@@ -316,11 +300,10 @@ TEST_F(GpuConv, NonContiguousInputsAndWeights) {
              {"transposed weight", as_transposed(w)},
              {"sliced weight",
               slice(wide_w, Shape{0, 0, 0, 2}, Shape{4, 3, 2, 5})},
-             {"broadcast weight",
-              broadcast_to(rnd({1, 3, 2, 3}, dt), ws)}}) {
+             {"broadcast weight", broadcast_to(rnd({1, 3, 2, 3}, dt), ws)}}) {
       ASSERT_EQ(wi.shape(), ws) << name;
-      EXPECT_TRUE(conv_matches(fn, {x, wi}, dt)) << name << " "
-                                                 << dtype_name(dt);
+      EXPECT_TRUE(conv_matches(fn, {x, wi}, dt))
+          << name << " " << dtype_name(dt);
     }
   }
 }
@@ -331,8 +314,8 @@ TEST_F(GpuConv, OneByOneConvolutions) {
     // their offset), then layouts and parameters that need im2col.
     auto fn = [](int stride, int padding, int groups) {
       return [=](const std::vector<array>& v, Device d) {
-        return conv2d(v[0], v[1], {stride, stride}, {padding, padding},
-                      {1, 1}, groups, d);
+        return conv2d(v[0], v[1], {stride, stride}, {padding, padding}, {1, 1},
+                      groups, d);
       };
     };
     array x = rnd({2, 5, 7, 6}, dt);
@@ -359,26 +342,26 @@ TEST_F(GpuConv, EdgeSizes) {
       return conv1d(v[0], v[1], 1, 0, 1, 1, d);
     };
     // Empty batch, no output channels, one element.
-    EXPECT_TRUE(conv_matches(plain, {rnd({0, 10, 4}, dt), rnd({6, 3, 4}, dt)},
-                             dt))
+    EXPECT_TRUE(
+        conv_matches(plain, {rnd({0, 10, 4}, dt), rnd({6, 3, 4}, dt)}, dt))
         << "empty batch " << dtype_name(dt);
-    EXPECT_TRUE(conv_matches(plain, {rnd({2, 10, 4}, dt), rnd({0, 3, 4}, dt)},
-                             dt))
+    EXPECT_TRUE(
+        conv_matches(plain, {rnd({2, 10, 4}, dt), rnd({0, 3, 4}, dt)}, dt))
         << "no output channels " << dtype_name(dt);
-    EXPECT_TRUE(conv_matches(plain, {rnd({1, 1, 1}, dt), rnd({1, 1, 1}, dt)},
-                             dt))
+    EXPECT_TRUE(
+        conv_matches(plain, {rnd({1, 1, 1}, dt), rnd({1, 1, 1}, dt)}, dt))
         << "one element " << dtype_name(dt);
     // No input channels: every sum is empty, the output all zeros.
-    array z = conv1d(rnd({2, 5, 0}, dt), rnd({3, 2, 0}, dt), 1, 0, 1, 1,
-                     Device::gpu);
+    array z =
+        conv1d(rnd({2, 5, 0}, dt), rnd({3, 2, 0}, dt), 1, 0, 1, 1, Device::gpu);
     EXPECT_EQ(z.shape(), (Shape{2, 4, 3}));
     EXPECT_EQ(to_doubles(z), std::vector<double>(24, 0.0)) << dtype_name(dt);
     // An empty input reached only by padding.
     auto padded = [](const std::vector<array>& v, Device d) {
       return conv1d(v[0], v[1], 1, 2, 1, 1, d);
     };
-    EXPECT_TRUE(conv_matches(padded, {rnd({2, 0, 3}, dt), rnd({2, 1, 3}, dt)},
-                             dt))
+    EXPECT_TRUE(
+        conv_matches(padded, {rnd({2, 0, 3}, dt), rnd({2, 1, 3}, dt)}, dt))
         << "padding only " << dtype_name(dt);
   }
 }
@@ -389,16 +372,15 @@ TEST_F(GpuConv, ManyRowsAndLongReductions) {
     auto f1 = [](const std::vector<array>& v, Device d) {
       return conv1d(v[0], v[1], 1, 0, 1, 1, d);
     };
-    EXPECT_TRUE(conv_matches(f1, {rnd({3, 30000, 5}, dt), rnd({7, 3, 5}, dt)},
-                             dt))
+    EXPECT_TRUE(
+        conv_matches(f1, {rnd({3, 30000, 5}, dt), rnd({7, 3, 5}, dt)}, dt))
         << "many rows " << dtype_name(dt);
     // kernel_size * C_in = 2304 products per output.
     auto f2 = [](const std::vector<array>& v, Device d) {
       return conv2d(v[0], v[1], {1, 1}, {1, 1}, {1, 1}, 1, d);
     };
-    EXPECT_TRUE(conv_matches(f2, {rnd({2, 10, 12, 256}, dt),
-                                  rnd({33, 3, 3, 256}, dt)},
-                             dt))
+    EXPECT_TRUE(conv_matches(
+        f2, {rnd({2, 10, 12, 256}, dt), rnd({33, 3, 3, 256}, dt)}, dt))
         << "long reduction " << dtype_name(dt);
   }
 }
@@ -419,11 +401,9 @@ TEST_F(GpuConv, AgainstHandComputedValues) {
   array x({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, {1, 6, 1});
   array w({1.0f, 0.0f, -1.0f}, {1, 3, 1});
   array y = conv1d(x, w, 1, 1, 1, 1, Device::gpu);
-  EXPECT_EQ(to_doubles(y),
-            (std::vector<double>{-2, -2, -2, -2, -2, 5}));
+  EXPECT_EQ(to_doubles(y), (std::vector<double>{-2, -2, -2, -2, -2, 5}));
   // Flipped: out[i] = x[i + 1] - x[i - 1].
-  array yf = conv_general(x, w, {1}, {1}, {1}, {1}, {1}, 1, true,
-                          Device::gpu);
+  array yf = conv_general(x, w, {1}, {1}, {1}, {1}, {1}, 1, true, Device::gpu);
   EXPECT_EQ(to_doubles(yf), (std::vector<double>{2, 2, 2, 2, 2, -5}));
 }
 
@@ -466,8 +446,8 @@ TEST_F(GpuConv, PatchMatrixInTilesOfRowsAndColumns) {
       auto f1 = [](const std::vector<array>& v, Device d) {
         return conv1d(v[0], v[1], 1, 4, 1, 1, d);
       };
-      EXPECT_TRUE(conv_matches(f1, {rnd({2, 20, 1024}, dt),
-                                    rnd({3, 9, 1024}, dt)},
+      EXPECT_TRUE(conv_matches(f1,
+                               {rnd({2, 20, 1024}, dt), rnd({3, 9, 1024}, dt)},
                                dt, true, split_tol))
           << "long rows " << dtype_name(dt);
     }
@@ -485,9 +465,9 @@ TEST_F(GpuConv, BadArgumentsRaise) {
                std::invalid_argument);
   EXPECT_THROW(conv1d(x, rnd({6, 11, 4}, float32), 1, 0, 1, 1, Device::gpu),
                std::invalid_argument);
-  EXPECT_THROW(conv1d(astype(x, int32), astype(w, int32), 1, 0, 1, 1,
-                      Device::gpu),
-               std::invalid_argument);
+  EXPECT_THROW(
+      conv1d(astype(x, int32), astype(w, int32), 1, 0, 1, 1, Device::gpu),
+      std::invalid_argument);
   EXPECT_THROW(conv2d(x, w, {1, 1}, {0, 0}, {1, 1}, 1, Device::gpu),
                std::invalid_argument);
 }
