@@ -124,24 +124,38 @@ bool run_conv(const Convolution& p, const array& in, const array& w, array& out,
         cudaMemsetAsync(out.raw_data_ptr(), 0, out.nbytes(), cuda_stream(s)));
     return true;
   }
+  Tile tile = tile_of(g, rows, kc, dt.size);
+  bool pointwise = detail::conv_is_pointwise(p, g, in) && rows <= INT32_MAX;
+  // A split reduction adds each chunk's product to the output: float16/
+  // bfloat16 accumulate those in float32 (patches, weight and output) and
+  // round once at the end, as the CPU's float32 GEMM does.
+  Dtype acc = !pointwise && tile.cols < kc && dt.size == 2 ? float32 : dt;
+  if (acc != dt) tile = tile_of(g, rows, kc, acc.size);
   // The weight as a row-major (C_out, kc) matrix: read transposed, each
   // group's cog rows one batch entry.
   array wm = w;
-  if (!row_contiguous(w, wm, s)) return false;
+  if (acc != dt) {
+    wm = array::uninitialized(w.shape(), acc);
+    if (!copy_row_major(w, wm, s)) return false;
+  } else if (!row_contiguous(w, wm, s)) {
+    return false;
+  }
   const char* wp = as_bytes(device_ptr(wm, s));
-  set_device_output(out, s);
-  char* op = static_cast<char*>(out.raw_data_ptr());
-  size_t item = dt.size;
+  array acc_out = out;
+  if (acc != dt) acc_out = array::uninitialized(out.shape(), acc);
+  set_device_output(acc_out, s);
+  char* op = static_cast<char*>(acc_out.raw_data_ptr());
+  size_t item = acc.size;
 
   GemmArgs ga;
-  ga.dtype = dt;
+  ga.dtype = acc;
   ga.n = g.cog;
   ga.batch = g.groups;
   ga.out_ld = g.c_out;
   ga.out_batch_stride = g.cog;
   ga.stream = s.index;
 
-  if (detail::conv_is_pointwise(p, g, in) && rows <= INT32_MAX) {
+  if (pointwise) {
     // Row r of the input is output position r; group grp reads its cg
     // channels at offset grp * cg.
     ga.m = rows;
@@ -152,11 +166,10 @@ bool run_conv(const Convolution& p, const array& in, const array& w, array& out,
     return gemm(ga);
   }
 
-  Tile tile = tile_of(g, rows, kc, item);
   Scratch patches(static_cast<size_t>(g.groups * tile.rows * tile.cols) * item,
                   s);
   bool i64 = rows > UINT32_MAX || kc > UINT32_MAX;
-  CUfunction f = get_kernel(im2col_kernel(dt, nd, i64));
+  CUfunction f = get_kernel(im2col_kernel(dt, acc, nd, i64));
   Im2ColParams ip = im2col_params(p, g);
   const void* ip_in = device_ptr(in, s);
   void* ip_out = patches.ptr;
@@ -180,20 +193,21 @@ bool run_conv(const Convolution& p, const array& in, const array& w, array& out,
       if (!gemm(ga)) return false;
     }
   }
-  return true;
+  return acc == dt || copy_row_major(acc_out, out, s);
 }
 
 } // namespace
 
-JitKernel im2col_kernel(Dtype dt, int nd, bool i64) {
+JitKernel im2col_kernel(Dtype in, Dtype out, int nd, bool i64) {
+  std::string suffix =
+      (out != in ? "_" + dtype_name(out) : std::string()) + (i64 ? "_i64" : "");
   auto one = [&](int d) {
-    return JitKernel{
-        "gIm2Col" + std::to_string(d) + dtype_name(dt) + (i64 ? "_i64" : ""),
-        "#include \"kiln/backend/cuda/device/conv.cuh\"\n",
-        std::string("kiln::cuda::im2col<") + device_type(dt) + ", " +
-            std::to_string(d) + ", " + (i64 ? "long long" : "unsigned int") +
-            ">",
-        {}};
+    return JitKernel{"gIm2Col" + std::to_string(d) + dtype_name(in) + suffix,
+                     "#include \"kiln/backend/cuda/device/conv.cuh\"\n",
+                     std::string("kiln::cuda::im2col<") + device_type(in) +
+                         ", " + device_type(out) + ", " + std::to_string(d) +
+                         ", " + (i64 ? "long long" : "unsigned int") + ">",
+                     {}};
   };
   JitKernel k = one(nd);
   for (int d = 1; d <= max_spatial_axes; ++d) {

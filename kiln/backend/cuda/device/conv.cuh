@@ -39,9 +39,11 @@ struct Im2ColParams {
 
 /** One thread per tile element, grid-stride. IdxT (uint32_t, or int64_t
  *  when the patch matrix has 2^32 rows or columns or more) holds the row
- *  and column being decomposed; input offsets are int64. */
-template <typename T, int ND, typename IdxT>
-__global__ void im2col(const T* __restrict__ in, T* __restrict__ patches,
+ *  and column being decomposed; input offsets are int64. Out is T, or
+ *  float for float16/bfloat16 convolutions that accumulate a split
+ *  reduction in float32. */
+template <typename T, typename Out, int ND, typename IdxT>
+__global__ void im2col(const T* __restrict__ in, Out* __restrict__ patches,
                        const __grid_constant__ Im2ColParams p) {
   const uint32_t tile_cols = static_cast<uint32_t>(p.cols);
   const uint32_t tile_rows = static_cast<uint32_t>(p.rows);
@@ -77,11 +79,11 @@ __global__ void im2col(const T* __restrict__ in, T* __restrict__ patches,
       inside = inside && v >= 0 && v < p.in_len[d];
       off += v * p.in_stride[d];
     }
-    T value = cast_to<T>(0.0f);
+    Out value = cast_to<Out>(0.0f);
     if (inside) {
       int64_t n = static_cast<int64_t>(r);
       int64_t ch = static_cast<int64_t>(grp) * p.cg + static_cast<int64_t>(c);
-      value = in[n * p.batch_stride + ch * p.chan_stride + off];
+      value = cast_to<Out>(in[n * p.batch_stride + ch * p.chan_stride + off]);
     }
     patches[e] = value;
   }
