@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 
+#include "kiln/backend/common/conv_geometry.h"
 #include "kiln/backend/common/strided.h"
 #include "kiln/backend/cpu/gemm.h"
 #include "kiln/core/dispatch.h"
@@ -19,42 +20,13 @@ namespace {
 // float32) while keeping GEMMs large.
 constexpr int64_t block_elems = int64_t(1) << 22;
 
-struct Geometry {
-  int nd;
-  int64_t n, c_in, c_out, groups, cg, cog;
-  std::vector<int64_t> in_len, k_len, out_len, in_stride;
-  int64_t in_batch_stride, in_chan_stride;
-  int64_t kernel_size, out_spatial;
-};
-
-Geometry geometry(const array& in, const array& w, const array& out) {
-  Geometry g;
-  g.nd = static_cast<int>(in.ndim()) - 2;
-  g.n = in.shape(0);
-  g.c_in = in.shape(-1);
-  g.c_out = w.shape(0);
-  g.cg = w.shape(-1);
-  g.groups = g.cg > 0 ? g.c_in / g.cg : g.c_out;
-  g.cog = g.groups > 0 ? g.c_out / g.groups : 0;
-  g.kernel_size = g.out_spatial = 1;
-  for (int d = 0; d < g.nd; ++d) {
-    g.in_len.push_back(in.shape(d + 1));
-    g.in_stride.push_back(in.strides()[d + 1]);
-    g.k_len.push_back(w.shape(d + 1));
-    g.out_len.push_back(out.shape(d + 1));
-    g.kernel_size *= g.k_len.back();
-    g.out_spatial *= g.out_len.back();
-  }
-  g.in_batch_stride = in.strides()[0];
-  g.in_chan_stride = in.strides().back();
-  return g;
-}
+using detail::ConvGeometry;
 
 // Unfold rows [r0, r1) (output positions) for group grp into cols, each row
 // holding kernel_size * cg values in the weight's (K..., C) order.
 template <typename T, typename G>
-void im2col(const Convolution& p, const Geometry& g, const T* in, int64_t grp,
-            int64_t r0, int64_t r1, G* cols) {
+void im2col(const Convolution& p, const ConvGeometry& g, const T* in,
+            int64_t grp, int64_t r0, int64_t r1, G* cols) {
   int64_t kc = g.kernel_size * g.cg;
   auto unfold = [&](size_t b, size_t e) {
     std::vector<int64_t> pos(g.nd), o(g.nd), k(g.nd);
@@ -120,25 +92,12 @@ const G* weight_matrix(const array& w, std::vector<G>& scratch) {
   return scratch.data();
 }
 
-// A 1x1 kernel with unit stride and dilation and no padding reads the input
-// itself as the unfolded matrix.
-bool is_pointwise(const Convolution& p, const Geometry& g, const array& in) {
-  if (g.groups != 1 || g.kernel_size != 1 || p.flip()) return false;
-  for (int d = 0; d < g.nd; ++d) {
-    if (p.stride()[d] != 1 || p.input_dilation()[d] != 1 ||
-        p.padding_lo()[d] != 0 || p.padding_hi()[d] != 0) {
-      return false;
-    }
-  }
-  return in.flags().row_contiguous;
-}
-
 template <typename T, typename G>
 void run_conv(const Convolution& p, const array& in, const array& w,
               array& out) {
   out.set_data(allocator::malloc(out.nbytes()));
   if (out.size() == 0) return;
-  auto g = geometry(in, w, out);
+  auto g = detail::conv_geometry(in, w, out);
   int64_t rows = g.n * g.out_spatial, kc = g.kernel_size * g.cg;
   T* o = out.data<T>();
   if (kc == 0) {
@@ -148,7 +107,7 @@ void run_conv(const Convolution& p, const array& in, const array& w,
   std::vector<G> w_scratch;
   const G* wm = weight_matrix<T, G>(w, w_scratch);
   if constexpr (std::is_same_v<T, G>) {
-    if (is_pointwise(p, g, in)) {
+    if (g.groups == 1 && detail::conv_is_pointwise(p, g, in)) {
       detail::gemm(false, true, static_cast<int>(rows),
                    static_cast<int>(g.c_out), static_cast<int>(kc), G(1),
                    in.data<G>(), static_cast<int>(kc), wm, static_cast<int>(kc),

@@ -6,6 +6,7 @@
 // with a device side (array::is_donatable), so the two copies never differ.
 #pragma once
 
+#include "kiln/backend/cuda/allocator.h"
 #include "kiln/core/array.h"
 #include "kiln/core/device.h"
 
@@ -29,5 +30,18 @@ void set_device_output(array& out, size_t data_size, Strides strides,
                        array::Flags flags, const Stream& s);
 /** A fresh row-major device buffer. */
 void set_device_output(array& out, const Stream& s);
+
+/** Device scratch for kernels queued on stream s, given back when it goes
+ *  out of scope: the allocator reuses it on s only after the work queued
+ *  before, and on other streams only behind an event. */
+struct Scratch {
+  Scratch(size_t nbytes, const Stream& s)
+      : ptr(device_malloc(nbytes, s.index)), used(stream_bit(s)) {}
+  ~Scratch() { device_free(ptr, used); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  void* ptr;
+  uint64_t used;
+};
 
 } // namespace kiln::cuda

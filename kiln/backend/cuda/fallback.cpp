@@ -8,7 +8,6 @@
 #include <set>
 #include <string>
 
-#include "kiln/primitives/conv.h"
 #include "kiln/primitives/creation.h"
 #include "kiln/primitives/custom.h"
 #include "kiln/primitives/elementwise.h"
@@ -76,7 +75,6 @@ KILN_GPU_FALLBACK(Eigh)
 KILN_GPU_FALLBACK(Eig)
 KILN_GPU_FALLBACK(SVD)
 
-KILN_GPU_FALLBACK_UNARY(Convolution)
 KILN_GPU_FALLBACK_UNARY(Inverse)
 KILN_GPU_FALLBACK_UNARY(TriangularInverse)
 KILN_GPU_FALLBACK_UNARY(Real)

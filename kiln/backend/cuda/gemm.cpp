@@ -52,7 +52,12 @@ int alignment(const void* p) {
 
 using PlanKey = std::tuple<int, bool, bool, int64_t, int64_t, int64_t,
                            int64_t, int64_t, int64_t, int64_t, int64_t,
-                           bool, bool, int, int, int, int>;
+                           int64_t, int64_t, bool, bool, int, int, int, int>;
+
+int64_t out_ld(const GemmArgs& g) { return g.out_ld > 0 ? g.out_ld : g.n; }
+int64_t out_batch_stride(const GemmArgs& g) {
+  return g.out_batch_stride > 0 ? g.out_batch_stride : g.m * g.n;
+}
 
 struct Plan {
   cublasLtMatmulDesc_t desc = nullptr;
@@ -106,11 +111,12 @@ Plan make_plan(const GemmArgs& g, bool tf32) {
       cublasLtMatrixLayoutCreate(&p.a, dt, a_rows, a_cols, g.b.ld));
   KILN_CHECK_CUBLAS(
       cublasLtMatrixLayoutCreate(&p.b, dt, b_rows, b_cols, g.a.ld));
-  KILN_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&p.d, dt, g.n, g.m, g.n));
+  KILN_CHECK_CUBLAS(
+      cublasLtMatrixLayoutCreate(&p.d, dt, g.n, g.m, out_ld(g)));
   if (g.batch > 1) {
     set_batch(p.a, g.batch, g.b.batch_stride);
     set_batch(p.b, g.batch, g.a.batch_stride);
-    set_batch(p.d, g.batch, g.m * g.n);
+    set_batch(p.d, g.batch, out_batch_stride(g));
   }
   cublasLtMatmulPreference_t pref;
   KILN_CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
@@ -171,7 +177,8 @@ bool gemm(const GemmArgs& g) {
   PlanKey key{static_cast<int>(g.dtype.val), g.a.transposed, g.b.transposed,
               g.m, g.n, g.k, g.a.ld, g.b.ld, g.batch,
               g.batch > 1 ? g.a.batch_stride : 0,
-              g.batch > 1 ? g.b.batch_stride : 0, g.bias != nullptr, tf32,
+              g.batch > 1 ? g.b.batch_stride : 0, out_ld(g),
+              g.batch > 1 ? out_batch_stride(g) : 0, g.bias != nullptr, tf32,
               alignment(g.a.ptr), alignment(g.b.ptr), alignment(g.out),
               g.bias ? alignment(g.bias) : 0};
   Plan* plan;

@@ -28,7 +28,10 @@ struct GemmArgs {
   Dtype dtype = float32;
   int64_t m = 0, n = 0, k = 0, batch = 1;
   GemmOperand a{}, b{}; // out[M,N] = a[M,K] @ b[K,N]
-  void* out = nullptr;  // row-major, batch stride m * n
+  void* out = nullptr;  // row-major
+  // out's row stride (0: n) and batch stride (0: m * n), in elements: a
+  // grouped convolution writes each group's columns of one wider matrix.
+  int64_t out_ld = 0, out_batch_stride = 0;
   float alpha = 1.0f, beta = 0.0f; // beta reads out as C (C = D)
   const void* bias = nullptr; // packed length-n vector: the BIAS epilogue
   int stream = 0;

@@ -35,6 +35,7 @@ void add_aot_scan(AotTable& t);
 void add_aot_sort(AotTable& t);
 void add_aot_rows(AotTable& t);
 void add_aot_reduce(AotTable& t);
+void add_aot_conv(AotTable& t);
 #endif
 
 AotTable& aot_table() {
@@ -48,6 +49,7 @@ AotTable& aot_table() {
     add_aot_sort(*t);
     add_aot_rows(*t);
     add_aot_reduce(*t);
+    add_aot_conv(*t);
 #endif
     return t;
   }();

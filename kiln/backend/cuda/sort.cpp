@@ -59,18 +59,6 @@ std::string long_sort_expression(Dtype t, bool arg, char stage) {
          flag + ">";
 }
 
-// Device scratch of one sort, given back when the sort is queued: the
-// allocator reuses it on this stream only after the kernels queued before.
-struct Scratch {
-  Scratch(size_t nbytes, const Stream& s)
-      : ptr(device_malloc(nbytes, s.index)), used(stream_bit(s)) {}
-  ~Scratch() { device_free(ptr, used); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  void* ptr;
-  uint64_t used;
-};
-
 // Lines longer than the largest tile: sorted runs of one tile, merged in
 // log2(n / tile) passes between two scratch buffers, then written out.
 void sort_long_lines(Dtype t, bool arg, AxisLines& l, const void* src,

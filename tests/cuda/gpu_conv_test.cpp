@@ -1,0 +1,476 @@
+// Convolution on the GPU (im2col + cuBLASLt GEMM) against the CPU backend on
+// random inputs: conv1d/2d/3d in every GEMM dtype with each parameter
+// (stride, padding, kernel and input dilation, groups and depthwise, flip),
+// the transposed convolutions, both gradients (convolutions with input
+// dilation and flips, on transposed views), vmap (batches as groups),
+// non-contiguous, misaligned, broadcast and reversed inputs, 1x1
+// convolutions, empty and one-element shapes, more than 2^16 output rows,
+// long reductions, patch matrices built in tiles of rows and of columns,
+// and the argument errors.
+#include <algorithm>
+
+#include "cuda/gpu_fixture.h"
+#include "kiln/config.h"
+
+#if KILN_HAS_CUDA
+#include "kiln/backend/cuda/conv.h"
+#endif
+
+namespace kiln::test {
+namespace {
+
+using GpuConv = GpuTest;
+
+const std::vector<Dtype> conv_dtypes = {float32, float16, bfloat16, float64};
+
+// float32 GEMMs run without TF32 by default; 16-bit floats accumulate in
+// float32 on both devices and round once, so they differ by about an ulp.
+double conv_tol(Dtype dt) {
+  if (dt == float64) return 1e-9;
+  if (dt == float32) return 1e-4;
+  return 3e-2;
+}
+
+array rnd(const Shape& shape, Dtype dt) {
+  return random_array(shape, dt, -1.0, 1.0);
+}
+
+// fn on both devices; a forward convolution's GPU result must also have
+// been computed on the GPU (in device memory), not by the CPU fallback.
+::testing::AssertionResult conv_matches(const DeviceFn& fn,
+                                        const std::vector<array>& in, Dtype dt,
+                                        bool forward = true, double tol = 0) {
+  if (forward) {
+    array g = fn(in, Device::gpu);
+    g.eval();
+    if (g.size() > 0 && !g.on_device()) {
+      return ::testing::AssertionFailure() << "ran on the CPU";
+    }
+  }
+  return same_on_devices(fn, in, tol > 0 ? tol : conv_tol(dt));
+}
+
+struct Conv1dCase {
+  const char* name;
+  int stride, padding, dilation, groups;
+  Shape x, w;
+};
+
+TEST_F(GpuConv, Conv1dEveryParameterAndDtype) {
+  std::vector<Conv1dCase> cases = {
+      {"plain", 1, 0, 1, 1, {2, 37, 5}, {7, 3, 5}},
+      {"stride 2", 2, 0, 1, 1, {3, 40, 3}, {4, 3, 3}},
+      {"stride 3, unused tail", 3, 0, 1, 1, {1, 20, 2}, {3, 2, 2}},
+      {"padding 2", 1, 2, 1, 1, {2, 9, 4}, {3, 3, 4}},
+      {"padding beyond kernel", 1, 3, 1, 1, {1, 4, 2}, {2, 2, 2}},
+      {"dilation 3", 1, 1, 3, 1, {2, 19, 3}, {5, 3, 3}},
+      {"groups 2", 1, 1, 1, 2, {2, 13, 6}, {4, 3, 3}},
+      {"groups 3, odd channels", 2, 1, 1, 3, {2, 15, 9}, {9, 4, 3}},
+      {"depthwise", 1, 1, 1, 5, {2, 21, 5}, {5, 3, 1}},
+      {"depthwise multiplier 2", 1, 0, 2, 4, {3, 17, 4}, {8, 3, 1}},
+      {"all", 2, 2, 2, 2, {2, 23, 8}, {6, 3, 4}},
+      {"kernel as long as the input", 1, 0, 1, 1, {2, 6, 3}, {2, 6, 3}},
+  };
+  for (Dtype dt : conv_dtypes) {
+    for (const auto& c : cases) {
+      auto fn = [&](const std::vector<array>& v, Device d) {
+        return conv1d(v[0], v[1], c.stride, c.padding, c.dilation, c.groups, d);
+      };
+      EXPECT_TRUE(conv_matches(fn, {rnd(c.x, dt), rnd(c.w, dt)}, dt))
+          << c.name << " " << dtype_name(dt);
+    }
+  }
+}
+
+TEST_F(GpuConv, Conv2dAnd3d) {
+  using P = std::pair<int, int>;
+  struct Case2 {
+    P stride, padding, dilation;
+    int groups;
+    Shape x, w;
+  };
+  std::vector<Case2> cases2 = {
+      {{1, 1}, {0, 0}, {1, 1}, 1, {2, 9, 11, 3}, {5, 3, 3, 3}},
+      {{2, 1}, {1, 2}, {1, 1}, 1, {1, 12, 10, 4}, {6, 3, 2, 4}},
+      {{1, 2}, {0, 1}, {2, 1}, 1, {2, 13, 9, 2}, {3, 2, 3, 2}},
+      {{1, 1}, {1, 1}, {1, 1}, 2, {2, 8, 8, 6}, {4, 3, 3, 3}},
+      {{2, 2}, {1, 1}, {1, 1}, 6, {2, 14, 13, 6}, {6, 3, 3, 1}},
+      {{3, 2}, {2, 0}, {1, 2}, 2, {1, 17, 16, 4}, {6, 2, 3, 2}},
+  };
+  for (Dtype dt : conv_dtypes) {
+    for (const auto& c : cases2) {
+      auto fn = [&](const std::vector<array>& v, Device d) {
+        return conv2d(v[0], v[1], c.stride, c.padding, c.dilation, c.groups, d);
+      };
+      EXPECT_TRUE(conv_matches(fn, {rnd(c.x, dt), rnd(c.w, dt)}, dt))
+          << "conv2d " << dtype_name(dt) << " groups " << c.groups;
+    }
+    using T = std::tuple<int, int, int>;
+    auto f3 = [](T stride, T padding, T dilation, int groups) {
+      return [=](const std::vector<array>& v, Device d) {
+        return conv3d(v[0], v[1], stride, padding, dilation, groups, d);
+      };
+    };
+    EXPECT_TRUE(
+        conv_matches(f3({1, 1, 1}, {0, 0, 0}, {1, 1, 1}, 1),
+                     {rnd({2, 5, 6, 7, 3}, dt), rnd({4, 2, 3, 2, 3}, dt)}, dt))
+        << "conv3d " << dtype_name(dt);
+    EXPECT_TRUE(
+        conv_matches(f3({2, 1, 2}, {1, 0, 2}, {1, 2, 1}, 2),
+                     {rnd({1, 7, 8, 6, 4}, dt), rnd({6, 3, 2, 3, 2}, dt)}, dt))
+        << "conv3d strided/padded/dilated/grouped " << dtype_name(dt);
+  }
+}
+
+TEST_F(GpuConv, InputDilationFlipAndAsymmetricPadding) {
+  for (Dtype dt : conv_dtypes) {
+    for (bool flip : {false, true}) {
+      auto f1 = [&](const std::vector<array>& v, Device d) {
+        return conv_general(v[0], v[1], {2}, {1}, {3}, {2}, {3}, 1, flip, d);
+      };
+      EXPECT_TRUE(
+          conv_matches(f1, {rnd({2, 9, 3}, dt), rnd({4, 3, 3}, dt)}, dt))
+          << "1d " << dtype_name(dt) << " flip " << flip;
+      auto f2 = [&](const std::vector<array>& v, Device d) {
+        return conv_general(v[0], v[1], {1, 2}, {2, 0}, {0, 1}, {1, 2}, {2, 3},
+                            2, flip, d);
+      };
+      EXPECT_TRUE(
+          conv_matches(f2, {rnd({2, 6, 5, 4}, dt), rnd({4, 3, 2, 2}, dt)}, dt))
+          << "2d " << dtype_name(dt) << " flip " << flip;
+      auto f3 = [&](const std::vector<array>& v, Device d) {
+        return conv_general(v[0], v[1], {1, 1, 2}, {1, 0, 2}, {0, 2, 1},
+                            {1, 1, 2}, {2, 1, 2}, 1, flip, d);
+      };
+      EXPECT_TRUE(conv_matches(
+          f3, {rnd({1, 4, 5, 4, 3}, dt), rnd({2, 2, 3, 2, 3}, dt)}, dt))
+          << "3d " << dtype_name(dt) << " flip " << flip;
+    }
+  }
+}
+
+TEST_F(GpuConv, TransposedConvolutions) {
+  for (Dtype dt : conv_dtypes) {
+    struct Case1 {
+      int stride, padding, dilation, output_padding, groups;
+    };
+    // The last two pad by more than the dilated kernel: negative padding
+    // (cropping) inside the convolution.
+    for (auto c : std::vector<Case1>{{1, 0, 1, 0, 1},
+                                     {2, 1, 1, 1, 1},
+                                     {3, 2, 2, 0, 2},
+                                     {2, 3, 1, 1, 1},
+                                     {1, 4, 1, 0, 2}}) {
+      auto fn = [&](const std::vector<array>& v, Device d) {
+        return conv_transpose1d(v[0], v[1], c.stride, c.padding, c.dilation,
+                                c.output_padding, c.groups, d);
+      };
+      EXPECT_TRUE(conv_matches(
+          fn, {rnd({2, 11, 4}, dt), rnd({6, 3, 4 / c.groups}, dt)}, dt))
+          << "conv_transpose1d " << dtype_name(dt) << " stride " << c.stride
+          << " padding " << c.padding;
+    }
+    auto f2 = [&](const std::vector<array>& v, Device d) {
+      return conv_transpose2d(v[0], v[1], {2, 1}, {1, 0}, {1, 2}, {1, 0}, 1, d);
+    };
+    EXPECT_TRUE(
+        conv_matches(f2, {rnd({2, 5, 7, 3}, dt), rnd({4, 3, 2, 3}, dt)}, dt))
+        << "conv_transpose2d " << dtype_name(dt);
+    auto f2g = [&](const std::vector<array>& v, Device d) {
+      return conv_transpose2d(v[0], v[1], {2, 2}, {1, 1}, {1, 1}, {0, 1}, 2, d);
+    };
+    EXPECT_TRUE(
+        conv_matches(f2g, {rnd({1, 6, 5, 4}, dt), rnd({4, 3, 3, 2}, dt)}, dt))
+        << "conv_transpose2d groups " << dtype_name(dt);
+    auto f3 = [&](const std::vector<array>& v, Device d) {
+      return conv_transpose3d(v[0], v[1], {2, 1, 2}, {0, 1, 1}, {1, 1, 1},
+                              {1, 0, 0}, 1, d);
+    };
+    EXPECT_TRUE(conv_matches(
+        f3, {rnd({1, 3, 4, 3, 2}, dt), rnd({3, 2, 3, 2, 2}, dt)}, dt))
+        << "conv_transpose3d " << dtype_name(dt);
+  }
+}
+
+// The gradients of a convolution w.r.t. its input and its weight, built and
+// evaluated on one device: convolutions of the cotangent (input-dilated by
+// the stride, flipped) and of the transposed input with the cotangent as
+// the kernel, whose operands are transposed and reshaped views.
+using ConvFn = std::function<array(const array&, const array&, Device)>;
+
+void expect_grads_match(const std::string& name, const ConvFn& conv,
+                        const Shape& xs, const Shape& ws, Dtype dt) {
+  array x = rnd(xs, dt), w = rnd(ws, dt);
+  array y = conv(x, w, Device::cpu);
+  array cot = rnd(y.shape(), dt);
+  for (int arg : {0, 1}) {
+    auto fn = [&](const std::vector<array>& v, Device d) {
+      auto f = [&](const std::vector<array>& p) {
+        return std::vector<array>{conv(p[0], p[1], d)};
+      };
+      return vjp(f, {v[0], v[1]}, {v[2]}).second[arg];
+    };
+    EXPECT_TRUE(conv_matches(fn, {x, w, cot}, dt, false))
+        << name << (arg == 0 ? " d/dinput " : " d/dweight ") << dtype_name(dt);
+  }
+}
+
+TEST_F(GpuConv, GradientsOnTheGpu) {
+  for (Dtype dt : conv_dtypes) {
+    expect_grads_match(
+        "conv1d stride/padding/dilation/groups",
+        [](const array& x, const array& w, Device d) {
+          return conv1d(x, w, 2, 1, 2, 2, d);
+        },
+        {2, 17, 4}, {6, 3, 2}, dt);
+    expect_grads_match(
+        "conv1d depthwise",
+        [](const array& x, const array& w, Device d) {
+          return conv1d(x, w, 1, 1, 1, 3, d);
+        },
+        {2, 9, 3}, {3, 3, 1}, dt);
+    expect_grads_match(
+        "conv2d",
+        [](const array& x, const array& w, Device d) {
+          return conv2d(x, w, {2, 1}, {1, 2}, {1, 2}, 1, d);
+        },
+        {2, 9, 8, 3}, {4, 3, 2, 3}, dt);
+    expect_grads_match(
+        "conv_transpose1d",
+        [](const array& x, const array& w, Device d) {
+          return conv_transpose1d(x, w, 2, 1, 1, 1, 1, d);
+        },
+        {2, 6, 3}, {4, 3, 3}, dt);
+    expect_grads_match(
+        "conv_general input dilation and flip",
+        [](const array& x, const array& w, Device d) {
+          return conv_general(x, w, {1, 2}, {1, 0}, {2, 1}, {1, 1}, {2, 1}, 1,
+                              true, d);
+        },
+        {1, 5, 6, 2}, {3, 2, 3, 2}, dt);
+  }
+}
+
+TEST_F(GpuConv, VmapTurnsBatchesIntoGroups) {
+  for (Dtype dt : {float32, bfloat16}) {
+    for (std::vector<int> axes : {std::vector<int>{0, -1}, {-1, 0}, {0, 0}}) {
+      auto fn = [&](const std::vector<array>& v, Device d) {
+        auto f = [&](const std::vector<array>& p) {
+          return std::vector<array>{conv1d(p[0], p[1], 1, 1, 1, 2, d)};
+        };
+        return vmap(f, axes)({v[0], v[1]})[0];
+      };
+      Shape xs = {2, 9, 4}, ws = {4, 3, 2};
+      if (axes[0] == 0) xs.insert(xs.begin(), 3);
+      if (axes[1] == 0) ws.insert(ws.begin(), 3);
+      EXPECT_TRUE(conv_matches(fn, {rnd(xs, dt), rnd(ws, dt)}, dt, false))
+          << dtype_name(dt) << " in_axes " << axes[0] << ", " << axes[1];
+    }
+  }
+}
+
+TEST_F(GpuConv, NonContiguousInputsAndWeights) {
+  for (Dtype dt : conv_dtypes) {
+    auto fn = [](const std::vector<array>& v, Device d) {
+      return conv2d(v[0], v[1], {1, 2}, {1, 1}, {1, 1}, 2, d);
+    };
+    Shape xs = {2, 7, 9, 6}, ws = {4, 3, 2, 3};
+    array x = rnd(xs, dt), w = rnd(ws, dt);
+    array wide = rnd({2, 7, 9, 13}, dt);
+    array tall = rnd({2, 14, 18, 6}, dt);
+    std::vector<std::pair<std::string, array>> inputs = {
+        {"transposed", as_transposed(x)},
+        // Channels 1..6 of 13: the first element is not 16-byte aligned.
+        {"channel slice", slice(wide, Shape{0, 0, 0, 1}, Shape{2, 7, 9, 7})},
+        {"every other channel",
+         slice(wide, Shape{0, 0, 0, 0}, Shape{2, 7, 9, 12}, Shape{1, 1, 1, 2})},
+        {"strided spatial", slice(tall, Shape{0, 0, 0, 0}, Shape{2, 14, 18, 6},
+                                  Shape{1, 2, 2, 1})},
+        {"reversed spatial",
+         slice(x, Shape{0, 6, 0, 0}, Shape{2, -8, 9, 6}, Shape{1, -1, 1, 1})},
+        {"broadcast batch", broadcast_to(rnd({1, 7, 9, 6}, dt), xs)},
+        {"broadcast channels", broadcast_to(rnd({2, 7, 9, 1}, dt), xs)},
+    };
+    for (const auto& [name, xi] : inputs) {
+      ASSERT_EQ(xi.shape(), xs) << name;
+      EXPECT_TRUE(conv_matches(fn, {xi, w}, dt))
+          << name << " " << dtype_name(dt);
+    }
+    // Weights the GEMM cannot read in place are copied row-major first.
+    array wide_w = rnd({4, 3, 2, 5}, dt);
+    for (const auto& [name, wi] : std::vector<std::pair<std::string, array>>{
+             {"transposed weight", as_transposed(w)},
+             {"sliced weight",
+              slice(wide_w, Shape{0, 0, 0, 2}, Shape{4, 3, 2, 5})},
+             {"broadcast weight", broadcast_to(rnd({1, 3, 2, 3}, dt), ws)}}) {
+      ASSERT_EQ(wi.shape(), ws) << name;
+      EXPECT_TRUE(conv_matches(fn, {x, wi}, dt))
+          << name << " " << dtype_name(dt);
+    }
+  }
+}
+
+TEST_F(GpuConv, OneByOneConvolutions) {
+  for (Dtype dt : conv_dtypes) {
+    // A plain GEMM on the input: groups 1 and 3 (each group's channels at
+    // their offset), then layouts and parameters that need im2col.
+    auto fn = [](int stride, int padding, int groups) {
+      return [=](const std::vector<array>& v, Device d) {
+        return conv2d(v[0], v[1], {stride, stride}, {padding, padding}, {1, 1},
+                      groups, d);
+      };
+    };
+    array x = rnd({2, 5, 7, 6}, dt);
+    array w1 = rnd({5, 1, 1, 6}, dt), w3 = rnd({9, 1, 1, 2}, dt);
+    EXPECT_TRUE(conv_matches(fn(1, 0, 1), {x, w1}, dt)) << dtype_name(dt);
+    EXPECT_TRUE(conv_matches(fn(1, 0, 3), {x, w3}, dt)) << dtype_name(dt);
+    EXPECT_TRUE(conv_matches(fn(1, 0, 1), {as_transposed(x), w1}, dt))
+        << "transposed " << dtype_name(dt);
+    EXPECT_TRUE(conv_matches(fn(2, 0, 1), {x, w1}, dt))
+        << "stride 2 " << dtype_name(dt);
+    EXPECT_TRUE(conv_matches(fn(1, 1, 3), {x, w3}, dt))
+        << "padding 1 " << dtype_name(dt);
+    auto flipped = [](const std::vector<array>& v, Device d) {
+      return conv_general(v[0], v[1], {}, {}, {}, {}, {}, 1, true, d);
+    };
+    EXPECT_TRUE(conv_matches(flipped, {x, w1}, dt))
+        << "flipped " << dtype_name(dt);
+  }
+}
+
+TEST_F(GpuConv, EdgeSizes) {
+  for (Dtype dt : conv_dtypes) {
+    auto plain = [](const std::vector<array>& v, Device d) {
+      return conv1d(v[0], v[1], 1, 0, 1, 1, d);
+    };
+    // Empty batch, no output channels, one element.
+    EXPECT_TRUE(
+        conv_matches(plain, {rnd({0, 10, 4}, dt), rnd({6, 3, 4}, dt)}, dt))
+        << "empty batch " << dtype_name(dt);
+    EXPECT_TRUE(
+        conv_matches(plain, {rnd({2, 10, 4}, dt), rnd({0, 3, 4}, dt)}, dt))
+        << "no output channels " << dtype_name(dt);
+    EXPECT_TRUE(
+        conv_matches(plain, {rnd({1, 1, 1}, dt), rnd({1, 1, 1}, dt)}, dt))
+        << "one element " << dtype_name(dt);
+    // No input channels: every sum is empty, the output all zeros.
+    array z =
+        conv1d(rnd({2, 5, 0}, dt), rnd({3, 2, 0}, dt), 1, 0, 1, 1, Device::gpu);
+    EXPECT_EQ(z.shape(), (Shape{2, 4, 3}));
+    EXPECT_EQ(to_doubles(z), std::vector<double>(24, 0.0)) << dtype_name(dt);
+    // An empty input reached only by padding.
+    auto padded = [](const std::vector<array>& v, Device d) {
+      return conv1d(v[0], v[1], 1, 2, 1, 1, d);
+    };
+    EXPECT_TRUE(
+        conv_matches(padded, {rnd({2, 0, 3}, dt), rnd({2, 1, 3}, dt)}, dt))
+        << "padding only " << dtype_name(dt);
+  }
+}
+
+TEST_F(GpuConv, ManyRowsAndLongReductions) {
+  for (Dtype dt : conv_dtypes) {
+    // 3 * 29998 output rows (> 2^16), channels not a multiple of 8.
+    auto f1 = [](const std::vector<array>& v, Device d) {
+      return conv1d(v[0], v[1], 1, 0, 1, 1, d);
+    };
+    EXPECT_TRUE(
+        conv_matches(f1, {rnd({3, 30000, 5}, dt), rnd({7, 3, 5}, dt)}, dt))
+        << "many rows " << dtype_name(dt);
+    // kernel_size * C_in = 2304 products per output.
+    auto f2 = [](const std::vector<array>& v, Device d) {
+      return conv2d(v[0], v[1], {1, 1}, {1, 1}, {1, 1}, 1, d);
+    };
+    EXPECT_TRUE(conv_matches(
+        f2, {rnd({2, 10, 12, 256}, dt), rnd({33, 3, 3, 256}, dt)}, dt))
+        << "long reduction " << dtype_name(dt);
+  }
+}
+
+TEST_F(GpuConv, MixedInputDtypesPromote) {
+  auto fn = [](const std::vector<array>& v, Device d) {
+    return conv1d(v[0], v[1], 1, 1, 1, 1, d);
+  };
+  array x = rnd({2, 10, 4}, float16), w = rnd({6, 3, 4}, float32);
+  EXPECT_EQ(fn({x, w}, Device::gpu).dtype(), float32);
+  EXPECT_TRUE(conv_matches(fn, {x, w}, float32));
+  EXPECT_TRUE(conv_matches(fn, {x, rnd({6, 3, 4}, bfloat16)}, float32));
+}
+
+TEST_F(GpuConv, AgainstHandComputedValues) {
+  // Independent of the CPU backend: x = 1..6 over (1, 6, 1), kernel
+  // [1, 0, -1] with padding 1: out[i] = x[i - 1] - x[i + 1].
+  array x({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, {1, 6, 1});
+  array w({1.0f, 0.0f, -1.0f}, {1, 3, 1});
+  array y = conv1d(x, w, 1, 1, 1, 1, Device::gpu);
+  EXPECT_EQ(to_doubles(y), (std::vector<double>{-2, -2, -2, -2, -2, 5}));
+  // Flipped: out[i] = x[i + 1] - x[i - 1].
+  array yf = conv_general(x, w, {1}, {1}, {1}, {1}, {1}, 1, true, Device::gpu);
+  EXPECT_EQ(to_doubles(yf), (std::vector<double>{2, 2, 2, 2, 2, -5}));
+}
+
+#if KILN_HAS_CUDA
+// Lowers the scratch limit for a scope, so small inputs take the tiled
+// paths.
+struct ScratchLimit {
+  explicit ScratchLimit(size_t bytes) { cuda::set_conv_scratch_limit(bytes); }
+  ~ScratchLimit() { cuda::set_conv_scratch_limit(0); }
+};
+
+TEST_F(GpuConv, PatchMatrixInTilesOfRowsAndColumns) {
+  for (Dtype dt : conv_dtypes) {
+    auto f2 = [](const std::vector<array>& v, Device d) {
+      return conv2d(v[0], v[1], {1, 2}, {1, 1}, {1, 1}, 2, d);
+    };
+    array x = rnd({3, 9, 11, 32}, dt), w = rnd({6, 3, 3, 16}, dt);
+    {
+      // 2 groups * 144 columns per row: tiles of a few rows each, the last
+      // one shorter.
+      ScratchLimit limit(8 * 1024);
+      EXPECT_TRUE(conv_matches(f2, {x, w}, dt))
+          << "row tiles " << dtype_name(dt);
+    }
+    // Split reductions: float16/bfloat16 accumulate the chunks in float32
+    // (patches included) and round once, so the usual tolerances hold.
+    {
+      // One row of both groups (288 values) exceeds the scratch: the
+      // reduction is split into column chunks (128 + 16; float32 patches
+      // of 64 columns for float16/bfloat16), one output row per tile.
+      ScratchLimit limit(256 * dt.size);
+      EXPECT_TRUE(conv_matches(f2, {x, w}, dt))
+          << "column chunks " << dtype_name(dt);
+    }
+    {
+      // Long rows split into chunks of 4096 columns (9 * 2048 = 4 * 4096 +
+      // 2048), two output rows per tile.
+      ScratchLimit limit(2 * 4096 * std::max<size_t>(dt.size, 4));
+      auto f1 = [](const std::vector<array>& v, Device d) {
+        return conv1d(v[0], v[1], 1, 4, 1, 1, d);
+      };
+      EXPECT_TRUE(
+          conv_matches(f1, {rnd({2, 20, 2048}, dt), rnd({3, 9, 2048}, dt)}, dt))
+          << "long rows " << dtype_name(dt);
+    }
+  }
+  // The limit is restored.
+  EXPECT_EQ(cuda::conv_scratch_limit(), size_t(256) << 20);
+}
+#endif // KILN_HAS_CUDA
+
+TEST_F(GpuConv, BadArgumentsRaise) {
+  array x = rnd({2, 10, 4}, float32), w = rnd({6, 3, 4}, float32);
+  EXPECT_THROW(conv1d(x, rnd({6, 3, 3}, float32), 1, 0, 1, 1, Device::gpu),
+               std::invalid_argument);
+  EXPECT_THROW(conv1d(x, rnd({5, 3, 2}, float32), 1, 0, 1, 2, Device::gpu),
+               std::invalid_argument);
+  EXPECT_THROW(conv1d(x, rnd({6, 11, 4}, float32), 1, 0, 1, 1, Device::gpu),
+               std::invalid_argument);
+  EXPECT_THROW(
+      conv1d(astype(x, int32), astype(w, int32), 1, 0, 1, 1, Device::gpu),
+      std::invalid_argument);
+  EXPECT_THROW(conv2d(x, w, {1, 1}, {0, 0}, {1, 1}, 1, Device::gpu),
+               std::invalid_argument);
+}
+
+} // namespace
+} // namespace kiln::test
