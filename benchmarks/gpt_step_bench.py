@@ -68,7 +68,7 @@ class GPT(nn.Module):
         return self.head(self.ln(x))
 
 
-def kiln_step_rate(cfg, ids, targets, iters, warmup):
+def kiln_step_rate(cfg, ids, targets, iters, warmup, profile_steps=0):
     model = GPT(cfg.vocab, cfg.seq, cfg.d, cfg.heads, cfg.layers)
     model.set_dtype(mx.bfloat16 if cfg.bf16 else mx.float32)
     opt = optim.AdamW(learning_rate=3e-4)
@@ -100,7 +100,40 @@ def kiln_step_rate(cfg, ids, targets, iters, warmup):
     mx.synchronize()
     dt = time.perf_counter() - t0
     losses.append(loss.item())
+    if profile_steps:
+        profile_kiln(lambda: mx.eval(step(x, y), state), profile_steps)
     return ids.size * iters / dt, losses
+
+
+def profile_kiln(run_step, steps):
+    """Prints where a step's GPU time goes, from the CUDA profiler (CUPTI sees
+    every kernel and copy in the process, kiln's included)."""
+    if torch is None or not torch.cuda.is_available():
+        print("profile: needs PyTorch with CUDA for its profiler")
+        return
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    mx.synchronize()
+    t0 = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            run_step()
+        mx.synchronize()
+    wall = (time.perf_counter() - t0) / steps * 1e3
+    rows = {}
+    for e in prof.events():
+        if e.device_type != DeviceType.CUDA:
+            continue
+        r = rows.setdefault(e.name, [0, 0.0])
+        r[0] += 1
+        r[1] += e.device_time
+    total = sum(t for _, t in rows.values()) / steps / 1e3
+    print(f"profile of {steps} steps: wall {wall:.2f} ms per step, GPU busy {total:.2f} ms per step")
+    print("| kernel or copy | calls per step | ms per step |")
+    print("| --- | --- | --- |")
+    for name, (n, t) in sorted(rows.items(), key=lambda kv: -kv[1][1])[:40]:
+        print(f"| {name[:90]} | {n / steps:g} | {t / steps / 1e3:.3f} |")
 
 
 def torch_step_rate(cfg, ids, targets, iters, warmup, device):
@@ -173,6 +206,8 @@ def main():
     ap.add_argument("--float32", action="store_true", help="float32 instead of bfloat16")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--profile", type=int, default=0, metavar="STEPS",
+                    help="also print where kiln's GPU time goes over this many steps")
     args = ap.parse_args()
 
     cfg = argparse.Namespace(layers=6, d=512, heads=8, seq=256, batch=32, vocab=8192, bf16=not args.float32)
@@ -186,7 +221,7 @@ def main():
     print(f"GPT step: {cfg.layers} layers, d_model {cfg.d}, {cfg.heads} heads, seq {cfg.seq}, "
           f"batch {cfg.batch}, vocab {cfg.vocab}, {'bfloat16' if cfg.bf16 else 'float32'}, AdamW, "
           f"on the {'GPU' if use_gpu else 'CPU'}", flush=True)
-    k_rate, losses = kiln_step_rate(cfg, ids, targets, args.iters, args.warmup)
+    k_rate, losses = kiln_step_rate(cfg, ids, targets, args.iters, args.warmup, args.profile)
     print(f"kiln compiled: {k_rate:,.0f} tokens/s (loss {losses[0]:.3f} -> {losses[-1]:.3f})", flush=True)
     if not np.all(np.isfinite(losses)) or losses[-1] >= losses[0]:
         print("kiln: the loss did not fall", flush=True)

@@ -180,6 +180,12 @@ class array {
     return desc_.use_count() == 1 && desc_->data &&
            desc_->data.use_count() == 1 && desc_->data->device == nullptr;
   }
+  /** The same for a GPU kernel: nothing else holds the array or its device
+   *  buffer (the CUDA backend also checks which streams used it). */
+  bool is_device_donatable() const {
+    return desc_.use_count() == 1 && desc_->data &&
+           desc_->data.use_count() == 1 && desc_->data->on_device;
+  }
   allocator::Buffer buffer() const;
   /** Byte offset of data() from the start of the buffer. */
   int64_t offset() const;

@@ -5,6 +5,7 @@
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/fast_impl.h"
+#include "kiln/ops/linalg.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/utils.h"
@@ -16,12 +17,6 @@ using kiln::detail::describe;
 using kiln::detail::invalid;
 
 namespace detail {
-
-array matmul_by_sum(const array& a, const array& b, Stream s) {
-  // (..., M, K, 1) * (..., 1, K, N) summed over K.
-  return sum(multiply(expand_dims(a, -1, s), expand_dims(b, -3, s), s), -2,
-             false, s);
-}
 
 Dtype acc_dtype(Dtype d) { return d == float64 ? float64 : float32; }
 
@@ -155,13 +150,13 @@ std::vector<array> rope_fallback(std::vector<array> in, int dims,
     perm[partner * D + i] = first ? -1 : 1;
   }
   auto inv_full =
-      reshape(detail::matmul_by_sum(reshape(inv, {1, half}, s),
+      reshape(matmul(reshape(inv, {1, half}, s),
                                     constant(spread, half, D, acc), s),
               {D}, s);
   auto theta = multiply(expand_dims(pos, -1, s), inv_full, s);
   auto c = astype(cos(theta, s), t, s);
   auto sn = astype(sin(theta, s), t, s);
-  auto rotated = detail::matmul_by_sum(x, constant(perm, D, D, t), s);
+  auto rotated = matmul(x, constant(perm, D, D, t), s);
   return {add(multiply(x, c, s), multiply(rotated, sn, s), s)};
 }
 

@@ -44,8 +44,10 @@ array rope(const array& x, int dims, bool traditional,
  *  repeated). mask_mode is "" (no mask, or mask_arr if given), "array" or
  *  "causal" (query i sees keys up to i + Lk - Lq). mask_arr broadcasts to
  *  (B, Nq, Lq, Lk): bool (false hides a key) or additive. sinks (Nq,) adds
- *  one extra logit per head to each softmax. force_fused is accepted for
- *  MLX compatibility; the CPU always uses its fused kernel. */
+ *  one extra logit per head to each softmax. The CPU always uses its fused
+ *  kernel. On the GPU the op picks the fused kernel or the matmul graph,
+ *  whichever serves the shapes better; force_fused = true takes the fused
+ *  kernel whenever it supports the inputs. */
 array scaled_dot_product_attention(const array& queries, const array& keys,
                                    const array& values, float scale,
                                    const std::string& mask_mode = "",

@@ -1,10 +1,12 @@
 // scaled_dot_product_attention: argument checks and the fallback graph.
 #include <limits>
 
+#include "kiln/config.h"
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/fast.h"
 #include "kiln/ops/fast_impl.h"
+#include "kiln/ops/linalg.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/utils.h"
@@ -47,7 +49,7 @@ std::vector<array> sdpa_fallback(std::vector<array> in, Config c, Stream s) {
     v = expand_dims(v, 2, s);
   }
   auto scores =
-      astype(detail::matmul_by_sum(q, swapaxes(k, -1, -2, s), s), acc, s);
+      astype(matmul(q, swapaxes(k, -1, -2, s), s), acc, s);
   if (c.causal || c.has_mask) {
     array mask(false);
     if (c.causal) {
@@ -74,7 +76,7 @@ std::vector<array> sdpa_fallback(std::vector<array> in, Config c, Stream s) {
   auto den = sum(e, -1, true, s);
   if (c.has_sinks) den = add(den, exp(subtract(sink, m, s), s), s);
   auto p = astype(divide(e, den, s), t, s);
-  auto out = detail::matmul_by_sum(p, v, s);
+  auto out = matmul(p, v, s);
   if (rep > 1) out = flatten(out, 1, 2, s);
   return {out};
 }
@@ -156,11 +158,18 @@ array scaled_dot_product_attention(const array& queries, const array& keys,
     }
     inputs.push_back(astype(*sinks, t, s));
   }
-  (void)force_fused;
   Config c{scale, n_q, n_kv, causal, has_mask, sinks.has_value()};
   auto fallback = [c, s](std::vector<array> in) {
     return sdpa_fallback(std::move(in), c, s);
   };
+#if KILN_HAS_CUDA
+  if (s.device == Device::gpu && !force_fused &&
+      !ScaledDotProductAttention::gpu_fused_fits(
+          t, queries.shape(2), queries.shape(3), values.shape(3),
+          c.has_sinks)) {
+    return fallback(std::move(inputs))[0];
+  }
+#endif
   Shape out_shape = {B, n_q, queries.shape(2), values.shape(3)};
   return array(std::move(out_shape), t,
                std::make_shared<ScaledDotProductAttention>(

@@ -133,6 +133,12 @@ class ScaledDotProductAttention : public Custom {
     return {shape};
   }
   float scale() const { return scale_; }
+  /** Whether the GPU's fused kernels serve these inputs well (defined by
+   *  the CUDA backend). When they do not, the op builds its fallback graph
+   *  on the GPU instead: two matmuls and a softmax, which cuBLASLt runs
+   *  far faster than a fused kernel without tensor cores. */
+  static bool gpu_fused_fits(Dtype dt, int64_t q_len, int64_t head_dim,
+                             int64_t v_head_dim, bool has_sinks);
   bool do_causal() const { return do_causal_; }
   bool has_sinks() const { return has_sinks_; }
 

@@ -169,9 +169,12 @@ TEST(Indexing, ScatterOverTwoAxesCastsAndDonates) {
   want[2 * 5 + 0] = 3, want[2 * 5 + 1] = 4;
   EXPECT_EQ(to_doubles(out), want);
 
+  // Donation of a host buffer on the CPU (the GPU's is tested in
+  // tests/cuda/gpu_donation_test.cpp).
   auto tmp = random_array({100}, float32);
   auto ptr = tmp.buffer().ptr;
-  auto donated = scatter_add(tmp, {array({5})}, ones({1, 1}), {0});
+  auto donated =
+      scatter_add(tmp, {array({5})}, ones({1, 1}), {0}, Device::cpu);
   tmp = array(0.0f);
   donated.eval();
   EXPECT_EQ(donated.buffer().ptr, ptr);

@@ -193,7 +193,9 @@ TEST(Slicing, SliceUpdateCastsAndDonates) {
   EXPECT_EQ(out.dtype(), int32);
   EXPECT_EQ(to_doubles(out), want);
 
-  // A source nothing else holds gives its buffer to the result.
+  // A source nothing else holds gives its buffer to the result (a host
+  // buffer on the CPU; tests/cuda/gpu_donation_test.cpp has the GPU's).
+  DefaultDeviceScope cpu(Device::cpu);
   auto tmp = random_array({64}, float32);
   auto ptr = tmp.buffer().ptr;
   auto donated = slice_update(tmp, array(5.0f), Shape{3}, Shape{4});

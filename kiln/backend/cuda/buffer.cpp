@@ -125,6 +125,21 @@ void set_device_output(array& out, const Stream& s) {
                     {true, true, true}, s);
 }
 
+bool donate_device_buffer(const array& in, array& out, const Stream& s) {
+  if (!in.is_device_donatable() || in.itemsize() != out.itemsize()) {
+    return false;
+  }
+  auto* r = in.device_record();
+  {
+    std::lock_guard<std::mutex> lock(r->mutex);
+    if (r->host != nullptr || (r->used.load() & ~stream_bit(s)) != 0) {
+      return false;
+    }
+  }
+  out.copy_shared_buffer(in);
+  return true;
+}
+
 } // namespace cuda
 
 namespace gpu {

@@ -31,6 +31,13 @@ void set_device_output(array& out, size_t data_size, Strides strides,
 /** A fresh row-major device buffer. */
 void set_device_output(array& out, const Stream& s);
 
+/** Gives in's device buffer, with its layout, to out when nothing else holds
+ *  it, its itemsize matches, no host copy of it exists and no stream other
+ *  than s has used it (so no kernel elsewhere still reads it). The kernel on
+ *  s then writes over its input: callers donate only to kernels that read
+ *  each element before writing the same position. */
+bool donate_device_buffer(const array& in, array& out, const Stream& s);
+
 /** Device scratch for kernels queued on stream s, given back when it goes
  *  out of scope: the allocator reuses it on s only after the work queued
  *  before, and on other streams only behind an event. */

@@ -112,11 +112,25 @@ bool eval_compiled(const Compiled& c, const std::vector<array>& inputs,
       ptrs.push_back(device_ptr(inputs[k], s));
     }
   }
+  // In the flat kernel, an array input that nothing else holds can become
+  // an output, as on the CPU: every element is loaded by the thread that
+  // stores its position, before the store, and read by no one after it.
+  std::vector<bool> donated(inputs.size(), false);
   for (auto& o : outputs) {
-    if (spec.contiguous) {
+    bool done = false;
+    for (size_t k = 0; spec.contiguous && k < inputs.size() && !done; ++k) {
+      const array& in = inputs[k];
+      if (spec.roles[k] == JitRole::vector && !donated[k] &&
+          in.strides() == lay.out_strides &&
+          in.data_size() == lay.flat.data_size &&
+          donate_device_buffer(in, o, s)) {
+        donated[k] = done = true;
+      }
+    }
+    if (!done && spec.contiguous) {
       set_device_output(o, lay.flat.data_size, lay.out_strides,
                         lay.flat.flags, s);
-    } else {
+    } else if (!done) {
       set_device_output(o, s);
     }
     ptrs.push_back(o.raw_data_ptr());

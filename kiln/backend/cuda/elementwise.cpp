@@ -37,8 +37,23 @@ bool run(const std::string& op, const std::array<const array*, N>& in,
   Strided<K> layout{};
   std::string pattern;
   if (lay.flat) {
-    set_device_output(out, lay.layout->data_size(), lay.layout->strides(),
-                      lay.layout->flags(), s);
+    // An input laid out as the output, that nothing else holds, becomes the
+    // output (the kernel reads each element before writing it), as on the
+    // CPU. Scalars broadcast from one element are no candidates.
+    bool donated = false;
+    for (auto* a : in) {
+      if (a != lay.layout && a->data_size() == 1) continue;
+      if (a->strides() == lay.layout->strides() &&
+          a->data_size() == lay.layout->data_size() &&
+          donate_device_buffer(*a, out, s)) {
+        donated = true;
+        break;
+      }
+    }
+    if (!donated) {
+      set_device_output(out, lay.layout->data_size(), lay.layout->strides(),
+                        lay.layout->flags(), s);
+    }
     for (auto* a : in) pattern += a->data_size() == 1 ? 's' : 'v';
     if (N == 1) pattern = "v";
   } else {
@@ -88,6 +103,15 @@ bool elementwise(const std::string& op, const std::vector<array>& inputs,
 
 bool copy_row_major(const array& src, array& out, const Stream& s) {
   return elementwise("AsType", {src}, out, s, true);
+}
+
+bool copy_or_donate(const array& src, array& out, const Stream& s) {
+  bool dense = src.flags().row_contiguous && src.data_size() == src.size();
+  if (dense && src.dtype() == out.dtype() && src.size() > 0 &&
+      donate_device_buffer(src, out, s)) {
+    return true;
+  }
+  return copy_row_major(src, out, s);
 }
 
 bool can_copy_into(const array& src, Dtype to, const Strides& dst_strides) {

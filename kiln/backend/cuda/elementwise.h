@@ -24,6 +24,11 @@ bool elementwise(const std::string& op, const std::vector<array>& inputs,
  *  false like elementwise(). */
 bool copy_row_major(const array& src, array& out, const Stream& s);
 
+/** copy_row_major, or src's own buffer when it is row-major, dense, of out's
+ *  dtype and donatable (donate_device_buffer): the start of an in-place
+ *  update such as a scatter or a slice update. */
+bool copy_or_donate(const array& src, array& out, const Stream& s);
+
 /** True when copy_into can write src (converted to dtype `to`) through
  *  dst_strides on the GPU (both dtypes supported, few enough dimensions
  *  after collapsing). */

@@ -253,7 +253,7 @@ bool scatter(ScatterReduce r, const std::vector<array>& inputs,
     return false;
   }
   // out starts as a row-major copy of the input.
-  if (!copy_row_major(inputs[0], out, s)) return false;
+  if (!copy_or_donate(inputs[0], out, s)) return false;
   if (n == 0) return true;
   for (int k = 0; k < N; ++k) ax.ptr[k] = device_ptr(idx[k], s);
   bool contiguous = all_row_contiguous(idx) &&
@@ -320,7 +320,7 @@ bool scatter_axis(ScatterReduce r, const std::vector<array>& inputs,
                     n >= static_cast<int64_t>(UINT32_MAX))) {
     return false;
   }
-  if (!copy_row_major(inputs[0], out, s)) return false;
+  if (!copy_or_donate(inputs[0], out, s)) return false;
   if (n == 0) return true;
   int64_t dim = out.shape(axis), axis_stride = out_strides[axis];
   bool large = upd.size() > UINT32_MAX;

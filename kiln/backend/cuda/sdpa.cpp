@@ -31,6 +31,18 @@ void copy_strides(const array& a, int64_t (&to)[4]) {
 
 } // namespace
 
+// The warp-per-row kernel is a decoding kernel: with few query rows per head
+// it reads each key and value row once per query row and that is cheap; for
+// long query lengths the matmul graph on tensor cores is many times faster.
+bool ScaledDotProductAttention::gpu_fused_fits(Dtype dt, int64_t q_len,
+                                               int64_t head_dim,
+                                               int64_t v_head_dim,
+                                               bool has_sinks) {
+  (void)has_sinks;
+  return cuda::row_kernels_support(dt) && q_len <= 16 &&
+         std::max(head_dim, v_head_dim) <= 32 * cuda::sdpa_max_width;
+}
+
 // inputs: q, k, v, then the mask if any, then the sinks if any.
 void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs,
                                          std::vector<array>& outputs) {

@@ -138,7 +138,7 @@ void SliceUpdate::eval_gpu(const std::vector<array>& inputs, array& out) {
     offset += start_[i] * out_strides[i];
   }
   if (!cuda::can_copy_into(update, out.dtype(), window) ||
-      !cuda::copy_row_major(inputs[0], out, stream())) {
+      !cuda::copy_or_donate(inputs[0], out, stream())) {
     cuda::eval_on_cpu(*this, inputs, out);
     return;
   }
@@ -157,7 +157,7 @@ void DynamicSliceUpdate::eval_gpu(const std::vector<array>& inputs,
       cuda::collapsed(update.shape(),
                       std::array<Strides, 2>{update.strides(), out_strides},
                       l);
-  if (!fits || !cuda::copy_row_major(inputs[0], out, stream()) ||
+  if (!fits || !cuda::copy_or_donate(inputs[0], out, stream()) ||
       !cuda::dynamic_copy(update, out, inputs[2],
                           {update.shape(), update.strides(), out_strides,
                            axes_, update.shape(), out.shape(), out_strides,
