@@ -267,5 +267,36 @@ TEST_F(GpuElementwise, EmptyArrays) {
   EXPECT_EQ(z.shape(), (Shape{0, 4}));
 }
 
+// Same-dtype copies whose innermost dimension is contiguous on both sides
+// move 8-byte chunks (elementwise.cpp's as_chunks): heads transposed as
+// attention code does, inner extents that do and do not split into chunks,
+// views starting off a chunk boundary, and concatenation (copy_into).
+TEST_F(GpuElementwise, CopiesInEightByteChunks) {
+  for (Dtype dt : all_dtypes()) {
+    if (dt == complex64) continue; // copied through the CPU
+    for (int d : {8, 6, 3, 16}) {
+      array x = random_array({2, 5, 3, d}, dt, -3, 3);
+      std::vector<std::pair<std::string, array>> views = {
+          {"heads transposed", transpose(x, {0, 2, 1, 3})},
+          {"batch transposed", transpose(x, {1, 0, 2, 3})},
+          {"offset by one", slice(x, Shape{0, 0, 0, 1}, Shape{2, 5, 3, d})},
+          {"row slice", slice(x, Shape{0, 1, 0, 0}, Shape{2, 5, 2, d})},
+      };
+      for (auto& [name, v] : views) {
+        auto copy = [](const std::vector<array>& in, Device dev) {
+          return contiguous(in[0], false, dev);
+        };
+        EXPECT_TRUE(same_on_devices(copy, {v}, 0))
+            << dtype_name(dt) << " d=" << d << " " << name;
+        auto cat = [](const std::vector<array>& in, Device dev) {
+          return concatenate({in[0], in[0]}, 1, dev);
+        };
+        EXPECT_TRUE(same_on_devices(cat, {v}, 0))
+            << "concatenate " << dtype_name(dt) << " d=" << d << " " << name;
+      }
+    }
+  }
+}
+
 } // namespace
 } // namespace kiln::test

@@ -19,6 +19,7 @@ struct DtypeOf;
 KILN_DTYPE_OF(bool, bool_)
 KILN_DTYPE_OF(uint8_t, uint8)
 KILN_DTYPE_OF(uint32_t, uint32)
+KILN_DTYPE_OF(uint64_t, uint64)
 KILN_DTYPE_OF(int8_t, int8)
 KILN_DTYPE_OF(int32_t, int32)
 KILN_DTYPE_OF(int64_t, int64)

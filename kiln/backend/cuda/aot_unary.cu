@@ -44,6 +44,9 @@ void add_aot_unary(AotTable& t) {
   copies_from(bool{});
   unary<AsType, uint32_t, uint32_t>(t, "AsType");
   unary<AsType, double, double>(t, "AsType");
+  // Same-dtype strided copies of narrower types move 8-byte chunks
+  // (elementwise.cpp's as_chunks).
+  unary<AsType, uint64_t, uint64_t>(t, "AsType");
 }
 
 } // namespace kiln::cuda
