@@ -157,7 +157,12 @@ bool eval_compiled(const Compiled& c, const std::vector<array>& inputs,
   for (auto& p : ptrs) args.push_back(&p);
   args.push_back(&n);
   if (!spec.contiguous) args.push_back(&layout);
-  launch(kernel.f, n, kernel.per_thread, args.data(), s.index);
+  int per_thread = kernel.per_thread;
+  if (!spec.contiguous && layout.ndim > 0 &&
+      layout.shape[layout.ndim - 1] % strided_run_length == 0) {
+    per_thread = strided_run_length; // the kernel's row runs
+  }
+  launch(kernel.f, n, per_thread, args.data(), s.index);
   return true;
 }
 

@@ -244,7 +244,11 @@ void emit_contiguous(std::string& s, const JitKernelSpec& spec) {
 
 // Strided kernel over the collapsed shape: element i's offsets in each
 // strided input from its row-major position (divisions in IdxT); outputs
-// are row-major, so output element i is at i.
+// are row-major, so output element i is at i. When the innermost extent is
+// a multiple of R (strided_run_length), each thread takes R consecutive
+// elements of one row: one offset computation, then R loads of every input
+// in flight before computing, as the flat kernel's vectors give it. The
+// launcher gives it n / R threads then.
 void emit_strided(std::string& s, const JitKernelSpec& spec, bool large,
                   int strided_inputs) {
   std::vector<int> slot(spec.roles.size(), -1);
@@ -252,15 +256,39 @@ void emit_strided(std::string& s, const JitKernelSpec& spec, bool large,
   for (size_t k = 0; k < spec.roles.size(); ++k) {
     if (spec.roles[k] == JitRole::strided) slot[k] = next++;
   }
+  auto outputs = spec.region->outputs().size();
+  std::string S = std::to_string(strided_inputs);
   s += std::string("  using IdxT = ") +
        (large ? "long long" : "unsigned int") + ";\n";
+  s += "  constexpr int R = " + std::to_string(strided_run_length) +
+       ";\n"
+       "  const int last = l.ndim - 1;\n"
+       "  if (last >= 0 && l.shape[last] % R == 0) {\n"
+       "    for (int64_t i = first_index<R>(); i < n; i += grid_step<R>()) "
+       "{\n"
+       "      int64_t off[" + S + "];\n"
+       "      strided_offsets(static_cast<IdxT>(i), l, off);\n";
+  for (size_t k = 0; k < spec.roles.size(); ++k) {
+    if (slot[k] < 0) continue;
+    std::string ks = std::to_string(k), sl = std::to_string(slot[k]);
+    s += std::string("      ") + device_type(spec.input_dtypes[k]) + " a" +
+         ks + "[R];\n"
+         "#pragma unroll\n"
+         "      for (int r = 0; r < R; ++r) a" + ks + "[r] = in" + ks +
+         "[off[" + sl + "] + r * l.strides[" + sl + "][last]];\n";
+  }
+  s += "#pragma unroll\n"
+       "      for (int r = 0; r < R; ++r) {\n        " +
+       region_call(
+           spec, outputs,
+           [](size_t k) { return "a" + std::to_string(k) + "[r]"; },
+           [](size_t o) { return "out" + std::to_string(o) + "[i + r]"; }) +
+       ";\n      }\n    }\n    return;\n  }\n";
   s += "  for (int64_t i = first_index<1>(); i < n; i += grid_step<1>()) {\n"
-       "    int64_t off[" +
-       std::to_string(strided_inputs) +
-       "];\n"
+       "    int64_t off[" + S + "];\n"
        "    strided_offsets(static_cast<IdxT>(i), l, off);\n    " +
        region_call(
-           spec, spec.region->outputs().size(),
+           spec, outputs,
            [&](size_t k) {
              return "in" + std::to_string(k) + "[off[" +
                     std::to_string(slot[k]) + "]]";

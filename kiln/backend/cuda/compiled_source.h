@@ -20,6 +20,10 @@ int fused_vec_width(const detail::JitKernelSpec& spec);
  *  the copies. */
 int fused_vectors_per_thread(const detail::JitKernelSpec& spec);
 
+/** Consecutive elements of a row each thread of the strided kernel takes
+ *  when the innermost collapsed extent is a multiple of it (else one). */
+inline constexpr int strided_run_length = 4;
+
 /** The kernel for spec (contiguous, or strided with 64-bit indices when
  *  large). Parameters, in order: one pointer per non-constant input, one per
  *  output, the element count (int64), and for the strided kernel a
