@@ -54,10 +54,6 @@ std::string var(int arg) {
   return (arg < 0 ? "x" : "t") + std::to_string(arg < 0 ? -arg - 1 : arg);
 }
 
-Dtype arg_dtype(const JitKernelSpec& spec, int arg) {
-  return arg < 0 ? spec.input_dtypes[-arg - 1] : spec.region->ops()[arg].dtype;
-}
-
 // The region on one element: `region(x..., y...)` takes the non-constant
 // inputs in their compute types and stores each output through a reference.
 // Each op's value is rounded to its dtype (as_dtype), as storing it between

@@ -1,5 +1,6 @@
-# The CUDA backend's build: toolkit libraries, the embedded device headers
-# for NVRTC, and (unless KILN_CUDA_JIT) the nvcc-compiled kernels.
+# The CUDA backend's build, the kiln_cuda library: toolkit libraries, the
+# embedded device headers for NVRTC, and (unless KILN_CUDA_JIT) the
+# nvcc-compiled kernels.
 find_package(CUDAToolkit 12.8 REQUIRED)
 if(NOT KILN_CUDA_JIT)
   enable_language(CUDA)
@@ -8,17 +9,17 @@ if(NOT KILN_CUDA_JIT)
   if(NOT KILN_CUDA_ARCHITECTURES)
     set(KILN_CUDA_ARCHITECTURES 90-real 90-virtual)
   endif()
-  set_property(TARGET kiln PROPERTY CUDA_ARCHITECTURES
+  set_property(TARGET kiln_cuda PROPERTY CUDA_ARCHITECTURES
     ${KILN_CUDA_ARCHITECTURES})
-  set_property(TARGET kiln PROPERTY CUDA_STANDARD 17)
-  set_property(TARGET kiln PROPERTY CUDA_SEPARABLE_COMPILATION OFF)
-  target_compile_options(kiln PRIVATE
+  set_property(TARGET kiln_cuda PROPERTY CUDA_STANDARD 17)
+  set_property(TARGET kiln_cuda PROPERTY CUDA_SEPARABLE_COMPILATION OFF)
+  target_compile_options(kiln_cuda PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-fPIC>)
 endif()
 # The driver API is reached through cudart (utils.h, DriverApi), not linked:
 # the library then loads on machines without a GPU driver, where
 # gpu::is_available() is simply false.
-target_link_libraries(kiln PUBLIC CUDA::cudart CUDA::cublasLt CUDA::nvrtc)
+target_link_libraries(kiln_cuda PUBLIC CUDA::cudart CUDA::cublasLt CUDA::nvrtc)
 
 # Device headers become raw-string sources, generated from the same glob as
 # their include names, so NVRTC compiles the very bytes nvcc includes.
@@ -32,10 +33,10 @@ add_custom_command(OUTPUT ${KILN_DEVICE_EMBEDDED}
     -P ${KILN_CUDA_DIR}/embed_device.cmake
   DEPENDS ${KILN_DEVICE_HEADERS} ${KILN_CUDA_DIR}/embed_device.cmake
   VERBATIM)
-target_sources(kiln PRIVATE ${KILN_DEVICE_EMBEDDED})
+target_sources(kiln_cuda PRIVATE ${KILN_DEVICE_EMBEDDED})
 # NVRTC has no default include path: it needs the toolkit's headers (and
 # CCCL's libcu++ under include/cccl) at run time.
 # The list may also hold include/cccl: keep the first entry.
 list(GET CUDAToolkit_INCLUDE_DIRS 0 KILN_CUDA_INCLUDE_DIR)
-target_compile_definitions(kiln PRIVATE
+target_compile_definitions(kiln_cuda PRIVATE
   KILN_CUDA_INCLUDE_DIR="${KILN_CUDA_INCLUDE_DIR}")
