@@ -56,30 +56,21 @@ TEST(NvrtcAttention, FlashCoverage) {
 }
 
 TEST(NvrtcAttention, FusedPrimitiveOnTheGpu) {
-  using fast::ScaledDotProductAttention;
+  auto fits = [](Dtype dt, int64_t lq, int64_t d, int64_t dv, bool sinks) {
+    return fast::ScaledDotProductAttention::gpu_fused_fits(dt, lq, d, dv,
+                                                           sinks);
+  };
   // The tensor-core kernel's shapes take the fused primitive at any query
   // length; sinks, other head dimensions and float32 keep the old rule
   // (the warp kernel up to 16 query rows, else the matmul graph).
   for (int64_t lq : {1, 16, 17, 4096}) {
-    EXPECT_TRUE(
-        ScaledDotProductAttention::gpu_fused_fits(bfloat16, lq, 128, 128, false))
-        << lq;
-    EXPECT_TRUE(
-        ScaledDotProductAttention::gpu_fused_fits(float16, lq, 64, 64, false))
-        << lq;
     bool short_q = lq <= 16;
-    EXPECT_EQ(
-        ScaledDotProductAttention::gpu_fused_fits(float16, lq, 64, 64, true),
-        short_q)
-        << lq;
-    EXPECT_EQ(
-        ScaledDotProductAttention::gpu_fused_fits(float16, lq, 96, 96, false),
-        short_q)
-        << lq;
-    EXPECT_EQ(
-        ScaledDotProductAttention::gpu_fused_fits(float32, lq, 64, 64, false),
-        short_q)
-        << lq;
+    EXPECT_TRUE(fits(bfloat16, lq, 128, 128, false)) << lq;
+    EXPECT_TRUE(fits(float16, lq, 64, 64, false)) << lq;
+    EXPECT_EQ(fits(float16, lq, 64, 64, true), short_q) << lq;
+    EXPECT_EQ(fits(float16, lq, 96, 96, false), short_q) << lq;
+    EXPECT_EQ(fits(bfloat16, lq, 64, 128, false), short_q) << lq;
+    EXPECT_EQ(fits(float32, lq, 64, 64, false), short_q) << lq;
   }
 }
 

@@ -220,19 +220,29 @@ __global__ void __launch_bounds__(flash_threads, flash_min_blocks(D))
       __syncwarp();    // the strip's scores are visible to its lanes
 
       // Online softmax over this tile, as device/sdpa.cuh scores each key.
+      // Column col is key k0 + col: padding from n_keys on, hidden by the
+      // causal rule past causal_last (both tile-local, clamped into int).
+      const int64_t keys_left = p.Lk - k0;
+      const int n_keys = keys_left < flash_keys ? int(keys_left) : flash_keys;
+      int causal_last = flash_keys; // nothing hidden
+      if (p.causal) {
+        int64_t last = i + shift - k0;
+        causal_last = last < -1           ? -1
+                      : last > flash_keys ? flash_keys
+                                          : static_cast<int>(last);
+      }
       float e[flash_keys / 2];
       float tile_max = -inf;
 #pragma unroll
       for (int c = 0; c < flash_keys / 2; ++c) {
         int col = 2 * c + parity;
-        int64_t j = k0 + col;
         float s = srows[my_row * lds + col] * scale;
-        if (j >= p.Lk) {
+        if (col >= n_keys) {
           s = -inf; // padding: adds nothing
         } else {
-          bool hidden = p.causal && j > i + shift;
+          bool hidden = col > causal_last;
           if (MaskKind != 0 && i < p.Lq) {
-            int64_t off = mask_row + j * p.mask_strides[3];
+            int64_t off = mask_row + (k0 + col) * p.mask_strides[3];
             if constexpr (MaskKind == 1) {
               hidden = hidden || !static_cast<const bool*>(mask)[off];
             } else {
