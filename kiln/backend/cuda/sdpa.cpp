@@ -8,9 +8,9 @@
 #include <cstdint>
 
 #include "kiln/backend/cuda/buffer.h"
+#include "kiln/backend/cuda/device/flash_tiles.cuh"
 #include "kiln/backend/cuda/fallback.h"
 #include "kiln/backend/cuda/kernels.h"
-#include "kiln/backend/cuda/device/flash_tiles.cuh"
 #include "kiln/backend/cuda/row_kernels.h"
 #include "kiln/primitives/fast.h"
 
