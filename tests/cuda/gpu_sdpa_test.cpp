@@ -3,7 +3,12 @@
 // kernel width (and past them, on the CPU), query/key lengths on both sides
 // of each other, causal, boolean, additive and broadcast masks, sinks,
 // transposed and sliced q/k/v, inf/NaN, empty lengths, many rows, and the
-// gradients of the fallback graph.
+// gradients of the fallback graph. The Flash tests aim at the tensor-core
+// kernel (float16/bfloat16, head dimension 64 or 128): lengths around its
+// 64-row tiles, causal tiles skipped or not, masks hiding whole rows and
+// whole key tiles, grouped-query heads, (B, L, H, D) buffers, more query
+// tiles than its grid, and the layouts and shapes it leaves to the warp
+// kernel.
 #include <cmath>
 #include <limits>
 
@@ -42,9 +47,12 @@ Qkv random_qkv(int B, int nq, int nkv, int lq, int lk, int d, int dv,
   float scale = 1.0f / std::sqrt(static_cast<float>(t.q.shape(3)));
   bool has_mask = mask.has_value(), has_sinks = sinks.has_value();
   // The fused kernel for every shape, then the op's own choice (the matmul
-  // graph on the GPU for long query lengths). The graph rounds the scores to
-  // a 16-bit input dtype before its float softmax, as MLX's and PyTorch's
-  // unfused paths do; the fused kernels keep them in float.
+  // graph on the GPU for long query lengths the fused kernels do not serve
+  // well). The graph rounds the scores to a 16-bit input dtype before its
+  // float softmax, as MLX's and PyTorch's unfused paths do; the fused
+  // kernels keep them in float, and the tensor-core one (float16/bfloat16)
+  // rounds the softmax weights to the input dtype before multiplying the
+  // values, as the graph does too.
   bool half = t.q.itemsize() == 2;
   for (bool fused : {true, false}) {
     auto f = [&](const std::vector<array>& v, Device d) {
@@ -54,7 +62,7 @@ Qkv random_qkv(int B, int nq, int nkv, int lq, int lk, int d, int dv,
       return fast::scaled_dot_product_attention(v[0], v[1], v[2], scale, mode,
                                                 m, s, fused, d);
     };
-    auto r = same_on_devices(f, in, fused || !half ? tol : 4 * tol);
+    auto r = same_on_devices(f, in, !half ? tol : fused ? 2 * tol : 4 * tol);
     if (!r) return r << (fused ? " (fused kernel)" : " (op's choice)");
   }
   return ::testing::AssertionSuccess();
@@ -207,6 +215,200 @@ TEST_F(GpuSdpa, GradientsMatch) {
           << dtype_name(dt) << " input " << k;
     }
   }
+}
+
+// (B, L, H, D) buffers seen as (B, H, L, D), as GPT code makes them.
+Qkv heads_last(int B, int nq, int nkv, int lq, int lk, int d, Dtype dt) {
+  return {swapaxes(random_array({B, lq, nq, d}, dt, -1, 1), 1, 2),
+          swapaxes(random_array({B, lk, nkv, d}, dt, -1, 1), 1, 2),
+          swapaxes(random_array({B, lk, nkv, d}, dt, -2, 2), 1, 2)};
+}
+
+const std::vector<std::pair<int, int>> flash_lengths = {
+    {1, 1},    {17, 17}, {64, 64},  {100, 100}, {257, 257}, {300, 300},
+    {1, 300},  {17, 257}, {64, 100}, {100, 64}, {257, 17},  {300, 1},
+    {65, 129}, {129, 65}};
+
+TEST_F(GpuSdpa, FlashLengthsCausalAndGroupedHeads) {
+  for (Dtype dt : {float16, bfloat16}) {
+    for (int d : {64, 128}) {
+      for (auto [lq, lk] : flash_lengths) {
+        // Grouped-query heads (4 query heads per key/value head) and plain.
+        int nkv = lq % 2 == 0 ? 2 : 1;
+        Qkv t = random_qkv(2, 4, nkv, lq, lk, d, d, dt);
+        for (const char* mode : {"", "causal"}) {
+          EXPECT_TRUE(attention_agrees(t, mode, std::nullopt, std::nullopt,
+                                       sdpa_tol(dt)))
+              << dtype_name(dt) << " d=" << d << " lq=" << lq << " lk=" << lk
+              << " nkv=" << nkv << " mode '" << mode << "'";
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GpuSdpa, FlashMasks) {
+  for (Dtype dt : {float16, bfloat16}) {
+    for (int d : {64, 128}) {
+      for (auto [lq, lk] :
+           {std::pair{70, 130}, std::pair{130, 70}, std::pair{1, 200}}) {
+        Qkv t = random_qkv(2, 4, 1, lq, lk, d, d, dt);
+        // About a third hidden; query row 0 entirely hidden (the CPU then
+        // averages every value), and keys [64, 128) hidden for every row: a
+        // key tile of lowest scores only.
+        array keep =
+            greater(random_array({2, 4, lq, lk}, float32, 0, 1), array(0.33f));
+        keep = concatenate(
+            {zeros({2, 4, 1, lk}, bool_),
+             slice(keep, Shape{0, 0, 1, 0}, Shape{2, 4, lq, lk})},
+            2);
+        if (lk > 64) {
+          int hi = std::min(lk, 128);
+          keep = concatenate(
+              {slice(keep, Shape{0, 0, 0, 0}, Shape{2, 4, lq, 64}),
+               zeros({2, 4, lq, hi - 64}, bool_),
+               slice(keep, Shape{0, 0, 0, hi}, Shape{2, 4, lq, lk})},
+              3);
+        }
+        // Broadcast over batch and heads, with its first row hidden too.
+        array keep_rows = greater(random_array({lq, lk}, float32, 0, 1),
+                                  array(0.5f));
+        keep_rows = concatenate(
+            {zeros({1, lk}, bool_),
+             slice(keep_rows, Shape{0, 0}, Shape{lq, lk})},
+            0);
+        keep_rows = slice(keep_rows, Shape{0, 0}, Shape{lq, lk});
+        array additive = random_array({2, 4, lq, lk}, dt, -3, 1);
+        array additive_rows = random_array({1, 1, lq, lk}, dt, -1, 1);
+        std::vector<std::pair<std::string, array>> masks = {
+            {"bool", keep},
+            {"bool broadcast", keep_rows},
+            {"additive", additive},
+            {"additive broadcast", additive_rows}};
+        for (auto& [name, mask] : masks) {
+          EXPECT_TRUE(
+              attention_agrees(t, "", mask, std::nullopt, sdpa_tol(dt)))
+              << dtype_name(dt) << " d=" << d << " mask " << name
+              << " lq=" << lq << " lk=" << lk;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GpuSdpa, FlashHeadsLastLayout) {
+  for (Dtype dt : {float16, bfloat16}) {
+    for (int d : {64, 128}) {
+      Qkv t = heads_last(2, 8, 2, 150, 150, d, dt);
+      for (const char* mode : {"", "causal"}) {
+        EXPECT_TRUE(attention_agrees(t, mode, std::nullopt, std::nullopt,
+                                     sdpa_tol(dt)))
+            << dtype_name(dt) << " d=" << d << " mode '" << mode << "'";
+      }
+      // Queries from a (B, L, 3, H, D) projection, as a fused qkv matmul
+      // makes them: rows 3 * H * D apart.
+      array qkv = random_array({2, 90, 3, 4, d}, dt, -1, 1);
+      auto part = [&](int w) {
+        array x = slice(qkv, Shape{0, 0, w, 0, 0}, Shape{2, 90, w + 1, 4, d});
+        return swapaxes(reshape(x, {2, 90, 4, d}), 1, 2);
+      };
+      EXPECT_TRUE(attention_agrees({part(0), part(1), part(2)}, "causal",
+                                   std::nullopt, std::nullopt, sdpa_tol(dt)))
+          << dtype_name(dt) << " d=" << d << " fused qkv";
+    }
+  }
+}
+
+TEST_F(GpuSdpa, FlashLayoutsLeftToTheWarpKernel) {
+  // Rows 65 elements apart (not 16-byte aligned), features 2 apart, and a
+  // view starting one element in: the warp kernel reads them all.
+  for (Dtype dt : {float16, bfloat16}) {
+    array wide = random_array({1, 2, 40, 65}, dt, -1, 1);
+    array k_unaligned = slice(wide, Shape{0, 0, 0, 1}, Shape{1, 2, 40, 65});
+    array spread = random_array({1, 2, 40, 128}, dt, -1, 1);
+    array v_spread = slice(spread, Shape{0, 0, 0, 0}, Shape{1, 2, 40, 128},
+                           Shape{1, 1, 1, 2});
+    array q = random_array({1, 4, 33, 64}, dt, -1, 1);
+    array k = random_array({1, 2, 40, 64}, dt, -1, 1);
+    array v = random_array({1, 2, 40, 64}, dt, -2, 2);
+    for (const char* mode : {"", "causal"}) {
+      EXPECT_TRUE(attention_agrees({q, k_unaligned, v}, mode, std::nullopt,
+                                   std::nullopt, sdpa_tol(dt)))
+          << dtype_name(dt) << " unaligned keys, mode '" << mode << "'";
+      EXPECT_TRUE(attention_agrees({q, k, v_spread}, mode, std::nullopt,
+                                   std::nullopt, sdpa_tol(dt)))
+          << dtype_name(dt) << " strided features, mode '" << mode << "'";
+    }
+  }
+}
+
+TEST_F(GpuSdpa, FlashShapesLeftToOtherPaths) {
+  // Head dimension 96, sinks, float32, mixed head dimensions and no keys:
+  // the warp kernel (fused) or the matmul graph (the op's choice).
+  for (Dtype dt : {float16, bfloat16}) {
+    Qkv d96 = random_qkv(1, 4, 2, 70, 90, 96, 96, dt);
+    EXPECT_TRUE(attention_agrees(d96, "causal", std::nullopt, std::nullopt,
+                                 sdpa_tol(dt)))
+        << dtype_name(dt);
+    Qkv mixed = random_qkv(1, 4, 2, 70, 90, 64, 128, dt);
+    EXPECT_TRUE(attention_agrees(mixed, "", std::nullopt, std::nullopt,
+                                 sdpa_tol(dt)))
+        << dtype_name(dt);
+    Qkv t = random_qkv(1, 4, 2, 70, 90, 64, 64, dt);
+    EXPECT_TRUE(attention_agrees(t, "causal", std::nullopt,
+                                 random_array({4}, dt, -1, 1), sdpa_tol(dt)))
+        << dtype_name(dt) << " sinks";
+    Qkv no_k = random_qkv(1, 2, 2, 3, 0, 64, 64, dt);
+    EXPECT_TRUE(attention_agrees(no_k, "", std::nullopt, std::nullopt, 0))
+        << dtype_name(dt) << " no keys";
+  }
+  Qkv f32 = random_qkv(1, 4, 2, 70, 90, 128, 128, float32);
+  EXPECT_TRUE(attention_agrees(f32, "causal", std::nullopt, std::nullopt,
+                               sdpa_tol(float32)));
+}
+
+TEST_F(GpuSdpa, FlashInfinitiesAndNaN) {
+  // Additive -inf over some keys, over every key of a row (NaN on the
+  // CPU), +inf (NaN) and NaN; NaN in a query row (that row is NaN) and in a
+  // value row every query sees (that head is NaN).
+  for (Dtype dt : {float16, bfloat16}) {
+    Qkv t = random_qkv(1, 2, 2, 70, 80, 64, 64, dt);
+    double inf = std::numeric_limits<double>::infinity();
+    std::vector<double> m = to_doubles(random_array({1, 2, 70, 80}, dt));
+    for (int h = 0; h < 2; ++h) {
+      double* r = m.data() + h * 70 * 80;
+      r[0] = -inf;
+      r[70] = -inf; // row 0, the second key tile
+      for (int j = 0; j < 80; ++j) r[80 + j] = -inf;
+      r[2 * 80 + 5] = inf;
+      r[3 * 80 + 66] = std::nan("");
+    }
+    array mask = astype(array(m.begin(), {1, 2, 70, 80}, float32), dt);
+    EXPECT_TRUE(attention_agrees(t, "", mask, std::nullopt, sdpa_tol(dt)))
+        << dtype_name(dt);
+    std::vector<double> qd = to_doubles(t.q);
+    qd[5 * 64 + 3] = std::nan("");
+    std::vector<double> vd = to_doubles(t.v);
+    vd[(80 + 5) * 64 + 1] = std::nan(""); // head 1, key 5: seen by all rows
+    Qkv nan_in{astype(array(qd.begin(), t.q.shape(), float32), dt), t.k,
+               astype(array(vd.begin(), t.v.shape(), float32), dt)};
+    for (const char* mode : {"", "causal"}) {
+      EXPECT_TRUE(attention_agrees(nan_in, mode, std::nullopt, std::nullopt,
+                                   sdpa_tol(dt)))
+          << dtype_name(dt) << " mode '" << mode << "'";
+    }
+  }
+}
+
+TEST_F(GpuSdpa, FlashLongAndMany) {
+  // A training-sized causal sequence; then more query tiles (9000) than the
+  // launcher's grid, so blocks loop over several.
+  Qkv t = random_qkv(1, 2, 1, 1024, 1024, 128, 128, bfloat16);
+  EXPECT_TRUE(attention_agrees(t, "causal", std::nullopt, std::nullopt,
+                               sdpa_tol(bfloat16)));
+  Qkv many = random_qkv(2, 4500, 1500, 1, 5, 64, 64, float16);
+  EXPECT_TRUE(attention_agrees(many, "", std::nullopt, std::nullopt,
+                               sdpa_tol(float16)));
 }
 
 } // namespace

@@ -1,7 +1,9 @@
 // Ahead-of-time row kernels: softmax (plain and precise), LayerNorm,
-// RMSNorm, RoPE and attention on float32/float16/bfloat16. float64, and
+// RMSNorm, RoPE and attention on float32/float16/bfloat16, and the
+// tensor-core attention kernels on float16/bfloat16. float64, and
 // everything in the JIT build, is compiled by NVRTC at first use.
 #include "kiln/backend/cuda/aot.cuh"
+#include "kiln/backend/cuda/device/flash_attention.cuh"
 #include "kiln/backend/cuda/device/norms.cuh"
 #include "kiln/backend/cuda/device/rope.cuh"
 #include "kiln/backend/cuda/device/sdpa.cuh"
@@ -51,6 +53,18 @@ void sdpa(AotTable& t) {
            reinterpret_cast<const void*>(&sdpa_warp<T, 8>));
 }
 
+// Head dimensions 64 and 128, each mask kind.
+template <typename T, int D>
+void flash_sdpa(AotTable& t) {
+  Dtype d = aot::dtype_v<T>;
+  aot::put(t, flash_sdpa_kernel(d, D, 0),
+           reinterpret_cast<const void*>(&sdpa_flash<T, D, 0>));
+  aot::put(t, flash_sdpa_kernel(d, D, 1),
+           reinterpret_cast<const void*>(&sdpa_flash<T, D, 1>));
+  aot::put(t, flash_sdpa_kernel(d, D, 2),
+           reinterpret_cast<const void*>(&sdpa_flash<T, D, 2>));
+}
+
 template <typename T>
 void rows(AotTable& t) {
   norm<T, false>(t, "LayerNorm");
@@ -71,6 +85,10 @@ void add_aot_rows(AotTable& t) {
   rows<float>(t);
   rows<__half>(t);
   rows<__nv_bfloat16>(t);
+  flash_sdpa<__half, 64>(t);
+  flash_sdpa<__half, 128>(t);
+  flash_sdpa<__nv_bfloat16, 64>(t);
+  flash_sdpa<__nv_bfloat16, 128>(t);
 }
 
 } // namespace kiln::cuda

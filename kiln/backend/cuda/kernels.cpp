@@ -89,14 +89,32 @@ void launch(CUfunction f, int64_t n, int per_thread, void** args,
 
 void launch_blocks(CUfunction f, int64_t blocks, int threads, void** args,
                    int stream) {
+  launch_blocks_shared(f, blocks, threads, 0, args, stream);
+}
+
+void launch_blocks_shared(CUfunction f, int64_t blocks, int threads,
+                          int shared_bytes, void** args, int stream) {
   if (blocks <= 0) return;
   set_current_device(); // the driver API needs the context on this thread
   // Kernels loop grid-stride: a grid of many full waves is enough for any n.
   int64_t max_blocks = int64_t(device_info().sm_count) * 64;
   blocks = std::min(blocks, max_blocks);
-  KILN_CHECK_CU(driver().launch_kernel(f, static_cast<unsigned>(blocks), 1, 1,
-                                       static_cast<unsigned>(threads), 1, 1, 0,
-                                       cuda_stream(stream), args, nullptr));
+  constexpr int default_shared_limit = 48 * 1024;
+  if (shared_bytes > default_shared_limit) {
+    static std::mutex m;
+    static auto* limits = new std::unordered_map<CUfunction, int>;
+    std::lock_guard<std::mutex> lock(m);
+    int& limit = (*limits)[f];
+    if (limit < shared_bytes) {
+      KILN_CHECK_CU(driver().func_set_attribute(
+          f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes));
+      limit = shared_bytes;
+    }
+  }
+  KILN_CHECK_CU(driver().launch_kernel(
+      f, static_cast<unsigned>(blocks), 1, 1, static_cast<unsigned>(threads),
+      1, 1, static_cast<unsigned>(shared_bytes), cuda_stream(stream), args,
+      nullptr));
 }
 
 void launch_blocks(CUfunction f, int64_t blocks, int bx, int by, void** args,

@@ -36,6 +36,12 @@ void launch(CUfunction f, int64_t n, int per_thread, void** args,
 void launch_blocks(CUfunction f, int64_t blocks, int threads, void** args,
                    int stream);
 
+/** launch_blocks for a kernel with `shared_bytes` of dynamic shared memory;
+ *  past the default 48 KiB it first raises the kernel's limit (once per
+ *  kernel). */
+void launch_blocks_shared(CUfunction f, int64_t blocks, int threads,
+                          int shared_bytes, void** args, int stream);
+
 /** Launches f on a grid of `blocks` blocks of (bx, by) threads; for kernels
  *  that choose their own shape (reductions). */
 void launch_blocks(CUfunction f, int64_t blocks, int bx, int by, void** args,

@@ -98,6 +98,30 @@ JitKernel sdpa_kernel(Dtype dt, int64_t head_dim) {
   return k;
 }
 
+bool flash_sdpa_supports(Dtype dt, int64_t head_dim, int64_t v_head_dim) {
+  return is_half(dt) && head_dim == v_head_dim &&
+         (head_dim == 64 || head_dim == 128);
+}
+
+JitKernel flash_sdpa_kernel(Dtype dt, int head_dim, int mask_kind) {
+  auto one = [&](int m) {
+    static const char* const mask_names[] = {"", "Bool", "Add"};
+    std::string d = std::to_string(head_dim);
+    return JitKernel{"fSdpa" + d + mask_names[m] + dtype_name(dt),
+                     include("flash_attention.cuh"),
+                     std::string("kiln::cuda::sdpa_flash<") + device_type(dt) +
+                         ", " + d + ", " + std::to_string(m) + ">",
+                     {}};
+  };
+  JitKernel k = one(mask_kind);
+  for (int m = 0; m < 3; ++m) {
+    if (m == mask_kind) continue;
+    JitKernel s = one(m);
+    k.siblings.emplace_back(s.name, s.expression);
+  }
+  return k;
+}
+
 void launch_rows(CUfunction f, bool warp, int64_t rows, int64_t n, Dtype dt,
                  void** args, int stream) {
   if (warp) {

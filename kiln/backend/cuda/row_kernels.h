@@ -4,7 +4,9 @@
 // warp per row (the row in registers), b for one block per row; the
 // softmax op is "SoftmaxPrecise" when float16/bfloat16 sums run in float32.
 // RoPE has one kernel per dtype, "vRoPE{dtype}"; attention one per dtype
-// and features per lane, "wSdpa{W}{dtype}" (one warp per query row).
+// and features per lane, "wSdpa{W}{dtype}" (one warp per query row), and
+// on tensor cores one per dtype, head dimension and mask kind,
+// "fSdpa{D}[Bool|Add]{dtype}" (a tile of 64 query rows per block).
 #pragma once
 
 #include <cstdint>
@@ -46,6 +48,14 @@ inline constexpr int sdpa_max_width = 8;
 JitKernel sdpa_kernel(Dtype dt, int64_t head_dim);
 /** Features per lane for head_dim: the power of two covering it. */
 int sdpa_width(int64_t head_dim);
+
+/** Whether the tensor-core attention kernel exists for these: float16 or
+ *  bfloat16, head_dim == v_head_dim in {64, 128}. (The launcher also needs
+ *  unit feature strides, 16-byte aligned rows and at least one key.) */
+bool flash_sdpa_supports(Dtype dt, int64_t head_dim, int64_t v_head_dim);
+/** The tensor-core attention kernel; mask_kind as the kernels' SdpaParams
+ *  (0 none, 1 boolean, 2 additive), the other two compiled alongside. */
+JitKernel flash_sdpa_kernel(Dtype dt, int head_dim, int mask_kind);
 
 /** Runs a row kernel (softmax or norm) over `rows` rows of n elements:
  *  warps of 32 per row in blocks of 256 threads, or one block per row with

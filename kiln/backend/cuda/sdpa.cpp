@@ -1,8 +1,14 @@
-// Scaled dot-product attention forward on the GPU (device/sdpa.cuh): one
-// warp per query row, q, k, v and the mask read through their strides, the
-// output row-major as on the CPU. Head dimensions past
-// 32 * sdpa_max_width and dtypes the kernel lacks run on the CPU.
+// Scaled dot-product attention forward on the GPU, the output row-major as
+// on the CPU. float16/bfloat16 with head dimension 64 or 128 (and no sinks)
+// run on tensor cores (device/flash_attention.cuh) when q, k and v have unit
+// feature strides and 16-byte aligned rows; everything else runs one warp
+// per query row (device/sdpa.cuh), reading q, k, v and the mask through
+// their strides. Head dimensions past 32 * sdpa_max_width and dtypes the
+// kernels lack run on the CPU.
+#include <cstdint>
+
 #include "kiln/backend/cuda/buffer.h"
+#include "kiln/backend/cuda/device/flash_tiles.cuh"
 #include "kiln/backend/cuda/fallback.h"
 #include "kiln/backend/cuda/kernels.h"
 #include "kiln/backend/cuda/row_kernels.h"
@@ -29,16 +35,35 @@ void copy_strides(const array& a, int64_t (&to)[4]) {
   for (int d = 0; d < 4; ++d) to[d] = a.strides()[d];
 }
 
+// Whether the tensor-core kernel reads x (4-d, at device address ptr) in
+// place: 16-byte copies need unit feature strides and every row (and so
+// every (batch, head) slice) starting on a 16-byte boundary.
+bool flash_layout(const array& x, const void* ptr) {
+  int64_t chunk = 16 / x.itemsize();
+  if (x.strides()[3] != 1 || reinterpret_cast<uintptr_t>(ptr) % 16 != 0) {
+    return false;
+  }
+  for (int d = 0; d < 3; ++d) {
+    if (x.shape(d) > 1 && x.strides()[d] % chunk != 0) return false;
+  }
+  return true;
+}
+
 } // namespace
 
-// The warp-per-row kernel is a decoding kernel: with few query rows per head
-// it reads each key and value row once per query row and that is cheap; for
-// long query lengths the matmul graph on tensor cores is many times faster.
+// The tensor-core kernel serves every query length: a block per 64 query
+// rows reads each key and value tile once for all of them. Where it does not
+// apply, the warp-per-row kernel is a decoding kernel: with few query rows
+// per head it reads each key and value row once per query row and that is
+// cheap; for long query lengths the matmul graph on tensor cores is many
+// times faster.
 bool ScaledDotProductAttention::gpu_fused_fits(Dtype dt, int64_t q_len,
                                                int64_t head_dim,
                                                int64_t v_head_dim,
                                                bool has_sinks) {
-  (void)has_sinks;
+  if (cuda::flash_sdpa_supports(dt, head_dim, v_head_dim) && !has_sinks) {
+    return true;
+  }
   return cuda::row_kernels_support(dt) && q_len <= 16 &&
          std::max(head_dim, v_head_dim) <= 32 * cuda::sdpa_max_width;
 }
@@ -74,13 +99,25 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs,
   p.scale = scale_;
   p.causal = do_causal_;
   p.mask_kind = !has_mask ? 0 : inputs[3].dtype() == bool_ ? 1 : 2;
-  CUfunction f = cuda::get_kernel(cuda::sdpa_kernel(dt, head_dim));
   void* pq = cuda::device_ptr(q, s);
   void* pk = cuda::device_ptr(k, s);
   void* pv = cuda::device_ptr(v, s);
   void* pm = has_mask ? cuda::device_ptr(inputs[3], s) : nullptr;
-  void* ps = has_sinks_ ? cuda::device_ptr(inputs.back(), s) : nullptr;
   void* po = out.raw_data_ptr();
+  if (cuda::flash_sdpa_supports(dt, p.D, p.Dv) && !has_sinks_ && p.Lk > 0 &&
+      flash_layout(q, pq) && flash_layout(k, pk) && flash_layout(v, pv)) {
+    int d = static_cast<int>(p.D);
+    CUfunction f =
+        cuda::get_kernel(cuda::flash_sdpa_kernel(dt, d, p.mask_kind));
+    void* args[] = {&pq, &pk, &pv, &pm, &po, &p};
+    int64_t tiles = (p.Lq + cuda::flash_rows - 1) / cuda::flash_rows;
+    cuda::launch_blocks_shared(f, p.B * p.Nq * tiles, cuda::flash_threads,
+                               cuda::flash_shared_bytes(d, dt.size), args,
+                               s.index);
+    return;
+  }
+  void* ps = has_sinks_ ? cuda::device_ptr(inputs.back(), s) : nullptr;
+  CUfunction f = cuda::get_kernel(cuda::sdpa_kernel(dt, head_dim));
   void* args[] = {&pq, &pk, &pv, &pm, &ps, &po, &p};
   int64_t rows = p.B * p.Nq * p.Lq;
   int64_t warps_per_block = block_threads / 32;

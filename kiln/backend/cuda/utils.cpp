@@ -27,6 +27,7 @@ const DriverApi& driver() {
   static const DriverApi api = [] {
     DriverApi d;
     load_entry("cuLaunchKernel", d.launch_kernel);
+    load_entry("cuFuncSetAttribute", d.func_set_attribute);
     load_entry("cuModuleLoadDataEx", d.module_load_data_ex);
     load_entry("cuModuleGetFunction", d.module_get_function);
     load_entry("cuModuleUnload", d.module_unload);

@@ -18,6 +18,7 @@ namespace kiln::cuda {
  *  GPU tests must skip instead. Only decltype names the driver symbols. */
 struct DriverApi {
   decltype(&::cuLaunchKernel) launch_kernel;
+  decltype(&::cuFuncSetAttribute) func_set_attribute;
   decltype(&::cuModuleLoadDataEx) module_load_data_ex;
   decltype(&::cuModuleGetFunction) module_get_function;
   decltype(&::cuModuleUnload) module_unload;

@@ -1,0 +1,43 @@
+// Tile sizes of the tensor-core attention kernel (device/flash_attention.cuh),
+// shared with its host launcher (backend/cuda/sdpa.cpp): plain constants, so
+// both the device compilers and the host compiler include this file.
+#pragma once
+
+// Functions here are evaluated at compile time on both sides; NVRTC and nvcc
+// want them marked for the device too.
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define KILN_FLASH_HD __host__ __device__
+#else
+#define KILN_FLASH_HD
+#endif
+
+namespace kiln::cuda {
+
+/** Query rows per block, key rows per tile, threads per block (4 warps of
+ *  16 query rows each). */
+inline constexpr int flash_rows = 64;
+inline constexpr int flash_keys = 64;
+inline constexpr int flash_threads = 128;
+/** Padding of each shared row, in elements of T (16 bytes) and of float:
+ *  consecutive rows then start in different banks. */
+inline constexpr int flash_pad_t = 8;
+inline constexpr int flash_pad_f = 4;
+
+/** Dynamic shared memory of the kernel, in bytes, for head dimension d and
+ *  elements of t_size bytes: the Q, K and V tiles, and the float scores
+ *  (which P, as T, overwrites row by row). 44 KiB for d = 64, 68 KiB for
+ *  d = 128 (past the default 48 KiB: the launcher raises the limit). */
+KILN_FLASH_HD constexpr int flash_shared_bytes(int d, int t_size) {
+  return 3 * flash_rows * (d + flash_pad_t) * t_size +
+         flash_rows * (flash_keys + flash_pad_f) * 4;
+}
+
+/** Blocks per SM the kernel is built for (its register budget: 65536 / (128
+ *  * blocks) per thread): as many as the shared memory allows on an H100/
+ *  H200 (227 KiB) while the registers still hold the output fragments
+ *  (128 for d = 64, 168 for d = 128; a few bytes spill at most). */
+KILN_FLASH_HD constexpr int flash_min_blocks(int d) { return d <= 64 ? 4 : 3; }
+
+} // namespace kiln::cuda
+
+#undef KILN_FLASH_HD

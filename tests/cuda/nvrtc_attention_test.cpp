@@ -1,0 +1,80 @@
+// The tensor-core attention kernels (device/flash_attention.cuh) through
+// NVRTC for sm_90, with no GPU needed: float16 and bfloat16, head dimensions
+// 64 and 128, each with its three mask kinds (none, boolean, additive) as
+// siblings; the causal rule is a run-time flag of every one. Also the host
+// rules that choose them: names, the shapes they take, their shared memory,
+// and when the op takes the fused primitive on the GPU.
+#include "kiln/config.h"
+
+#if KILN_HAS_CUDA
+
+#include "cuda/nvrtc_check.h"
+#include "kiln/backend/cuda/device/flash_tiles.cuh"
+#include "kiln/backend/cuda/row_kernels.h"
+#include "kiln/primitives/fast.h"
+
+namespace kiln::test {
+namespace {
+
+TEST(NvrtcAttention, FlashEveryDtypeHeadDimAndMaskKind) {
+  for (Dtype dt : {float16, bfloat16}) {
+    for (int d : {64, 128}) {
+      cuda::JitKernel k = cuda::flash_sdpa_kernel(dt, d, 0);
+      ASSERT_EQ(k.siblings.size(), 2u) << k.name;
+      expect_compiles(k);
+    }
+  }
+}
+
+TEST(NvrtcAttention, FlashNames) {
+  EXPECT_EQ(cuda::flash_sdpa_kernel(float16, 64, 0).name, "fSdpa64float16");
+  EXPECT_EQ(cuda::flash_sdpa_kernel(bfloat16, 128, 1).name,
+            "fSdpa128Boolbfloat16");
+  cuda::JitKernel add = cuda::flash_sdpa_kernel(float16, 128, 2);
+  EXPECT_EQ(add.name, "fSdpa128Addfloat16");
+  EXPECT_EQ(add.expression, "kiln::cuda::sdpa_flash<__half, 128, 2>");
+  EXPECT_EQ(add.siblings.at(0).first, "fSdpa128float16");
+  EXPECT_EQ(add.siblings.at(1).first, "fSdpa128Boolfloat16");
+}
+
+TEST(NvrtcAttention, FlashCoverage) {
+  EXPECT_TRUE(cuda::flash_sdpa_supports(float16, 64, 64));
+  EXPECT_TRUE(cuda::flash_sdpa_supports(bfloat16, 128, 128));
+  EXPECT_FALSE(cuda::flash_sdpa_supports(float32, 64, 64));
+  EXPECT_FALSE(cuda::flash_sdpa_supports(float64, 128, 128));
+  EXPECT_FALSE(cuda::flash_sdpa_supports(float16, 96, 96));
+  EXPECT_FALSE(cuda::flash_sdpa_supports(float16, 64, 128));
+  EXPECT_FALSE(cuda::flash_sdpa_supports(bfloat16, 256, 256));
+  // d = 64 fits the default 48 KiB; d = 128 needs the raised limit, and
+  // three blocks still fit an H100/H200 SM (227 KiB).
+  EXPECT_EQ(cuda::flash_shared_bytes(64, 2), 45056);
+  EXPECT_EQ(cuda::flash_shared_bytes(128, 2), 69632);
+  EXPECT_LE(cuda::flash_min_blocks(128) * cuda::flash_shared_bytes(128, 2),
+            227 * 1024);
+  EXPECT_LE(cuda::flash_min_blocks(64) * cuda::flash_shared_bytes(64, 2),
+            227 * 1024);
+}
+
+TEST(NvrtcAttention, FusedPrimitiveOnTheGpu) {
+  auto fits = [](Dtype dt, int64_t lq, int64_t d, int64_t dv, bool sinks) {
+    return fast::ScaledDotProductAttention::gpu_fused_fits(dt, lq, d, dv,
+                                                           sinks);
+  };
+  // The tensor-core kernel's shapes take the fused primitive at any query
+  // length; sinks, other head dimensions and float32 keep the old rule
+  // (the warp kernel up to 16 query rows, else the matmul graph).
+  for (int64_t lq : {1, 16, 17, 4096}) {
+    bool short_q = lq <= 16;
+    EXPECT_TRUE(fits(bfloat16, lq, 128, 128, false)) << lq;
+    EXPECT_TRUE(fits(float16, lq, 64, 64, false)) << lq;
+    EXPECT_EQ(fits(float16, lq, 64, 64, true), short_q) << lq;
+    EXPECT_EQ(fits(float16, lq, 96, 96, false), short_q) << lq;
+    EXPECT_EQ(fits(bfloat16, lq, 64, 128, false), short_q) << lq;
+    EXPECT_EQ(fits(float32, lq, 64, 64, false), short_q) << lq;
+  }
+}
+
+} // namespace
+} // namespace kiln::test
+
+#endif // KILN_HAS_CUDA
