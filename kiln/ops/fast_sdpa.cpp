@@ -11,6 +11,7 @@
 #include "kiln/ops/shape.h"
 #include "kiln/ops/utils.h"
 #include "kiln/primitives/fast.h"
+#include "kiln/transforms/trace.h"
 
 namespace kiln::fast {
 
@@ -163,10 +164,15 @@ array scaled_dot_product_attention(const array& queries, const array& keys,
     return sdpa_fallback(std::move(in), c, s);
   };
 #if KILN_HAS_CUDA
+  // On the GPU: the graph when the fused kernels do not serve these shapes
+  // well, and under a gradient transformation, whose vjp of the fused
+  // primitive would rebuild the graph's forward anyway (training would pay
+  // for both), as MLX decides.
   if (s.device == Device::gpu && !force_fused &&
-      !ScaledDotProductAttention::gpu_fused_fits(
-          t, queries.shape(2), queries.shape(3), values.shape(3),
-          c.has_sinks)) {
+      (kiln::detail::in_grad_tracing() ||
+       !ScaledDotProductAttention::gpu_fused_fits(
+           t, queries.shape(2), queries.shape(3), values.shape(3),
+           c.has_sinks))) {
     return fallback(std::move(inputs))[0];
   }
 #endif

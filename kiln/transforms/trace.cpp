@@ -9,12 +9,20 @@ namespace kiln::detail {
 
 namespace {
 thread_local int tracing_depth = 0;
+thread_local int grad_tracing_depth = 0;
 } // namespace
 
 bool in_tracing() { return tracing_depth > 0; }
+bool in_grad_tracing() { return grad_tracing_depth > 0; }
 
-TracingScope::TracingScope() { ++tracing_depth; }
-TracingScope::~TracingScope() { --tracing_depth; }
+TracingScope::TracingScope(bool for_grad) : for_grad_(for_grad) {
+  ++tracing_depth;
+  grad_tracing_depth += for_grad;
+}
+TracingScope::~TracingScope() {
+  --tracing_depth;
+  grad_tracing_depth -= for_grad_;
+}
 
 std::vector<array> make_tracers(const std::vector<array>& inputs) {
   std::vector<array> out;

@@ -10,14 +10,23 @@
 namespace kiln::detail {
 
 /** Marks the current thread as tracing while alive (nests). Arrays built
- *  from tracers are tracers; eval keeps their graph while tracing. */
+ *  from tracers are tracers; eval keeps their graph while tracing. A scope
+ *  of vjp or jvp also marks it as tracing for a gradient (in_grad_tracing). */
 class TracingScope {
  public:
-  TracingScope();
+  explicit TracingScope(bool for_grad = false);
   ~TracingScope();
   TracingScope(const TracingScope&) = delete;
   TracingScope& operator=(const TracingScope&) = delete;
+
+ private:
+  const bool for_grad_;
 };
+
+/** True while vjp or jvp traces a function in this thread: ops whose fused
+ *  primitive differentiates by rebuilding a graph can build that graph
+ *  at once instead. */
+bool in_grad_tracing();
 
 /** Fresh identity nodes over the inputs, marked as tracers, so the graph
  *  built from them can be told apart from the inputs' own history. */

@@ -14,6 +14,7 @@
 
 #include "cuda/gpu_fixture.h"
 #include "kiln/ops/fast.h"
+#include "kiln/primitives/fast.h"
 
 namespace kiln::test {
 namespace {
@@ -84,6 +85,32 @@ TEST_F(GpuSdpa, EveryDtypeHeadDimAndLength) {
       }
     }
   }
+}
+
+// The fused primitive for inference shapes; the graph under vjp, whose
+// gradient of the primitive would rebuild the graph's forward anyway.
+TEST_F(GpuSdpa, GraphUnderGradientTransformations) {
+  DefaultDeviceScope scope(Device::gpu);
+  Qkv t = random_qkv(2, 4, 4, 64, 64, 64, 64, bfloat16);
+  auto is_fused = [](const array& a) {
+    return a.has_primitive() &&
+           dynamic_cast<const fast::ScaledDotProductAttention*>(
+               &a.primitive()) != nullptr;
+  };
+  array out = fast::scaled_dot_product_attention(t.q, t.k, t.v, 0.125f,
+                                                 "causal");
+  EXPECT_TRUE(is_fused(out));
+  bool fused_under_vjp = true;
+  Fn f = [&](const std::vector<array>& in) {
+    array o = fast::scaled_dot_product_attention(in[0], in[1], in[2], 0.125f,
+                                                 "causal");
+    fused_under_vjp = is_fused(o);
+    return std::vector<array>{o};
+  };
+  auto [outs, grads] = vjp(f, {t.q, t.k, t.v}, {ones_like(out)});
+  EXPECT_FALSE(fused_under_vjp);
+  eval(grads);
+  EXPECT_TRUE(all_close(to_doubles(outs[0]), to_doubles(out), 0.03, 0.03));
 }
 
 TEST_F(GpuSdpa, MasksAndSinks) {
