@@ -1,5 +1,6 @@
 // matmul, addmm and the contractions built on them.
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "kiln/ops/elementwise.h"
@@ -40,6 +41,22 @@ Product prepare_product(const char* op, array a, array b, Dtype dt,
   Shape ab(a.shape().begin(), a.shape().end() - 2);
   Shape bb(b.shape().begin(), b.shape().end() - 2);
   Shape batch = detail::broadcast_shapes(ab, bb, op);
+  if (bb.empty() && !ab.empty()) {
+    // b is one matrix for every batch of a: a's batch folds into its rows,
+    // one GEMM instead of a batch of them (as MLX does). The gradient with
+    // respect to b is then one GEMM over all rows, not a batch of products
+    // summed afterwards.
+    int64_t rows = a.shape(-2);
+    for (int d : ab) rows *= d;
+    if (rows <= std::numeric_limits<int32_t>::max()) {
+      Shape out = ab;
+      if (!a_vec) out.push_back(a.shape(-2));
+      if (!b_vec) out.push_back(b.shape(-1));
+      a = reshape(astype(a, dt, s),
+                  {static_cast<int32_t>(rows), a.shape(-1)}, s);
+      return {a, astype(b, dt, s), out};
+    }
+  }
   Shape a_shape = batch, b_shape = batch;
   a_shape.insert(a_shape.end(), {a.shape(-2), a.shape(-1)});
   b_shape.insert(b_shape.end(), {b.shape(-2), b.shape(-1)});

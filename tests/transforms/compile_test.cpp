@@ -413,7 +413,8 @@ TEST(Compile, TransposedInputsGiveSameStridedOutputs) {
 
 TEST(Compile, SeedLinearStepKeepsVectorBias) {
   // Seed 000 in C++: float32 parameters cast to bfloat16, then a Linear with
-  // bias. Under compile the AddMM still receives a (N,) bias.
+  // bias. Under compile the AddMM still receives a (N,) bias; x's batch
+  // folds into its rows (one GEMM), so the AddMM is 2-d under a reshape.
   int n = 24, k = 16;
   auto w = random_array({n, k}, float32), bias = random_array({n}, float32);
   auto step = [](const std::vector<array>& in) {
@@ -425,8 +426,12 @@ TEST(Compile, SeedLinearStepKeepsVectorBias) {
   auto cf = compile(step);
   auto out = cf({x, w, bias})[0];
   ASSERT_TRUE(out.has_primitive());
-  EXPECT_STREQ(out.primitive().name(), "AddMM");
-  EXPECT_EQ(out.inputs()[0].shape(), (Shape{n}));
+  EXPECT_STREQ(out.primitive().name(), "Reshape");
+  auto mm = out.inputs()[0];
+  ASSERT_TRUE(mm.has_primitive());
+  EXPECT_STREQ(mm.primitive().name(), "AddMM");
+  EXPECT_EQ(mm.shape(), (Shape{6, n}));
+  EXPECT_EQ(mm.inputs()[0].shape(), (Shape{n}));
   auto want = step({x, w, bias})[0];
   EXPECT_TRUE(all_close(to_doubles(out), to_doubles(want), 1e-2, 1e-2));
 }
