@@ -67,9 +67,7 @@ namespace kiln {
     cuda::eval_on_cpu(*this, in, out);                                \
   }
 
-KILN_GPU_FALLBACK(CustomTransforms)
 KILN_GPU_FALLBACK(QRF)
-KILN_GPU_FALLBACK(Depends)
 KILN_GPU_FALLBACK(LUF)
 KILN_GPU_FALLBACK(Eigh)
 KILN_GPU_FALLBACK(Eig)
