@@ -1,7 +1,9 @@
 """GPU benchmarks: kiln against PyTorch in the same process, on the workloads
 the CUDA backend's targets name (fused elementwise, bf16 GEMM, the seed's
 Linear step and broadcast chain, exp of a transposed array, the host cost of
-a compiled call, and a new fused kernel's compile time).
+a compiled call, and a new fused kernel's compile time), and the other
+kernel families: reductions against the copy ceiling, a scan, a sort, and
+attention (the tensor-core forward) against PyTorch's.
 
     PYTHONPATH=build-gpu-py/python python3 benchmarks/gpu_bench.py [--quick]
 
@@ -269,6 +271,64 @@ def bench_exp_transposed(m):
     row(f"exp of a transposed {m}x{m} float32", k, "torch", peer, "us")
 
 
+def bench_reductions(m):
+    """Sums of an m x m float32 array over all of it, its rows and its
+    columns: bytes read / time against the copy ceiling's bandwidth."""
+    rng = np.random.default_rng(3)
+    xn = rng.uniform(-1, 1, (m, m)).astype(np.float32)
+    x = mx.array(xn)
+    mx.eval(x)
+    tx = to_torch(xn, torch.float32) if torch is not None else None
+    for name, kf, tf in (
+        ("all", lambda: mx.sum(x), lambda: tx.sum()),
+        ("rows (axis 1)", lambda: mx.sum(x, axis=1), lambda: tx.sum(dim=1)),
+        ("columns (axis 0)", lambda: mx.sum(x, axis=0), lambda: tx.sum(dim=0)),
+    ):
+        k = kiln_throughput_us(kf)
+        peer = torch_us(tf) if tx is not None else None
+        row(f"sum over {name} of a {m}x{m} float32 ({4 * m * m / k / 1e6:.2f} TB/s)", k, "torch", peer, "us")
+
+
+def bench_scan_sort(n):
+    rng = np.random.default_rng(4)
+    xn = rng.uniform(-1, 1, (n,)).astype(np.float32)
+    x = mx.array(xn)
+    mx.eval(x)
+    tx = to_torch(xn, torch.float32) if torch is not None else None
+    k = kiln_throughput_us(lambda: mx.cumsum(x))
+    peer = torch_us(lambda: torch.cumsum(tx, 0)) if tx is not None else None
+    row(f"cumsum of {n} float32", k, "torch", peer, "us")
+    rows = xn.reshape(-1, 1024)
+    xr = mx.array(rows)
+    mx.eval(xr)
+    txr = to_torch(rows, torch.float32) if torch is not None else None
+    k = kiln_throughput_us(lambda: mx.sort(xr, axis=-1), reps=5)
+    peer = torch_us(lambda: torch.sort(txr, dim=-1)) if txr is not None else None
+    row(f"sort of {rows.shape[0]} rows of 1024 float32", k, "torch", peer, "us")
+
+
+def bench_attention():
+    """The tensor-core attention forward (inference: no gradient), bfloat16,
+    causal, against PyTorch's scaled_dot_product_attention."""
+    for b, h, t, d in ((32, 8, 256, 64), (4, 16, 4096, 128)):
+        rng = np.random.default_rng(5)
+        qn, kn, vn = (rng.uniform(-1, 1, (b, h, t, d)).astype(np.float32) for _ in range(3))
+        q, k, v = (mx.array(a).astype(mx.bfloat16) for a in (qn, kn, vn))
+        mx.eval(q, k, v)
+        scale = 1.0 / d ** 0.5
+        us = kiln_throughput_us(
+            lambda: mx.fast.scaled_dot_product_attention(q, k, v, scale=scale, mask="causal"), reps=10)
+        flops = 4 * b * h * t * t * d / 2  # causal: half the scores
+        peer = None
+        if torch is not None:
+            import torch.nn.functional as F
+
+            tq, tk, tv = (to_torch(a, torch.bfloat16) for a in (qn, kn, vn))
+            peer = torch_us(lambda: F.scaled_dot_product_attention(tq, tk, tv, is_causal=True))
+        row(f"attention forward, causal bf16 ({b},{h},{t},{d}) ({flops / us / 1e6:.0f} TFLOP/s)", us,
+            "torch SDPA", peer, "us")
+
+
 def bench_host_time():
     x = mx.random.uniform(shape=(1024,))
     mx.eval(x)
@@ -331,6 +391,9 @@ def main():
         ("seed step", bench_seed_step),
         ("broadcast chain", bench_broadcast_chain),
         ("exp transposed", lambda: bench_exp_transposed(4096 if args.quick else 8192)),
+        ("reductions", lambda: bench_reductions(4096 if args.quick else 8192)),
+        ("scan and sort", lambda: bench_scan_sort(1 << 22 if args.quick else 1 << 24)),
+        ("attention", bench_attention),
         ("host time", bench_host_time),
         ("cold kernel", bench_cold_kernel),
     ]
