@@ -21,29 +21,31 @@ namespace {
 // dimension is contiguous on both sides can move 8-byte chunks instead of
 // elements: a transposed (B, L, H, D) -> (B, H, L, D) copy of bfloat16 then
 // runs a quarter of the threads, each with one 8-byte access and one index
-// computation for four elements. Rewrites l (input 0, output 1) in chunks
-// and returns the elements per chunk, or 1 when the layout does not split
-// evenly (a stride, the inner extent or a pointer not chunk-aligned).
-int as_chunks(Strided<2>& l, size_t itemsize, const void* in,
-              const void* out) {
+// computation for four elements. Rewrites the copy (layout l: input 0,
+// output 1; n elements of in_dt to out_dt) as one of uint64 chunks when
+// the dtypes match and the layout splits evenly (no stride, inner extent
+// or pointer off a chunk boundary); otherwise leaves it as it is.
+void as_chunks(Strided<2>& l, int64_t& n, Dtype& in_dt, Dtype& out_dt,
+               const void* in, const void* out) {
   constexpr size_t chunk = 8;
   int d = l.ndim - 1;
-  if (itemsize >= chunk || d < 0) return 1;
-  int64_t k = static_cast<int64_t>(chunk / itemsize);
+  if (in_dt != out_dt || in_dt.size >= chunk || d < 0) return;
+  int64_t k = static_cast<int64_t>(chunk / in_dt.size);
   if (l.strides[0][d] != 1 || l.strides[1][d] != 1 || l.shape[d] % k != 0 ||
       reinterpret_cast<uintptr_t>(in) % chunk != 0 ||
       reinterpret_cast<uintptr_t>(out) % chunk != 0) {
-    return 1;
+    return;
   }
   for (int j = 0; j < d; ++j) {
-    if (l.strides[0][j] % k != 0 || l.strides[1][j] % k != 0) return 1;
+    if (l.strides[0][j] % k != 0 || l.strides[1][j] % k != 0) return;
   }
   l.shape[d] = static_cast<int32_t>(l.shape[d] / k);
   for (int j = 0; j < d; ++j) {
     l.strides[0][j] /= k;
     l.strides[1][j] /= k;
   }
-  return static_cast<int>(k);
+  n /= k;
+  in_dt = out_dt = uint64;
 }
 
 template <size_t N>
@@ -102,12 +104,8 @@ bool run(const std::string& op, const std::array<const array*, N>& in,
   ptrs[N] = out.raw_data_ptr();
   Dtype out_dt = out.dtype();
   if constexpr (N == 1) {
-    if (!lay.flat && op == "AsType" && in_dt == out_dt) {
-      int k = as_chunks(layout, in_dt.size, ptrs[0], ptrs[1]);
-      if (k > 1) {
-        n /= k;
-        in_dt = out_dt = uint64;
-      }
+    if (!lay.flat && op == "AsType") {
+      as_chunks(layout, n, in_dt, out_dt, ptrs[0], ptrs[1]);
     }
   }
   JitKernel k = N == 1   ? unary_kernel(op, in_dt, out_dt, pattern, large)
@@ -172,13 +170,7 @@ void copy_into(const array& src, array& dst, const Strides& dst_strides,
   void* out =
       static_cast<char*>(device_ptr(dst, s)) + dst_offset * dst.itemsize();
   Dtype in_dt = src.dtype(), out_dt = dst.dtype();
-  if (in_dt == out_dt) {
-    int k = as_chunks(l, in_dt.size, in, out);
-    if (k > 1) {
-      n /= k;
-      in_dt = out_dt = uint64;
-    }
-  }
+  as_chunks(l, n, in_dt, out_dt, in, out);
   JitKernel k = unary_kernel("AsType", in_dt, out_dt, "g",
                              src.size() > UINT32_MAX);
   void* args[] = {&in, &out, &n, &l};
