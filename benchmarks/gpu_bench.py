@@ -28,6 +28,7 @@ import time
 import numpy as np
 
 import kiln.core as mx
+from host_overhead import seed_broadcast_chain
 
 try:
     import torch
@@ -232,18 +233,7 @@ def bench_seed_step():
 
 
 def bench_broadcast_chain():
-    def fun(x):
-        return mx.broadcast_to(mx.sin(mx.exp(mx.log(mx.abs(x)))), (16384, 2048, 16))
-
-    cfun = mx.compile(fun)
-
-    def chain(f):
-        x = mx.array([1.0])
-        for _ in range(10):
-            x = f(x)
-        mx.eval(x)
-        return x
-
+    fun, cfun, chain = seed_broadcast_chain()
     for f in (fun, cfun):
         chain(f)
     mx.synchronize()

@@ -20,6 +20,23 @@ def per_call_us(fn, n):
     return (time.perf_counter() - t0) / n * 1e6
 
 
+def seed_broadcast_chain():
+    """The seed's broadcast chain: (uncompiled, compiled) functions and a
+    runner that applies one ten times from a one-element array and evaluates."""
+
+    def fun(x):
+        return mx.broadcast_to(mx.sin(mx.exp(mx.log(mx.abs(x)))), (16384, 2048, 16))
+
+    def chain(fn):
+        y = mx.array([1.0])
+        for _ in range(10):
+            y = fn(y)
+        mx.eval(y)
+        return y
+
+    return fun, mx.compile(fun), chain
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gpu", action="store_true")
@@ -39,17 +56,7 @@ def main():
         ("the same 3 ops uncompiled + eval", per_call_us(lambda: mx.eval(g(x)), args.n)),
     ]
 
-    def fun(x):
-        return mx.broadcast_to(mx.sin(mx.exp(mx.log(mx.abs(x)))), (16384, 2048, 16))
-
-    cfun = mx.compile(fun)
-
-    def chain(fn):
-        y = mx.array([1.0])
-        for _ in range(10):
-            y = fn(y)
-        mx.eval(y)
-
+    fun, cfun, chain = seed_broadcast_chain()
     for name, fn in (("compiled", cfun), ("uncompiled", fun)):
         rows.append((f"seed broadcast chain x10, {name}", per_call_us(lambda: chain(fn), args.n // 50)))
     print(f"| host cost on the {'GPU' if args.gpu else 'CPU'} | us |")

@@ -62,6 +62,14 @@ uint64_t jit_hash(const std::string& s, uint64_t seed) {
   return h;
 }
 
+std::string jit_digest(const std::string& s) {
+  char buf[33];
+  std::snprintf(buf, sizeof(buf), "%016llx%016llx",
+                static_cast<unsigned long long>(jit_hash(s, 1)),
+                static_cast<unsigned long long>(jit_hash(s, 2)));
+  return buf;
+}
+
 std::string check_private_dir(const std::string& path) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) {

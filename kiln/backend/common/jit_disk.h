@@ -12,6 +12,10 @@ namespace kiln::detail {
 /** 64-bit FNV-1a, with a seed so two runs give a 128-bit digest. */
 uint64_t jit_hash(const std::string& s, uint64_t seed = 0);
 
+/** The 128-bit digest of s (jit_hash with seeds 1 and 2) as 32 hex digits:
+ *  the disk caches' entry names. */
+std::string jit_digest(const std::string& s);
+
 /** "" when path is a real directory (not a symlink) owned by this user with
  *  no group or other write permission; otherwise why it is refused. */
 std::string check_private_dir(const std::string& path);

@@ -124,13 +124,6 @@ int debug_level() {
   return level;
 }
 
-std::string hex64(uint64_t v) {
-  char buf[20];
-  std::snprintf(buf, sizeof(buf), "%016llx",
-                static_cast<unsigned long long>(v));
-  return buf;
-}
-
 // Opens a library and checks it is the entry it claims to be: its marker
 // returns the entry's hash and it defines the kernel's symbol.
 JitKernel open_library(const std::string& path, const std::string& entry,
@@ -176,7 +169,7 @@ Entry make_entry(const Config& cfg, const JitKernelSpec& spec,
   for (auto& f : compile_flags()) flags += f + " ";
   std::string id = e.source + '\0' + cfg.compiler_id + '\0' + flags + '\0' +
                    cfg.libmvec + '\0' + KILN_VERSION + '\0' + cfg.cpu;
-  e.name = "cpu-" + hex64(jit_hash(id, 1)) + hex64(jit_hash(id, 2));
+  e.name = "cpu-" + jit_digest(id);
   e.source += "\nextern \"C\" const char* kiln_jit_entry() { return \"" +
               e.name + "\"; }\n";
   e.cpp = cfg.dir + "/" + e.name + ".cpp";

@@ -83,12 +83,6 @@ const Options& options() {
   return o;
 }
 
-std::string hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 struct Compiled {
   std::string cubin;
   std::vector<std::string> lowered; // one per expression, in order
@@ -245,8 +239,7 @@ class JitCache {
     std::string arch = device_info().arch();
     std::string key = k.source + '\0' + arch + '\0' + options().fingerprint;
     for (auto& [name, expr] : variants(k)) key += '\0' + expr;
-    std::string stem = hex64(detail::jit_hash(key, 1)) +
-                       hex64(detail::jit_hash(key, 2));
+    std::string stem = detail::jit_digest(key);
     std::string d = dir();
     std::string base = d.empty() ? "" : d + "/" + stem;
     if (!base.empty()) {
