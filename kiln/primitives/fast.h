@@ -137,7 +137,8 @@ class ScaledDotProductAttention : public Custom {
   /** Whether the GPU's fused kernels serve these inputs well (defined by
    *  the CUDA backend). When they do not, the op builds its fallback graph
    *  on the GPU instead: two matmuls and a softmax, which cuBLASLt runs
-   *  far faster than a fused kernel without tensor cores. */
+   *  far faster than a fused kernel without tensor cores. Under vjp the op
+   *  also needs gpu_fused_backward_fits; under jvp it builds the graph. */
   static bool gpu_fused_fits(Dtype dt, int64_t q_len, int64_t head_dim,
                              int64_t v_head_dim, bool has_sinks);
   /** Whether the GPU's fused backward (ScaledDotProductAttentionVjp on

@@ -242,12 +242,12 @@ std::vector<array> ScaledDotProductAttention::vjp(
     const std::vector<int>& argnums, const std::vector<array>& outputs) {
 #if KILN_HAS_CUDA
   // On the GPU the fused backward computes q's, k's and v's gradients (a
-  // mask's, rare, still comes from the graph, for everything).
+  // mask's, rare, still comes from the graph, for everything; so do empty
+  // inputs).
   const array &q = primals[0], &k = primals[1], &v = primals[2];
   bool qkv_only = true;
   for (int i : argnums) qkv_only = qkv_only && i < 3;
-  if (device() == Device::gpu && qkv_only && q.shape(2) > 0 &&
-      k.shape(2) > 0 &&
+  if (device() == Device::gpu && qkv_only && q.size() > 0 && k.size() > 0 &&
       gpu_fused_backward_fits(q.dtype(), q.shape(3), v.shape(3),
                               has_sinks_)) {
     bool has_mask = primals.size() > 3;

@@ -54,8 +54,9 @@ TEST(NvrtcAttention, FlashBackwardSharedMemory) {
   EXPECT_EQ(cuda::flash_bwd_shared_bytes(64, 2), 56064);
   EXPECT_EQ(cuda::flash_bwd_shared_bytes(128, 2), 88832);
   for (int d : {64, 128}) {
-    EXPECT_LE(cuda::flash_bwd_min_blocks(d) * cuda::flash_bwd_shared_bytes(d, 2),
-              227 * 1024)
+    EXPECT_LE(
+        cuda::flash_bwd_min_blocks(d) * cuda::flash_bwd_shared_bytes(d, 2),
+        227 * 1024)
         << d;
   }
 }

@@ -180,7 +180,7 @@ void ScaledDotProductAttentionVjp::eval_gpu(const std::vector<array>& inputs,
   bool has_mask = inputs.size() > 4;
   array q = inputs[0], k = inputs[1], v = inputs[2], dout = inputs[3];
   if (!cuda::flash_sdpa_supports(dt, inputs[0].shape(3), inputs[2].shape(3)) ||
-      inputs[0].shape(2) == 0 || inputs[1].shape(2) == 0 ||
+      inputs[0].size() == 0 || inputs[1].size() == 0 ||
       !flash_operand(inputs[0], false, q, s) ||
       !flash_operand(inputs[1], false, k, s) ||
       !flash_operand(inputs[2], false, v, s) ||

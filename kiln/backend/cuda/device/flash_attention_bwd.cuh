@@ -169,7 +169,8 @@ __global__ void __launch_bounds__(flash_bwd_threads, flash_bwd_min_blocks(D))
 
       // S^T and dP^T for this warp's 16 keys and 32 queries, 16 at a time;
       // P^T and dS^T to shared memory.
-      [[maybe_unused]] const int64_t mask_head = b * p.mask_strides[0] + h * p.mask_strides[1];
+      [[maybe_unused]] const int64_t mask_head =
+          b * p.mask_strides[0] + h * p.mask_strides[1];
 #pragma unroll 1
       for (int f = 0; f < 2; ++f) {
         const int qq = half * 32 + f * 16;

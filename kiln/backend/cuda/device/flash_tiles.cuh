@@ -56,7 +56,9 @@ KILN_FLASH_HD constexpr int flash_bwd_shared_bytes(int d, int t_size) {
  *  d = 64 (128 registers, no spills); one for d = 128, whose dK and dV
  *  fragments alone take 64 registers (224 without spills; held to 128 for
  *  two blocks it spilled 172 bytes, `ptxas -v`, sm_90, CUDA 13). */
-KILN_FLASH_HD constexpr int flash_bwd_min_blocks(int d) { return d <= 64 ? 2 : 1; }
+KILN_FLASH_HD constexpr int flash_bwd_min_blocks(int d) {
+  return d <= 64 ? 2 : 1;
+}
 
 } // namespace kiln::cuda
 
