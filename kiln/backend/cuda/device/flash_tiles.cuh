@@ -53,7 +53,7 @@ KILN_FLASH_HD constexpr int flash_bwd_shared_bytes(int d, int t_size) {
 }
 
 /** Blocks per SM the backward kernel is built for (8 warps each): two for
- *  d = 64 (128 registers; bfloat16 spills about 50 bytes); one for
+ *  d = 64 (128 registers; bfloat16 spills 40-48 bytes); one for
  *  d = 128, whose dK and dV fragments alone take 64 registers (212-224
  *  without spills; held to 128 for two blocks it spilled 136-172 bytes,
  *  `ptxas -v`, sm_90, CUDA 13). */
