@@ -506,12 +506,29 @@ std::vector<array> sdpa_grads(const Qkv& t, const array& ct,
   return vjp(fun, {t.q, t.k, t.v}, {ct}).second;
 }
 
-// The GPU's gradients against the CPU's: shapes, dtypes and values within
-// tol relative to each gradient's largest magnitude (sums over whole
-// sequences: an element near zero carries the error of its neighbours).
-// Strides are not compared: the CPU's come from its graph (a transposed
-// matmul for dk), the fused backward's are row-major. With fused, the GPU
-// must have used the fused backward.
+// g within tol of want relative to want's largest finite magnitude
+// (gradients are sums over whole sequences: an element near zero carries
+// the error of its neighbours), same shape and dtype.
+::testing::AssertionResult close_to_largest(const array& g, const array& want,
+                                            double tol) {
+  if (g.shape() != want.shape() || g.dtype() != want.dtype()) {
+    return ::testing::AssertionFailure()
+           << "shape/dtype differ: gpu " << g << " cpu " << want;
+  }
+  std::vector<double> w = to_doubles(want);
+  double largest = 0;
+  for (double x : w) {
+    if (std::isfinite(x)) largest = std::max(largest, std::abs(x));
+  }
+  auto r = all_close(to_doubles(g), w, tol, tol * std::max(largest, 1e-3));
+  if (!r) r << " (largest " << largest << ")";
+  return r;
+}
+
+// The GPU's gradients against the CPU's (close_to_largest). Strides are
+// not compared: the CPU's come from its graph (a transposed matmul for
+// dk), the fused backward's are row-major. With fused, the GPU must have
+// used the fused backward.
 ::testing::AssertionResult grads_agree(const Qkv& t, const std::string& mode,
                                        const std::optional<array>& mask,
                                        double tol,
@@ -531,19 +548,8 @@ std::vector<array> sdpa_grads(const Qkv& t, const array& ct,
   eval(c);
   const char* names[] = {"dq", "dk", "dv"};
   for (int i = 0; i < 3; ++i) {
-    if (g[i].shape() != c[i].shape() || g[i].dtype() != c[i].dtype()) {
-      return ::testing::AssertionFailure()
-             << names[i] << " shape/dtype differ: gpu " << g[i] << " cpu "
-             << c[i];
-    }
-    std::vector<double> want = to_doubles(c[i]);
-    double largest = 0;
-    for (double w : want) {
-      if (std::isfinite(w)) largest = std::max(largest, std::abs(w));
-    }
-    auto r = all_close(to_doubles(g[i]), want, tol,
-                       tol * std::max(largest, 1e-3));
-    if (!r) return r << " (" << names[i] << ", largest " << largest << ")";
+    auto r = close_to_largest(g[i], c[i], tol);
+    if (!r) return r << " (" << names[i] << ")";
   }
   return ::testing::AssertionSuccess();
 }
@@ -637,6 +643,43 @@ TEST_F(GpuSdpa, FlashGradientsLongAndMany) {
   EXPECT_TRUE(grads_agree(t, "causal", std::nullopt, grad_tol(bfloat16)));
   Qkv many = random_qkv(2, 4500, 4500, 3, 5, 64, 64, float16);
   EXPECT_TRUE(grads_agree(many, "", std::nullopt, grad_tol(float16)));
+}
+
+TEST_F(GpuSdpa, FlashGradientsOfGradients) {
+  // The fused backward's own vjp differentiates the graph's vjp: second
+  // order (a Hessian-vector product), with grouped heads and an additive
+  // mask.
+  for (Dtype dt : {float16, bfloat16}) {
+    Qkv t = random_qkv(1, 4, 2, 20, 30, 64, 64, dt);
+    array mask = random_array({1, 1, 20, 30}, dt, -1, 1);
+    array ct = random_array({1, 4, 20, 64}, dt, -1, 1);
+    array wq = random_array({1, 4, 20, 64}, dt, -1, 1);
+    array wv = random_array({1, 2, 30, 64}, dt, -1, 1);
+    auto second = [&](Device d) {
+      DefaultDeviceScope scope(d);
+      bool fused_inside = false;
+      Fn inner = [&](const std::vector<array>& in) {
+        Fn attend = [&](const std::vector<array>& x) {
+          return std::vector<array>{fast::scaled_dot_product_attention(
+              x[0], x[1], x[2], 0.125f, "", mask)};
+        };
+        auto g = vjp(attend, {in[0], in[1], in[2]}, {ct}).second;
+        fused_inside = graph_has<fast::ScaledDotProductAttentionVjp>(g);
+        return std::vector<array>{
+            add(sum(astype(multiply(g[0], wq), float32)),
+                sum(astype(multiply(g[2], wv), float32)))};
+      };
+      auto g = vjp(inner, {t.q, t.k, t.v}, {array(1.0f)}).second;
+      EXPECT_EQ(fused_inside, d == Device::gpu) << dtype_name(dt);
+      eval(g);
+      return g;
+    };
+    auto g = second(Device::gpu), c = second(Device::cpu);
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_TRUE(close_to_largest(g[i], c[i], 2 * grad_tol(dt)))
+          << dtype_name(dt) << " input " << i;
+    }
+  }
 }
 
 TEST_F(GpuSdpa, GradientsOfShapesTheFusedBackwardLacks) {
