@@ -222,6 +222,7 @@ std::pair<std::vector<array>, std::vector<int>> RoPE::vmap(
 
 // ---- scaled_dot_product_attention ------------------------------------------
 
+#if KILN_HAS_CUDA
 namespace {
 
 // The backward's fallback: the vjp of the forward's fallback for q, k and v
@@ -236,6 +237,7 @@ Fallback sdpa_vjp_graph(Fallback forward, bool has_mask) {
 }
 
 } // namespace
+#endif
 
 std::vector<array> ScaledDotProductAttention::vjp(
     const std::vector<array>& primals, const std::vector<array>& cotangents,
