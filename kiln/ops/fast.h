@@ -46,9 +46,10 @@ array rope(const array& x, int dims, bool traditional,
  *  (B, Nq, Lq, Lk): bool (false hides a key) or additive. sinks (Nq,) adds
  *  one extra logit per head to each softmax. The CPU always uses its fused
  *  kernel. On the GPU the op picks the fused kernel or the matmul graph,
- *  whichever serves the shapes better, and the graph under vjp/jvp (the
- *  fused primitive's gradient rebuilds it); force_fused = true takes the
- *  fused kernel whenever it supports the inputs. */
+ *  whichever serves the shapes better; under jvp, and under vjp where no
+ *  fused backward covers the inputs, the graph (the fused primitive's
+ *  gradient would rebuild it); force_fused = true takes the fused kernel
+ *  whenever it supports the inputs. */
 array scaled_dot_product_attention(const array& queries, const array& keys,
                                    const array& values, float scale,
                                    const std::string& mask_mode = "",

@@ -165,14 +165,19 @@ array scaled_dot_product_attention(const array& queries, const array& keys,
   };
 #if KILN_HAS_CUDA
   // On the GPU: the graph when the fused kernels do not serve these shapes
-  // well, and under a gradient transformation, whose vjp of the fused
+  // well, and under a gradient transformation whose rule for the fused
   // primitive would rebuild the graph's forward anyway (training would pay
-  // for both), as MLX decides.
+  // for both): jvp always, vjp unless the fused backward covers the inputs
+  // (ScaledDotProductAttention::vjp then runs it).
+  bool graph_for_grad =
+      kiln::detail::in_jvp_tracing() ||
+      (kiln::detail::in_grad_tracing() &&
+       !ScaledDotProductAttention::gpu_fused_backward_fits(
+           t, queries.shape(3), values.shape(3), c.has_sinks));
   if (s.device == Device::gpu && !force_fused &&
-      (kiln::detail::in_grad_tracing() ||
-       !ScaledDotProductAttention::gpu_fused_fits(
-           t, queries.shape(2), queries.shape(3), values.shape(3),
-           c.has_sinks))) {
+      (graph_for_grad || !ScaledDotProductAttention::gpu_fused_fits(
+                             t, queries.shape(2), queries.shape(3),
+                             values.shape(3), c.has_sinks))) {
     return fallback(std::move(inputs))[0];
   }
 #endif

@@ -121,6 +121,7 @@ class ScaledDotProductAttention : public Custom {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   KILN_GPU_EVAL
+  KILN_DECLARE_VJP
   KILN_DECLARE_VMAP
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const ScaledDotProductAttention*>(&other);
@@ -136,9 +137,16 @@ class ScaledDotProductAttention : public Custom {
   /** Whether the GPU's fused kernels serve these inputs well (defined by
    *  the CUDA backend). When they do not, the op builds its fallback graph
    *  on the GPU instead: two matmuls and a softmax, which cuBLASLt runs
-   *  far faster than a fused kernel without tensor cores. */
+   *  far faster than a fused kernel without tensor cores. Under vjp the op
+   *  also needs gpu_fused_backward_fits; under jvp it builds the graph. */
   static bool gpu_fused_fits(Dtype dt, int64_t q_len, int64_t head_dim,
                              int64_t v_head_dim, bool has_sinks);
+  /** Whether the GPU's fused backward (ScaledDotProductAttentionVjp on
+   *  tensor cores) computes the gradients of q, k and v for these inputs
+   *  (defined by the CUDA backend). The op keeps the fused primitive under
+   *  vjp only then; otherwise its vjp differentiates the fallback graph. */
+  static bool gpu_fused_backward_fits(Dtype dt, int64_t head_dim,
+                                      int64_t v_head_dim, bool has_sinks);
   bool do_causal() const { return do_causal_; }
   bool has_sinks() const { return has_sinks_; }
 
@@ -146,6 +154,42 @@ class ScaledDotProductAttention : public Custom {
   const float scale_;
   const bool do_causal_;
   const bool has_sinks_;
+};
+
+/** The gradients of ScaledDotProductAttention (no sinks) for q, k and v.
+ *  Inputs: q, k, v, the cotangent of the forward's output, then the mask
+ *  if any (as the forward's). Outputs: dq, dk, dv, row-major, in the dtypes
+ *  of q, k, v. Its fallback is the vjp of the forward's fallback graph, so
+ *  its own transformations differentiate and batch that graph. The GPU
+ *  computes it on tensor cores (flash attention 2's backward, recomputing
+ *  the forward's row statistics); the CPU evaluates the fallback. */
+class ScaledDotProductAttentionVjp : public Custom {
+ public:
+  ScaledDotProductAttentionVjp(Stream s, Fallback f, float scale,
+                               bool do_causal)
+      : Custom(s, std::move(f)), scale_(scale), do_causal_(do_causal) {}
+  const char* name() const override { return "ScaledDotProductAttentionVjp"; }
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  KILN_GPU_EVAL
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const ScaledDotProductAttentionVjp*>(&other);
+    return o && o->scale_ == scale_ && o->do_causal_ == do_causal_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    return {in[0].shape(), in[1].shape(), in[2].shape()};
+  }
+  /** Evaluates the fallback graph on this primitive's stream into
+   *  row-major outputs (what eval_cpu does, and the GPU where its kernels
+   *  do not apply). */
+  void eval_fallback(const std::vector<array>& inputs,
+                     std::vector<array>& outputs);
+  float scale() const { return scale_; }
+  bool do_causal() const { return do_causal_; }
+
+ private:
+  const float scale_;
+  const bool do_causal_;
 };
 
 } // namespace kiln::fast

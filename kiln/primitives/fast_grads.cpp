@@ -1,13 +1,16 @@
 // Transformation rules of the fused fast primitives. Gradients come from the
-// fallback graphs (RoPE's from a rotation by the opposite angles); vmap keeps
-// the fused kernels by folding the mapped axis into an axis they already
-// loop over.
+// fallback graphs (RoPE's from a rotation by the opposite angles; attention's
+// on the GPU from its fused backward where that applies); vmap keeps the
+// fused kernels by folding the mapped axis into an axis they already loop
+// over.
+#include "kiln/config.h"
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/fast.h"
 #include "kiln/ops/shape.h"
 #include "kiln/primitives/fast.h"
 #include "kiln/transforms/autograd.h"
+#include "kiln/transforms/eval.h"
 
 namespace kiln::fast {
 
@@ -218,6 +221,63 @@ std::pair<std::vector<array>, std::vector<int>> RoPE::vmap(
 }
 
 // ---- scaled_dot_product_attention ------------------------------------------
+
+#if KILN_HAS_CUDA
+namespace {
+
+// The backward's fallback: the vjp of the forward's fallback for q, k and v
+// at inputs (q, k, v, cotangent[, mask]).
+Fallback sdpa_vjp_graph(Fallback forward, bool has_mask) {
+  return [forward = std::move(forward), has_mask](std::vector<array> in) {
+    std::vector<array> primals = {in[0], in[1], in[2]};
+    if (has_mask) primals.push_back(in[4]);
+    auto f = partial_fallback(forward, primals, {0, 1, 2});
+    return kiln::vjp(f, {in[0], in[1], in[2]}, {in[3]}).second;
+  };
+}
+
+} // namespace
+#endif
+
+std::vector<array> ScaledDotProductAttention::vjp(
+    const std::vector<array>& primals, const std::vector<array>& cotangents,
+    const std::vector<int>& argnums, const std::vector<array>& outputs) {
+#if KILN_HAS_CUDA
+  // On the GPU the fused backward computes q's, k's and v's gradients (a
+  // mask's, rare, still comes from the graph, for everything; so do empty
+  // inputs).
+  const array &q = primals[0], &k = primals[1], &v = primals[2];
+  bool qkv_only = true;
+  for (int i : argnums) qkv_only = qkv_only && i < 3;
+  if (device() == Device::gpu && qkv_only && q.size() > 0 && k.size() > 0 &&
+      gpu_fused_backward_fits(q.dtype(), q.shape(3), v.shape(3),
+                              has_sinks_)) {
+    bool has_mask = primals.size() > 3;
+    std::vector<array> in = {q, k, v, cotangents[0]};
+    if (has_mask) in.push_back(primals[3]);
+    auto grads = array::make_arrays(
+        {q.shape(), k.shape(), v.shape()}, {q.dtype(), k.dtype(), v.dtype()},
+        std::make_shared<ScaledDotProductAttentionVjp>(
+            stream(), sdpa_vjp_graph(fallback_, has_mask), scale_,
+            do_causal_),
+        std::move(in));
+    std::vector<array> out;
+    for (int i : argnums) out.push_back(grads[i]);
+    return out;
+  }
+#endif
+  return Custom::vjp(primals, cotangents, argnums, outputs);
+}
+
+void ScaledDotProductAttentionVjp::eval_fallback(
+    const std::vector<array>& inputs, std::vector<array>& outputs) {
+  auto grads = fallback_(inputs);
+  for (auto& g : grads) g = contiguous(g, false, stream());
+  eval(grads);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outputs[i].copy_shared_buffer(grads[i]);
+  }
+}
 
 std::pair<std::vector<array>, std::vector<int>> ScaledDotProductAttention::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {

@@ -49,7 +49,7 @@ using CotangentFn =
 std::pair<std::vector<array>, std::vector<array>> vjp_with(
     const Fn& fun, const std::vector<array>& primals,
     const CotangentFn& make_cotangents) {
-  detail::TracingScope scope(/*for_grad=*/true);
+  detail::TracingScope scope(detail::TraceKind::vjp);
   auto tracers = detail::make_tracers(primals);
   auto outputs = fun(tracers);
   auto cotangents = make_cotangents(outputs);
@@ -144,7 +144,7 @@ std::pair<std::vector<array>, std::vector<array>> jvp(
                          shape_str(primals[i].shape()) + ".");
     }
   }
-  detail::TracingScope scope(/*for_grad=*/true);
+  detail::TracingScope scope(detail::TraceKind::jvp);
   auto tracers = detail::make_tracers(primals);
   auto outputs = fun(tracers);
   std::unordered_map<uintptr_t, array> tan;

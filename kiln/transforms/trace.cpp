@@ -9,19 +9,27 @@ namespace kiln::detail {
 
 namespace {
 thread_local int tracing_depth = 0;
-thread_local int grad_tracing_depth = 0;
+thread_local int vjp_tracing_depth = 0;
+thread_local int jvp_tracing_depth = 0;
+
+int& depth_of(TraceKind kind) {
+  return kind == TraceKind::jvp ? jvp_tracing_depth : vjp_tracing_depth;
+}
 } // namespace
 
 bool in_tracing() { return tracing_depth > 0; }
-bool in_grad_tracing() { return grad_tracing_depth > 0; }
+bool in_grad_tracing() {
+  return vjp_tracing_depth > 0 || jvp_tracing_depth > 0;
+}
+bool in_jvp_tracing() { return jvp_tracing_depth > 0; }
 
-TracingScope::TracingScope(bool for_grad) : for_grad_(for_grad) {
+TracingScope::TracingScope(TraceKind kind) : kind_(kind) {
   ++tracing_depth;
-  grad_tracing_depth += for_grad;
+  if (kind_ != TraceKind::plain) ++depth_of(kind_);
 }
 TracingScope::~TracingScope() {
   --tracing_depth;
-  grad_tracing_depth -= for_grad_;
+  if (kind_ != TraceKind::plain) --depth_of(kind_);
 }
 
 std::vector<array> make_tracers(const std::vector<array>& inputs) {

@@ -9,24 +9,31 @@
 
 namespace kiln::detail {
 
+/** What a trace is for: a plain trace (compile, vmap) or a gradient. */
+enum class TraceKind { plain, vjp, jvp };
+
 /** Marks the current thread as tracing while alive (nests). Arrays built
  *  from tracers are tracers; eval keeps their graph while tracing. A scope
- *  of vjp or jvp also marks it as tracing for a gradient (in_grad_tracing). */
+ *  of vjp or jvp also marks it as tracing for a gradient (in_grad_tracing,
+ *  in_jvp_tracing). */
 class TracingScope {
  public:
-  explicit TracingScope(bool for_grad = false);
+  explicit TracingScope(TraceKind kind = TraceKind::plain);
   ~TracingScope();
   TracingScope(const TracingScope&) = delete;
   TracingScope& operator=(const TracingScope&) = delete;
 
  private:
-  const bool for_grad_;
+  const TraceKind kind_;
 };
 
 /** True while vjp or jvp traces a function in this thread: ops whose fused
  *  primitive differentiates by rebuilding a graph can build that graph
  *  at once instead. */
 bool in_grad_tracing();
+/** True while jvp traces a function in this thread (possibly inside vjp):
+ *  forward-mode rules of fused primitives rebuild their graph. */
+bool in_jvp_tracing();
 
 /** Fresh identity nodes over the inputs, marked as tracers, so the graph
  *  built from them can be told apart from the inputs' own history. */

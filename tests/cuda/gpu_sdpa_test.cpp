@@ -9,8 +9,11 @@
 // whole key tiles, grouped-query heads, (B, L, H, D) buffers, more query
 // tiles than its grid, and the layouts and shapes it leaves to the warp
 // kernel.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
+#include <unordered_set>
 
 #include "cuda/gpu_fixture.h"
 #include "kiln/ops/fast.h"
@@ -87,30 +90,79 @@ TEST_F(GpuSdpa, EveryDtypeHeadDimAndLength) {
   }
 }
 
-// The fused primitive for inference shapes; the graph under vjp, whose
-// gradient of the primitive would rebuild the graph's forward anyway.
+// Whether a primitive of type P is in the graph behind outs (before eval).
+template <typename P>
+bool graph_has(const std::vector<array>& outs) {
+  std::vector<array> todo = outs;
+  std::unordered_set<uintptr_t> seen;
+  while (!todo.empty()) {
+    array a = todo.back();
+    todo.pop_back();
+    if (!seen.insert(a.id()).second || !a.has_primitive()) continue;
+    if (dynamic_cast<const P*>(&a.primitive())) return true;
+    for (auto& in : a.inputs()) todo.push_back(in);
+  }
+  return false;
+}
+
+// The fused primitive for inference shapes and under vjp where the fused
+// backward covers them (its gradients come from ScaledDotProductAttentionVjp);
+// the graph under jvp, whose rule for the fused primitive would rebuild the
+// graph's forward anyway, and under vjp for shapes the fused backward lacks.
 TEST_F(GpuSdpa, GraphUnderGradientTransformations) {
   DefaultDeviceScope scope(Device::gpu);
-  Qkv t = random_qkv(2, 4, 4, 64, 64, 64, 64, bfloat16);
   auto is_fused = [](const array& a) {
     return a.has_primitive() &&
            dynamic_cast<const fast::ScaledDotProductAttention*>(
                &a.primitive()) != nullptr;
   };
-  array out = fast::scaled_dot_product_attention(t.q, t.k, t.v, 0.125f,
-                                                 "causal");
-  EXPECT_TRUE(is_fused(out));
-  bool fused_under_vjp = true;
-  Fn f = [&](const std::vector<array>& in) {
-    array o = fast::scaled_dot_product_attention(in[0], in[1], in[2], 0.125f,
-                                                 "causal");
-    fused_under_vjp = is_fused(o);
-    return std::vector<array>{o};
+  struct Case {
+    const char* name;
+    Dtype dt;
+    int d;
+    bool sinks;
+    bool fused_backward;
   };
-  auto [outs, grads] = vjp(f, {t.q, t.k, t.v}, {ones_like(out)});
-  EXPECT_FALSE(fused_under_vjp);
-  eval(grads);
-  EXPECT_TRUE(all_close(to_doubles(outs[0]), to_doubles(out), 0.03, 0.03));
+  for (Case c : {Case{"bfloat16 d=64", bfloat16, 64, false, true},
+                 Case{"float16 d=128", float16, 128, false, true},
+                 Case{"d=96", bfloat16, 96, false, false},
+                 Case{"sinks", bfloat16, 64, true, false},
+                 Case{"float32", float32, 64, false, false}}) {
+    Qkv t = random_qkv(2, 4, 4, 64, 64, c.d, c.d, c.dt);
+    std::optional<array> sinks;
+    if (c.sinks) sinks = random_array({4}, c.dt, -1, 1);
+    auto attend = [&](const std::vector<array>& in) {
+      return fast::scaled_dot_product_attention(in[0], in[1], in[2], 0.125f,
+                                                "causal", std::nullopt, sinks);
+    };
+    array out = attend({t.q, t.k, t.v});
+    bool fused_under_vjp = false, fused_under_jvp = true;
+    Fn f = [&](const std::vector<array>& in) {
+      array o = attend(in);
+      fused_under_vjp = is_fused(o);
+      return std::vector<array>{o};
+    };
+    auto [outs, grads] = vjp(f, {t.q, t.k, t.v}, {ones_like(out)});
+    EXPECT_EQ(fused_under_vjp, c.fused_backward) << c.name;
+    EXPECT_EQ(graph_has<fast::ScaledDotProductAttentionVjp>(grads),
+              c.fused_backward)
+        << c.name;
+    Fn g = [&](const std::vector<array>& in) {
+      array o = attend(in);
+      fused_under_jvp = is_fused(o);
+      return std::vector<array>{o};
+    };
+    auto [jouts, tangents] =
+        jvp(g, {t.q, t.k, t.v}, {ones_like(t.q), ones_like(t.k),
+                                 ones_like(t.v)});
+    EXPECT_FALSE(fused_under_jvp) << c.name;
+    eval(grads);
+    eval(tangents);
+    EXPECT_TRUE(all_close(to_doubles(outs[0]), to_doubles(out), 0.03, 0.03))
+        << c.name;
+    EXPECT_TRUE(all_close(to_doubles(jouts[0]), to_doubles(out), 0.03, 0.03))
+        << c.name;
+  }
 }
 
 TEST_F(GpuSdpa, MasksAndSinks) {
@@ -436,6 +488,231 @@ TEST_F(GpuSdpa, FlashLongAndMany) {
   Qkv many = random_qkv(2, 4500, 1500, 1, 5, 64, 64, float16);
   EXPECT_TRUE(attention_agrees(many, "", std::nullopt, std::nullopt,
                                sdpa_tol(float16)));
+}
+
+// ---- the fused backward -------------------------------------------------
+
+// dq, dk, dv of the op under vjp on device d (the GPU's fused backward for
+// the tensor-core shapes; the CPU differentiates the graph).
+std::vector<array> sdpa_grads(const Qkv& t, const array& ct,
+                              const std::string& mode,
+                              const std::optional<array>& mask, Device d) {
+  DefaultDeviceScope scope(d);
+  float scale = 1.0f / std::sqrt(static_cast<float>(t.q.shape(3)));
+  Fn fun = [&](const std::vector<array>& in) {
+    return std::vector<array>{fast::scaled_dot_product_attention(
+        in[0], in[1], in[2], scale, mode, mask)};
+  };
+  return vjp(fun, {t.q, t.k, t.v}, {ct}).second;
+}
+
+// g within tol of want relative to want's largest finite magnitude
+// (gradients are sums over whole sequences: an element near zero carries
+// the error of its neighbours), same shape and dtype.
+::testing::AssertionResult close_to_largest(const array& g, const array& want,
+                                            double tol) {
+  if (g.shape() != want.shape() || g.dtype() != want.dtype()) {
+    return ::testing::AssertionFailure()
+           << "shape/dtype differ: gpu " << g << " cpu " << want;
+  }
+  std::vector<double> w = to_doubles(want);
+  double largest = 0;
+  for (double x : w) {
+    if (std::isfinite(x)) largest = std::max(largest, std::abs(x));
+  }
+  auto r = all_close(to_doubles(g), w, tol, tol * std::max(largest, 1e-3));
+  if (!r) r << " (largest " << largest << ")";
+  return r;
+}
+
+// The GPU's gradients against the CPU's (close_to_largest). Strides are
+// not compared: the CPU's come from its graph (a transposed matmul for
+// dk), the fused backward's are row-major. With fused, the GPU must have
+// used the fused backward.
+::testing::AssertionResult grads_agree(const Qkv& t, const std::string& mode,
+                                       const std::optional<array>& mask,
+                                       double tol,
+                                       std::optional<array> ct = {},
+                                       bool fused = true) {
+  Shape out_shape = t.q.shape();
+  out_shape.back() = t.v.shape(3);
+  if (!ct) ct = random_array(out_shape, t.q.dtype(), -1, 1);
+  auto g = sdpa_grads(t, *ct, mode, mask, Device::gpu);
+  if (graph_has<fast::ScaledDotProductAttentionVjp>(g) != fused) {
+    return ::testing::AssertionFailure()
+           << (fused ? "the fused backward did not run"
+                     : "the fused backward ran");
+  }
+  auto c = sdpa_grads(t, *ct, mode, mask, Device::cpu);
+  eval(g);
+  eval(c);
+  const char* names[] = {"dq", "dk", "dv"};
+  for (int i = 0; i < 3; ++i) {
+    auto r = close_to_largest(g[i], c[i], tol);
+    if (!r) return r << " (" << names[i] << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+double grad_tol(Dtype dt) { return 4 * tolerance(dt); }
+
+TEST_F(GpuSdpa, FlashGradientsLengthsCausalAndGroupedHeads) {
+  const std::vector<std::pair<int, int>> lengths = {
+      {1, 1},   {17, 17},  {64, 64},  {100, 100}, {257, 257},
+      {1, 257}, {17, 100}, {100, 17}, {257, 64},  {64, 257}};
+  for (Dtype dt : {float16, bfloat16}) {
+    for (int d : {64, 128}) {
+      for (auto [lq, lk] : lengths) {
+        // Grouped-query heads (4 query heads per key/value head) and plain.
+        int nkv = (lq + lk) % 2 == 0 ? 1 : 4;
+        Qkv t = random_qkv(2, 4, nkv, lq, lk, d, d, dt);
+        for (const char* mode : {"", "causal"}) {
+          EXPECT_TRUE(grads_agree(t, mode, std::nullopt, grad_tol(dt)))
+              << dtype_name(dt) << " d=" << d << " lq=" << lq << " lk=" << lk
+              << " nkv=" << nkv << " mode '" << mode << "'";
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GpuSdpa, FlashGradientsMasks) {
+  for (Dtype dt : {float16, bfloat16}) {
+    for (int d : {64, 128}) {
+      for (auto [lq, lk] : {std::pair{70, 130}, std::pair{130, 70}}) {
+        Qkv t = random_qkv(2, 4, 2, lq, lk, d, d, dt);
+        // About a third hidden and query row 0 entirely hidden (its P is
+        // 1 / Lk: it reaches dv, and nothing reaches dq or dk from it).
+        array keep =
+            greater(random_array({2, 4, lq, lk}, float32, 0, 1), array(0.33f));
+        keep = concatenate(
+            {zeros({2, 4, 1, lk}, bool_),
+             slice(keep, Shape{0, 0, 1, 0}, Shape{2, 4, lq, lk})},
+            2);
+        array keep_rows =
+            greater(random_array({lq, lk}, float32, 0, 1), array(0.5f));
+        array additive = random_array({2, 4, lq, lk}, dt, -3, 1);
+        array additive_rows = random_array({1, 1, lq, lk}, dt, -1, 1);
+        std::vector<std::pair<std::string, array>> masks = {
+            {"bool", keep},
+            {"bool broadcast", keep_rows},
+            {"additive", additive},
+            {"additive broadcast", additive_rows}};
+        for (auto& [name, mask] : masks) {
+          EXPECT_TRUE(grads_agree(t, "", mask, grad_tol(dt)))
+              << dtype_name(dt) << " d=" << d << " mask " << name
+              << " lq=" << lq << " lk=" << lk;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GpuSdpa, FlashGradientsLayouts) {
+  for (Dtype dt : {float16, bfloat16}) {
+    for (int d : {64, 128}) {
+      // (B, L, H, D) buffers, grouped heads.
+      Qkv t = heads_last(2, 8, 2, 150, 150, d, dt);
+      for (const char* mode : {"", "causal"}) {
+        EXPECT_TRUE(grads_agree(t, mode, std::nullopt, grad_tol(dt)))
+            << dtype_name(dt) << " d=" << d << " mode '" << mode << "'";
+      }
+      // A broadcast cotangent (the gradient of a sum), a transposed one,
+      // and keys one element into a buffer (rows not 16-byte aligned):
+      // each is copied row-major first.
+      Qkv s = random_qkv(1, 4, 2, 90, 80, d, d, dt);
+      array ones = broadcast_to(array(1.0f, dt), {1, 4, 90, d});
+      EXPECT_TRUE(grads_agree(s, "causal", std::nullopt, grad_tol(dt), ones))
+          << dtype_name(dt) << " d=" << d << " broadcast cotangent";
+      array ct_t = swapaxes(random_array({1, 90, 4, d}, dt, -1, 1), 1, 2);
+      EXPECT_TRUE(grads_agree(s, "", std::nullopt, grad_tol(dt), ct_t))
+          << dtype_name(dt) << " d=" << d << " transposed cotangent";
+      array wide = random_array({1, 2, 80, d + 1}, dt, -1, 1);
+      Qkv u{s.q, slice(wide, Shape{0, 0, 0, 1}, Shape{1, 2, 80, d + 1}),
+            s.v};
+      EXPECT_TRUE(grads_agree(u, "causal", std::nullopt, grad_tol(dt)))
+          << dtype_name(dt) << " d=" << d << " unaligned keys";
+    }
+  }
+}
+
+TEST_F(GpuSdpa, FlashGradientsLongAndMany) {
+  // A training-sized causal sequence (16 key tiles, each summing over up to
+  // 16 query tiles), then more key tiles (9000) than the launcher's grid.
+  Qkv t = random_qkv(1, 4, 2, 1024, 1024, 128, 128, bfloat16);
+  EXPECT_TRUE(grads_agree(t, "causal", std::nullopt, grad_tol(bfloat16)));
+  Qkv many = random_qkv(2, 4500, 4500, 3, 5, 64, 64, float16);
+  EXPECT_TRUE(grads_agree(many, "", std::nullopt, grad_tol(float16)));
+}
+
+TEST_F(GpuSdpa, FlashGradientsOfGradients) {
+  // The fused backward's own vjp differentiates the graph's vjp: second
+  // order (a Hessian-vector product), with grouped heads and an additive
+  // mask.
+  for (Dtype dt : {float16, bfloat16}) {
+    Qkv t = random_qkv(1, 4, 2, 20, 30, 64, 64, dt);
+    array mask = random_array({1, 1, 20, 30}, dt, -1, 1);
+    array ct = random_array({1, 4, 20, 64}, dt, -1, 1);
+    array wq = random_array({1, 4, 20, 64}, dt, -1, 1);
+    array wv = random_array({1, 2, 30, 64}, dt, -1, 1);
+    auto second = [&](Device d) {
+      DefaultDeviceScope scope(d);
+      bool fused_inside = false;
+      Fn inner = [&](const std::vector<array>& in) {
+        Fn attend = [&](const std::vector<array>& x) {
+          return std::vector<array>{fast::scaled_dot_product_attention(
+              x[0], x[1], x[2], 0.125f, "", mask)};
+        };
+        auto g = vjp(attend, {in[0], in[1], in[2]}, {ct}).second;
+        fused_inside = graph_has<fast::ScaledDotProductAttentionVjp>(g);
+        return std::vector<array>{
+            add(sum(astype(multiply(g[0], wq), float32)),
+                sum(astype(multiply(g[2], wv), float32)))};
+      };
+      auto g = vjp(inner, {t.q, t.k, t.v}, {array(1.0f)}).second;
+      EXPECT_EQ(fused_inside, d == Device::gpu) << dtype_name(dt);
+      eval(g);
+      return g;
+    };
+    auto g = second(Device::gpu), c = second(Device::cpu);
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_TRUE(close_to_largest(g[i], c[i], 2 * grad_tol(dt)))
+          << dtype_name(dt) << " input " << i;
+    }
+  }
+}
+
+TEST_F(GpuSdpa, GradientsOfShapesTheFusedBackwardLacks) {
+  // Head dimension 96, mixed head dimensions, float32: the op builds the
+  // graph under vjp; sinks and force_fused: the fused forward primitive,
+  // whose vjp differentiates the graph. All match the CPU.
+  for (auto [dt, d, dv] : {std::tuple{bfloat16, 96, 96},
+                           std::tuple{float16, 64, 128},
+                           std::tuple{float32, 64, 64}}) {
+    Qkv t = random_qkv(1, 4, 2, 70, 90, d, dv, dt);
+    EXPECT_TRUE(grads_agree(t, "causal", std::nullopt, grad_tol(dt),
+                            std::nullopt, false))
+        << dtype_name(dt) << " d=" << d << " dv=" << dv;
+  }
+  Qkv t = random_qkv(1, 4, 2, 9, 90, 64, 64, bfloat16);
+  array sinks = random_array({4}, bfloat16, -1, 1);
+  array ct = random_array({1, 4, 9, 64}, bfloat16, -1, 1);
+  for (bool fused : {false, true}) {
+    auto f = [&](const std::vector<array>& v, Device d) {
+      DefaultDeviceScope scope(d);
+      Fn fun = [&](const std::vector<array>& in) {
+        return std::vector<array>{fast::scaled_dot_product_attention(
+            in[0], in[1], in[2], 0.125f, "causal", std::nullopt, sinks,
+            fused)};
+      };
+      auto grads = vjp(fun, {v[0], v[1], v[2]}, {ct}).second;
+      EXPECT_FALSE(graph_has<fast::ScaledDotProductAttentionVjp>(grads));
+      return concatenate({flatten(grads[0]), flatten(grads[1]),
+                          flatten(grads[2])});
+    };
+    EXPECT_TRUE(same_on_devices(f, {t.q, t.k, t.v}, 4 * sdpa_tol(bfloat16)))
+        << "sinks, force_fused " << fused;
+  }
 }
 
 } // namespace

@@ -1,9 +1,10 @@
-// The tensor-core attention kernels (device/flash_attention.cuh) through
-// NVRTC for sm_90, with no GPU needed: float16 and bfloat16, head dimensions
-// 64 and 128, each with its three mask kinds (none, boolean, additive) as
-// siblings; the causal rule is a run-time flag of every one. Also the host
-// rules that choose them: names, the shapes they take, their shared memory,
-// and when the op takes the fused primitive on the GPU.
+// The tensor-core attention kernels (device/flash_attention.cuh, and the
+// backward in device/flash_attention_bwd.cuh) through NVRTC for sm_90, with
+// no GPU needed: float16 and bfloat16, head dimensions 64 and 128, each with
+// its three mask kinds (none, boolean, additive) as siblings; the causal
+// rule is a run-time flag of every one. Also the host rules that choose
+// them: names, the shapes they take, their shared memory, and when the op
+// takes the fused primitive on the GPU (and its fused backward).
 #include "kiln/config.h"
 
 #if KILN_HAS_CUDA
@@ -23,6 +24,40 @@ TEST(NvrtcAttention, FlashEveryDtypeHeadDimAndMaskKind) {
       ASSERT_EQ(k.siblings.size(), 2u) << k.name;
       expect_compiles(k);
     }
+  }
+}
+
+TEST(NvrtcAttention, FlashBackwardEveryDtypeHeadDimAndMaskKind) {
+  for (Dtype dt : {float16, bfloat16}) {
+    for (int d : {64, 128}) {
+      cuda::JitKernel k = cuda::flash_sdpa_bwd_kernel(dt, d, 0);
+      ASSERT_EQ(k.siblings.size(), 2u) << k.name;
+      expect_compiles(k);
+    }
+  }
+}
+
+TEST(NvrtcAttention, FlashBackwardNames) {
+  EXPECT_EQ(cuda::flash_sdpa_bwd_kernel(float16, 64, 0).name,
+            "fSdpaBwd64float16");
+  cuda::JitKernel b = cuda::flash_sdpa_bwd_kernel(bfloat16, 128, 1);
+  EXPECT_EQ(b.name, "fSdpaBwd128Boolbfloat16");
+  EXPECT_EQ(b.expression, "kiln::cuda::sdpa_flash_bwd<__nv_bfloat16, 128, 1>");
+  EXPECT_EQ(b.siblings.at(0).first, "fSdpaBwd128bfloat16");
+  EXPECT_EQ(b.siblings.at(1).first, "fSdpaBwd128Addbfloat16");
+  // Its source is the backward header, which includes the forward's.
+  EXPECT_NE(b.source.find("flash_attention_bwd.cuh"), std::string::npos);
+}
+
+TEST(NvrtcAttention, FlashBackwardSharedMemory) {
+  // 4 tiles of 64 x (d + 8), P^T and dS^T of 64 x 72, 3 floats per row.
+  EXPECT_EQ(cuda::flash_bwd_shared_bytes(64, 2), 56064);
+  EXPECT_EQ(cuda::flash_bwd_shared_bytes(128, 2), 88832);
+  for (int d : {64, 128}) {
+    EXPECT_LE(
+        cuda::flash_bwd_min_blocks(d) * cuda::flash_bwd_shared_bytes(d, 2),
+        227 * 1024)
+        << d;
   }
 }
 
@@ -72,6 +107,20 @@ TEST(NvrtcAttention, FusedPrimitiveOnTheGpu) {
     EXPECT_EQ(fits(bfloat16, lq, 64, 128, false), short_q) << lq;
     EXPECT_EQ(fits(float32, lq, 64, 64, false), short_q) << lq;
   }
+}
+
+TEST(NvrtcAttention, FusedBackwardOnTheGpu) {
+  auto fits = [](Dtype dt, int64_t d, int64_t dv, bool sinks) {
+    return fast::ScaledDotProductAttention::gpu_fused_backward_fits(dt, d, dv,
+                                                                    sinks);
+  };
+  EXPECT_TRUE(fits(float16, 64, 64, false));
+  EXPECT_TRUE(fits(bfloat16, 128, 128, false));
+  EXPECT_FALSE(fits(bfloat16, 128, 128, true));
+  EXPECT_FALSE(fits(float16, 96, 96, false));
+  EXPECT_FALSE(fits(float16, 64, 128, false));
+  EXPECT_FALSE(fits(float32, 64, 64, false));
+  EXPECT_FALSE(fits(float64, 128, 128, false));
 }
 
 } // namespace

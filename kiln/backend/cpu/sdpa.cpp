@@ -96,3 +96,15 @@ void ScaledDotProductAttention::eval_cpu(const std::vector<array>& inputs,
 }
 
 } // namespace kiln::fast
+
+namespace kiln::fast {
+
+// The gradients from the fallback graph's vjp: the GPU's fused backward has
+// no CPU twin (the CPU differentiates the graph directly; this primitive is
+// made on GPU streams).
+void ScaledDotProductAttentionVjp::eval_cpu(const std::vector<array>& inputs,
+                                            std::vector<array>& outputs) {
+  eval_fallback(inputs, outputs);
+}
+
+} // namespace kiln::fast

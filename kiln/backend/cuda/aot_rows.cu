@@ -1,9 +1,10 @@
 // Ahead-of-time row kernels: softmax (plain and precise), LayerNorm,
 // RMSNorm, RoPE and attention on float32/float16/bfloat16, and the
-// tensor-core attention kernels on float16/bfloat16. float64, and
-// everything in the JIT build, is compiled by NVRTC at first use.
+// tensor-core attention kernels (forward and backward) on float16/bfloat16.
+// float64, and everything in the JIT build, is compiled by NVRTC at first
+// use.
 #include "kiln/backend/cuda/aot.cuh"
-#include "kiln/backend/cuda/device/flash_attention.cuh"
+#include "kiln/backend/cuda/device/flash_attention_bwd.cuh"
 #include "kiln/backend/cuda/device/norms.cuh"
 #include "kiln/backend/cuda/device/rope.cuh"
 #include "kiln/backend/cuda/device/sdpa.cuh"
@@ -53,16 +54,22 @@ void sdpa(AotTable& t) {
            reinterpret_cast<const void*>(&sdpa_warp<T, 8>));
 }
 
+// One mask kind of head dimension D: the forward and the backward.
+template <typename T, int D, int M>
+void flash_sdpa_mask(AotTable& t) {
+  Dtype d = aot::dtype_v<T>;
+  aot::put(t, flash_sdpa_kernel(d, D, M),
+           reinterpret_cast<const void*>(&sdpa_flash<T, D, M>));
+  aot::put(t, flash_sdpa_bwd_kernel(d, D, M),
+           reinterpret_cast<const void*>(&sdpa_flash_bwd<T, D, M>));
+}
+
 // Head dimensions 64 and 128, each mask kind.
 template <typename T, int D>
 void flash_sdpa(AotTable& t) {
-  Dtype d = aot::dtype_v<T>;
-  aot::put(t, flash_sdpa_kernel(d, D, 0),
-           reinterpret_cast<const void*>(&sdpa_flash<T, D, 0>));
-  aot::put(t, flash_sdpa_kernel(d, D, 1),
-           reinterpret_cast<const void*>(&sdpa_flash<T, D, 1>));
-  aot::put(t, flash_sdpa_kernel(d, D, 2),
-           reinterpret_cast<const void*>(&sdpa_flash<T, D, 2>));
+  flash_sdpa_mask<T, D, 0>(t);
+  flash_sdpa_mask<T, D, 1>(t);
+  flash_sdpa_mask<T, D, 2>(t);
 }
 
 template <typename T>

@@ -103,13 +103,16 @@ bool flash_sdpa_supports(Dtype dt, int64_t head_dim, int64_t v_head_dim) {
          (head_dim == 64 || head_dim == 128);
 }
 
-JitKernel flash_sdpa_kernel(Dtype dt, int head_dim, int mask_kind) {
+namespace {
+
+// The kernel for mask_kind with the other two mask kinds as siblings.
+JitKernel flash_family(const char* op, const char* header, const char* fn,
+                       Dtype dt, int head_dim, int mask_kind) {
   auto one = [&](int m) {
     static const char* const mask_names[] = {"", "Bool", "Add"};
     std::string d = std::to_string(head_dim);
-    return JitKernel{"fSdpa" + d + mask_names[m] + dtype_name(dt),
-                     include("flash_attention.cuh"),
-                     std::string("kiln::cuda::sdpa_flash<") + device_type(dt) +
+    return JitKernel{op + d + mask_names[m] + dtype_name(dt), include(header),
+                     std::string("kiln::cuda::") + fn + "<" + device_type(dt) +
                          ", " + d + ", " + std::to_string(m) + ">",
                      {}};
   };
@@ -120,6 +123,18 @@ JitKernel flash_sdpa_kernel(Dtype dt, int head_dim, int mask_kind) {
     k.siblings.emplace_back(s.name, s.expression);
   }
   return k;
+}
+
+} // namespace
+
+JitKernel flash_sdpa_kernel(Dtype dt, int head_dim, int mask_kind) {
+  return flash_family("fSdpa", "flash_attention.cuh", "sdpa_flash", dt,
+                      head_dim, mask_kind);
+}
+
+JitKernel flash_sdpa_bwd_kernel(Dtype dt, int head_dim, int mask_kind) {
+  return flash_family("fSdpaBwd", "flash_attention_bwd.cuh", "sdpa_flash_bwd",
+                      dt, head_dim, mask_kind);
 }
 
 void launch_rows(CUfunction f, bool warp, int64_t rows, int64_t n, Dtype dt,

@@ -6,7 +6,8 @@
 // RoPE has one kernel per dtype, "vRoPE{dtype}"; attention one per dtype
 // and features per lane, "wSdpa{W}{dtype}" (one warp per query row), and
 // on tensor cores one per dtype, head dimension and mask kind,
-// "fSdpa{D}[Bool|Add]{dtype}" (a tile of 64 query rows per block).
+// "fSdpa{D}[Bool|Add]{dtype}" (a tile of 64 query rows per block), and its
+// backward "fSdpaBwd{D}[Bool|Add]{dtype}" (a tile of 64 keys per block).
 #pragma once
 
 #include <cstdint>
@@ -56,6 +57,9 @@ bool flash_sdpa_supports(Dtype dt, int64_t head_dim, int64_t v_head_dim);
 /** The tensor-core attention kernel; mask_kind as the kernels' SdpaParams
  *  (0 none, 1 boolean, 2 additive), the other two compiled alongside. */
 JitKernel flash_sdpa_kernel(Dtype dt, int head_dim, int mask_kind);
+/** The tensor-core attention backward kernel (dq, dk, dv), same arguments;
+ *  its pre-pass is flash_sdpa_kernel with statistics. */
+JitKernel flash_sdpa_bwd_kernel(Dtype dt, int head_dim, int mask_kind);
 
 /** Runs a row kernel (softmax or norm) over `rows` rows of n elements:
  *  warps of 32 per row in blocks of 256 threads, or one block per row with

@@ -1,17 +1,23 @@
-// Scaled dot-product attention forward on the GPU, the output row-major as
-// on the CPU. float16/bfloat16 with head dimension 64 or 128 (and no sinks)
-// run on tensor cores (device/flash_attention.cuh) when q, k and v have unit
-// feature strides and 16-byte aligned rows; everything else runs one warp
-// per query row (device/sdpa.cuh), reading q, k, v and the mask through
-// their strides. Head dimensions past 32 * sdpa_max_width and dtypes the
-// kernels lack run on the CPU.
+// Scaled dot-product attention on the GPU, the output row-major as on the
+// CPU. Forward: float16/bfloat16 with head dimension 64 or 128 (and no
+// sinks) run on tensor cores (device/flash_attention.cuh) when q, k and v
+// have unit feature strides and 16-byte aligned rows; everything else runs
+// one warp per query row (device/sdpa.cuh), reading q, k, v and the mask
+// through their strides. Head dimensions past 32 * sdpa_max_width and
+// dtypes the kernels lack run on the CPU. Backward (for the tensor-core
+// shapes): the forward kernel's statistics pass, then
+// device/flash_attention_bwd.cuh; operands it cannot read in place are
+// copied row-major first.
 #include <cstdint>
 
 #include "kiln/backend/cuda/buffer.h"
+#include "kiln/backend/cuda/device.h"
 #include "kiln/backend/cuda/device/flash_tiles.cuh"
+#include "kiln/backend/cuda/elementwise.h"
 #include "kiln/backend/cuda/fallback.h"
 #include "kiln/backend/cuda/kernels.h"
 #include "kiln/backend/cuda/row_kernels.h"
+#include "kiln/backend/cuda/utils.h"
 #include "kiln/primitives/fast.h"
 
 namespace kiln::fast {
@@ -49,6 +55,47 @@ bool flash_layout(const array& x, const void* ptr) {
   return true;
 }
 
+// The kernels' parameters for q, k, v and the optional mask and sinks.
+SdpaParams sdpa_params(const array& q, const array& k, const array& v,
+                       const array* mask, const array* sinks, float scale,
+                       bool causal) {
+  SdpaParams p{};
+  p.B = q.shape(0);
+  p.Nq = q.shape(1);
+  p.Lq = q.shape(2);
+  p.D = q.shape(3);
+  p.Nkv = k.shape(1);
+  p.Lk = k.shape(2);
+  p.Dv = v.shape(3);
+  copy_strides(q, p.q_strides);
+  copy_strides(k, p.k_strides);
+  copy_strides(v, p.v_strides);
+  if (mask) copy_strides(*mask, p.mask_strides);
+  p.sinks_stride = sinks ? sinks->strides()[0] : 0;
+  p.scale = scale;
+  p.causal = causal;
+  p.mask_kind = !mask ? 0 : mask->dtype() == bool_ ? 1 : 2;
+  return p;
+}
+
+// x as the tensor-core kernels read it: x itself where they can (q, k, v:
+// flash_layout; the cotangent: row-major with 16-byte aligned rows, as its
+// rows are indexed), else a row-major copy made on s. False when no copy
+// kernel takes x.
+bool flash_operand(const array& x, bool row_major, array& out,
+                   const Stream& s) {
+  void* ptr = cuda::device_ptr(x, s);
+  bool in_place = row_major ? x.flags().row_contiguous &&
+                                  reinterpret_cast<uintptr_t>(ptr) % 16 == 0
+                            : flash_layout(x, ptr);
+  if (in_place) {
+    out = x;
+    return true;
+  }
+  out = array::uninitialized(x.shape(), x.dtype());
+  return cuda::copy_row_major(x, out, s);
+}
+
 } // namespace
 
 // The tensor-core kernel serves every query length: a block per 64 query
@@ -57,6 +104,15 @@ bool flash_layout(const array& x, const void* ptr) {
 // per head it reads each key and value row once per query row and that is
 // cheap; for long query lengths the matmul graph on tensor cores is many
 // times faster.
+// The fused backward takes exactly the tensor-core forward's shapes (it
+// runs that kernel for its statistics); other layouts are copied.
+bool ScaledDotProductAttention::gpu_fused_backward_fits(Dtype dt,
+                                                        int64_t head_dim,
+                                                        int64_t v_head_dim,
+                                                        bool has_sinks) {
+  return cuda::flash_sdpa_supports(dt, head_dim, v_head_dim) && !has_sinks;
+}
+
 bool ScaledDotProductAttention::gpu_fused_fits(Dtype dt, int64_t q_len,
                                                int64_t head_dim,
                                                int64_t v_head_dim,
@@ -83,22 +139,9 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs,
   cuda::set_device_output(out, s);
   if (out.size() == 0) return;
   bool has_mask = inputs.size() > 3u + (has_sinks_ ? 1u : 0u);
-  SdpaParams p{};
-  p.B = q.shape(0);
-  p.Nq = q.shape(1);
-  p.Lq = q.shape(2);
-  p.D = q.shape(3);
-  p.Nkv = k.shape(1);
-  p.Lk = k.shape(2);
-  p.Dv = v.shape(3);
-  copy_strides(q, p.q_strides);
-  copy_strides(k, p.k_strides);
-  copy_strides(v, p.v_strides);
-  if (has_mask) copy_strides(inputs[3], p.mask_strides);
-  p.sinks_stride = has_sinks_ ? inputs.back().strides()[0] : 0;
-  p.scale = scale_;
-  p.causal = do_causal_;
-  p.mask_kind = !has_mask ? 0 : inputs[3].dtype() == bool_ ? 1 : 2;
+  SdpaParams p =
+      sdpa_params(q, k, v, has_mask ? &inputs[3] : nullptr,
+                  has_sinks_ ? &inputs.back() : nullptr, scale_, do_causal_);
   void* pq = cuda::device_ptr(q, s);
   void* pk = cuda::device_ptr(k, s);
   void* pv = cuda::device_ptr(v, s);
@@ -109,7 +152,8 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs,
     int d = static_cast<int>(p.D);
     CUfunction f =
         cuda::get_kernel(cuda::flash_sdpa_kernel(dt, d, p.mask_kind));
-    void* args[] = {&pq, &pk, &pv, &pm, &po, &p};
+    void* no_stats = nullptr; // nor a cotangent: the plain forward
+    void* args[] = {&pq, &pk, &pv, &pm, &po, &no_stats, &no_stats, &p};
     int64_t tiles = (p.Lq + cuda::flash_rows - 1) / cuda::flash_rows;
     cuda::launch_blocks_shared(f, p.B * p.Nq * tiles, cuda::flash_threads,
                                cuda::flash_shared_bytes(d, dt.size), args,
@@ -123,6 +167,66 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs,
   int64_t warps_per_block = block_threads / 32;
   cuda::launch_blocks(f, (rows + warps_per_block - 1) / warps_per_block,
                       block_threads, args, s.index);
+}
+
+// inputs: q, k, v, the output's cotangent, then the mask if any. The
+// forward kernel recomputes each query row's max, sum and rowsum(dO * O)
+// into a float scratch; the backward kernel adds dq into a zeroed float32
+// array (atomics), rounded to q's dtype at the end, and writes dk and dv.
+void ScaledDotProductAttentionVjp::eval_gpu(const std::vector<array>& inputs,
+                                            std::vector<array>& outputs) {
+  const Stream& s = stream();
+  Dtype dt = inputs[0].dtype();
+  bool has_mask = inputs.size() > 4;
+  array q = inputs[0], k = inputs[1], v = inputs[2], dout = inputs[3];
+  if (!cuda::flash_sdpa_supports(dt, inputs[0].shape(3), inputs[2].shape(3)) ||
+      inputs[0].size() == 0 || inputs[1].size() == 0 ||
+      !flash_operand(inputs[0], false, q, s) ||
+      !flash_operand(inputs[1], false, k, s) ||
+      !flash_operand(inputs[2], false, v, s) ||
+      !flash_operand(inputs[3], true, dout, s)) {
+    eval_fallback(inputs, outputs);
+    return;
+  }
+  const array* mask = has_mask ? &inputs[4] : nullptr;
+  SdpaParams p = sdpa_params(q, k, v, mask, nullptr, scale_, do_causal_);
+  int d = static_cast<int>(p.D);
+  array dq32 = array::uninitialized(q.shape(), float32);
+  cuda::set_device_output(dq32, s);
+  cuda::set_device_output(outputs[1], s);
+  cuda::set_device_output(outputs[2], s);
+  cuda::Scratch stats(p.B * p.Nq * p.Lq * 3 * sizeof(float), s);
+  void* pq = cuda::device_ptr(q, s);
+  void* pk = cuda::device_ptr(k, s);
+  void* pv = cuda::device_ptr(v, s);
+  void* pm = mask ? cuda::device_ptr(*mask, s) : nullptr;
+  void* pdo = cuda::device_ptr(dout, s);
+  void* pst = stats.ptr;
+  void* pdq = dq32.raw_data_ptr();
+  void* pdk = outputs[1].raw_data_ptr();
+  void* pdv = outputs[2].raw_data_ptr();
+  KILN_CHECK_CUDA(
+      cudaMemsetAsync(pdq, 0, dq32.nbytes(), cuda::cuda_stream(s)));
+
+  void* no_out = nullptr;
+  void* stats_args[] = {&pq, &pk, &pv, &pm, &no_out, &pdo, &pst, &p};
+  int64_t q_tiles = (p.Lq + cuda::flash_rows - 1) / cuda::flash_rows;
+  cuda::launch_blocks_shared(
+      cuda::get_kernel(cuda::flash_sdpa_kernel(dt, d, p.mask_kind)),
+      p.B * p.Nq * q_tiles, cuda::flash_threads,
+      cuda::flash_shared_bytes(d, dt.size), stats_args, s.index);
+
+  void* args[] = {&pq, &pk, &pv, &pm, &pdo, &pst, &pdq, &pdk, &pdv, &p};
+  int64_t k_tiles = (p.Lk + cuda::flash_keys - 1) / cuda::flash_keys;
+  cuda::launch_blocks_shared(
+      cuda::get_kernel(cuda::flash_sdpa_bwd_kernel(dt, d, p.mask_kind)),
+      p.B * p.Nkv * k_tiles, cuda::flash_bwd_threads,
+      cuda::flash_bwd_shared_bytes(d, dt.size), args, s.index);
+
+  if (!cuda::copy_row_major(dq32, outputs[0], s)) {
+    throw std::runtime_error(
+        "[ScaledDotProductAttentionVjp] no GPU conversion of dq.");
+  }
 }
 
 } // namespace kiln::fast

@@ -68,17 +68,17 @@ __device__ __forceinline__ void wait() {
 /** Starts copying rows [row0, row0 + 64) of a (rows, D) slice with row
  *  stride `stride` (elements; feature stride 1, rows 16-byte aligned) into
  *  a shared tile with rows D + flash_pad_t apart; rows past `rows` become
- *  zeros. Every thread of the block takes part. */
-template <typename T, int D>
+ *  zeros. Every thread of the block (Threads of them) takes part. */
+template <typename T, int D, int Threads = flash_threads>
 __device__ __forceinline__ void load_tile(T* tile, const T* base,
                                           int64_t stride, int64_t row0,
                                           int64_t rows) {
   constexpr int per_row = D * int(sizeof(T)) / 16;
   constexpr int chunks = flash_rows * per_row;
-  static_assert(chunks % flash_threads == 0);
+  static_assert(chunks % Threads == 0);
 #pragma unroll
-  for (int u = 0; u < chunks / flash_threads; ++u) {
-    int c = threadIdx.x + u * flash_threads;
+  for (int u = 0; u < chunks / Threads; ++u) {
+    int c = threadIdx.x + u * Threads;
     int r = c / per_row, col = (c % per_row) * (16 / int(sizeof(T)));
     int64_t g = row0 + r;
     bool valid = g < rows;
@@ -96,12 +96,19 @@ __device__ __forceinline__ void load_tile(T* tile, const T* base,
  *  tiles) with flash_shared_bytes(D, sizeof(T)) bytes of dynamic shared
  *  memory. Needs p.D == p.Dv == D, Lk >= 1, unit feature strides and
  *  16-byte aligned rows of q, k and v (the launcher checks). out is
- *  row-major (B, Nq, Lq, D). */
+ *  row-major (B, Nq, Lq, D).
+ *  With stats (the backward's pre-pass, device/flash_attention_bwd.cuh)
+ *  out is not written: for each query row r = (b * Nq + h) * Lq + i,
+ *  stats[3r .. 3r + 2] get the row's max score, its sum of exp(score -
+ *  max) and rowsum(dout * O) in float, O rounded to T as out would hold
+ *  it; dout is row-major (B, Nq, Lq, D) with 16-byte aligned rows. */
 template <typename T, int D, int MaskKind>
 __global__ void __launch_bounds__(flash_threads, flash_min_blocks(D))
     sdpa_flash(const T* __restrict__ q, const T* __restrict__ k,
                const T* __restrict__ v, const void* __restrict__ mask,
-               T* __restrict__ out, const __grid_constant__ SdpaParams p) {
+               T* __restrict__ out, const T* __restrict__ dout,
+               float* __restrict__ stats,
+               const __grid_constant__ SdpaParams p) {
   using namespace nvcuda;
   static_assert(D % 16 == 0 && D * sizeof(T) % 16 == 0);
   constexpr int ldt = D + flash_pad_t;          // Q, K, V rows (elements)
@@ -304,6 +311,7 @@ __global__ void __launch_bounds__(flash_threads, flash_min_blocks(D))
 #pragma unroll
       for (int f = 0; f < frags; ++f) o[f].x[x] /= sum;
     }
+    float delta = 0.0f; // with stats: this lane's half of rowsum(dout * O)
 #pragma unroll
     for (int f0 = 0; f0 < frags; f0 += key_frags) {
       __syncwarp(); // the strip's P (or the last batch) has been read
@@ -323,9 +331,26 @@ __global__ void __launch_bounds__(flash_threads, flash_min_blocks(D))
           for (int u = 0; u < 8; ++u) {
             chunk.v[u] = cast_to<T>(srows[my_row * lds + col + u]);
           }
-          T* dst = out + (bh * p.Lq + i) * D + f0 * 16 + col;
-          *reinterpret_cast<Vec<T, 8>*>(dst) = chunk;
+          int64_t at = (bh * p.Lq + i) * D + f0 * 16 + col;
+          if (stats) {
+            Vec<T, 8> g = *reinterpret_cast<const Vec<T, 8>*>(dout + at);
+#pragma unroll
+            for (int u = 0; u < 8; ++u) {
+              delta += cast_to<float>(chunk.v[u]) * cast_to<float>(g.v[u]);
+            }
+          } else {
+            *reinterpret_cast<Vec<T, 8>*>(out + at) = chunk;
+          }
         }
+      }
+    }
+    if (stats) { // uniform: every lane takes part in the shuffle
+      delta += __shfl_xor_sync(0xffffffffu, delta, 1);
+      if (i < p.Lq && parity == 0) {
+        float* st = stats + 3 * (bh * p.Lq + i);
+        st[0] = row_max;
+        st[1] = row_sum;
+        st[2] = delta;
       }
     }
   }

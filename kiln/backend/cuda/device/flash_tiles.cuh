@@ -38,6 +38,29 @@ KILN_FLASH_HD constexpr int flash_shared_bytes(int d, int t_size) {
  *  (128 for d = 64, 168 for d = 128; a few bytes spill at most). */
 KILN_FLASH_HD constexpr int flash_min_blocks(int d) { return d <= 64 ? 4 : 3; }
 
+/** Threads per block of the backward kernel (device/flash_attention_bwd.cuh):
+ *  8 warps over a tile of 64 keys. */
+inline constexpr int flash_bwd_threads = 256;
+
+/** Dynamic shared memory of the backward kernel, in bytes: the K, V, Q and
+ *  dO tiles, P^T and dS^T as T (64 keys x 64 queries each), and three
+ *  floats per query row (max, 1 / sum, rowsum(dO * O)). 54.75 KiB for
+ *  d = 64, 86.75 KiB for d = 128. */
+KILN_FLASH_HD constexpr int flash_bwd_shared_bytes(int d, int t_size) {
+  return 4 * flash_rows * (d + flash_pad_t) * t_size +
+         2 * flash_keys * (flash_rows + flash_pad_t) * t_size +
+         3 * flash_rows * 4;
+}
+
+/** Blocks per SM the backward kernel is built for (8 warps each): two for
+ *  d = 64 (128 registers; bfloat16 spills 40-48 bytes); one for
+ *  d = 128, whose dK and dV fragments alone take 64 registers (212-224
+ *  without spills; held to 128 for two blocks it spilled 136-172 bytes,
+ *  `ptxas -v`, sm_90, CUDA 13). */
+KILN_FLASH_HD constexpr int flash_bwd_min_blocks(int d) {
+  return d <= 64 ? 2 : 1;
+}
+
 } // namespace kiln::cuda
 
 #undef KILN_FLASH_HD
