@@ -154,6 +154,44 @@ TEST_F(GpuScan, ManyLinesAndLongTransposedLine) {
   EXPECT_TRUE(scan_matches(scan_ops()[0], as_transposed(wide), 1, true, true));
 }
 
+// Few long lines are scanned in pieces (two passes): one line of millions,
+// a few lines as rows and as strided columns, every op, both directions,
+// inclusive and exclusive, lengths that leave a short last piece, and a NaN
+// in a middle piece that must reach every later piece.
+TEST_F(GpuScan, LongLinesInPieces) {
+  for (auto& op : scan_ops()) {
+    for (Dtype dt : {float32, int64}) {
+      if (is_prod(op) && dt != int64) continue;
+      if (std::string(op.name) == "logcumsumexp" && dt == int64) continue;
+      for (int n : {3000001, 65536 * 4}) {
+        array line = scan_input(op, {n}, dt);
+        array rows = scan_input(op, {3, n / 3}, dt);
+        for (bool reverse : {false, true}) {
+          for (bool inclusive : {true, false}) {
+            std::string what = std::string(op.name) + " " + dtype_name(dt) +
+                               " n " + std::to_string(n) + " reverse " +
+                               std::to_string(reverse) + " inclusive " +
+                               std::to_string(inclusive);
+            EXPECT_TRUE(scan_matches(op, line, 0, reverse, inclusive)) << what;
+            EXPECT_TRUE(scan_matches(op, rows, 1, reverse, inclusive))
+                << what << " rows";
+            EXPECT_TRUE(
+                scan_matches(op, transpose(rows), 0, reverse, inclusive))
+                << what << " strided columns";
+          }
+        }
+      }
+    }
+  }
+  std::vector<double> v = to_doubles(random_array({1 << 20}, float64, 0.25, 1));
+  v[(1 << 19) + 7] = std::numeric_limits<double>::quiet_NaN();
+  array with_nan = astype(array(v.begin(), {1 << 20}, float64), float32);
+  for (auto& op : scan_ops()) {
+    EXPECT_TRUE(scan_matches(op, with_nan, 0, false, true)) << op.name;
+    EXPECT_TRUE(scan_matches(op, with_nan, 0, true, false)) << op.name;
+  }
+}
+
 // NaN spreads from where it appears (in scan order) in every float op; the
 // running max/min keep it, as on the CPU.
 TEST_F(GpuScan, NaNPropagates) {

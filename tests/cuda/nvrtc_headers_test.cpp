@@ -72,7 +72,8 @@ TEST(NvrtcHeaders, BinaryAndTernaryFamilies) {
 }
 
 // Every scan op, and every dtype family on sum (widening ones included),
-// each in its three patterns (s, r, c).
+// each in its three per-line patterns (s, r, c) and its two passes in
+// pieces (t, k).
 TEST(NvrtcHeaders, ScanFamily) {
   using cuda::scan_kernel;
   std::vector<JitKernel> ks;
@@ -89,6 +90,11 @@ TEST(NvrtcHeaders, ScanFamily) {
     ks.push_back(scan_kernel("Minimum", d, d, 'c'));
   }
   for (Dtype d : floats) ks.push_back(scan_kernel("LogAddExp", d, d, 'r'));
+  ks.push_back(scan_kernel("Add", float32, float32, 't'));
+  ks.push_back(scan_kernel("Add", bool_, int64, 'k'));
+  ks.push_back(scan_kernel("Multiply", bfloat16, bfloat16, 't'));
+  ks.push_back(scan_kernel("Maximum", float16, float16, 'k'));
+  ks.push_back(scan_kernel("LogAddExp", float64, float64, 't'));
   expect_all_compile(ks);
 }
 

@@ -23,6 +23,12 @@ void scans(AotTable& t, const char* op) {
           &scan_lines<Op, In, Out, r.threads, r.items>));
   put(t, scan_kernel(op, i, o, 'c'),
       reinterpret_cast<const void*>(&scan_columns<Op, In, Out>));
+  put(t, scan_kernel(op, i, o, 't'),
+      reinterpret_cast<const void*>(
+          &scan_chunk_totals<Op, In, Out, r.threads>));
+  put(t, scan_kernel(op, i, o, 'k'),
+      reinterpret_cast<const void*>(
+          &scan_chunks<Op, In, Out, r.threads, r.items>));
 }
 
 template <typename T>

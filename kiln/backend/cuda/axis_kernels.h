@@ -29,7 +29,9 @@ struct Tile {
 inline constexpr Tile short_scan_tile{32, 4};
 inline constexpr Tile long_scan_tile{256, 4};
 
-/** pattern: 's', 'r' or 'c'; the others are compiled alongside. */
+/** pattern: 's', 'r' or 'c' (one line per block or thread; the three are
+ *  compiled together), 't' or 'k' (the two passes of a long line scanned in
+ *  pieces, compiled together). */
 JitKernel scan_kernel(const std::string& op, Dtype in, Dtype out, char pattern);
 
 /** Sort tiles, smallest first; a line longer than the last one is sorted in

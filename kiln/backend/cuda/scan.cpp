@@ -31,8 +31,12 @@ std::string scan_expression(char pattern, const std::string& op, Dtype in,
       "kiln::cuda::" + op + ", " + device_type(in) + ", " + device_type(out);
   if (pattern == 'c') return "kiln::cuda::scan_columns<" + args + ">";
   Tile t = pattern == 's' ? short_scan_tile : long_scan_tile;
-  return "kiln::cuda::scan_lines<" + args + ", " + std::to_string(t.threads) +
-         ", " + std::to_string(t.items) + ">";
+  std::string threads = std::to_string(t.threads);
+  if (pattern == 't')
+    return "kiln::cuda::scan_chunk_totals<" + args + ", " + threads + ">";
+  std::string kernel = pattern == 'k' ? "scan_chunks" : "scan_lines";
+  return "kiln::cuda::" + kernel + "<" + args + ", " + threads + ", " +
+         std::to_string(t.items) + ">";
 }
 
 const char* scan_op(Scan::Type t) {
@@ -57,6 +61,51 @@ bool scans_on_gpu(Scan::Type t, Dtype in, Dtype out) {
   return in == out;
 }
 
+/** Blocks that fill an H200 a few times over: lines too few for that are
+ *  cut into pieces (scan_chunks) when each piece still gets a few tiles. */
+constexpr int64_t chunked_blocks = 1024;
+constexpr int64_t min_chunk_tiles = 4;
+
+/** How many pieces a long line is cut into; 1 when one block per line
+ *  already fills the GPU or the lines are short. */
+int64_t scan_chunk_count(const AxisLines& l) {
+  int64_t tile = long_scan_tile.size();
+  if (l.lines >= chunked_blocks / 2) return 1;
+  int64_t by_length = l.n / (min_chunk_tiles * tile);
+  return std::max<int64_t>(
+      1, std::min(by_length, (chunked_blocks + l.lines - 1) / l.lines));
+}
+
+/** The scan of long lines in pieces: the pieces' totals, then each piece
+ *  from the totals before it. */
+void scan_in_chunks(const Scan& p, const array& in, array& out,
+                    AxisLines l, int64_t chunks, const Stream& s) {
+  int64_t tile = long_scan_tile.size();
+  int64_t chunk = (l.n + chunks - 1) / chunks;
+  chunk = (chunk + tile - 1) / tile * tile;
+  chunks = (l.n + chunk - 1) / chunk;
+  const char* op = scan_op(p.type());
+  CUfunction totals_kernel =
+      get_kernel(scan_kernel(op, in.dtype(), out.dtype(), 't'));
+  CUfunction scan_kernel_f =
+      get_kernel(scan_kernel(op, in.dtype(), out.dtype(), 'k'));
+  // Room for the widest compute type (8 bytes) per piece.
+  Scratch totals(static_cast<size_t>(l.lines * chunks) * 8, s);
+  void* src = device_ptr(in, s);
+  void* dst = out.raw_data_ptr();
+  bool inclusive = p.inclusive(), reverse = p.reverse();
+  int64_t blocks = l.lines * chunks;
+  void* total_args[] = {&src,  &totals.ptr,  &chunks,  &chunk,
+                        &l.n, &l.in_stride, &reverse, &l.starts};
+  launch_blocks(totals_kernel, blocks, long_scan_tile.threads, 1, total_args,
+                s.index);
+  void* scan_args[] = {&src,     &dst,         &totals.ptr, &chunks,
+                       &chunk,   &l.n,         &l.inner,    &l.in_stride,
+                       &inclusive, &reverse,   &l.starts};
+  launch_blocks(scan_kernel_f, blocks, long_scan_tile.threads, 1, scan_args,
+                s.index);
+}
+
 bool scan(const Scan& p, const array& in, array& out, const Stream& s) {
   if (!scans_on_gpu(p.type(), in.dtype(), out.dtype())) return false;
   if (in.size() == 0) {
@@ -69,6 +118,12 @@ bool scan(const Scan& p, const array& in, array& out, const Stream& s) {
   char pattern = l.inner > 1 && l.lines >= column_min_lines ? 'c'
                  : l.n <= short_scan_tile.size()            ? 's'
                                                             : 'r';
+  if (pattern == 'r') {
+    if (int64_t chunks = scan_chunk_count(l); chunks > 1) {
+      scan_in_chunks(p, in, out, l, chunks, s);
+      return true;
+    }
+  }
   CUfunction f = get_kernel(
       scan_kernel(scan_op(p.type()), in.dtype(), out.dtype(), pattern));
   void* src = device_ptr(in, s);
@@ -91,7 +146,10 @@ JitKernel scan_kernel(const std::string& op, Dtype in, Dtype out,
                       char pattern) {
   JitKernel k{scan_name(pattern, op, in, out), scan_source,
               scan_expression(pattern, op, in, out)};
-  for (char other : {'s', 'r', 'c'}) {
+  // One module per group: the per-line patterns, and the two passes of
+  // the scan in pieces.
+  std::string group = pattern == 't' || pattern == 'k' ? "tk" : "src";
+  for (char other : group) {
     if (other == pattern) continue;
     k.siblings.emplace_back(scan_name(other, op, in, out),
                             scan_expression(other, op, in, out));
