@@ -365,6 +365,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller sizes, no torch.compile")
     ap.add_argument("--no-torch-compile", action="store_true", help="leave torch.compile out")
+    ap.add_argument("--only", default="", metavar="NAMES",
+                    help="comma-separated workloads to run (a word of each name is enough: 'scan,attention')")
     args = ap.parse_args()
     if not mx.is_available(mx.gpu):
         sys.exit("gpu_bench: kiln has no GPU here")
@@ -387,7 +389,10 @@ def main():
         ("host time", bench_host_time),
         ("cold kernel", bench_cold_kernel),
     ]
+    wanted = [w.strip() for w in args.only.split(",") if w.strip()]
     for name, fn in steps:
+        if wanted and not any(w in name for w in wanted):
+            continue
         try:
             fn()
         except Exception as e:  # one failing workload must not hide the rest

@@ -1,6 +1,7 @@
 // compile's cache, trace and replay. The graph passes live in
 // compile_passes.cpp.
 #include "kiln/transforms/compile.h"
+#include "kiln/transforms/host_profile.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -144,7 +145,11 @@ Fn compile(Fn fun, CompileOptions options) {
       std::lock_guard<std::mutex> lock(cf->mutex);
       cf->traces.emplace(sig, trace);
     }
-    auto outs = detail::replay(*trace, inputs);
+    std::vector<array> outs;
+    {
+      detail::HostTimer timer("compile: replay");
+      outs = detail::replay(*trace, inputs);
+    }
     std::vector<array> user(outs.begin(),
                             outs.begin() + trace->num_user_outputs);
     size_t off = trace->num_user_outputs;

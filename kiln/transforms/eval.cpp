@@ -6,6 +6,7 @@
 
 #include "kiln/core/primitive.h"
 #include "kiln/transforms/graph_walk.h"
+#include "kiln/transforms/host_profile.h"
 
 namespace kiln {
 
@@ -69,6 +70,7 @@ namespace {
 void eval_node(array& arr, uint64_t& gpu_streams) {
   auto outputs = arr.outputs();
   auto& p = arr.primitive();
+  HostTimer timer(p.name());
   if (p.device() == Device::cpu) {
     p.eval_cpu(arr.inputs(), outputs);
   } else {
@@ -89,6 +91,7 @@ void run_tape(std::vector<array>& tape) {
     if (arr.is_available()) continue;
     eval_node(arr, gpu_streams);
   }
+  HostTimer timer("eval: wait for the GPU");
   for (int i = 0; gpu_streams != 0; ++i, gpu_streams >>= 1) {
     if (gpu_streams & 1) gpu::synchronize(i);
   }
@@ -181,10 +184,15 @@ void wait_for_async_evals() { async_worker().wait_all(); }
 } // namespace detail
 
 void eval(std::vector<array> outputs) {
+  detail::HostTimer timer("eval (all of it, GPU waits included)");
   while (true) {
     std::vector<std::shared_ptr<detail::Event>> pending;
     std::unique_lock<std::recursive_mutex> lock(detail::eval_mutex());
-    auto tape = detail::build_tape(outputs, pending);
+    std::vector<array> tape;
+    {
+      detail::HostTimer timer("eval: build the tape");
+      tape = detail::build_tape(outputs, pending);
+    }
     if (pending.empty()) {
       detail::run_tape(tape);
       return;

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "kiln/transforms/host_profile.h"
 #include "kiln_py.h"
 
 namespace kiln::py {
@@ -144,6 +145,8 @@ void init_device(nb::module_& m) {
         }
       },
       "stream"_a = nb::none(), "Wait for the work queued on a stream.");
+  m.def("_host_profile_reset", &detail::host_profile_reset,
+        "With KILN_HOST_PROFILE set: forget the host times summed so far.");
   m.def(
       "device_count",
       [](Device::DeviceType t) {
