@@ -16,6 +16,7 @@
 #include "kiln/ops/utils.h"
 #include "kiln/ops/shape.h"
 #include "kiln/primitives/compiled.h"
+#include "kiln/primitives/linalg.h"
 #include "kiln/primitives/shape.h"
 #include "kiln/transforms/trace.h"
 
@@ -117,6 +118,68 @@ void simplify(Trace& trace) {
     compile_log(2, "simplify: merged " + std::to_string(merged) +
                        " common subexpressions");
   }
+}
+
+// A transpose of the last two axes of a matrix product that nothing else
+// consumes becomes the product of the transposed operands, (a b)^T = b^T a^T.
+// The GEMM then writes the layout the consumers read (its operands'
+// transposes are views it reads without copies) instead of a strided view
+// every consumer gathers through. The gradient of a Linear weight is this
+// case: x^T dy, transposed back to the weight's (out, in) shape, which
+// AdamW's fused update would otherwise read column by column.
+bool swaps_last_two_axes(const Transpose& t) {
+  const auto& ax = t.axes();
+  int n = static_cast<int>(ax.size());
+  if (n < 2 || ax[n - 1] != n - 2 || ax[n - 2] != n - 1) return false;
+  for (int i = 0; i < n - 2; ++i) {
+    if (ax[i] != i) return false;
+  }
+  return true;
+}
+
+void transpose_products(Trace& trace) {
+  std::unordered_map<uintptr_t, int> consumers;
+  for (auto& node : trace.tape) {
+    for (auto& in : node.inputs()) ++consumers[in.id()];
+  }
+  for (auto& o : trace.outputs) consumers[o.id()] += 2; // never rewritten
+  std::unordered_map<uintptr_t, array> replaced;
+  int rewrites = 0;
+  for (auto& node : trace.tape) {
+    for (auto& in : node.inputs()) {
+      auto it = replaced.find(in.id());
+      if (it != replaced.end()) in = it->second;
+    }
+    auto* t = dynamic_cast<const Transpose*>(&node.primitive());
+    if (!t || !swaps_last_two_axes(*t)) continue;
+    const array& product = node.inputs()[0];
+    if (!product.has_primitive() || product.is_available() ||
+        !dynamic_cast<const Matmul*>(&product.primitive()) ||
+        consumers[product.id()] != 1) {
+      continue;
+    }
+    Stream s = product.primitive().stream();
+    auto swapped = [&](const array& x) {
+      std::vector<int> axes = t->axes();
+      axes.resize(x.ndim());
+      for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int>(i);
+      std::swap(axes[axes.size() - 1], axes[axes.size() - 2]);
+      return transpose(x, axes, s);
+    };
+    const auto& ab = product.inputs();
+    array rewritten(node.shape(), node.dtype(), std::make_shared<Matmul>(s),
+                    {swapped(ab[1]), swapped(ab[0])});
+    replaced.emplace(node.id(), rewritten);
+    ++rewrites;
+  }
+  if (!rewrites) return;
+  for (auto& o : trace.outputs) {
+    auto it = replaced.find(o.id());
+    if (it != replaced.end()) o = it->second;
+  }
+  trace.tape = trace_tape(trace.outputs, trace.tracers).nodes;
+  compile_log(2, "simplify: " + std::to_string(rewrites) +
+                     " transposed products written transposed by the GEMM");
 }
 
 // ---- fuse -------------------------------------------------------------------
@@ -485,9 +548,13 @@ void clear_compile_log_lines() {
 
 void run_passes(Trace& trace, bool simplify_on, bool fuse_on) {
   trace.tape = trace_tape(trace.outputs, trace.tracers).nodes;
-  if (simplify_on) simplify(trace);
+  if (simplify_on) {
+    simplify(trace);
+    transpose_products(trace);
+  }
   if (fuse_on) Fuser(trace).run();
   if (trace.shapeless) check_shapeless(trace);
+  plan_replay(trace);
 }
 
 namespace {
@@ -500,7 +567,69 @@ bool broadcasts_its_operands(const Primitive& p) {
 
 } // namespace
 
+void plan_replay(Trace& trace) {
+  if (trace.shapeless) return;
+  auto plan = std::make_shared<ReplayPlan>();
+  std::unordered_map<uintptr_t, int> slot_of;
+  for (auto& t : trace.tracers) slot_of.emplace(t.id(), plan->slots++);
+  plan->inputs = plan->slots;
+  std::unordered_map<uintptr_t, int> constant_of;
+  auto operand = [&](const array& a) {
+    auto it = slot_of.find(a.id());
+    if (it != slot_of.end()) return it->second;
+    auto [c, added] = constant_of.emplace(
+        a.id(), static_cast<int>(plan->constants.size()));
+    if (added) plan->constants.push_back(a);
+    return -1 - c->second;
+  };
+  plan->nodes.reserve(trace.tape.size());
+  for (auto& node : trace.tape) {
+    ReplayPlan::Node n;
+    n.primitive = node.primitive_ptr();
+    for (auto& x : node.inputs()) n.operands.push_back(operand(x));
+    for (auto& o : node.outputs()) {
+      n.shapes.push_back(o.shape());
+      n.dtypes.push_back(o.dtype());
+      slot_of.emplace(o.id(), plan->slots++);
+    }
+    plan->nodes.push_back(std::move(n));
+  }
+  for (auto& o : trace.outputs) plan->outputs.push_back(operand(o));
+  trace.plan = std::move(plan);
+}
+
+namespace {
+
+std::vector<array> replay_plan(const ReplayPlan& plan,
+                               const std::vector<array>& inputs) {
+  std::vector<array> slots;
+  slots.reserve(plan.slots);
+  for (int i = 0; i < plan.inputs; ++i) slots.push_back(inputs[i]);
+  auto value = [&](int operand) -> const array& {
+    return operand >= 0 ? slots[operand] : plan.constants[-1 - operand];
+  };
+  for (auto& n : plan.nodes) {
+    std::vector<array> in;
+    in.reserve(n.operands.size());
+    for (int k : n.operands) in.push_back(value(k));
+    if (n.shapes.size() == 1) {
+      slots.push_back(array(n.shapes[0], n.dtypes[0], n.primitive, std::move(in)));
+    } else {
+      for (auto& a : array::make_arrays(n.shapes, n.dtypes, n.primitive, in)) {
+        slots.push_back(std::move(a));
+      }
+    }
+  }
+  std::vector<array> result;
+  result.reserve(plan.outputs.size());
+  for (int k : plan.outputs) result.push_back(value(k));
+  return result;
+}
+
+} // namespace
+
 std::vector<array> replay(const Trace& trace, const std::vector<array>& inputs) {
+  if (trace.plan) return replay_plan(*trace.plan, inputs);
   std::unordered_map<uintptr_t, array> value;
   value.reserve(trace.tape.size() * 2 + inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {

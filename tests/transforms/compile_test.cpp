@@ -436,6 +436,84 @@ TEST(Compile, SeedLinearStepKeepsVectorBias) {
   EXPECT_TRUE(all_close(to_doubles(out), to_doubles(want), 1e-2, 1e-2));
 }
 
+// (a b)^T with no other consumer of a b is written transposed by the GEMM:
+// b^T a^T, a row-major result where eager gives a transposed view. Batched
+// products too; a product with another consumer, or that is an output
+// itself, stays as it is. Results match eager in each case.
+TEST(Compile, TransposedProductsBecomeProductsOfTransposes) {
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t p = text.find(what); p != std::string::npos;
+         p = text.find(what, p + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  for (Shape sa : {Shape{5, 7}, Shape{3, 5, 7}}) {
+    Shape sb = sa;
+    sb[sb.size() - 2] = 7;
+    sb.back() = 4;
+    auto a = random_array(sa, float32), b = random_array(sb, float32);
+    std::vector<int> axes(sa.size());
+    for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int>(i);
+    std::swap(axes[axes.size() - 1], axes[axes.size() - 2]);
+    auto f = [axes](const std::vector<array>& in) {
+      return one(multiply(transpose(matmul(in[0], in[1]), axes), array(2.0f)));
+    };
+    auto out = compile(f)({a, b})[0];
+    out.eval();
+    auto want = f({a, b})[0];
+    want.eval();
+    EXPECT_FALSE(want.flags().row_contiguous); // eager: a transposed view
+    EXPECT_TRUE(out.flags().row_contiguous) << sa.size() << "-d";
+    EXPECT_TRUE(all_close(to_doubles(out), to_doubles(want), 1e-5, 1e-5));
+    set_compile_stage(CompileStage::fuse, false);
+    auto text = export_compiled_graph(compile(f), {a, b});
+    set_compile_stage(CompileStage::fuse, true);
+    EXPECT_EQ(count(text, "Matmul"), 1u) << text;
+  }
+  // The product also feeds an add: left alone (one GEMM, not two).
+  auto shared = [](const std::vector<array>& in) {
+    auto m = matmul(in[0], in[1]);
+    return one(add(transpose(m), m));
+  };
+  auto a = random_array({6, 6}, float32), b = random_array({6, 6}, float32);
+  auto text = export_compiled_graph(compile(shared), {a, b});
+  EXPECT_EQ(count(text, "Matmul"), 1u) << text;
+  auto got = compile(shared)({a, b})[0];
+  EXPECT_TRUE(all_close(to_doubles(got), to_doubles(shared({a, b})[0]), 1e-5,
+                        1e-5));
+  // The product is an output too.
+  auto both = [](const std::vector<array>& in) {
+    auto m = matmul(in[0], in[1]);
+    return std::vector<array>{m, transpose(m)};
+  };
+  auto outs = compile(both)({a, b});
+  auto eager = both({a, b});
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(all_close(to_doubles(outs[i]), to_doubles(eager[i]), 1e-5,
+                          1e-5));
+  }
+}
+
+// The gradient of a Linear weight, x^T dy transposed back to (out, in),
+// comes out row-major under compile, so an optimizer's fused update reads
+// it contiguously; it matches the eager gradient.
+TEST(Compile, LinearWeightGradientIsRowMajor) {
+  auto x = random_array({4, 3, 8}, float32), w = random_array({5, 8}, float32);
+  auto loss = [](const std::vector<array>& in) {
+    return one(sum(square(matmul(in[0], transpose(in[1])))));
+  };
+  auto g = [loss](const std::vector<array>& in) {
+    return std::vector<array>{vjp(loss, in, {array(1.0f)}).second[1]};
+  };
+  auto got = compile(g)({x, w})[0];
+  got.eval();
+  auto want = g({x, w})[0];
+  EXPECT_TRUE(got.flags().row_contiguous);
+  EXPECT_TRUE(all_close(to_doubles(got), to_doubles(want), 1e-4, 1e-4));
+}
+
 TEST(Compile, LogExplainsLeftOutOps) {
   clear_compile_log();
   auto cf = compile([](const std::vector<array>& in) {
