@@ -15,7 +15,23 @@ def _is_array(x):
 
 
 def _arrays_of(tree):
-    return [x for x in _flatten(tree)[0] if _is_array(x)]
+    """The arrays among the leaves of tree, in _flatten's order (without
+    building its description: eval and compile's state call this on whole
+    models every step)."""
+    out = []
+    _collect_arrays(tree, out)
+    return out
+
+
+def _collect_arrays(t, out):
+    if isinstance(t, array):
+        out.append(t)
+    elif isinstance(t, dict):
+        for v in t.values():
+            _collect_arrays(v, out)
+    elif isinstance(t, (list, tuple)):
+        for v in t:
+            _collect_arrays(v, out)
 
 
 def eval(*args):
