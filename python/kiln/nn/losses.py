@@ -75,8 +75,10 @@ def cross_entropy(
             f"[cross_entropy] Targets shape {tuple(targets.shape)} does not match "
             f"logits shape {tuple(logits.shape)}."
         )
-    # Shift by the (constant) max so the logsumexp cannot overflow.
-    logits = logits - mx.stop_gradient(mx.max(logits, axis=axis, keepdims=True))
+    # logsumexp shifts by the row max itself, so large logits cannot
+    # overflow; shifting here as well would cost two more passes over the
+    # logits (and their gradients), and change the loss for probability
+    # targets that do not sum to 1, which MLX leaves as they are.
     if as_probs:
         score = mx.sum(logits * targets, axis=axis)
     else:

@@ -72,6 +72,19 @@ def test_cross_entropy_with_probabilities(rng):
     assert_close(got, -(q * _log_softmax(l64)).sum(), scale=2)
 
 
+def test_cross_entropy_of_huge_logits_and_unnormalized_targets(rng):
+    # Logits far past exp's range stay finite (logsumexp shifts by the row
+    # max); probability targets are used as given, as MLX does:
+    # logsumexp(x) - sum(x * p) even when p does not sum to 1.
+    l64 = rng.uniform(-1, 1, (4, 7)) * 3e4
+    t = rng.integers(0, 7, 4)
+    got = losses.cross_entropy(_k(l64), kc.array(t))
+    assert_close(got, -_log_softmax(l64)[np.arange(4), t])
+    p = rng.uniform(0.1, 1, (4, 7))
+    lse = np.log(np.exp(l64 - l64.max(-1, keepdims=True)).sum(-1)) + l64.max(-1)
+    assert_close(losses.cross_entropy(_k(l64), _k(p)), lse - (l64 * p).sum(-1))
+
+
 @pytest.mark.parametrize("axis", [0, 1, -2])
 def test_cross_entropy_along_another_axis(axis, rng):
     l64 = rng.uniform(-3, 3, (3, 4, 5))
