@@ -8,6 +8,7 @@
 #include "kiln/ops/shape.h"
 #include "kiln/ops/utils.h"
 #include "kiln/primitives/reduction.h"
+#include "kiln/primitives/softmax.h"
 
 namespace kiln {
 
@@ -155,12 +156,23 @@ array logsumexp(const array& a, const std::vector<int>& axes, bool keepdims,
   if (a.size() == 0) invalid("logsumexp", "cannot reduce a zero-size array.");
   Dtype dt = detail::at_least_float(a.dtype());
   auto x = astype(a, dt, s);
-  // Shift by the max (held constant for gradients); an infinite max would
-  // give inf - inf, so it shifts by 0 instead.
+  auto ax = detail::normalize_axes(axes, static_cast<int>(a.ndim()), "logsumexp");
+  int nd = static_cast<int>(a.ndim());
+  if (!is_complex(dt) && ax.size() == 1) {
+    // One pass over each row (LogSumExp works on the last axis; another
+    // axis moves last as a view). Several axes compose below: flattening
+    // them would need a reshape, which shapeless compile cannot replay.
+    if (ax[0] != nd - 1) x = moveaxis(x, ax[0], -1, s);
+    Shape shape(x.shape().begin(), x.shape().end() - 1);
+    array out(shape, dt, std::make_shared<LogSumExp>(to_stream(s)), {x});
+    return keepdims ? expand_dims(out, ax[0], s) : out;
+  }
+  // Several axes, or complex: composed. Shift by the max (held
+  // constant for gradients); an infinite max would give inf - inf, so it
+  // shifts by 0 instead.
   auto m = stop_gradient(max(x, axes, true, s), s);
   m = where(isinf(m, s), zeros_like(m, s), m, s);
   auto out = add(log(sum(exp(subtract(x, m, s), s), axes, true, s), s), m, s);
-  auto ax = detail::normalize_axes(axes, static_cast<int>(a.ndim()), "logsumexp");
   return squeeze_unless(out, ax, keepdims, s);
 }
 

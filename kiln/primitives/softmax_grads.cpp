@@ -44,4 +44,48 @@ std::pair<std::vector<array>, std::vector<int>> Softmax::vmap(
   return {{array(x.shape(), x.dtype(), shared_from_this(), {x})}, {ax}};
 }
 
+// LogSumExp (over the last axis): with l = logsumexp(x), dl = sum(dx *
+// softmax(x)) and softmax(x) = exp(x - l); the vjp spreads the cotangent
+// over the row as g * exp(x - l).
+namespace {
+
+array logsumexp_softmax(const array& x, const array& l, Stream s) {
+  return exp(subtract(x, expand_dims(l, -1, s), s), s);
+}
+
+} // namespace
+
+std::vector<array> LogSumExp::vjp(const std::vector<array>& primals,
+                                  const std::vector<array>& cotangents,
+                                  const std::vector<int>&,
+                                  const std::vector<array>& outputs) {
+  Stream s = stream();
+  auto p = logsumexp_softmax(primals[0], outputs[0], s);
+  return {multiply(expand_dims(cotangents[0], -1, s), p, s)};
+}
+
+std::vector<array> LogSumExp::jvp(const std::vector<array>& primals,
+                                  const std::vector<array>& tangents,
+                                  const std::vector<int>&) {
+  Stream s = stream();
+  array l(output_shapes(primals)[0], primals[0].dtype(), shared_from_this(),
+          primals);
+  auto p = logsumexp_softmax(primals[0], l, s);
+  return {sum(multiply(tangents[0], p, s), -1, false, s)};
+}
+
+std::pair<std::vector<array>, std::vector<int>> LogSumExp::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  // A batch axis that is the reduced (last) one moves first; any other
+  // stays, and keeps its place in the output (only the last axis goes).
+  auto x = inputs[0];
+  int ax = axes[0];
+  if (ax == static_cast<int>(x.ndim()) - 1) {
+    x = moveaxis(x, ax, 0, stream());
+    ax = 0;
+  }
+  Shape shape(x.shape().begin(), x.shape().end() - 1);
+  return {{array(shape, x.dtype(), shared_from_this(), {x})}, {ax}};
+}
+
 } // namespace kiln

@@ -1,4 +1,4 @@
-// GPU row kernels (softmax, layer_norm, rms_norm, rope) against the CPU
+// GPU row kernels (softmax, logsumexp, layer_norm, rms_norm, rope) against the CPU
 // backend on random inputs: every float dtype and layout, row lengths on
 // both sides of the warp/block switch (and not multiples of the 16-byte
 // chunk), more than 65535 rows, inf/NaN, empty arrays, indices past 2^31,
@@ -135,6 +135,43 @@ TEST_F(GpuRows, SoftmaxInfinitiesAndNaN) {
       }
     }
   }
+}
+
+// logsumexp over the last axis and another axis (one LogSumExp pass per
+// row) and over all axes (composed), every float dtype, layout and row
+// length; the special rows
+// (+inf, all -inf, NaN) and integers (as float32).
+TEST_F(GpuRows, LogSumExpEveryDtypeLayoutLengthAndSpecialRow) {
+  for (Dtype dt : float_dtypes()) {
+    check_rows(
+        "logsumexp", dt,
+        [](const array& x, Device d) { return logsumexp(x, -1, false, d); },
+        [&](int) { return tolerance(dt); });
+    auto axis0 = [](const std::vector<array>& v, Device d) {
+      return logsumexp(v[0], 0, true, d);
+    };
+    EXPECT_TRUE(same_on_devices(axis0, {random_array({700, 9}, dt, -3, 3)},
+                                tolerance(dt)))
+        << dtype_name(dt);
+    auto all = [](const std::vector<array>& v, Device d) {
+      return logsumexp(v[0], false, d);
+    };
+    EXPECT_TRUE(same_on_devices(all, {random_array({30, 70}, dt, -3, 3)},
+                                tolerance(dt)))
+        << dtype_name(dt);
+    for (int n : {2, 33, 1000, 5000}) {
+      auto f = [](const std::vector<array>& v, Device d) {
+        return logsumexp(v[0], -1, false, d);
+      };
+      EXPECT_TRUE(same_on_devices(f, {special_rows(n, dt)}, tolerance(dt)))
+          << dtype_name(dt) << " n=" << n;
+    }
+  }
+  auto ints = [](const std::vector<array>& v, Device d) {
+    return logsumexp(v[0], -1, false, d);
+  };
+  EXPECT_TRUE(same_on_devices(ints, {random_array({3, 40}, int32, -5, 5)},
+                              tolerance(float32)));
 }
 
 TEST_F(GpuRows, ManyRows) {

@@ -130,6 +130,7 @@ TEST(NvrtcHeaders, RowFamilies) {
     for (bool precise : {false, true}) {
       expect_compiles(cuda::softmax_kernel(d, precise, true));
     }
+    expect_compiles(cuda::logsumexp_kernel(d, false));
     expect_compiles(cuda::norm_kernel("LayerNorm", d, false));
     expect_compiles(cuda::norm_kernel("RMSNorm", d, true));
     expect_compiles(cuda::rope_kernel(d));

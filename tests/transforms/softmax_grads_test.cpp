@@ -1,4 +1,4 @@
-// Transformation rules of Softmax: finite differences, the jvp/vjp identity
+// Transformation rules of Softmax and LogSumExp: finite differences, the jvp/vjp identity
 // and vmap on every layout, low-precision dtypes against a float64
 // reference, and second-order compositions.
 #include <cmath>
@@ -39,6 +39,60 @@ TEST(GradSoftmax, AllLayoutsAndAxes) {
       "softmax 3-d middle axis",
       [](const std::vector<array>& in) { return softmax(in[0], 1); },
       {random_array({2, 4, 3}, float64)});
+}
+
+// The LogSumExp primitive (one axis) and the composed form (all axes):
+// finite differences,
+// the jvp/vjp identity and vmap, on every layout and over each axis.
+TEST(GradLogSumExp, AllLayoutsAndAxes) {
+  auto x = random_array({3, 5}, float64, -3, 3);
+  for (int axis : {-1, 0}) {
+    for (bool keepdims : {false, true}) {
+      Fun f = [=](const std::vector<array>& in) {
+        return logsumexp(in[0], axis, keepdims);
+      };
+      auto name = "logsumexp axis " + std::to_string(axis);
+      check_transforms(name, f, {x});
+      check_transforms(name + " transposed", f, {as_transposed(x)});
+      check_transforms(name + " broadcast", f,
+                       {broadcast_to(random_array({5}, float64), {3, 5})});
+      check_transforms(name + " sliced", f,
+                       {slice(random_array({5, 7}, float64), {1, 1}, {4, 6})});
+    }
+  }
+  check_transforms(
+      "logsumexp over all axes",
+      [](const std::vector<array>& in) { return logsumexp(in[0]); },
+      {random_array({2, 4, 3}, float64)});
+  check_transforms(
+      "logsumexp 3-d middle axis",
+      [](const std::vector<array>& in) { return logsumexp(in[0], 1); },
+      {random_array({2, 4, 3}, float64)});
+}
+
+// d/dx sum(w * logsumexp(x)) = w * softmax(x) on each row, in each float
+// dtype against float64.
+TEST(GradLogSumExp, MatchesReferenceInEachDtype) {
+  for (Dtype dt : float_dtypes()) {
+    auto x = random_array({4, 6}, dt, -2, 2);
+    auto w = random_array({4}, dt, -1, 1);
+    auto g = grad(
+        [&](const array& v) { return sum(multiply(logsumexp(v, -1), w)); })(x);
+    EXPECT_EQ(g.dtype(), dt);
+    auto xs = to_doubles(x), ws = to_doubles(w);
+    std::vector<double> want(xs.size());
+    for (int r = 0; r < 4; ++r) {
+      double m = -INFINITY, den = 0;
+      for (int j = 0; j < 6; ++j) m = std::max(m, xs[r * 6 + j]);
+      for (int j = 0; j < 6; ++j) den += std::exp(xs[r * 6 + j] - m);
+      for (int j = 0; j < 6; ++j) {
+        want[r * 6 + j] = ws[r] * std::exp(xs[r * 6 + j] - m) / den;
+      }
+    }
+    EXPECT_TRUE(all_close(to_doubles(g), want, 4 * tolerance(dt),
+                          4 * tolerance(dt)))
+        << dtype_name(dt);
+  }
 }
 
 TEST(GradSoftmax, MatchesReferenceInEachDtype) {

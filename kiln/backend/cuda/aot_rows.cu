@@ -1,4 +1,4 @@
-// Ahead-of-time row kernels: softmax (plain and precise), LayerNorm,
+// Ahead-of-time row kernels: softmax (plain and precise), logsumexp, LayerNorm,
 // RMSNorm, RoPE and attention on float32/float16/bfloat16, and the
 // tensor-core attention kernels (forward and backward) on float16/bfloat16.
 // float64, and everything in the JIT build, is compiled by NVRTC at first
@@ -28,6 +28,15 @@ void softmax(AotTable& t, bool precise) {
                &softmax_warp<T, Acc, chunk<T>, lane_chunks<T>>));
   aot::put(t, softmax_kernel(d, precise, false),
            reinterpret_cast<const void*>(&softmax_block<T, Acc, chunk<T>>));
+}
+
+template <typename T>
+void logsumexp(AotTable& t) {
+  Dtype d = aot::dtype_v<T>;
+  aot::put(t, logsumexp_kernel(d, true),
+           reinterpret_cast<const void*>(&logsumexp_warp<T, chunk<T>>));
+  aot::put(t, logsumexp_kernel(d, false),
+           reinterpret_cast<const void*>(&logsumexp_block<T, chunk<T>>));
 }
 
 template <typename T, bool Rms>
@@ -89,6 +98,9 @@ void add_aot_rows(AotTable& t) {
   softmax<__half, float>(t, true);
   softmax<__nv_bfloat16, __nv_bfloat16>(t, false);
   softmax<__nv_bfloat16, float>(t, true);
+  logsumexp<float>(t);
+  logsumexp<__half>(t);
+  logsumexp<__nv_bfloat16>(t);
   rows<float>(t);
   rows<__half>(t);
   rows<__nv_bfloat16>(t);

@@ -47,6 +47,16 @@ JitKernel softmax_one(Dtype dt, bool precise, bool warp) {
           {}};
 }
 
+JitKernel logsumexp_one(Dtype dt, bool warp) {
+  std::string expr = std::string("kiln::cuda::logsumexp_") +
+                     (warp ? "warp" : "block") + "<" + device_type(dt) + ", " +
+                     std::to_string(row_vec_width(dt)) + ">";
+  return {(warp ? "wLogSumExp" : "bLogSumExp") + dtype_name(dt),
+          include("softmax.cuh"),
+          expr,
+          {}};
+}
+
 JitKernel norm_one(const std::string& op, Dtype dt, bool warp) {
   std::string rms = op == "RMSNorm" ? "true" : "false";
   std::string expr = std::string("kiln::cuda::norm_") +
@@ -61,6 +71,10 @@ JitKernel norm_one(const std::string& op, Dtype dt, bool warp) {
 JitKernel softmax_kernel(Dtype dt, bool precise, bool warp) {
   bool p = precise && is_half(dt);
   return with_sibling(warp, [&](bool w) { return softmax_one(dt, p, w); });
+}
+
+JitKernel logsumexp_kernel(Dtype dt, bool warp) {
+  return with_sibling(warp, [&](bool w) { return logsumexp_one(dt, w); });
 }
 
 JitKernel norm_kernel(const std::string& op, Dtype dt, bool warp) {

@@ -37,6 +37,8 @@ inline bool row_fits_warp(int64_t n) { return n <= warp_row_max; }
 /** precise matters only for float16/bfloat16 (the others sum in their own
  *  compute type either way). */
 JitKernel softmax_kernel(Dtype dt, bool precise, bool warp);
+/** logsumexp over the last axis, "wLogSumExp{dtype}" / "bLogSumExp{dtype}". */
+JitKernel logsumexp_kernel(Dtype dt, bool warp);
 /** op: "LayerNorm" or "RMSNorm". */
 JitKernel norm_kernel(const std::string& op, Dtype dt, bool warp);
 JitKernel rope_kernel(Dtype dt);
