@@ -10,6 +10,13 @@ namespace kiln {
 
 namespace {
 
+// vmap of a last-axis primitive: a batch axis on the last axis moves first;
+// any other stays where it is (also in the output).
+std::pair<array, int> batch_off_last_axis(array x, int ax, Stream s) {
+  if (ax == static_cast<int>(x.ndim()) - 1) return {moveaxis(x, ax, 0, s), 0};
+  return {x, ax};
+}
+
 array softmax_product(const array& y, const array& v, Stream s) {
   auto dot = sum(multiply(v, y, s), -1, true, s);
   return multiply(y, subtract(v, dot, s), s);
@@ -33,14 +40,7 @@ std::vector<array> Softmax::jvp(const std::vector<array>& primals,
 
 std::pair<std::vector<array>, std::vector<int>> Softmax::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
-  // The batch axis may stay where it is unless it is the normalized (last)
-  // one; then it moves first.
-  auto x = inputs[0];
-  int ax = axes[0];
-  if (ax == static_cast<int>(x.ndim()) - 1) {
-    x = moveaxis(x, ax, 0, stream());
-    ax = 0;
-  }
+  auto [x, ax] = batch_off_last_axis(inputs[0], axes[0], stream());
   return {{array(x.shape(), x.dtype(), shared_from_this(), {x})}, {ax}};
 }
 
@@ -76,14 +76,8 @@ std::vector<array> LogSumExp::jvp(const std::vector<array>& primals,
 
 std::pair<std::vector<array>, std::vector<int>> LogSumExp::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
-  // A batch axis that is the reduced (last) one moves first; any other
-  // stays, and keeps its place in the output (only the last axis goes).
-  auto x = inputs[0];
-  int ax = axes[0];
-  if (ax == static_cast<int>(x.ndim()) - 1) {
-    x = moveaxis(x, ax, 0, stream());
-    ax = 0;
-  }
+  // Only the last axis goes: the batch axis keeps its place.
+  auto [x, ax] = batch_off_last_axis(inputs[0], axes[0], stream());
   Shape shape(x.shape().begin(), x.shape().end() - 1);
   return {{array(shape, x.dtype(), shared_from_this(), {x})}, {ax}};
 }

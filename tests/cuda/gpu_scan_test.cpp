@@ -59,6 +59,13 @@ double scan_tolerance(Dtype out, int64_t n) {
   return t * std::max(4.0, 4 * std::sqrt(static_cast<double>(n)));
 }
 
+std::string scan_case(const ScanOp& op, Dtype dt, int n, bool reverse,
+                      bool inclusive) {
+  return std::string(op.name) + " " + dtype_name(dt) + " n " +
+         std::to_string(n) + " reverse " + std::to_string(reverse) +
+         " inclusive " + std::to_string(inclusive);
+}
+
 ::testing::AssertionResult scan_matches(const ScanOp& op, const array& x,
                                         int axis, bool reverse,
                                         bool inclusive) {
@@ -115,10 +122,7 @@ TEST_F(GpuScan, LineLengths) {
       for (int n : {1, 31, 128, 129, 1024, 1025, 5000, 100000}) {
         for (bool reverse : {false, true}) {
           for (bool inclusive : {true, false}) {
-            std::string what = std::string(op.name) + " " + dtype_name(dt) +
-                               " n " + std::to_string(n) + " reverse " +
-                               std::to_string(reverse) + " inclusive " +
-                               std::to_string(inclusive);
+            std::string what = scan_case(op, dt, n, reverse, inclusive);
             EXPECT_TRUE(scan_matches(op, scan_input(op, {2, n}, dt), 1, reverse,
                                      inclusive))
                 << what << " rows";
@@ -168,10 +172,7 @@ TEST_F(GpuScan, LongLinesInPieces) {
         array rows = scan_input(op, {3, n / 3}, dt);
         for (bool reverse : {false, true}) {
           for (bool inclusive : {true, false}) {
-            std::string what = std::string(op.name) + " " + dtype_name(dt) +
-                               " n " + std::to_string(n) + " reverse " +
-                               std::to_string(reverse) + " inclusive " +
-                               std::to_string(inclusive);
+            std::string what = scan_case(op, dt, n, reverse, inclusive);
             EXPECT_TRUE(scan_matches(op, line, 0, reverse, inclusive)) << what;
             EXPECT_TRUE(scan_matches(op, rows, 1, reverse, inclusive))
                 << what << " rows";

@@ -19,20 +19,24 @@ Fun grad_of(const Fun& f, const array& w) {
   };
 }
 
+// check_transforms of f on a (3, 5) float64 input in each layout.
+void check_layouts(const std::string& name, const Fun& f) {
+  check_transforms(name, f, {random_array({3, 5}, float64, -3, 3)});
+  check_transforms(name + " transposed", f,
+                   {as_transposed(random_array({3, 5}, float64, -3, 3))});
+  check_transforms(name + " broadcast", f,
+                   {broadcast_to(random_array({5}, float64), {3, 5})});
+  check_transforms(name + " sliced", f,
+                   {slice(random_array({5, 7}, float64), {1, 1}, {4, 6})});
+}
+
 TEST(GradSoftmax, AllLayoutsAndAxes) {
-  auto x = random_array({3, 5}, float64, -3, 3);
   for (int axis : {-1, 0}) {
     for (bool precise : {false, true}) {
-      Fun f = [=](const std::vector<array>& in) {
-        return softmax(in[0], axis, precise);
-      };
-      auto name = "softmax axis " + std::to_string(axis);
-      check_transforms(name, f, {x});
-      check_transforms(name + " transposed", f, {as_transposed(x)});
-      check_transforms(name + " broadcast", f,
-                       {broadcast_to(random_array({5}, float64), {3, 5})});
-      check_transforms(name + " sliced", f,
-                       {slice(random_array({5, 7}, float64), {1, 1}, {4, 6})});
+      check_layouts("softmax axis " + std::to_string(axis),
+                    [=](const std::vector<array>& in) {
+                      return softmax(in[0], axis, precise);
+                    });
     }
   }
   check_transforms(
@@ -45,19 +49,12 @@ TEST(GradSoftmax, AllLayoutsAndAxes) {
 // finite differences,
 // the jvp/vjp identity and vmap, on every layout and over each axis.
 TEST(GradLogSumExp, AllLayoutsAndAxes) {
-  auto x = random_array({3, 5}, float64, -3, 3);
   for (int axis : {-1, 0}) {
     for (bool keepdims : {false, true}) {
-      Fun f = [=](const std::vector<array>& in) {
-        return logsumexp(in[0], axis, keepdims);
-      };
-      auto name = "logsumexp axis " + std::to_string(axis);
-      check_transforms(name, f, {x});
-      check_transforms(name + " transposed", f, {as_transposed(x)});
-      check_transforms(name + " broadcast", f,
-                       {broadcast_to(random_array({5}, float64), {3, 5})});
-      check_transforms(name + " sliced", f,
-                       {slice(random_array({5, 7}, float64), {1, 1}, {4, 6})});
+      check_layouts("logsumexp axis " + std::to_string(axis),
+                    [=](const std::vector<array>& in) {
+                      return logsumexp(in[0], axis, keepdims);
+                    });
     }
   }
   check_transforms(
