@@ -367,6 +367,7 @@ def main():
     ap.add_argument("--no-torch-compile", action="store_true", help="leave torch.compile out")
     ap.add_argument("--only", default="", metavar="NAMES",
                     help="comma-separated workloads to run (a word of each name is enough: 'scan,attention')")
+    ap.add_argument("--json", metavar="PATH", help="also write the table's rows to PATH (scripts/gpu-check compare)")
     args = ap.parse_args()
     if not mx.is_available(mx.gpu):
         sys.exit("gpu_bench: kiln has no GPU here")
@@ -403,6 +404,11 @@ def main():
     print("| --- | --- | --- | --- |")
     for r in ROWS:
         print("| " + " | ".join(r) + " |")
+    if args.json:
+        import json
+
+        with open(args.json, "w") as f:
+            json.dump(ROWS, f)
 
 
 if __name__ == "__main__":
