@@ -1,7 +1,6 @@
 // compile's cache, trace and replay. The graph passes live in
 // compile_passes.cpp.
 #include "kiln/transforms/compile.h"
-#include "kiln/transforms/host_profile.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -15,6 +14,7 @@
 #include "kiln/ops/utils.h"
 #include "kiln/primitives/compiled.h"
 #include "kiln/transforms/compile_passes.h"
+#include "kiln/transforms/host_profile.h"
 #include "kiln/transforms/trace.h"
 
 namespace kiln {

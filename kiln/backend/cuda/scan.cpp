@@ -87,7 +87,7 @@ void scan_in_chunks(const Scan& p, const array& in, array& out,
   const char* op = scan_op(p.type());
   CUfunction totals_kernel =
       get_kernel(scan_kernel(op, in.dtype(), out.dtype(), 't'));
-  CUfunction scan_kernel_f =
+  CUfunction pieces_kernel =
       get_kernel(scan_kernel(op, in.dtype(), out.dtype(), 'k'));
   // Room for the widest compute type (8 bytes) per piece.
   Scratch totals(static_cast<size_t>(l.lines * chunks) * 8, s);
@@ -102,7 +102,7 @@ void scan_in_chunks(const Scan& p, const array& in, array& out,
   void* scan_args[] = {&src,     &dst,         &totals.ptr, &chunks,
                        &chunk,   &l.n,         &l.inner,    &l.in_stride,
                        &inclusive, &reverse,   &l.starts};
-  launch_blocks(scan_kernel_f, blocks, long_scan_tile.threads, 1, scan_args,
+  launch_blocks(pieces_kernel, blocks, long_scan_tile.threads, 1, scan_args,
                 s.index);
 }
 
