@@ -155,20 +155,17 @@ void transpose_products(Trace& trace) {
     const array& product = node.inputs()[0];
     if (!product.has_primitive() || product.is_available() ||
         !dynamic_cast<const Matmul*>(&product.primitive()) ||
-        consumers[product.id()] != 1) {
+        consumers[product.id()] != 1 ||
+        product.inputs()[0].ndim() != product.ndim() ||
+        product.inputs()[1].ndim() != product.ndim()) {
       continue;
     }
     Stream s = product.primitive().stream();
-    auto swapped = [&](const array& x) {
-      std::vector<int> axes = t->axes();
-      axes.resize(x.ndim());
-      for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int>(i);
-      std::swap(axes[axes.size() - 1], axes[axes.size() - 2]);
-      return transpose(x, axes, s);
-    };
+    // The operands carry the product's batch axes (the op broadcasts
+    // them), so the same permutation transposes each of them.
     const auto& ab = product.inputs();
     array rewritten(node.shape(), node.dtype(), std::make_shared<Matmul>(s),
-                    {swapped(ab[1]), swapped(ab[0])});
+                    {transpose(ab[1], t->axes(), s), transpose(ab[0], t->axes(), s)});
     replaced.emplace(node.id(), rewritten);
     ++rewrites;
   }
