@@ -165,7 +165,8 @@ void transpose_products(Trace& trace) {
     // them), so the same permutation transposes each of them.
     const auto& ab = product.inputs();
     array rewritten(node.shape(), node.dtype(), std::make_shared<Matmul>(s),
-                    {transpose(ab[1], t->axes(), s), transpose(ab[0], t->axes(), s)});
+                    {transpose(ab[1], t->axes(), s),
+                     transpose(ab[0], t->axes(), s)});
     replaced.emplace(node.id(), rewritten);
     ++rewrites;
   }
