@@ -5,6 +5,7 @@
 // per-row or per-column over (rows, n) runs as the rows kernel. Regions the
 // generator cannot take (complex64, more than max_ndim dimensions after
 // collapsing, more than max_strided_inputs strided inputs) run on the CPU.
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <memory>
@@ -90,6 +91,18 @@ FusedLaunch kernel_for(const Compiled& c, const detail::JitKernelSpec& spec,
   return made;
 }
 
+/** Whether a's strides are row_major_strides(a.shape()), size-1 dimensions
+ *  too (an output given a's buffer takes its strides), without building
+ *  them. */
+bool has_row_major_strides(const array& a) {
+  int64_t expect = 1;
+  for (int d = static_cast<int>(a.ndim()) - 1; d >= 0; --d) {
+    if (a.strides()[d] != expect) return false;
+    expect *= std::max<int64_t>(a.shape()[d], 1);
+  }
+  return true;
+}
+
 /** Runs the region on the GPU; false when it must run on the CPU. */
 bool eval_compiled(const Compiled& c, const std::vector<array>& inputs,
                    std::vector<array>& outputs, const Stream& s) {
@@ -121,13 +134,12 @@ bool eval_compiled(const Compiled& c, const std::vector<array>& inputs,
     }
   }
   // In the flat and rows kernels, an array input that nothing else holds
-  // can become an output, as on the CPU: every element is loaded by the
-  // thread that stores its position, before the store, and read by no one
-  // after it (row and column inputs are read by many threads: never). The
-  // rows kernel's outputs are row-major, so only a row-major input of the
-  // region's shape can be one.
-  Strides row_major;
-  if (rows) row_major = row_major_strides(shape);
+  // can become an output (as on the CPU for the flat loop): every element is
+  // loaded by the thread that stores its position, before the store, and
+  // read by no one after it (row and column inputs are read by many
+  // threads: never). The rows kernel's outputs are row-major, so only a
+  // row-major input of the region's shape can be one; the output then has
+  // the strides and data size the CPU gives it.
   std::vector<bool> donated(inputs.size(), false);
   for (auto& o : outputs) {
     bool done = false;
@@ -138,8 +150,8 @@ bool eval_compiled(const Compiled& c, const std::vector<array>& inputs,
           spec.contiguous
               ? in.strides() == lay.out_strides &&
                     in.data_size() == lay.flat.data_size
-              : in.shape() == shape && in.flags().row_contiguous &&
-                    in.data_size() == o.size() && in.strides() == row_major;
+              : in.shape() == shape && in.data_size() == o.size() &&
+                    has_row_major_strides(in);
       if (spec.roles[k] == JitRole::vector && !donated[k] && same_layout &&
           donate_device_buffer(in, o, s)) {
         donated[k] = done = true;
