@@ -3,7 +3,8 @@ the CUDA backend's targets name (fused elementwise, bf16 GEMM, the seed's
 Linear step and broadcast chain, exp of a transposed array, the host cost of
 a compiled call, and a new fused kernel's compile time), and the other
 kernel families: reductions against the copy ceiling, a scan, a sort, and
-attention (the tensor-core forward) against PyTorch's.
+attention (the tensor-core forward) against PyTorch's, and fused regions with
+per-row and per-column broadcasts (LayerNorm's and cross-entropy's backward).
 
     PYTHONPATH=build-gpu-py/python python3 benchmarks/gpu_bench.py [--quick]
 
@@ -182,6 +183,42 @@ def bench_fused(n, dtype_name, torch_compile):
     row(name + ", compiled vs torch eager", kc, "torch eager", peer, "us")
     if peer_c:
         row(name + ", compiled vs torch.compile", kc, "torch.compile", peer_c, "us")
+    row(name + ", kiln effective bandwidth", tbps(kc), "torch eager", peer and tbps(peer), "TB/s", True)
+
+
+def bench_rows_broadcast(which, rows, n, dtype_name):
+    """A fused region with per-row and per-column broadcasts (the rows
+    kernel), rows x n in dtype: LayerNorm's backward (x - mean) * rstd * w * g
+    or cross-entropy's gradient exp(x - lse) * g with per-row lse and g.
+    Effective bandwidth counts the full inputs and the output."""
+    kdt = getattr(mx, dtype_name)
+    rng = np.random.default_rng(3)
+    full, per_row, per_column = (rows, n), (rows, 1), (n,)
+    if which == "layernorm":
+        label = "LayerNorm backward (x - mean) * rstd * w * g"
+        shapes = (full, per_row, per_row, per_column, full)
+        f = lambda x, mean, rstd, w, g: (x - mean) * rstd * w * g
+        tf = f
+    else:
+        label = "cross-entropy gradient exp(x - lse) * g"
+        shapes = (full, per_row, per_row)
+        f = lambda x, lse, g: mx.exp(x - lse) * g
+        tf = lambda x, lse, g: torch.exp(x - lse) * g
+    values = [rng.uniform(-2, 2, s).astype(np.float32) for s in shapes]
+    args = [mx.array(v).astype(kdt) for v in values]
+    mx.eval(args)
+    fc = mx.compile(f)
+    kc = kiln_throughput_us(lambda: fc(*args))
+    item = 4 if dtype_name == "float32" else 2
+    moved = (sum(s == full for s in shapes) + 1) * rows * n * item
+    tbps = lambda us: moved / (us * 1e-6) / 1e12
+    peer = None
+    if torch is not None:
+        targs = [to_torch(v, getattr(torch, dtype_name)) for v in values]
+        peer = torch_us(lambda: tf(*targs))
+    name = f"fused {label}, {rows}x{n} {dtype_name}"
+    print(f"{name}: kiln compiled {kc:.1f} us ({tbps(kc):.2f} TB/s)", flush=True)
+    row(name + ", compiled vs torch eager", kc, "torch eager", peer, "us")
     row(name + ", kiln effective bandwidth", tbps(kc), "torch eager", peer and tbps(peer), "TB/s", True)
 
 
@@ -380,6 +417,10 @@ def main():
         ("copy ceiling", lambda: bench_copy_ceiling(n)),
         ("fused float32", lambda: bench_fused(n, "float32", use_tc)),
         ("fused bfloat16", lambda: bench_fused(n, "bfloat16", use_tc)),
+        ("rows broadcast layernorm",
+         lambda: bench_rows_broadcast("layernorm", 8192 if args.quick else 32768, 512, "bfloat16")),
+        ("rows broadcast cross-entropy",
+         lambda: bench_rows_broadcast("cross_entropy", 2048 if args.quick else 8192, 8192, "bfloat16")),
         ("gemm", lambda: bench_gemm(4096 if args.quick else 8192)),
         ("seed step", bench_seed_step),
         ("broadcast chain", bench_broadcast_chain),

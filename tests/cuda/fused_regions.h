@@ -1,6 +1,7 @@
 // Functions whose compiled form is one fused region, by dtype family: the
 // GPU tests run them compiled on the GPU against the CPU, and the NVRTC
-// tests compile their generated kernels without a GPU.
+// tests compile their generated kernels without a GPU. The rows cases read
+// per-row and per-column broadcasts next to full arrays (the rows kernel).
 #pragma once
 
 #include <string>
@@ -113,6 +114,75 @@ inline const std::vector<RegionCase>& region_cases() {
                                    t - in[0] * scalar_like(2, t)};
        },
        float_dtypes(), -2, 2},
+  };
+  return cases;
+}
+
+/** A region over (..., n) whose inputs are full arrays ('x'), one value
+ *  per row of shape (..., 1) ('r') or one per column of shape (n,) ('c'). */
+struct RowsCase {
+  std::string name;
+  Fn f;
+  std::string kinds; // one letter per input
+  std::vector<Dtype> dtypes;
+  double lo = -2, hi = 2;
+};
+
+/** Inputs of c for a region of `shape` (at least 1-d), in dtype dt. */
+inline std::vector<array> rows_inputs(const RowsCase& c, const Shape& shape,
+                                      Dtype dt) {
+  Shape per_row = shape;
+  per_row.back() = 1;
+  std::vector<array> in;
+  for (char k : c.kinds) {
+    Shape s = k == 'x' ? shape : k == 'r' ? per_row : Shape{shape.back()};
+    in.push_back(random_array(s, dt, c.lo, c.hi));
+  }
+  return in;
+}
+
+inline const std::vector<RowsCase>& rows_cases() {
+  static const std::vector<Dtype> halves_and_float32 = {float32, float16,
+                                                        bfloat16};
+  static const std::vector<RowsCase> cases = {
+      // LayerNorm's backward: (x - mean) * rstd * w * g.
+      {"layernorm_backward",
+       [](const std::vector<array>& in) {
+         return std::vector<array>{(in[0] - in[1]) * in[2] * in[3] * in[4]};
+       },
+       "xrrcx", halves_and_float32},
+      // Softmax's backward: y * (g - sum(y * g)).
+      {"softmax_backward",
+       [](const std::vector<array>& in) {
+         return std::vector<array>{in[0] * (in[1] - in[2])};
+       },
+       "xxr", halves_and_float32},
+      // Cross-entropy's gradient: exp(x - lse) * g, per-row lse and g.
+      {"cross_entropy_gradient",
+       [](const std::vector<array>& in) {
+         return std::vector<array>{exp(in[0] - in[1]) * in[2]};
+       },
+       "xrr", halves_and_float32},
+      // Two outputs: a bias and scale, and a centered product.
+      {"two_outputs",
+       [](const std::vector<array>& in) {
+         return std::vector<array>{in[0] * in[1] + in[2],
+                                   (in[0] - in[3]) * in[1]};
+       },
+       "xccr", halves_and_float32},
+      {"integer_rows",
+       [](const std::vector<array>& in) {
+         return std::vector<array>{(in[0] - in[1]) * in[2] +
+                                   scalar_like(3, in[0])};
+       },
+       // Small values: int8 products stay in range.
+       "xrc", {int32, int8, int64, uint16}, -5, 5},
+      {"bool_rows",
+       [](const std::vector<array>& in) {
+         return std::vector<array>{logical_or(logical_and(in[0], in[1]),
+                                              logical_not(in[2]))};
+       },
+       "xrc", {bool_}, 0, 2},
   };
   return cases;
 }

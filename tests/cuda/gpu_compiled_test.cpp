@@ -1,7 +1,9 @@
 // Compiled (fused) regions on the GPU against the same functions uncompiled
 // on the CPU: every region case and dtype in each layout (the outputs'
 // strides and data size too), scalar inputs, edge sizes, shapeless calls at
-// new shapes, the seed's bias cast before addmm, and the CPU fallback.
+// new shapes, the seed's bias cast before addmm, the CPU fallback, and the
+// rows kernel's regions (per-row and per-column broadcasts: the backward of
+// LayerNorm, softmax and cross-entropy) at every width and alignment.
 #include "kiln/config.h"
 
 #if KILN_HAS_CUDA
@@ -203,6 +205,113 @@ TEST_F(GpuCompiled, RepeatedCallsCompileOnce) {
   auto after = cuda::jit_stats();
   EXPECT_EQ(after.compiles, before.compiles);
   EXPECT_EQ(after.disk_hits, before.disk_hits);
+}
+
+std::string shape_text(const Shape& s) {
+  std::string t;
+  for (auto d : s) t += (t.empty() ? "" : "x") + std::to_string(d);
+  return t;
+}
+
+TEST_F(GpuCompiled, RowsRegionsEveryCaseDtypeAndSize) {
+  for (auto& c : rows_cases()) {
+    for (Dtype dt : c.dtypes) {
+      // Rows of a multiple of every vector width; of none (one element at a
+      // time); one column (the region collapses otherwise); more than a
+      // grid step; one row; empty; 2-d.
+      for (Shape s : {Shape{4, 6, 64}, Shape{3, 5, 37}, Shape{5, 7, 1},
+                      Shape{3, 2, 1000}, Shape{1, 1, 24}, Shape{0, 4, 8},
+                      Shape{33, 40}}) {
+        EXPECT_TRUE(
+            fused_matches(c.f, rows_inputs(c, s, dt), chain_tolerance(dt)))
+            << c.name << " " << dtype_name(dt) << " " << shape_text(s);
+      }
+    }
+  }
+}
+
+TEST_F(GpuCompiled, RowsRegionsPastSixtyFiveThousandRows) {
+  for (auto& c : rows_cases()) {
+    for (Dtype dt : c.dtypes) {
+      for (Shape s : {Shape{70001, 24}, Shape{2, 40001, 13}}) {
+        EXPECT_TRUE(
+            fused_matches(c.f, rows_inputs(c, s, dt), chain_tolerance(dt)))
+            << c.name << " " << dtype_name(dt) << " " << shape_text(s);
+      }
+    }
+  }
+}
+
+TEST_F(GpuCompiled, RowsRegionsMisalignedBasesGoElementByElement) {
+  // (x - mean) * rstd * w * g with rows of 64: vectors would fit, but a
+  // base one element into its buffer forbids 16-byte accesses.
+  auto& ln = rows_cases()[0];
+  const int rows = 48, n = 64;
+  for (Dtype dt : ln.dtypes) {
+    auto in = rows_inputs(ln, {rows, n}, dt);
+    // A full input one element into a flat buffer (a row-major view).
+    array flat = random_array({rows * n + 1}, dt);
+    auto shifted_x = in;
+    shifted_x[0] = reshape(slice(flat, Shape{1}, Shape{rows * n + 1}),
+                           {rows, n});
+    EXPECT_TRUE(fused_matches(ln.f, shifted_x, chain_tolerance(dt)))
+        << dtype_name(dt) << " shifted x";
+    // A per-column weight one element into its buffer.
+    auto shifted_w = in;
+    shifted_w[3] = slice(random_array({n + 1}, dt), Shape{1}, Shape{n + 1});
+    EXPECT_TRUE(fused_matches(ln.f, shifted_w, chain_tolerance(dt)))
+        << dtype_name(dt) << " shifted w";
+    // A per-row value one element in: scalar loads, vectors stay.
+    auto shifted_mean = in;
+    shifted_mean[1] =
+        slice(random_array({rows + 1, 1}, dt), Shape{1, 0}, Shape{rows + 1, 1});
+    EXPECT_TRUE(fused_matches(ln.f, shifted_mean, chain_tolerance(dt)))
+        << dtype_name(dt) << " shifted mean";
+  }
+}
+
+TEST_F(GpuCompiled, RowsRegionsWithOtherLayoutsStayStrided) {
+  // A transposed full input, a per-(batch, column) mean and a strided
+  // weight take the strided kernel, with the same results.
+  auto& ln = rows_cases()[0];
+  for (Dtype dt : ln.dtypes) {
+    auto in = rows_inputs(ln, {4, 6, 32}, dt);
+    auto transposed = in;
+    transposed[0] = as_transposed(in[0]);
+    EXPECT_TRUE(fused_matches(ln.f, transposed, chain_tolerance(dt)))
+        << dtype_name(dt) << " transposed x";
+    auto mid = in;
+    mid[1] = random_array({4, 1, 32}, dt);
+    EXPECT_TRUE(fused_matches(ln.f, mid, chain_tolerance(dt)))
+        << dtype_name(dt) << " (4, 1, 32) mean";
+    auto sliced = in;
+    sliced[3] = slice(random_array({64}, dt), Shape{0}, Shape{64}, Shape{2});
+    EXPECT_TRUE(fused_matches(ln.f, sliced, chain_tolerance(dt)))
+        << dtype_name(dt) << " strided w";
+  }
+}
+
+TEST_F(GpuCompiled, RowsRegionsShapelessNewShapes) {
+  auto& ln = rows_cases()[0];
+  auto cf = compile(ln.f, true);
+  auto check = [&](const Shape& s) {
+    EXPECT_TRUE(fused_matches(ln.f, rows_inputs(ln, s, float32),
+                              chain_tolerance(float32), cf))
+        << shape_text(s);
+  };
+  check({4, 6, 64});
+  auto before = cuda::jit_stats();
+  check({3, 5, 40}); // rows of a multiple of the width: the same kernel
+  check({70001, 1, 8});
+  auto after = cuda::jit_stats();
+  EXPECT_EQ(after.compiles + after.disk_hits,
+            before.compiles + before.disk_hits);
+  check({9, 1, 37}); // one element at a time: another kernel, then reused
+  before = cuda::jit_stats();
+  check({2, 3, 13});
+  after = cuda::jit_stats();
+  EXPECT_EQ(after.compiles + after.disk_hits,
+            before.compiles + before.disk_hits);
 }
 
 } // namespace

@@ -109,6 +109,43 @@ TEST_F(GpuDonation, FusedRegionWritesOverAnInput) {
   EXPECT_TRUE(close(out[0], want));
 }
 
+TEST_F(GpuDonation, FusedRowsRegionWritesOverAFullInput) {
+  // (x - mean) * w with a per-row mean and a per-column w: the rows kernel.
+  // The released x becomes the output; the broadcasts never do.
+  auto f = [](const std::vector<array>& v) {
+    return std::vector<array>{multiply(subtract(v[0], v[1]), v[2])};
+  };
+  auto cf = compile(f);
+  DefaultDeviceScope scope(Device::gpu);
+  Twin x = twin({96, 40});
+  array mean = random_array({96, 1}, float32);
+  array w = random_array({40}, float32);
+  auto out = cf({x.gpu, mean, w});
+  x.gpu = array(0.0f);
+  out[0].eval();
+  EXPECT_EQ(out[0].buffer().ptr, x.ptr);
+  EXPECT_EQ(out[0].strides(), (Strides{40, 1}));
+  array want = [&] {
+    DefaultDeviceScope cpu(Device::cpu);
+    return f({x.cpu, mean, w})[0];
+  }();
+  EXPECT_TRUE(close(out[0], want));
+
+  // A released per-row input is read by every thread of its row: never
+  // written over.
+  Twin m = twin({96, 1});
+  array full = random_array({96, 40}, float32);
+  auto out2 = cf({full, m.gpu, w});
+  m.gpu = array(0.0f);
+  out2[0].eval();
+  EXPECT_NE(out2[0].buffer().ptr, m.ptr);
+  array want2 = [&] {
+    DefaultDeviceScope cpu(Device::cpu);
+    return f({full, m.cpu, w})[0];
+  }();
+  EXPECT_TRUE(close(out2[0], want2));
+}
+
 TEST_F(GpuDonation, ScatterAndSliceUpdateStartFromTheInput) {
   Twin a = twin({10, 10});
   array upd = random_array({2, 10}, float32);

@@ -1,12 +1,15 @@
 // Fused-region kernels through NVRTC with no GPU: the source generated for
 // each region case, dtype and layout variant (contiguous with vector and
-// scalar inputs, strided with 32- and 64-bit indices) must compile for
-// sm_90, so generator bugs fail here, in CI.
+// scalar inputs, strided with 32- and 64-bit indices, rows with and without
+// vectors) must compile for sm_90, so generator bugs fail here, in CI. The
+// rows decision itself is checked here too.
 #include "kiln/config.h"
 
 #if KILN_HAS_CUDA
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "cuda/fused_regions.h"
 #include "kiln/backend/cuda/compiled_source.h"
@@ -36,12 +39,14 @@ std::string compiled_source(const Traced& t, bool large = false) {
   return cuda::fused_kernel(lay.spec, large).source;
 }
 
-void expect_compiles(const Traced& t, const std::string& what,
+detail::CompiledLayout layout_of(const Traced& t) {
+  return detail::compiled_layout(*t.region, t.out.inputs(), t.out.shape());
+}
+
+void expect_compiles(const detail::JitKernelSpec& spec, const std::string& what,
                      bool large = false) {
-  ASSERT_NE(t.region, nullptr) << what << ": not one fused region";
-  auto lay = detail::compiled_layout(*t.region, t.out.inputs(), t.out.shape());
-  ASSERT_TRUE(detail::jit_supports(lay.spec)) << what;
-  cuda::JitKernel k = cuda::fused_kernel(lay.spec, large);
+  ASSERT_TRUE(detail::jit_supports(spec)) << what;
+  cuda::JitKernel k = cuda::fused_kernel(spec, large);
   try {
     std::string cubin = cuda::jit_compile(k, "sm_90");
     ASSERT_GT(cubin.size(), 4u) << what;
@@ -49,6 +54,12 @@ void expect_compiles(const Traced& t, const std::string& what,
   } catch (const std::exception& e) {
     ADD_FAILURE() << what << ": " << e.what() << "\n" << k.source;
   }
+}
+
+void expect_compiles(const Traced& t, const std::string& what,
+                     bool large = false) {
+  ASSERT_NE(t.region, nullptr) << what << ": not one fused region";
+  expect_compiles(layout_of(t).spec, what, large);
 }
 
 std::vector<detail::JitRole> roles(const Traced& t) {
@@ -125,6 +136,122 @@ TEST(NvrtcCompiled, SameRegionSameKernelNewShapeToo) {
     return cuda::fused_kernel(lay.spec, false).name;
   };
   EXPECT_EQ(name({3, 5}), name({64, 7}));
+}
+
+// Each region input's expected role in the rows kernel: the region reads
+// the broadcasts as views of its shape, a per-row one with stride 0 along
+// the last axis, a per-column one with stride 0 along the others.
+std::vector<detail::JitRole> rows_roles(const Traced& t) {
+  std::vector<detail::JitRole> r;
+  for (auto& in : t.out.inputs()) {
+    if (in.size() == 1) {
+      r.push_back(detail::JitRole::scalar);
+    } else if (in.strides().back() == 0) {
+      r.push_back(detail::JitRole::row);
+    } else if (in.strides()[0] == 0) {
+      r.push_back(detail::JitRole::column);
+    } else {
+      r.push_back(detail::JitRole::vector);
+    }
+  }
+  return r;
+}
+
+TEST(NvrtcCompiled, RowsVariantIsChosenForRowAndColumnBroadcasts) {
+  for (auto& c : rows_cases()) {
+    auto t = trace_region(c.f, rows_inputs(c, {4, 6, 32}, c.dtypes[0]));
+    ASSERT_NE(t.region, nullptr) << c.name;
+    auto lay = layout_of(t);
+    // The shared decision is strided (row-major outputs, as on the CPU);
+    // the GPU runs it as rows of (24, 32).
+    EXPECT_FALSE(lay.spec.contiguous) << c.name;
+    ASSERT_TRUE(detail::rows_layout(lay)) << c.name;
+    EXPECT_EQ(lay.shape, (Shape{24, 32})) << c.name;
+    auto want = rows_roles(t);
+    for (size_t k = 0; k < want.size(); ++k) {
+      if (lay.spec.roles[k] == detail::JitRole::constant) continue;
+      EXPECT_EQ(static_cast<char>(lay.spec.roles[k]),
+                static_cast<char>(want[k]))
+          << c.name << " input " << k;
+    }
+    lay.spec.rows_width = cuda::fused_vec_width(lay.spec);
+    cuda::JitKernel k = cuda::fused_kernel(lay.spec, false);
+    EXPECT_NE(k.name.find("_r_"), std::string::npos) << k.name;
+    EXPECT_NE(k.source.find("// key: rows" +
+                            std::to_string(lay.spec.rows_width) + "|"),
+              std::string::npos)
+        << k.source;
+    // The width and the index width are part of the name.
+    lay.spec.rows_width = 1;
+    EXPECT_NE(cuda::fused_kernel(lay.spec, false).name, k.name);
+    EXPECT_NE(cuda::fused_kernel(lay.spec, true).name,
+              cuda::fused_kernel(lay.spec, false).name);
+  }
+}
+
+TEST(NvrtcCompiled, RowsVariantOnlyForRowMajorRowsAndColumns) {
+  auto& ln = rows_cases()[0]; // (x - mean) * rstd * w * g
+  auto in = rows_inputs(ln, {4, 6, 32}, float32);
+  auto rows = [&](const std::vector<array>& v) {
+    auto t = trace_region(ln.f, v);
+    EXPECT_NE(t.region, nullptr);
+    auto lay = layout_of(t);
+    bool r = detail::rows_layout(lay);
+    if (!r) {
+      // Left as it was: the strided kernel's roles.
+      auto before = layout_of(t).spec.roles;
+      EXPECT_EQ(lay.spec.roles, before);
+    }
+    return r;
+  };
+  EXPECT_TRUE(rows(in));
+  // A transposed full input.
+  auto t = in;
+  t[0] = transpose(random_array({32, 6, 4}, float32));
+  EXPECT_FALSE(rows(t));
+  // A mean per (batch, column), (4, 1, 32): neither per row nor per column.
+  auto mid = in;
+  mid[1] = random_array({4, 1, 32}, float32);
+  EXPECT_FALSE(rows(mid));
+  // A weight that is a strided slice (stride 2 over the columns).
+  auto sliced = in;
+  sliced[3] = slice(random_array({64}, float32), Shape{0}, Shape{64},
+                    Shape{2});
+  EXPECT_FALSE(rows(sliced));
+  // All full arrays: the flat kernel, never rows.
+  auto full = in;
+  full[1] = random_array({4, 6, 32}, float32);
+  full[2] = random_array({4, 6, 32}, float32);
+  full[3] = random_array({4, 6, 32}, float32);
+  auto tf = trace_region(ln.f, full);
+  auto lay = layout_of(tf);
+  EXPECT_TRUE(lay.spec.contiguous);
+  EXPECT_FALSE(detail::rows_layout(lay));
+}
+
+TEST(NvrtcCompiled, RowsVariantEveryCaseDtypeAndWidth) {
+  for (auto& c : rows_cases()) {
+    std::vector<Dtype> dtypes = c.dtypes;
+    if (dtypes[0] == float32) dtypes.push_back(float64);
+    for (Dtype dt : dtypes) {
+      std::string what = c.name + " " + dtype_name(dt) + " rows";
+      auto t = trace_region(c.f, rows_inputs(c, {3, 5, 16}, dt));
+      ASSERT_NE(t.region, nullptr) << what;
+      auto lay = layout_of(t);
+      ASSERT_TRUE(detail::rows_layout(lay)) << what;
+      int width = cuda::fused_vec_width(lay.spec);
+      EXPECT_GT(width, 1) << what;
+      for (int w : {width, 1}) {
+        lay.spec.rows_width = w;
+        expect_compiles(lay.spec, what + " W=" + std::to_string(w));
+      }
+      if (dt == dtypes[0]) {
+        expect_compiles(lay.spec, what + " W=1 i64", true);
+        lay.spec.rows_width = width;
+        expect_compiles(lay.spec, what + " i64", true);
+      }
+    }
+  }
 }
 
 } // namespace

@@ -61,7 +61,15 @@ std::string jit_kernel_key(const JitKernelSpec& spec) {
   // Built on every evaluation of a region, so plain appends, no streams.
   std::string key;
   key.reserve(32 + 24 * spec.region->ops().size());
-  key += spec.contiguous ? "contiguous|" : "strided|";
+  if (spec.contiguous) {
+    key += "contiguous|";
+  } else if (spec.rows_width > 0) {
+    key += "rows";
+    key += std::to_string(spec.rows_width);
+    key += '|';
+  } else {
+    key += "strided|";
+  }
   auto& constants = spec.region->constants();
   char buf[24];
   for (size_t k = 0; k < spec.input_dtypes.size(); ++k) {
@@ -109,7 +117,7 @@ std::string jit_kernel_symbol(const JitKernelSpec& spec,
   }
   auto& ops = spec.region->ops();
   s += std::string("_") + dtype_code(ops[spec.region->outputs()[0]].dtype);
-  s += spec.contiguous ? "_c_" : "_g_";
+  s += spec.contiguous ? "_c_" : spec.rows_width > 0 ? "_r_" : "_g_";
   char buf[20];
   std::snprintf(buf, sizeof(buf), "%016llx",
                 static_cast<unsigned long long>(jit_hash(key)));
@@ -173,6 +181,28 @@ CompiledLayout compiled_layout(const Compiled& c,
     l.flat.data_size = 1;
   }
   return l;
+}
+
+bool rows_layout(CompiledLayout& l) {
+  JitKernelSpec& spec = l.spec;
+  if (spec.contiguous || l.shape.size() != 2) return false;
+  const int64_t n = l.shape[1];
+  auto role_of = [n](const Strides& st) {
+    if (st[0] == n && st[1] == 1) return JitRole::vector;
+    if (st[0] == 1 && st[1] == 0) return JitRole::row;
+    if (st[0] == 0 && st[1] == 1) return JitRole::column;
+    return JitRole::strided;
+  };
+  for (size_t k = 0; k < spec.roles.size(); ++k) {
+    if (spec.roles[k] == JitRole::strided &&
+        role_of(l.strides[k]) == JitRole::strided) {
+      return false;
+    }
+  }
+  for (size_t k = 0; k < spec.roles.size(); ++k) {
+    if (spec.roles[k] == JitRole::strided) spec.roles[k] = role_of(l.strides[k]);
+  }
+  return true;
 }
 
 std::string hex_literal(uint64_t bits) {

@@ -1,7 +1,8 @@
 // What both backends' fused-region generators share: how a kernel reads each
 // external input (its role), the layout decision for a region's call (flat
-// over a shared contiguous layout, or strided over the collapsed shape), and
-// the key and readable symbol naming a generated kernel.
+// over a shared contiguous layout, or strided over the collapsed shape, which
+// the GPU may run as rows of row- and column-broadcast inputs), and the key
+// and readable symbol naming a generated kernel.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,8 @@ enum class JitRole : char {
   scalar = 's',   // one element, read once
   vector = 'v',   // contiguous kernel: element i
   strided = 'g',  // strided kernel: through its strides
+  row = 'r',      // rows kernel: one value per row, element i / n
+  column = 'c',   // rows kernel: one value per column, element i % n
 };
 
 /** Everything a kernel's code depends on. */
@@ -27,6 +30,9 @@ struct JitKernelSpec {
   std::vector<Dtype> input_dtypes;
   std::vector<JitRole> roles;
   bool contiguous; // flat loop over data_size, else collapsed strided loop
+  // Not contiguous, run by the GPU's rows kernel (rows_layout) with vectors
+  // of this many elements; 0: the strided kernel.
+  int rows_width = 0;
 };
 
 /** A short code for a dtype in keys and symbols ("f32", "bf16", "b"). */
@@ -71,5 +77,15 @@ struct CompiledLayout {
 CompiledLayout compiled_layout(const Compiled& c,
                                const std::vector<array>& inputs,
                                const Shape& shape);
+
+/** Whether a strided decision can run as rows: the collapsed shape is
+ *  (rows, n) and every strided input is row-major over it (strides (n, 1)),
+ *  one value per row (a (..., 1) broadcast along the last axis: (1, 0)) or
+ *  one per column (an (n,) broadcast over the rows: (0, 1)). The outputs are
+ *  row-major then, as in every strided decision, so element i of the flat
+ *  loop reads element i, i / n or i % n. If so the strided roles become
+ *  vector, row and column (the strides stay); else l is left as it is. Does
+ *  not allocate. */
+bool rows_layout(CompiledLayout& l);
 
 } // namespace kiln::detail

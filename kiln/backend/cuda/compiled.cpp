@@ -1,10 +1,13 @@
 // Compiled::eval_gpu: a fused region runs as one NVRTC kernel generated for
 // its layout variant (compiled_source.h). The layout decision is the CPU's
 // (backend/common/compiled_region.h), so outputs get the same strides and
-// data size on both devices. Regions the generator cannot take (complex64,
-// more than max_ndim dimensions after collapsing, more than
-// max_strided_inputs strided inputs) run on the CPU.
+// data size on both devices; a strided decision whose inputs are row-major,
+// per-row or per-column over (rows, n) runs as the rows kernel. Regions the
+// generator cannot take (complex64, more than max_ndim dimensions after
+// collapsing, more than max_strided_inputs strided inputs) run on the CPU.
+#include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 
@@ -32,7 +35,8 @@ struct FusedLaunch {
 };
 
 /** A region's kernels on this GPU, one per variant met so far, by signature
- *  (each input's dtype and role, the index width). Kept with the Compiled
+ *  (each input's dtype and role, the rows kernel's vector width, the index
+ *  width). Kept with the Compiled
  *  primitive, so a repeated call does a short comparison instead of building
  *  a key and source. */
 struct RegionKernels {
@@ -46,11 +50,12 @@ std::mutex& region_kernels_mutex() {
 
 std::string signature(const detail::JitKernelSpec& spec, bool large) {
   std::string sig;
-  sig.reserve(2 * spec.roles.size() + 1);
+  sig.reserve(2 * spec.roles.size() + 2);
   for (size_t k = 0; k < spec.roles.size(); ++k) {
     sig += static_cast<char>(spec.input_dtypes[k].val);
     sig += static_cast<char>(spec.roles[k]);
   }
+  sig += static_cast<char>(spec.rows_width); // 0 unless the rows kernel
   sig += large ? 'L' : 's';
   return sig;
 }
@@ -71,7 +76,9 @@ FusedLaunch kernel_for(const Compiled& c, const detail::JitKernelSpec& spec,
   CUfunction f = jit_function(fused_kernel(spec, large));
   int per_thread = spec.contiguous ? fused_vec_width(spec) *
                                          fused_vectors_per_thread(spec)
-                                   : 1;
+                   : spec.rows_width > 0
+                       ? spec.rows_width * fused_vectors_per_thread(spec)
+                       : 1;
   std::lock_guard<std::mutex> lock(region_kernels_mutex());
   auto& slot = c.backend_cache();
   if (!slot) slot = std::make_shared<RegionKernels>();
@@ -84,6 +91,18 @@ FusedLaunch kernel_for(const Compiled& c, const detail::JitKernelSpec& spec,
   return made;
 }
 
+/** Whether a's strides are row_major_strides(a.shape()), size-1 dimensions
+ *  too (an output given a's buffer takes its strides), without building
+ *  them. */
+bool has_row_major_strides(const array& a) {
+  int64_t expect = 1;
+  for (int d = static_cast<int>(a.ndim()) - 1; d >= 0; --d) {
+    if (a.strides()[d] != expect) return false;
+    expect *= std::max<int64_t>(a.shape()[d], 1);
+  }
+  return true;
+}
+
 /** Runs the region on the GPU; false when it must run on the CPU. */
 bool eval_compiled(const Compiled& c, const std::vector<array>& inputs,
                    std::vector<array>& outputs, const Stream& s) {
@@ -93,18 +112,20 @@ bool eval_compiled(const Compiled& c, const std::vector<array>& inputs,
     return true;
   }
   detail::CompiledLayout lay = detail::compiled_layout(c, inputs, shape);
-  const detail::JitKernelSpec& spec = lay.spec;
+  detail::JitKernelSpec& spec = lay.spec;
   if (!detail::jit_supports(spec)) return false;
+  bool rows = detail::rows_layout(lay);
   size_t strided_inputs = 0;
   for (auto r : spec.roles) strided_inputs += r == JitRole::strided;
-  if (!spec.contiguous && (lay.shape.size() > static_cast<size_t>(max_ndim) ||
-                           strided_inputs > max_strided_inputs)) {
+  if (!spec.contiguous && !rows &&
+      (lay.shape.size() > static_cast<size_t>(max_ndim) ||
+       strided_inputs > max_strided_inputs)) {
     return false;
   }
   bool large = !spec.contiguous && outputs[0].size() > UINT32_MAX;
-  FusedLaunch kernel = kernel_for(c, spec, large);
 
-  // Parameters in the kernel's order: array inputs, outputs, n, layout.
+  // Parameters in the kernel's order: array inputs, outputs, n, then the
+  // row length or the strided layout.
   std::vector<void*> ptrs;
   ptrs.reserve(inputs.size() + outputs.size());
   for (size_t k = 0; k < inputs.size(); ++k) {
@@ -112,17 +133,26 @@ bool eval_compiled(const Compiled& c, const std::vector<array>& inputs,
       ptrs.push_back(device_ptr(inputs[k], s));
     }
   }
-  // In the flat kernel, an array input that nothing else holds can become
-  // an output, as on the CPU: every element is loaded by the thread that
-  // stores its position, before the store, and read by no one after it.
+  // In the flat and rows kernels, an array input that nothing else holds
+  // can become an output (as on the CPU for the flat loop): every element is
+  // loaded by the thread that stores its position, before the store, and
+  // read by no one after it (row and column inputs are read by many
+  // threads: never). The rows kernel's outputs are row-major, so only a
+  // row-major input of the region's shape can be one; the output then has
+  // the strides and data size the CPU gives it.
   std::vector<bool> donated(inputs.size(), false);
   for (auto& o : outputs) {
     bool done = false;
-    for (size_t k = 0; spec.contiguous && k < inputs.size() && !done; ++k) {
+    for (size_t k = 0; (spec.contiguous || rows) && k < inputs.size() && !done;
+         ++k) {
       const array& in = inputs[k];
-      if (spec.roles[k] == JitRole::vector && !donated[k] &&
-          in.strides() == lay.out_strides &&
-          in.data_size() == lay.flat.data_size &&
+      bool same_layout =
+          spec.contiguous
+              ? in.strides() == lay.out_strides &&
+                    in.data_size() == lay.flat.data_size
+              : in.shape() == shape && in.data_size() == o.size() &&
+                    has_row_major_strides(in);
+      if (spec.roles[k] == JitRole::vector && !donated[k] && same_layout &&
           donate_device_buffer(in, o, s)) {
         donated[k] = done = true;
       }
@@ -137,8 +167,32 @@ bool eval_compiled(const Compiled& c, const std::vector<array>& inputs,
   }
   int64_t n = spec.contiguous ? static_cast<int64_t>(lay.flat.data_size)
                               : static_cast<int64_t>(outputs[0].size());
+  int64_t cols = rows ? static_cast<int64_t>(lay.shape[1]) : 0;
+  if (rows) {
+    // Vectors when they stay in one row and every vector access (vector and
+    // column inputs, outputs) is aligned; else one element at a time.
+    int width = fused_vec_width(spec);
+    bool aligned = cols % width == 0;
+    size_t p = 0;
+    for (size_t k = 0; k < inputs.size() && aligned; ++k) {
+      auto r = spec.roles[k];
+      if (r == JitRole::constant) continue;
+      aligned = (r != JitRole::vector && r != JitRole::column) ||
+                reinterpret_cast<uintptr_t>(ptrs[p]) %
+                        (inputs[k].itemsize() * width) ==
+                    0;
+      ++p;
+    }
+    for (size_t o = 0; o < outputs.size() && aligned; ++o) {
+      aligned = reinterpret_cast<uintptr_t>(ptrs[p + o]) %
+                    (outputs[o].itemsize() * width) ==
+                0;
+    }
+    spec.rows_width = aligned ? width : 1;
+  }
+  FusedLaunch kernel = kernel_for(c, spec, large);
   Strided<max_strided_inputs> layout{};
-  if (!spec.contiguous) {
+  if (!spec.contiguous && !rows) {
     layout.ndim = static_cast<int>(lay.shape.size());
     size_t slot = 0;
     for (size_t k = 0; k < inputs.size(); ++k) {
@@ -156,9 +210,13 @@ bool eval_compiled(const Compiled& c, const std::vector<array>& inputs,
   args.reserve(ptrs.size() + 2);
   for (auto& p : ptrs) args.push_back(&p);
   args.push_back(&n);
-  if (!spec.contiguous) args.push_back(&layout);
+  if (rows) {
+    args.push_back(&cols);
+  } else if (!spec.contiguous) {
+    args.push_back(&layout);
+  }
   int per_thread = kernel.per_thread;
-  if (!spec.contiguous && layout.ndim > 0 &&
+  if (!spec.contiguous && !rows && layout.ndim > 0 &&
       layout.shape[layout.ndim - 1] % strided_run_length == 0) {
     per_thread = strided_run_length; // the kernel's row runs
   }

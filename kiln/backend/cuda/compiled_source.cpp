@@ -123,7 +123,9 @@ void emit_signature(std::string& s, const JitKernelSpec& spec,
          std::to_string(o) + ", ";
   }
   s += "const int64_t n";
-  if (!spec.contiguous) {
+  if (spec.rows_width > 0) {
+    s += ", const int64_t cols";
+  } else if (!spec.contiguous) {
     s += ", const __grid_constant__ Strided<" +
          std::to_string(strided_inputs) + "> l";
   }
@@ -293,12 +295,121 @@ void emit_strided(std::string& s, const JitKernelSpec& spec, bool large,
        ";\n  }\n}\n";
 }
 
+// Rows kernel over n elements of (n / cols, cols), outputs row-major: the
+// contiguous kernel's loop (U vectors of N elements per thread and
+// grid-stride step, all loads before any store) where a row input is read
+// at row e / cols and a column input at e % cols. N divides cols (the
+// launcher picks N = 1 otherwise), so each vector lies in one row: one
+// division and one scalar load per row input, an N-wide load per column
+// input. The tail goes element by element.
+void emit_rows(std::string& s, const JitKernelSpec& spec, bool large) {
+  auto& ops = spec.region->ops();
+  auto& outs = spec.region->outputs();
+  bool rows = false, columns = false;
+  for (auto r : spec.roles) {
+    rows |= r == JitRole::row;
+    columns |= r == JitRole::column;
+  }
+  auto vec_of = [&](Dtype d) {
+    return "Vec<" + std::string(device_type(d)) + ", N>";
+  };
+  // Where input k's element e is: e itself, or its row or column.
+  auto at = [](JitRole r) {
+    return r == JitRole::row ? "row" : r == JitRole::column ? "col" : "e";
+  };
+  // Element e's row and column, where an input needs them.
+  auto position = [&](const std::string& pad) {
+    std::string p;
+    if (rows || columns) {
+      p += pad + "const IdxT row = static_cast<IdxT>(e) / "
+                 "static_cast<IdxT>(cols);\n";
+    }
+    if (columns) {
+      p += pad + "const IdxT col = static_cast<IdxT>(e) - row * "
+                 "static_cast<IdxT>(cols);\n";
+    }
+    return p;
+  };
+  s += std::string("  using IdxT = ") +
+       (large ? "unsigned long long" : "unsigned int") + ";\n";
+  s += "  constexpr int N = " + std::to_string(spec.rows_width) +
+       ", U = " + std::to_string(fused_vectors_per_thread(spec)) + ";\n";
+  s += "  const int64_t block = blockDim.x;\n"
+       "  const int64_t step = static_cast<int64_t>(gridDim.x) * block * N * "
+       "U;\n"
+       "  for (int64_t i = (static_cast<int64_t>(blockIdx.x) * block * U +\n"
+       "                    threadIdx.x) * N;\n"
+       "       i < n; i += step) {\n"
+       "    if (i + ((U - 1) * block + 1) * N <= n) {\n";
+  for (size_t k = 0; k < spec.roles.size(); ++k) {
+    auto r = spec.roles[k];
+    if (r != JitRole::vector && r != JitRole::column && r != JitRole::row) {
+      continue;
+    }
+    Dtype d = spec.input_dtypes[k];
+    s += "      " +
+         (r == JitRole::row ? std::string(device_type(d)) : vec_of(d)) +
+         " a" + std::to_string(k) + "[U];\n";
+  }
+  s += "#pragma unroll\n"
+       "      for (int u = 0; u < U; ++u) {\n"
+       "        const int64_t e = i + u * block * N;\n" +
+       position("        ");
+  for (size_t k = 0; k < spec.roles.size(); ++k) {
+    auto r = spec.roles[k];
+    std::string ks = std::to_string(k);
+    if (r == JitRole::row) {
+      s += "        a" + ks + "[u] = in" + ks + "[row];\n";
+    } else if (r == JitRole::vector || r == JitRole::column) {
+      s += "        a" + ks + "[u] = load_vec<" +
+           device_type(spec.input_dtypes[k]) + ", N>(in" + ks + ", " +
+           at(r) + ");\n";
+    }
+  }
+  s += "      }\n"
+       "#pragma unroll\n"
+       "      for (int u = 0; u < U; ++u) {\n";
+  for (size_t o = 0; o < outs.size(); ++o) {
+    s += "        " + vec_of(ops[outs[o]].dtype) + " b" + std::to_string(o) +
+         ";\n";
+  }
+  s += "#pragma unroll\n"
+       "        for (int j = 0; j < N; ++j) {\n          " +
+       region_call(
+           spec, outs.size(),
+           [&](size_t k) {
+             std::string a = "a" + std::to_string(k) + "[u]";
+             return spec.roles[k] == JitRole::row ? a : a + ".v[j]";
+           },
+           [](size_t o) { return "b" + std::to_string(o) + ".v[j]"; }) +
+       ";\n        }\n";
+  for (size_t o = 0; o < outs.size(); ++o) {
+    std::string os = std::to_string(o);
+    s += std::string("        store_vec<") + device_type(ops[outs[o]].dtype) +
+         ", N>(out" + os + ", i + u * block * N, b" + os + ");\n";
+  }
+  s += "      }\n"
+       "    } else {\n"
+       "#pragma unroll 1\n"
+       "      for (int k = 0; k < U * N; ++k) {\n"
+       "        const int64_t e = i + (k / N) * block * N + k % N;\n"
+       "        if (e < n) {\n" +
+       position("          ") + "          " +
+       region_call(
+           spec, outs.size(),
+           [&](size_t k) {
+             return "in" + std::to_string(k) + "[" + at(spec.roles[k]) + "]";
+           },
+           [](size_t o) { return "out" + std::to_string(o) + "[e]"; }) +
+       ";\n        }\n      }\n    }\n  }\n}\n";
+}
+
 } // namespace
 
 int fused_vec_width(const JitKernelSpec& spec) {
   int widest = 1;
   for (size_t k = 0; k < spec.roles.size(); ++k) {
-    if (spec.roles[k] == JitRole::vector) {
+    if (spec.roles[k] == JitRole::vector || spec.roles[k] == JitRole::column) {
       widest = std::max<int>(widest, spec.input_dtypes[k].size);
     }
   }
@@ -309,7 +420,8 @@ int fused_vec_width(const JitKernelSpec& spec) {
 }
 
 int fused_vectors_per_thread(const JitKernelSpec& spec) {
-  return fused_vec_width(spec) <= 4 ? 2 : 1;
+  int width = spec.rows_width > 0 ? spec.rows_width : fused_vec_width(spec);
+  return width == 1 ? 4 : width <= 4 ? 2 : 1;
 }
 
 JitKernel fused_kernel(const JitKernelSpec& spec, bool large) {
@@ -332,6 +444,8 @@ JitKernel fused_kernel(const JitKernelSpec& spec, bool large) {
   emit_signature(s, spec, symbol, strided_inputs);
   if (spec.contiguous) {
     emit_contiguous(s, spec);
+  } else if (spec.rows_width > 0) {
+    emit_rows(s, spec, large);
   } else {
     emit_strided(s, spec, large, strided_inputs);
   }
