@@ -80,10 +80,13 @@ TEST(NvrtcAttention, FlashCoverage) {
   EXPECT_FALSE(cuda::flash_sdpa_supports(float16, 96, 96));
   EXPECT_FALSE(cuda::flash_sdpa_supports(float16, 64, 128));
   EXPECT_FALSE(cuda::flash_sdpa_supports(bfloat16, 256, 256));
-  // d = 64 fits the default 48 KiB; d = 128 needs the raised limit, and
-  // three blocks still fit an H100/H200 SM (227 KiB).
-  EXPECT_EQ(cuda::flash_shared_bytes(64, 2), 45056);
-  EXPECT_EQ(cuda::flash_shared_bytes(128, 2), 69632);
+  // Q and two K, V buffers of 64 x (d + 8): d = 64 fits the default
+  // 48 KiB; d = 128 needs the raised limit, and the blocks the kernels are
+  // built for fit an H100/H200 SM (227 KiB).
+  EXPECT_EQ(cuda::flash_shared_bytes(64, 2), 46080);
+  EXPECT_EQ(cuda::flash_shared_bytes(128, 2), 87040);
+  EXPECT_EQ(cuda::flash_min_blocks(64), 4);
+  EXPECT_EQ(cuda::flash_min_blocks(128), 2);
   EXPECT_LE(cuda::flash_min_blocks(128) * cuda::flash_shared_bytes(128, 2),
             227 * 1024);
   EXPECT_LE(cuda::flash_min_blocks(64) * cuda::flash_shared_bytes(64, 2),

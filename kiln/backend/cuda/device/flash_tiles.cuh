@@ -18,25 +18,27 @@ namespace kiln::cuda {
 inline constexpr int flash_rows = 64;
 inline constexpr int flash_keys = 64;
 inline constexpr int flash_threads = 128;
-/** Padding of each shared row, in elements of T (16 bytes) and of float:
- *  consecutive rows then start in different banks. */
+/** Padding of each shared row, in elements of T (16 bytes): consecutive
+ *  rows then start 4 banks apart, so the 8 rows that one ldmatrix matrix
+ *  (or one 8-row phase of a wmma load) reads fall in distinct banks. */
 inline constexpr int flash_pad_t = 8;
-inline constexpr int flash_pad_f = 4;
 
-/** Dynamic shared memory of the kernel, in bytes, for head dimension d and
- *  elements of t_size bytes: the Q, K and V tiles, and the float scores
- *  (which P, as T, overwrites row by row). 44 KiB for d = 64, 68 KiB for
- *  d = 128 (past the default 48 KiB: the launcher raises the limit). */
+/** Dynamic shared memory of the forward kernel, in bytes, for head
+ *  dimension d and elements of t_size bytes: the Q tile and two buffers of
+ *  K and V tiles (the next pair loads while one is used), 64 x (d + 8)
+ *  each. 45 KiB for d = 64, 85 KiB for d = 128 (past the default 48 KiB:
+ *  the launcher raises the limit). */
 KILN_FLASH_HD constexpr int flash_shared_bytes(int d, int t_size) {
-  return 3 * flash_rows * (d + flash_pad_t) * t_size +
-         flash_rows * (flash_keys + flash_pad_f) * 4;
+  return 5 * flash_rows * (d + flash_pad_t) * t_size;
 }
 
-/** Blocks per SM the kernel is built for (its register budget: 65536 / (128
- *  * blocks) per thread): as many as the shared memory allows on an H100/
- *  H200 (227 KiB) while the registers still hold the output fragments
- *  (128 for d = 64, 168 for d = 128; a few bytes spill at most). */
-KILN_FLASH_HD constexpr int flash_min_blocks(int d) { return d <= 64 ? 4 : 3; }
+/** Blocks per SM the forward kernel is built for (its register budget:
+ *  65536 / (128 * blocks) per thread): as many as the shared memory allows
+ *  on an H100/H200 (227 KiB): 4 for d = 64 (128 registers; the masked
+ *  variants spill 28 bytes) and 2 for d = 128 (255 registers: O's
+ *  accumulators take 64 and S's 32, and ldmatrix results are hoisted; no
+ *  spills). `ptxas -v`, sm_90, CUDA 13. */
+KILN_FLASH_HD constexpr int flash_min_blocks(int d) { return d <= 64 ? 4 : 2; }
 
 /** Threads per block of the backward kernel (device/flash_attention_bwd.cuh):
  *  8 warps over a tile of 64 keys. */
