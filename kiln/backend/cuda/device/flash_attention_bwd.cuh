@@ -23,7 +23,8 @@
 //          atomicAdd into a zeroed float scratch that the launcher rounds to
 //          T at the end.
 // Every accumulator element's row and column come from a matrix of indices
-// loaded once into an accumulator fragment (the trick of the forward).
+// loaded once into an accumulator fragment (wmma keeps its layout opaque;
+// the forward, on mma.sync, knows it from the PTX fragment layout).
 // Query tiles that the causal rule hides wholly from the block's keys are
 // skipped, unless a row of the tile sees no key at all (Lq > Lk): such a
 // row's P is 1 / Lk everywhere (as in the forward), which reaches dV.
