@@ -50,9 +50,17 @@ TEST(NvrtcAttention, FlashBackwardNames) {
 }
 
 TEST(NvrtcAttention, FlashBackwardSharedMemory) {
-  // 4 tiles of 64 x (d + 8), P^T and dS^T of 64 x 72, 3 floats per row.
-  EXPECT_EQ(cuda::flash_bwd_shared_bytes(64, 2), 56064);
-  EXPECT_EQ(cuda::flash_bwd_shared_bytes(128, 2), 88832);
+  // 4 tiles of 64 x (d + 8), dS^T of 64 x 72, 3 floats per row.
+  EXPECT_EQ(cuda::flash_bwd_shared_bytes(64, 2), 46848);
+  EXPECT_EQ(cuda::flash_bwd_shared_bytes(128, 2), 79616);
+  EXPECT_EQ(cuda::flash_bwd_threads, 128);
+  EXPECT_EQ(cuda::flash_bwd_min_blocks(64), 3);
+  EXPECT_EQ(cuda::flash_bwd_min_blocks(128), 2);
+  // A warp's query chunk packs into whole k16 steps and tiles the 64 rows.
+  for (int d : {64, 128}) {
+    EXPECT_EQ(cuda::flash_rows % cuda::flash_bwd_query_chunk(d), 0) << d;
+    EXPECT_EQ(cuda::flash_bwd_query_chunk(d) % 16, 0) << d;
+  }
   for (int d : {64, 128}) {
     EXPECT_LE(
         cuda::flash_bwd_min_blocks(d) * cuda::flash_bwd_shared_bytes(d, 2),

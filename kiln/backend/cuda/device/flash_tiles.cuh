@@ -41,26 +41,32 @@ KILN_FLASH_HD constexpr int flash_shared_bytes(int d, int t_size) {
 KILN_FLASH_HD constexpr int flash_min_blocks(int d) { return d <= 64 ? 4 : 2; }
 
 /** Threads per block of the backward kernel (device/flash_attention_bwd.cuh):
- *  8 warps over a tile of 64 keys. */
-inline constexpr int flash_bwd_threads = 256;
+ *  4 warps of 16 keys each over a tile of 64 keys. */
+inline constexpr int flash_bwd_threads = 128;
+
+/** Queries of a tile whose scores (S^T and dP^T) a backward warp holds at
+ *  once: 32 (16 registers each), beside its dK and dV fragments (D / 2
+ *  registers each). */
+KILN_FLASH_HD constexpr int flash_bwd_query_chunk(int) { return 32; }
 
 /** Dynamic shared memory of the backward kernel, in bytes: the K, V, Q and
- *  dO tiles, P^T and dS^T as T (64 keys x 64 queries each), and three
- *  floats per query row (max, 1 / sum, rowsum(dO * O)). 54.75 KiB for
- *  d = 64, 86.75 KiB for d = 128. */
+ *  dO tiles, dS^T as T (64 keys x 64 queries) and three floats per query
+ *  row (max, 1 / sum, rowsum(dO * O)). 45.75 KiB for d = 64, 77.75 KiB for
+ *  d = 128. */
 KILN_FLASH_HD constexpr int flash_bwd_shared_bytes(int d, int t_size) {
   return 4 * flash_rows * (d + flash_pad_t) * t_size +
-         2 * flash_keys * (flash_rows + flash_pad_t) * t_size +
+         flash_keys * (flash_rows + flash_pad_t) * t_size +
          3 * flash_rows * 4;
 }
 
-/** Blocks per SM the backward kernel is built for (8 warps each): two for
- *  d = 64 (128 registers; bfloat16 spills 40-48 bytes); one for
- *  d = 128, whose dK and dV fragments alone take 64 registers (212-224
- *  without spills; held to 128 for two blocks it spilled 136-172 bytes,
- *  `ptxas -v`, sm_90, CUDA 13). */
+/** Blocks per SM the backward kernel is built for (4 warps each; its
+ *  register budget is 65536 / (128 * blocks) per thread): 3 for d = 64
+ *  (168 registers, no spills; held to 128 for 4 blocks it spilled 36-52
+ *  bytes) and 2 for d = 128 (252-255 registers, no spills: dK and dV take
+ *  128), within an H100/H200 SM's 227 KiB of shared memory. `ptxas -v`,
+ *  sm_90, CUDA 13. */
 KILN_FLASH_HD constexpr int flash_bwd_min_blocks(int d) {
-  return d <= 64 ? 2 : 1;
+  return d <= 64 ? 3 : 2;
 }
 
 } // namespace kiln::cuda
