@@ -680,6 +680,23 @@ TEST_F(GpuSdpa, FlashGradientsLongAndMany) {
   }
 }
 
+TEST_F(GpuSdpa, FlashGradientsAccumulateOverHeadsAndQueryTiles) {
+  // The backward keeps each warp's dK and dV in registers across every
+  // (query head, query tile) of its kv head: 8 query heads per kv head and
+  // 4 query tiles each (the last one partly padded, its second 32-query
+  // chunk empty), causal diagonals crossing every 16-key strip of a tile,
+  // and key tiles partly padded.
+  for (Dtype dt : {float16, bfloat16}) {
+    for (int d : {64, 128}) {
+      Qkv t = random_qkv(2, 16, 2, 211, 147, d, d, dt);
+      for (const char* mode : {"", "causal"}) {
+        EXPECT_TRUE(grads_agree(t, mode, std::nullopt, grad_tol(dt)))
+            << dtype_name(dt) << " d=" << d << " mode '" << mode << "'";
+      }
+    }
+  }
+}
+
 TEST_F(GpuSdpa, FlashGradientsOfGradients) {
   // The fused backward's own vjp differentiates the graph's vjp: second
   // order (a Hessian-vector product), with grouped heads and an additive

@@ -103,11 +103,13 @@ __global__ void __launch_bounds__(flash_bwd_threads, flash_bwd_min_blocks(D))
 
   const int warp = threadIdx.x / warp_size, lane = threadIdx.x % warp_size;
   const int g = lane / 4, t2 = 2 * (lane % 4); // C layout: row g, column t2
-  // ldmatrix row addresses, as in sdpa_flash. A operands (K and V strips;
-  // dS from dS^T by .trans) and B by .trans (dO, Q, K over their rows):
-  // lane l points at row l % 16, column 8 (l / 16). B from rows that are
-  // the B columns (Q and dO for S^T and dP^T; dS^T's rows as the A of dS
-  // by .trans): row l % 8 + 8 (l / 16), column 8 ((l / 8) % 2).
+  // ldmatrix row addresses, as in sdpa_flash. a_row, a_col: A from rows
+  // that are A's rows (the K and V strips) and B by .trans from rows that
+  // are B's rows (dO, Q, K over queries or keys): lane l points at row
+  // l % 16, column 8 (l / 16). b_row, b_col: B from rows that are B's
+  // columns (Q and dO for S^T and dP^T) and A by .trans from rows that are
+  // A's columns (dS from dS^T): row l % 8 + 8 (l / 16), column 8 ((l / 8)
+  // % 2).
   const int a_row = lane % 16, a_col = 8 * (lane / 16);
   const int b_row = lane % 8 + 8 * (lane / 16), b_col = 8 * ((lane / 8) % 2);
   const int key_strip = warp * 16; // the warp's 16 keys of the tile
