@@ -50,9 +50,10 @@ TEST(NvrtcAttention, FlashBackwardNames) {
 }
 
 TEST(NvrtcAttention, FlashBackwardSharedMemory) {
-  // 4 tiles of 64 x (d + 8), dS^T of 64 x 72, 3 floats per row.
-  EXPECT_EQ(cuda::flash_bwd_shared_bytes(64, 2), 46848);
-  EXPECT_EQ(cuda::flash_bwd_shared_bytes(128, 2), 79616);
+  // K, V and two buffers of Q, dO: 6 tiles of 64 x (d + 8); dS^T of
+  // 64 x 72; two buffers of 3 floats per row.
+  EXPECT_EQ(cuda::flash_bwd_shared_bytes(64, 2), 66048);
+  EXPECT_EQ(cuda::flash_bwd_shared_bytes(128, 2), 115200);
   EXPECT_EQ(cuda::flash_bwd_threads, 128);
   EXPECT_EQ(cuda::flash_bwd_min_blocks(64), 3);
   EXPECT_EQ(cuda::flash_bwd_min_blocks(128), 2);

@@ -12,8 +12,11 @@
 // (16 x D each) stay in its registers as float C fragments of
 // `mma.sync.aligned.m16n8k16` (the layouts, g = lane / 4 and t = lane % 4,
 // and the `ldmatrix` loads are described in flash_attention.cuh; its
-// helpers flash::ldmatrix_x4, mma16816 and pack_pair serve here). Per query
-// tile of 64 rows, `flash_bwd_query_chunk(D)` queries at a time:
+// helpers flash::ldmatrix_x4, mma16816 and pack_pair serve here). The Q and
+// dO tiles of the walk's next query tile and its rows' statistics are
+// copied by cp.async into a second buffer while this one is used (one
+// barrier publishes them). Per query tile of 64 rows,
+// `flash_bwd_query_chunk(D)` queries at a time:
 //   S^T  = K Q^T, dP^T = V dO^T  C fragments with keys as rows (g, g + 8)
 //                                and queries as columns (2t, 2t + 1): K's
 //                                and V's strips are A (ldmatrix), Q's and
@@ -34,10 +37,11 @@
 //                                tile; dS's A fragments by .trans from
 //                                dS^T's rows, K's B by .trans from its rows;
 //          each lane adds its C elements (query rows g, g + 8, features
-//          8n + 2t, + 1) with atomicAdd into a zeroed float scratch that the
-//          launcher rounds to T at the end (several key blocks add to one
-//          dQ row; a per-block dQ in registers would need the transpose of
-//          this walk).
+//          8n + 2t and 8n + 2t + 1: one float2 atomicAdd on sm_90) into a
+//          zeroed float scratch that the launcher rounds to T at the end
+//          (every key block adds to the same dQ rows; keeping dQ in
+//          registers instead would need the transposed walk, query tiles
+//          outer, and then dK and dV would need the atomics).
 // Query tiles that the causal rule hides wholly from the block's keys are
 // skipped, unless a row of the tile sees no key at all (Lq > Lk): such a
 // row's P is 1 / Lk everywhere (as in the forward), which reaches dV.
@@ -66,6 +70,34 @@
 
 namespace kiln::cuda {
 
+namespace flash {
+
+/** 4 bytes from global src to shared dst, or zeros when !valid (src need
+ *  only be a valid address then), as copy16. */
+__device__ __forceinline__ void copy4(void* dst, const void* src,
+                                      bool valid) {
+  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  int n = valid ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s),
+               "l"(src), "r"(n)
+               : "memory");
+}
+
+/** at[0] += lo, at[1] += hi atomically, at 8-byte aligned: one vector atomic
+ *  on sm_90 and later (half the atomic instructions), two scalar ones
+ *  before. Each float is added atomically either way. */
+__device__ __forceinline__ void atomic_add_pair(float* at, float lo,
+                                                float hi) {
+#if __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float2*>(at), make_float2(lo, hi));
+#else
+  atomicAdd(at, lo);
+  atomicAdd(at + 1, hi);
+#endif
+}
+
+} // namespace flash
+
 /** MaskKind as sdpa_flash. Any number of blocks of flash_bwd_threads threads
  *  (they loop over the B * Nkv * ceil(Lk / 64) key tiles) with
  *  flash_bwd_shared_bytes(D, sizeof(T)) bytes of dynamic shared memory.
@@ -91,15 +123,18 @@ __global__ void __launch_bounds__(flash_bwd_threads, flash_bwd_min_blocks(D))
   constexpr int c_tiles = chunk / 8; // n8 tiles of S^T (queries) per chunk
   static_assert(flash_rows % chunk == 0 && chunk % 16 == 0);
 
+  constexpr int tile = flash_rows * ldt;        // one staged tile (elements)
+  constexpr int stat_floats = 3 * flash_rows;   // a query tile's statistics
+
+  // K and V; two buffers of Q and dO tiles (the next query tile's load while
+  // one is used); dS^T (a row per key, a column per query); two buffers of
+  // the query rows' statistics as stored (max, sum, delta per row).
   extern __shared__ __align__(128) unsigned char flash_bwd_smem[];
   T* ks = reinterpret_cast<T*>(flash_bwd_smem);
-  T* vs = ks + flash_keys * ldt;
-  T* qs = vs + flash_keys * ldt;
-  T* dos = qs + flash_rows * ldt;
-  T* dst = dos + flash_rows * ldt; // dS^T: a row per key, a column per query
-  float* row_m = reinterpret_cast<float*>(dst + flash_keys * ldp);
-  float* row_inv_l = row_m + flash_rows;
-  float* row_delta = row_inv_l + flash_rows;
+  T* vs = ks + tile;
+  T* q_bufs = vs + tile;
+  T* dst = q_bufs + 4 * tile;
+  float* stat_bufs = reinterpret_cast<float*>(dst + flash_keys * ldp);
 
   const int warp = threadIdx.x / warp_size, lane = threadIdx.x % warp_size;
   const int g = lane / 4, t2 = 2 * (lane % 4); // C layout: row g, column t2
@@ -151,39 +186,54 @@ __global__ void __launch_bounds__(flash_bwd_threads, flash_bwd_min_blocks(D))
       for (int e = 0; e < 4; ++e) dk_acc[n][e] = dv_acc[n][e] = 0.0f;
     }
 
-    for (int64_t t = 0; t < rep * q_tiles; ++t) {
+    // The walk over (query head, query tile) pairs: t's head is kh * rep +
+    // t / q_tiles. Query tiles that the causal rule hides wholly from the
+    // block's keys, while each of their rows sees some key elsewhere (so its
+    // P is 0 here), add nothing and are skipped.
+    const int64_t walk = rep * q_tiles;
+    auto next_visible = [&](int64_t t) {
+      for (; t < walk && p.causal; ++t) {
+        int64_t q0 = (t % q_tiles) * flash_rows;
+        int64_t q_last = (q0 + flash_rows < p.Lq ? q0 + flash_rows : p.Lq) - 1;
+        if (!(q_last + shift < k0 && q0 + shift >= 0)) break;
+      }
+      return t;
+    };
+    // Starts copying walk step t's Q and dO tiles and statistics into
+    // buffer `buf` (rows past Lq become zeros), as one copy group.
+    auto load_queries = [&](int64_t t, int buf) {
+      int64_t h = kh * rep + t / q_tiles, q0 = (t % q_tiles) * flash_rows;
+      int64_t bh = b * p.Nq + h;
+      T* qd = q_bufs + buf * 2 * tile;
+      flash::load_tile<T, D, flash_bwd_threads>(
+          qd, q + b * p.q_strides[0] + h * p.q_strides[1], p.q_strides[2],
+          q0, p.Lq);
+      flash::load_tile<T, D, flash_bwd_threads>(qd + tile, dout + bh * p.Lq * D,
+                                                D, q0, p.Lq);
+      const float* st = stats + 3 * (bh * p.Lq + q0);
+      float* sb = stat_bufs + buf * stat_floats;
+      for (int c = threadIdx.x; c < stat_floats; c += flash_bwd_threads) {
+        bool valid = q0 + c / 3 < p.Lq;
+        flash::copy4(sb + c, valid ? st + c : stats, valid);
+      }
+      flash::commit();
+    };
+
+    int64_t t = next_visible(0);
+    if (t < walk) load_queries(t, 0);
+    for (int buf = 0; t < walk; buf ^= 1) {
+      const int64_t t_next = next_visible(t + 1);
       const int64_t h = kh * rep + t / q_tiles;
       const int64_t q0 = (t % q_tiles) * flash_rows;
-      if (p.causal) {
-        // No row sees a key of this tile, and every row sees some key
-        // elsewhere (so its P is 0 here): nothing to add.
-        int64_t q_last = (q0 + flash_rows < p.Lq ? q0 + flash_rows : p.Lq) - 1;
-        if (q_last + shift < k0 && q0 + shift >= 0) continue;
-      }
       const int64_t bh = b * p.Nq + h;
-      const T* qb = q + b * p.q_strides[0] + h * p.q_strides[1];
+      const T* qs = q_bufs + buf * 2 * tile;
+      const T* dos = qs + tile;
+      const float* st = stat_bufs + buf * stat_floats;
 
-      __syncthreads(); // every warp is done with the last tile's Q, dO, dS^T
-      flash::load_tile<T, D, flash_bwd_threads>(qs, qb, p.q_strides[2], q0,
-                                                p.Lq);
-      flash::load_tile<T, D, flash_bwd_threads>(dos, dout + bh * p.Lq * D, D,
-                                                q0, p.Lq);
-      flash::commit();
-      if (threadIdx.x < flash_rows) {
-        int64_t i = q0 + threadIdx.x;
-        float m = 0.0f, l = 1.0f, delta = 0.0f; // padding rows: unused
-        if (i < p.Lq) {
-          const float* st = stats + 3 * (bh * p.Lq + i);
-          m = st[0];
-          l = st[1];
-          delta = st[2];
-        }
-        row_m[threadIdx.x] = m;
-        row_inv_l[threadIdx.x] = 1.0f / l;
-        row_delta[threadIdx.x] = delta;
-      }
-      flash::wait<0>(); // K, V (first tile), Q and dO
-      __syncthreads();
+      flash::wait<0>(); // K, V (first step), this step's Q, dO, statistics
+      __syncthreads();  // ... are visible; every warp is done with the other
+                        // buffer and with dS^T (the last step)
+      if (t_next < walk) load_queries(t_next, buf ^ 1);
 
       [[maybe_unused]] const int64_t mask_head =
           b * p.mask_strides[0] + h * p.mask_strides[1];
@@ -241,9 +291,11 @@ __global__ void __launch_bounds__(flash_bwd_threads, flash_bwd_min_blocks(D))
                 }
               }
               if (hidden) sc = lowest;
+              const float* row_stats = st + 3 * il; // max, sum, delta
               pv = sc == -inf ? 0.0f
-                              : math::exp(sc - row_m[il]) * row_inv_l[il];
-              ds = hidden ? 0.0f : pv * (dp[n][e] - row_delta[il]);
+                              : math::exp(sc - row_stats[0]) *
+                                    (1.0f / row_stats[1]);
+              ds = hidden ? 0.0f : pv * (dp[n][e] - row_stats[2]);
             }
             s[n][e] = pv;
             dp[n][e] = ds;
@@ -327,14 +379,15 @@ __global__ void __launch_bounds__(flash_bwd_threads, flash_bwd_min_blocks(D))
             float* at = dq_head + dq_row[r] * D + f0 * 8 + t2;
 #pragma unroll
             for (int n = 0; n < dq_tiles; ++n) {
-              atomicAdd(at + 8 * n, acc[n][2 * r] * scale);
-              atomicAdd(at + 8 * n + 1, acc[n][2 * r + 1] * scale);
+              flash::atomic_add_pair(at + 8 * n, acc[n][2 * r] * scale,
+                                     acc[n][2 * r + 1] * scale);
             }
           }
         }
       }
+      t = t_next;
     }
-    flash::wait<0>(); // (every copy was waited for already; kept for safety)
+    flash::wait<0>(); // K and V, where no query tile was visited
 
     // dK * scale and dV as T, row-major, straight from the C fragments.
 #pragma unroll

@@ -49,22 +49,24 @@ inline constexpr int flash_bwd_threads = 128;
  *  registers each). */
 KILN_FLASH_HD constexpr int flash_bwd_query_chunk(int) { return 32; }
 
-/** Dynamic shared memory of the backward kernel, in bytes: the K, V, Q and
- *  dO tiles, dS^T as T (64 keys x 64 queries) and three floats per query
- *  row (max, 1 / sum, rowsum(dO * O)). 45.75 KiB for d = 64, 77.75 KiB for
- *  d = 128. */
+/** Dynamic shared memory of the backward kernel, in bytes: the K and V
+ *  tiles, two buffers of Q and dO tiles (the next query tile loads while
+ *  one is used), dS^T as T (64 keys x 64 queries) and two buffers of three
+ *  floats per query row (max, sum, rowsum(dO * O)). 64.5 KiB for d = 64,
+ *  112.5 KiB for d = 128. */
 KILN_FLASH_HD constexpr int flash_bwd_shared_bytes(int d, int t_size) {
-  return 4 * flash_rows * (d + flash_pad_t) * t_size +
+  return 6 * flash_rows * (d + flash_pad_t) * t_size +
          flash_keys * (flash_rows + flash_pad_t) * t_size +
-         3 * flash_rows * 4;
+         2 * 3 * flash_rows * 4;
 }
 
 /** Blocks per SM the backward kernel is built for (4 warps each; its
  *  register budget is 65536 / (128 * blocks) per thread): 3 for d = 64
  *  (168 registers, no spills; held to 128 for 4 blocks it spilled 36-52
  *  bytes) and 2 for d = 128 (252-255 registers, no spills: dK and dV take
- *  128), within an H100/H200 SM's 227 KiB of shared memory. `ptxas -v`,
- *  sm_90, CUDA 13. */
+ *  128), within an H100/H200 SM's shared memory (228 KiB, less 1 KiB
+ *  reserved per block; at most 227 KiB for one block). `ptxas -v`, sm_90,
+ *  CUDA 13. */
 KILN_FLASH_HD constexpr int flash_bwd_min_blocks(int d) {
   return d <= 64 ? 3 : 2;
 }
