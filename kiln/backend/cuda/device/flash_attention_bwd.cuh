@@ -48,16 +48,17 @@
 //
 // Per 64 x 64 tile: 5 products of 2 * 64 * 64 * D FLOP (S^T, dP^T, dV,
 // dK, dQ), 2.6 MFLOP at D = 64 and 5.2 at D = 128 on tensor cores, as
-// before. Shared memory per tile and block at D = 64 (chunk 32, two K and
-// V strip reloads): each warp reads Q and dO twice (2 x 2 x 8 KiB) and its
-// K and V strips per chunk (4 KiB), 36 KiB, 144 KiB for the block; dS^T is
-// written once (8 KiB, 4-byte stores without bank conflicts) and the dQ
-// step reads dS (2 KiB) and K (8 KiB) per warp, 40 KiB: about 192 KiB.
-// The wmma version read about 256 KiB (its 8 warps each loaded K, V, Q and
-// dO quarters for S^T and dP^T, 128 KiB, then P^T, dS^T, dO and Q halves,
-// 96 KiB, then dS^T and K for dQ, 16 KiB, and stored P^T and dS^T element
-// by element as 2-byte scattered stores) and indexed every accumulator
-// element through a loaded index matrix.
+// before. Shared-memory reads per tile and block at D = 64 (chunks of 32
+// queries): each warp reads its K and V strips once per chunk (2 x 4 KiB)
+// and Q and dO twice (for S^T, dP^T and for dV, dK: 2 x 16 KiB), 40 KiB,
+// 160 KiB for the block; the dQ step reads dS (2 KiB) and K (8 KiB) per
+// warp, 40 KiB; about 200 KiB (12.7 FLOP per byte), and dS^T is written
+// once (8 KiB, 4-byte stores without bank conflicts). The wmma version
+// read about 288 KiB (its 8 warps loaded K, V, Q and dO for S^T and dP^T,
+// 128 KiB, P^T, dS^T, dO and Q for dV and dK, 96 KiB, dS^T and K for dQ,
+// 64 KiB: 8.8 FLOP per byte), stored P^T and dS^T (16 KiB) as 2-byte
+// scattered stores, and indexed every accumulator element through an
+// index matrix.
 //
 // Numerics against the CPU's graph: P and dS are rounded to T before their
 // products (as the graph rounds them), every product accumulates in float;
