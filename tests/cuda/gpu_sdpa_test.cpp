@@ -7,8 +7,8 @@
 // kernel (float16/bfloat16, head dimension 64 or 128): lengths around its
 // 64-row tiles, causal tiles skipped or not, masks hiding whole rows and
 // whole key tiles, grouped-query heads, (B, L, H, D) buffers, more query
-// tiles than its grid, and the layouts and shapes it leaves to the warp
-// kernel.
+// tiles than its grid, many key tiles with a running max that moves, and
+// the layouts and shapes it leaves to the warp kernel.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -490,6 +490,33 @@ TEST_F(GpuSdpa, FlashLongAndMany) {
                                sdpa_tol(float16)));
 }
 
+TEST_F(GpuSdpa, FlashManyKeyTilesAndMovingMax) {
+  // Many key tiles (the kernel alternates two tile buffers: odd and even
+  // counts, a partial last tile), causal diagonals that cross a warp's 16
+  // rows (Lk - Lq not a multiple of 16: in one key tile some warps see
+  // every key and skip masking while others mask), and queries scaled by 8
+  // so that the running max moves from tile to tile and rescales O.
+  for (Dtype dt : {float16, bfloat16}) {
+    for (int d : {64, 128}) {
+      for (auto [lq, lk] :
+           {std::pair{200, 1000}, std::pair{150, 1087}, std::pair{77, 640}}) {
+        Qkv t = random_qkv(1, 2, 1, lq, lk, d, d, dt);
+        Qkv sharp{astype(multiply(t.q, array(8.0f)), dt), t.k, t.v};
+        for (const char* mode : {"", "causal"}) {
+          EXPECT_TRUE(attention_agrees(t, mode, std::nullopt, std::nullopt,
+                                       sdpa_tol(dt)))
+              << dtype_name(dt) << " d=" << d << " lq=" << lq << " lk=" << lk
+              << " mode '" << mode << "'";
+          EXPECT_TRUE(attention_agrees(sharp, mode, std::nullopt,
+                                       std::nullopt, sdpa_tol(dt)))
+              << dtype_name(dt) << " d=" << d << " lq=" << lq << " lk=" << lk
+              << " mode '" << mode << "' sharp";
+        }
+      }
+    }
+  }
+}
+
 // ---- the fused backward -------------------------------------------------
 
 // dq, dk, dv of the op under vjp on device d (the GPU's fused backward for
@@ -643,6 +670,31 @@ TEST_F(GpuSdpa, FlashGradientsLongAndMany) {
   EXPECT_TRUE(grads_agree(t, "causal", std::nullopt, grad_tol(bfloat16)));
   Qkv many = random_qkv(2, 4500, 4500, 3, 5, 64, 64, float16);
   EXPECT_TRUE(grads_agree(many, "", std::nullopt, grad_tol(float16)));
+  // The statistics pre-pass over many key tiles with a causal diagonal
+  // crossing the forward's warps (Lk - Lq = 937).
+  for (int d : {64, 128}) {
+    Qkv long_keys = random_qkv(1, 2, 1, 150, 1087, d, d, float16);
+    EXPECT_TRUE(
+        grads_agree(long_keys, "causal", std::nullopt, grad_tol(float16)))
+        << "d=" << d;
+  }
+}
+
+TEST_F(GpuSdpa, FlashGradientsAccumulateOverHeadsAndQueryTiles) {
+  // The backward keeps each warp's dK and dV in registers across every
+  // (query head, query tile) of its kv head: 8 query heads per kv head and
+  // 4 query tiles each (the last one partly padded, its second 32-query
+  // chunk empty), causal diagonals crossing every 16-key strip of a tile,
+  // and key tiles partly padded.
+  for (Dtype dt : {float16, bfloat16}) {
+    for (int d : {64, 128}) {
+      Qkv t = random_qkv(2, 16, 2, 211, 147, d, d, dt);
+      for (const char* mode : {"", "causal"}) {
+        EXPECT_TRUE(grads_agree(t, mode, std::nullopt, grad_tol(dt)))
+            << dtype_name(dt) << " d=" << d << " mode '" << mode << "'";
+      }
+    }
+  }
 }
 
 TEST_F(GpuSdpa, FlashGradientsOfGradients) {

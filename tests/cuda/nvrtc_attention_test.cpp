@@ -50,9 +50,18 @@ TEST(NvrtcAttention, FlashBackwardNames) {
 }
 
 TEST(NvrtcAttention, FlashBackwardSharedMemory) {
-  // 4 tiles of 64 x (d + 8), P^T and dS^T of 64 x 72, 3 floats per row.
-  EXPECT_EQ(cuda::flash_bwd_shared_bytes(64, 2), 56064);
-  EXPECT_EQ(cuda::flash_bwd_shared_bytes(128, 2), 88832);
+  // K, V and two buffers of Q, dO: 6 tiles of 64 x (d + 8); dS^T of
+  // 64 x 72; two buffers of 3 floats per row.
+  EXPECT_EQ(cuda::flash_bwd_shared_bytes(64, 2), 66048);
+  EXPECT_EQ(cuda::flash_bwd_shared_bytes(128, 2), 115200);
+  EXPECT_EQ(cuda::flash_bwd_threads, 128);
+  EXPECT_EQ(cuda::flash_bwd_min_blocks(64), 3);
+  EXPECT_EQ(cuda::flash_bwd_min_blocks(128), 2);
+  // A warp's query chunk packs into whole k16 steps and tiles the 64 rows.
+  for (int d : {64, 128}) {
+    EXPECT_EQ(cuda::flash_rows % cuda::flash_bwd_query_chunk(d), 0) << d;
+    EXPECT_EQ(cuda::flash_bwd_query_chunk(d) % 16, 0) << d;
+  }
   for (int d : {64, 128}) {
     EXPECT_LE(
         cuda::flash_bwd_min_blocks(d) * cuda::flash_bwd_shared_bytes(d, 2),
@@ -80,10 +89,13 @@ TEST(NvrtcAttention, FlashCoverage) {
   EXPECT_FALSE(cuda::flash_sdpa_supports(float16, 96, 96));
   EXPECT_FALSE(cuda::flash_sdpa_supports(float16, 64, 128));
   EXPECT_FALSE(cuda::flash_sdpa_supports(bfloat16, 256, 256));
-  // d = 64 fits the default 48 KiB; d = 128 needs the raised limit, and
-  // three blocks still fit an H100/H200 SM (227 KiB).
-  EXPECT_EQ(cuda::flash_shared_bytes(64, 2), 45056);
-  EXPECT_EQ(cuda::flash_shared_bytes(128, 2), 69632);
+  // Q and two K, V buffers of 64 x (d + 8): d = 64 fits the default
+  // 48 KiB; d = 128 needs the raised limit, and the blocks the kernels are
+  // built for fit an H100/H200 SM (227 KiB).
+  EXPECT_EQ(cuda::flash_shared_bytes(64, 2), 46080);
+  EXPECT_EQ(cuda::flash_shared_bytes(128, 2), 87040);
+  EXPECT_EQ(cuda::flash_min_blocks(64), 4);
+  EXPECT_EQ(cuda::flash_min_blocks(128), 2);
   EXPECT_LE(cuda::flash_min_blocks(128) * cuda::flash_shared_bytes(128, 2),
             227 * 1024);
   EXPECT_LE(cuda::flash_min_blocks(64) * cuda::flash_shared_bytes(64, 2),

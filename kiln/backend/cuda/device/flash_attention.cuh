@@ -3,29 +3,59 @@
 //
 // A block of 4 warps takes a tile of 64 query rows of one (batch, head)
 // and walks the key/value rows in tiles of 64, staged in shared memory by
-// cp.async (16-byte copies, zero-filled past the end of the sequence). Warp
-// w owns query rows [16w, 16w + 16) of the tile throughout:
-//   S = Q K^T   wmma 16x16x16, float accumulators, stored to shared memory;
-//   softmax     two lanes per row read the row's 64 scores, apply the
-//               scale, the causal rule and the mask exactly as
-//               device/sdpa.cuh and the CPU do, and update the row's running
-//               max and sum in float (online softmax); P = exp(S - max) is
-//               written as T over the row's own scores;
-//   O += P V    wmma into float fragments that stay in registers for the
-//               whole key loop.
-// Rescaling O by exp(old max - new max) needs each accumulator element's
-// row, which wmma leaves opaque: at the start each warp loads a matrix of
-// row numbers into an accumulator fragment, which tells every lane the row
-// of each of its elements (the layout is the same for every fragment of
-// that type), and the factor comes from the row's lane by a shuffle. So O
-// never goes through shared memory until the final O / sum is written.
+// cp.async (16-byte copies, zero-filled past the end of the sequence) into
+// two buffers: the next key and value tiles load while this one is used.
+// Warp w owns query rows [16w, 16w + 16) of the tile throughout, and
+// everything per row stays in its registers, in the fragment layouts of
+// the `mma.sync.aligned.m16n8k16.row.col.f32.{f16|bf16}` instruction (PTX
+// ISA, "Matrix Fragments for mma.m16n8k16 with floating point type"; g =
+// lane / 4 and t = lane % 4 below):
+//   A (16 x 16, 4 registers of two T): rows g and g + 8, columns 2t, 2t + 1
+//     (registers 0, 1) and 2t + 8, 2t + 9 (registers 2, 3); register 0 is
+//     row g, 1 row g + 8, 2 row g, 3 row g + 8; the lower half of each
+//     register holds the lower column.
+//   B (16 x 8, 2 registers): column g, rows 2t, 2t + 1 (register 0) and
+//     2t + 8, 2t + 9 (register 1).
+//   C (16 x 8, 4 floats): rows g (0, 1) and g + 8 (2, 3), columns 2t and
+//     2t + 1.
+// Operands come from shared memory by `ldmatrix.sync.aligned.m8n8.x4`
+// (PTX ISA, "Warp-level matrix load instruction: ldmatrix"): lanes 8m ..
+// 8m + 7 give the row addresses of 8x8 matrix m and lane l receives, in
+// register m, the elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1)
+// of matrix m, or of its transpose with .trans. That is the A layout for
+// four 8x8 quarters of Q, the B layout of two key n8 tiles from K's rows
+// (K^T column n is K row n), and with .trans the B layout of two feature
+// n8 tiles from V's rows. Rows are D + 8 elements apart (a 16-byte pad), so
+// the 8 rows of one matrix fall in 8 distinct 4-bank groups: no conflicts.
+//   S     = Q K^T, 8 C fragments (16 rows x 64 keys) per warp, Q's A
+//         fragment of each k16 step loaded from the Q tile as it is used
+//         (holding all of Q's fragments through the key loop takes 32 more
+//         registers and spilled at D = 128);
+//   softmax: each lane scales and masks its own elements (it knows their
+//         rows and keys from the C layout) exactly as device/sdpa.cuh and
+//         the CPU score them; a row's max and sum reduce over the 4 lanes
+//         of its quad (shuffles); the running max and sum live in float;
+//   P     = exp(S - max) rounded to T is packed straight into A fragments:
+//         C tiles 2j and 2j + 1 (keys 16j .. 16j + 15) hold, register for
+//         register, A's rows g / g + 8 at columns 2t (+1) and 2t + 8 (+9);
+//   O     += P V into D / 8 C fragments that stay in registers; each row's
+//         elements are rescaled by its own exp(old max - new max).
+// The end writes O / sum as T through the warp's own rows of the Q tile
+// (no longer needed) as 16-byte row-major stores.
 //
-// Loads and the pipeline: the next key tile is copied while this tile's
-// softmax and P V run, and the value tile while S is computed. Key tiles
-// wholly hidden by the causal rule are skipped, except for query tiles
-// holding a row that the rule hides entirely (Lq > Lk): the CPU gives such a
-// row the mean of every value (all scores equally lowest), so every key
-// tile is visited there.
+// Per 64 x 64 tile (D = 128): 4 * 64 * 64 * 128 = 2.1 MFLOP on tensor
+// cores; each warp reads K and V once from shared memory by ldmatrix (2 x
+// 16 KiB) and its Q strip (4 KiB), 36 KiB, where the wmma version also
+// stored and reread its 16 x 64 float scores and wrote and reread P (about
+// 48 KiB per warp and tile); the block's 144 KiB of shared reads per tile
+// are about 14 FLOP per byte (10 before), with no shared round trip and no
+// barrier between S and P V (one barrier per tile, was three).
+//
+// Key tiles wholly hidden by the causal rule are skipped, except for query
+// tiles holding a row that the rule hides entirely (Lq > Lk): the CPU gives
+// such a row the mean of every value (all scores equally lowest), so every
+// key tile is visited there. A warp whose 16 rows see every key of a full
+// tile with no mask skips the per-element masking.
 //
 // Numerics against the CPU (backend/cpu/sdpa.cpp): products of T are exact
 // in float and summed in float (in another order); a hidden key scores the
@@ -34,8 +64,6 @@
 // 0 / 0 = NaN. P is rounded to T before P V (as the matmul graph does), the
 // sum is kept in float, O is divided in float and rounded once.
 #pragma once
-
-#include <mma.h>
 
 #include "kiln/backend/cuda/device/flash_tiles.cuh"
 #include "kiln/backend/cuda/device/sdpa.cuh"
@@ -87,6 +115,61 @@ __device__ __forceinline__ void load_tile(T* tile, const T* base,
   }
 }
 
+/** Four 8x8 matrices of 16-bit elements from shared memory: lanes 8m ..
+ *  8m + 7 point at rows 0 .. 7 of matrix m (16 bytes each, 16-byte
+ *  aligned); lane l gets in r[m] elements (l / 4, 2 (l % 4)) and (l / 4,
+ *  2 (l % 4) + 1) of matrix m (of its transpose with Trans), the lower
+ *  column in the lower half. Every lane of the warp must take part. The
+ *  memory clobber keeps the load after the barrier that publishes the
+ *  tile. */
+template <bool Trans>
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4],
+                                            const void* row) {
+  unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  if constexpr (Trans) {
+    asm volatile(
+        "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, "
+        "[%4];\n"
+        : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+        : "r"(a)
+        : "memory");
+  } else {
+    asm volatile(
+        "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+        : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+        : "r"(a)
+        : "memory");
+  }
+}
+
+/** c += a b for one m16n8k16 step: a the A fragment (16 x 16 of T), b0 and
+ *  b1 the B fragment (16 x 8 of T), c the float C fragment (16 x 8), all in
+ *  the layouts of the header comment. */
+template <typename T>
+__device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4],
+                                         unsigned b0, unsigned b1) {
+  if constexpr (is_same_v<T, __half>) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    static_assert(is_same_v<T, __nv_bfloat16>);
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, "
+        "%3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+/** lo and hi rounded to T and packed into one register, lo in the lower
+ *  half (the lower column of an A fragment's pair). */
+template <typename T>
+__device__ __forceinline__ unsigned pack_pair(float lo, float hi) {
+  Vec<T, 2> pair{{cast_to<T>(lo), cast_to<T>(hi)}};
+  return *reinterpret_cast<const unsigned*>(&pair);
+}
+
 } // namespace flash
 
 /** MaskKind: 0 none, 1 boolean (false hides), 2 additive of type T (as
@@ -109,48 +192,31 @@ __global__ void __launch_bounds__(flash_threads, flash_min_blocks(D))
                T* __restrict__ out, const T* __restrict__ dout,
                float* __restrict__ stats,
                const __grid_constant__ SdpaParams p) {
-  using namespace nvcuda;
   static_assert(D % 16 == 0 && D * sizeof(T) % 16 == 0);
-  constexpr int ldt = D + flash_pad_t;          // Q, K, V rows (elements)
-  constexpr int lds = flash_keys + flash_pad_f; // score rows (floats)
-  // P rows as T: the same bytes per row as the scores, so row r of P
-  // overwrites the first half of row r of S and no other row.
-  constexpr int ldp = lds * int(sizeof(float) / sizeof(T));
-  constexpr int frags = D / 16; // accumulator fragments per warp row strip
-  constexpr int key_frags = flash_keys / 16;
-  static_assert(frags % key_frags == 0); // the output goes 4 fragments a time
-  using AccFrag = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+  static_assert(flash_threads == 4 * warp_size && flash_rows == 4 * 16 &&
+                flash_keys % 16 == 0);
+  constexpr int ldt = D + flash_pad_t;    // shared rows (elements)
+  constexpr int tile = flash_rows * ldt;  // one staged tile (elements)
+  constexpr int d_steps = D / 16;         // k16 steps of Q K^T
+  constexpr int s_tiles = flash_keys / 8; // n8 tiles of S (and P)
+  constexpr int o_tiles = D / 8;          // n8 tiles of O
 
+  // Q, then K and V of buffer 0, then K and V of buffer 1.
   extern __shared__ __align__(128) unsigned char flash_smem[];
   T* qs = reinterpret_cast<T*>(flash_smem);
-  T* ks = qs + flash_rows * ldt;
-  T* vs = ks + flash_rows * ldt;
-  float* ss = reinterpret_cast<float*>(vs + flash_rows * ldt);
+  T* kv = qs + tile;
 
   const int warp = threadIdx.x / warp_size, lane = threadIdx.x % warp_size;
-  // This warp's 16 rows of scores (and of P, and the output staging).
-  float* srows = ss + warp * 16 * lds;
-  T* prows = reinterpret_cast<T*>(srows);
+  const int g = lane / 4, t2 = 2 * (lane % 4); // C layout: row g, column t2
+  // ldmatrix row addresses. Q (A) and V (.trans, B): matrices 0-3 are
+  // (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15), so lane l
+  // points at row l % 16, column 8 (l / 16). K (B of K^T): matrices (keys
+  // 0-7, d 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15) give registers b0,
+  // b1 of key tile 0, then of key tile 1: key l % 8 + 8 (l / 16), column 8
+  // ((l / 8) % 2).
+  const int a_row = lane % 16, a_col = 8 * (lane / 16);
+  const int k_row = lane % 8 + 8 * (lane / 16), k_col = 8 * ((lane / 8) % 2);
 
-  // Which row each of this lane's accumulator elements lies in.
-  int elem_row[AccFrag::num_elements];
-  {
-    for (int e = lane; e < 256; e += warp_size) {
-      srows[(e / 16) * lds + e % 16] = static_cast<float>(e / 16);
-    }
-    __syncwarp();
-    AccFrag rows;
-    wmma::load_matrix_sync(rows, srows, lds, wmma::mem_row_major);
-#pragma unroll
-    for (int e = 0; e < AccFrag::num_elements; ++e) {
-      elem_row[e] = static_cast<int>(rows.x[e]);
-    }
-    __syncwarp();
-  }
-
-  // Lanes 2r and 2r + 1 own row r of the warp's strip in the softmax; lane
-  // parity picks the even or odd key columns.
-  const int my_row = lane / 2, parity = lane % 2;
   const int64_t q_tiles = (p.Lq + flash_rows - 1) / flash_rows;
   const int64_t heads = p.B * p.Nq;
   const int64_t k_tiles = (p.Lk + flash_keys - 1) / flash_keys;
@@ -177,180 +243,240 @@ __global__ void __launch_bounds__(flash_threads, flash_min_blocks(D))
 
     __syncthreads(); // the previous tile's readers are done with shared tiles
     flash::load_tile<T, D>(qs, qb, p.q_strides[2], q0, p.Lq);
-    flash::load_tile<T, D>(ks, kb, p.k_strides[2], 0, p.Lk);
+    flash::load_tile<T, D>(kv, kb, p.k_strides[2], 0, p.Lk);
+    flash::load_tile<T, D>(kv + tile, vb, p.v_strides[2], 0, p.Lk);
     flash::commit();
+    flash::wait<0>();
+    __syncthreads(); // Q and the first key and value tiles are visible
 
-    AccFrag o[frags];
+    const T* qw = qs + (warp * 16) * ldt;
+
+    float o[o_tiles][4];
 #pragma unroll
-    for (int f = 0; f < frags; ++f) wmma::fill_fragment(o[f], 0.0f);
-    // Both lanes of a row hold the same running max and sum.
-    float row_max = -inf, row_sum = 0.0f;
-    const int64_t i = q0 + warp * 16 + my_row; // this lane's query row
-    const int64_t mask_row = b * p.mask_strides[0] + h * p.mask_strides[1] +
-                             i * p.mask_strides[2];
+    for (int n = 0; n < o_tiles; ++n) {
+      o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    }
+    // Rows g and g + 8 of the warp's strip: [0] and [1] below. The 4 lanes
+    // of a quad hold the same running max and sum.
+    float row_max[2] = {-inf, -inf}, row_sum[2] = {0.0f, 0.0f};
+    const int64_t first_row = q0 + warp * 16; // the warp's first query row
+    const int64_t row[2] = {first_row + g, first_row + g + 8};
+    // The mask's (b, h) slice (its row offsets are recomputed per tile:
+    // cheaper than holding them in registers through the key loop).
+    const int64_t mask_bh = b * p.mask_strides[0] + h * p.mask_strides[1];
 
     for (int64_t kt = 0; kt < kt_end; ++kt) {
-      const int64_t k0 = kt * flash_keys;
-      flash::wait<0>(); // Q and this key tile
-      __syncthreads();  // ... visible to all; every warp is past the last P V
-      flash::load_tile<T, D>(vs, vb, p.v_strides[2], k0, p.Lk);
-      flash::commit();
-
-      // S = Q K^T for this warp's 16 rows.
-      {
-        AccFrag s[key_frags];
-#pragma unroll
-        for (int n = 0; n < key_frags; ++n) wmma::fill_fragment(s[n], 0.0f);
-#pragma unroll 1
-        for (int d = 0; d < D; d += 16) {
-          wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
-          wmma::load_matrix_sync(a, qs + warp * 16 * ldt + d, ldt);
-#pragma unroll
-          for (int n = 0; n < key_frags; ++n) {
-            // K^T's (d, j) is K's (j, d): K read column-major.
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> kf;
-            wmma::load_matrix_sync(kf, ks + n * 16 * ldt + d, ldt);
-            wmma::mma_sync(s[n], a, kf, s[n]);
-          }
-        }
-#pragma unroll
-        for (int n = 0; n < key_frags; ++n) {
-          wmma::store_matrix_sync(srows + n * 16, s[n], lds,
-                                  wmma::mem_row_major);
-        }
-      }
-      __syncthreads(); // every warp is done with this key tile
+      // Tile kt is visible in buffer kt % 2 and every warp is done with the
+      // other buffer: start copying the next tile there.
+      const T* ks_tile = kv + (kt % 2) * 2 * tile;
+      const T* vs_tile = ks_tile + tile;
       if (kt + 1 < kt_end) {
-        flash::load_tile<T, D>(ks, kb, p.k_strides[2], k0 + flash_keys, p.Lk);
+        T* next = kv + ((kt + 1) % 2) * 2 * tile;
+        int64_t k1 = (kt + 1) * flash_keys;
+        flash::load_tile<T, D>(next, kb, p.k_strides[2], k1, p.Lk);
+        flash::load_tile<T, D>(next + tile, vb, p.v_strides[2], k1, p.Lk);
+        flash::commit();
       }
-      flash::commit(); // possibly empty: keeps the group count uniform
-      __syncwarp();    // the strip's scores are visible to its lanes
+      const int64_t k0 = kt * flash_keys;
 
-      // Online softmax over this tile, as device/sdpa.cuh scores each key.
-      // Column col is key k0 + col: padding from n_keys on, hidden by the
-      // causal rule past causal_last (both tile-local, clamped into int).
+      // S = Q K^T for this warp's 16 rows: s[n] is keys 8n .. 8n + 7.
+      float s[s_tiles][4];
+#pragma unroll
+      for (int n = 0; n < s_tiles; ++n) {
+        s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+      }
+#pragma unroll
+      for (int ks = 0; ks < d_steps; ++ks) {
+        unsigned qa[4];
+        flash::ldmatrix_x4<false>(qa, qw + a_row * ldt + ks * 16 + a_col);
+#pragma unroll
+        for (int n = 0; n < s_tiles; n += 2) {
+          unsigned kf[4];
+          flash::ldmatrix_x4<false>(
+              kf, ks_tile + (n * 8 + k_row) * ldt + ks * 16 + k_col);
+          flash::mma16816<T>(s[n], qa, kf[0], kf[1]);
+          flash::mma16816<T>(s[n + 1], qa, kf[2], kf[3]);
+        }
+      }
+
+      // Scores, as device/sdpa.cuh gives each key. Element (n, e) of this
+      // lane is row row[e / 2], tile column 8n + t2 + e % 2 (key k0 + that).
       const int64_t keys_left = p.Lk - k0;
       const int n_keys = keys_left < flash_keys ? int(keys_left) : flash_keys;
-      int causal_last = flash_keys; // nothing hidden
-      if (p.causal) {
-        int64_t last = i + shift - k0;
-        causal_last = last < -1           ? -1
-                      : last > flash_keys ? flash_keys
-                                          : static_cast<int>(last);
-      }
-      float e[flash_keys / 2];
-      float tile_max = -inf;
+      // Whether every key of the tile is visible to every row of the warp
+      // (uniform across the warp): then only the scale applies.
+      const bool all_visible =
+          MaskKind == 0 && n_keys == flash_keys &&
+          (!p.causal || k0 + flash_keys - 1 <= first_row + shift);
+      if (all_visible) {
 #pragma unroll
-      for (int c = 0; c < flash_keys / 2; ++c) {
-        int col = 2 * c + parity;
-        float s = srows[my_row * lds + col] * scale;
-        if (col >= n_keys) {
-          s = -inf; // padding: adds nothing
-        } else {
-          bool hidden = col > causal_last;
-          if (MaskKind != 0 && i < p.Lq) {
-            int64_t off = mask_row + (k0 + col) * p.mask_strides[3];
-            if constexpr (MaskKind == 1) {
-              hidden = hidden || !static_cast<const bool*>(mask)[off];
+        for (int n = 0; n < s_tiles; ++n) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[n][e] *= scale;
+        }
+      } else {
+        // Keys past causal_last[r] (tile-local, clamped into int) are
+        // hidden from row r by the causal rule.
+        int causal_last[2] = {flash_keys, flash_keys};
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          if (p.causal) {
+            int64_t last = row[r] + shift - k0;
+            causal_last[r] = last < -1           ? -1
+                             : last > flash_keys ? flash_keys
+                                                 : static_cast<int>(last);
+          }
+        }
+#pragma unroll
+        for (int n = 0; n < s_tiles; ++n) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int r = e / 2, col = 8 * n + t2 + e % 2;
+            float x = s[n][e] * scale;
+            if (col >= n_keys) {
+              x = -inf; // padding: adds nothing
             } else {
-              s += cast_to<float>(static_cast<const T*>(mask)[off]);
+              bool hidden = col > causal_last[r];
+              if (MaskKind != 0 && row[r] < p.Lq) {
+                int64_t off = mask_bh + row[r] * p.mask_strides[2] +
+                              (k0 + col) * p.mask_strides[3];
+                if constexpr (MaskKind == 1) {
+                  hidden = hidden || !static_cast<const bool*>(mask)[off];
+                } else {
+                  x += cast_to<float>(static_cast<const T*>(mask)[off]);
+                }
+              }
+              if (hidden) x = lowest;
+            }
+            s[n][e] = x;
+          }
+        }
+      }
+
+      // Online softmax: each row's max and sum over its quad's 4 lanes.
+      float alpha[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float tile_max = -inf;
+#pragma unroll
+        for (int n = 0; n < s_tiles; ++n) {
+          tile_max = MaxNaN{}(tile_max, s[n][2 * r]);
+          tile_max = MaxNaN{}(tile_max, s[n][2 * r + 1]);
+        }
+        tile_max =
+            MaxNaN{}(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+        tile_max =
+            MaxNaN{}(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+        float new_max = MaxNaN{}(row_max[r], tile_max);
+        // 1 while the max stays (also -inf to -inf); NaN once a NaN arrives.
+        alpha[r] =
+            new_max == row_max[r] ? 1.0f : math::exp(row_max[r] - new_max);
+        float tile_sum = 0.0f;
+#pragma unroll
+        for (int n = 0; n < s_tiles; ++n) {
+#pragma unroll
+          for (int e = 2 * r; e < 2 * r + 2; ++e) {
+            s[n][e] = s[n][e] == -inf ? 0.0f : math::exp(s[n][e] - new_max);
+            tile_sum += s[n][e];
+          }
+        }
+        tile_sum += __shfl_xor_sync(0xffffffffu, tile_sum, 1);
+        tile_sum += __shfl_xor_sync(0xffffffffu, tile_sum, 2);
+        row_max[r] = new_max;
+        row_sum[r] = row_sum[r] * alpha[r] + tile_sum;
+      }
+#pragma unroll
+      for (int n = 0; n < o_tiles; ++n) {
+        o[n][0] *= alpha[0];
+        o[n][1] *= alpha[0];
+        o[n][2] *= alpha[1];
+        o[n][3] *= alpha[1];
+      }
+
+      // O += P V, P from the score registers: C tiles 2j and 2j + 1 are the
+      // A fragment of keys 16j .. 16j + 15.
+#pragma unroll
+      for (int j = 0; j < flash_keys / 16; ++j) {
+        unsigned pf[4] = {
+            flash::pack_pair<T>(s[2 * j][0], s[2 * j][1]),
+            flash::pack_pair<T>(s[2 * j][2], s[2 * j][3]),
+            flash::pack_pair<T>(s[2 * j + 1][0], s[2 * j + 1][1]),
+            flash::pack_pair<T>(s[2 * j + 1][2], s[2 * j + 1][3])};
+#pragma unroll
+        for (int n = 0; n < o_tiles; n += 2) {
+          unsigned vf[4];
+          flash::ldmatrix_x4<true>(
+              vf, vs_tile + (j * 16 + a_row) * ldt + n * 8 + a_col);
+          flash::mma16816<T>(o[n], pf, vf[0], vf[1]);
+          flash::mma16816<T>(o[n + 1], pf, vf[2], vf[3]);
+        }
+      }
+
+      flash::wait<0>(); // the next tile (if any) ...
+      __syncthreads();  // ... is visible, and every warp is done with this
+    }
+
+#pragma unroll
+    for (int n = 0; n < o_tiles; ++n) {
+      o[n][0] /= row_sum[0];
+      o[n][1] /= row_sum[0];
+      o[n][2] /= row_sum[1];
+      o[n][3] /= row_sum[1];
+    }
+    if (stats) {
+      // rowsum(dout * O), O rounded to T; each lane has its quarter of the
+      // columns of rows g and g + 8.
+      float delta[2] = {0.0f, 0.0f};
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        if (row[r] < p.Lq) {
+          const T* dr = dout + (bh * p.Lq + row[r]) * D + t2;
+#pragma unroll
+          for (int n = 0; n < o_tiles; ++n) {
+            Vec<T, 2> gr = *reinterpret_cast<const Vec<T, 2>*>(dr + 8 * n);
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+              delta[r] += cast_to<float>(cast_to<T>(o[n][2 * r + u])) *
+                          cast_to<float>(gr.v[u]);
             }
           }
-          if (hidden) s = lowest;
         }
-        e[c] = s;
-        tile_max = MaxNaN{}(tile_max, s);
-      }
-      tile_max = MaxNaN{}(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-      float new_max = MaxNaN{}(row_max, tile_max);
-      // 1 while the max stays (also -inf to -inf); NaN once a NaN arrives.
-      float alpha = new_max == row_max ? 1.0f : math::exp(row_max - new_max);
-      float tile_sum = 0.0f;
-#pragma unroll
-      for (int c = 0; c < flash_keys / 2; ++c) {
-        e[c] = e[c] == -inf ? 0.0f : math::exp(e[c] - new_max);
-        tile_sum += e[c];
-      }
-      tile_sum += __shfl_xor_sync(0xffffffffu, tile_sum, 1);
-      row_max = new_max;
-      row_sum = row_sum * alpha + tile_sum;
-      __syncwarp(); // both lanes of each row have read its scores
-#pragma unroll
-      for (int c = 0; c < flash_keys / 2; ++c) {
-        prows[my_row * ldp + 2 * c + parity] = cast_to<T>(e[c]);
-      }
-      // O *= alpha of each element's row (lane 2r holds row r's).
-#pragma unroll
-      for (int x = 0; x < AccFrag::num_elements; ++x) {
-        float a = __shfl_sync(0xffffffffu, alpha, 2 * elem_row[x]);
-#pragma unroll
-        for (int f = 0; f < frags; ++f) o[f].x[x] *= a;
-      }
-
-      flash::wait<1>(); // this value tile (the next key tile may be pending)
-      __syncthreads();  // ... visible to all, and every strip's P written
-      // O += P V.
-#pragma unroll 1
-      for (int kk = 0; kk < flash_keys; kk += 16) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> pf;
-        wmma::load_matrix_sync(pf, prows + kk, ldp);
-#pragma unroll
-        for (int f = 0; f < frags; ++f) {
-          wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> vf;
-          wmma::load_matrix_sync(vf, vs + kk * ldt + f * 16, ldt);
-          wmma::mma_sync(o[f], pf, vf, o[f]);
+        // Uniform: every lane takes part in the shuffles.
+        delta[r] += __shfl_xor_sync(0xffffffffu, delta[r], 1);
+        delta[r] += __shfl_xor_sync(0xffffffffu, delta[r], 2);
+        if (row[r] < p.Lq && t2 == 0) {
+          float* st = stats + 3 * (bh * p.Lq + row[r]);
+          st[0] = row_max[r];
+          st[1] = row_sum[r];
+          st[2] = delta[r];
         }
       }
-    }
-
-    // O / sum, as T, row-major; staged 4 fragments (16 x 64 floats) at a
-    // time through the strip's score rows.
+    } else {
+      // O as T through the warp's own 16 rows of the Q tile, which only
+      // this warp reads, then 16-byte row-major stores.
+      T* staged = qs + (warp * 16) * ldt;
 #pragma unroll
-    for (int x = 0; x < AccFrag::num_elements; ++x) {
-      float sum = __shfl_sync(0xffffffffu, row_sum, 2 * elem_row[x]);
+      for (int n = 0; n < o_tiles; ++n) {
 #pragma unroll
-      for (int f = 0; f < frags; ++f) o[f].x[x] /= sum;
-    }
-    float delta = 0.0f; // with stats: this lane's half of rowsum(dout * O)
-#pragma unroll
-    for (int f0 = 0; f0 < frags; f0 += key_frags) {
-      __syncwarp(); // the strip's P (or the last batch) has been read
-#pragma unroll
-      for (int f = 0; f < key_frags; ++f) {
-        wmma::store_matrix_sync(srows + f * 16, o[f0 + f], lds,
-                                wmma::mem_row_major);
+        for (int r = 0; r < 2; ++r) {
+          Vec<T, 2> pair{
+              {cast_to<T>(o[n][2 * r]), cast_to<T>(o[n][2 * r + 1])}};
+          *reinterpret_cast<Vec<T, 2>*>(staged + (g + 8 * r) * ldt + 8 * n +
+                                        t2) = pair;
+        }
       }
       __syncwarp();
-      if (i < p.Lq) {
-        // Lanes 2r and 2r + 1 write halves of row r: 32 values each.
+      constexpr int row_chunks = D / 8; // 16-byte chunks per row
+      static_assert(16 * row_chunks % warp_size == 0);
 #pragma unroll
-        for (int c = 0; c < 32; c += 8) {
-          int col = parity * 32 + c;
-          Vec<T, 8> chunk;
-#pragma unroll
-          for (int u = 0; u < 8; ++u) {
-            chunk.v[u] = cast_to<T>(srows[my_row * lds + col + u]);
-          }
-          int64_t at = (bh * p.Lq + i) * D + f0 * 16 + col;
-          if (stats) {
-            Vec<T, 8> g = *reinterpret_cast<const Vec<T, 8>*>(dout + at);
-#pragma unroll
-            for (int u = 0; u < 8; ++u) {
-              delta += cast_to<float>(chunk.v[u]) * cast_to<float>(g.v[u]);
-            }
-          } else {
-            *reinterpret_cast<Vec<T, 8>*>(out + at) = chunk;
-          }
+      for (int u = 0; u < 16 * row_chunks / warp_size; ++u) {
+        int c = lane + u * warp_size;
+        int r = c / row_chunks, col = (c % row_chunks) * 8;
+        int64_t i = first_row + r;
+        if (i < p.Lq) {
+          *reinterpret_cast<Vec<T, 8>*>(out + (bh * p.Lq + i) * D + col) =
+              *reinterpret_cast<const Vec<T, 8>*>(staged + r * ldt + col);
         }
-      }
-    }
-    if (stats) { // uniform: every lane takes part in the shuffle
-      delta += __shfl_xor_sync(0xffffffffu, delta, 1);
-      if (i < p.Lq && parity == 0) {
-        float* st = stats + 3 * (bh * p.Lq + i);
-        st[0] = row_max;
-        st[1] = row_sum;
-        st[2] = delta;
       }
     }
   }

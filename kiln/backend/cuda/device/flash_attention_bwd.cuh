@@ -5,41 +5,99 @@
 // The pre-pass is the forward kernel (device/flash_attention.cuh) run with
 // `stats`: for every query row it stores the max score m, the sum l of
 // exp(score - m) and delta = rowsum(dO * O) in float. Then this kernel: a
-// block of 8 warps takes 64 keys of one (batch, kv head) and keeps their K
-// and V tiles in shared memory and their dK and dV in float wmma fragments
-// (registers) while it walks every query tile of every query head sharing
-// that kv head (grouped-query heads sum there). Per query tile of 64 rows:
-//   S^T  = K Q^T and dP^T = V dO^T   (warp w: keys 16 (w % 4) .. + 16,
-//                                     queries 32 (w / 4) .. + 32)
-//   P    = exp(S * scale - m) / l   (scale, causal rule and mask as the
-//                                     forward applies them)
-//   dS   = P (dP - delta), 0 where a key is hidden (the graph's `where`
-//          passes no gradient there)
-//   P^T and dS^T are stored to shared memory as T, then
-//   dV  += P^T dO,  dK += dS^T Q       (warp w: keys 16 (w % 4) .. + 16,
-//                                     features D/2 (w / 4) .. + D/2)
-//   dQ  += dS K * scale                 (warp w: queries 16 (w % 4) .. + 16,
-//                                     features D/2 (w / 4) .. + D/2), by
-//          atomicAdd into a zeroed float scratch that the launcher rounds to
-//          T at the end.
-// Every accumulator element's row and column come from a matrix of indices
-// loaded once into an accumulator fragment (the trick of the forward).
+// block of 4 warps takes 64 keys of one (batch, kv head), keeps their K and
+// V tiles in shared memory and walks every query tile of every query head
+// sharing that kv head (grouped-query heads sum into the same dK and dV).
+// Warp w owns keys [16w, 16w + 16) of the tile throughout; their dK and dV
+// (16 x D each) stay in its registers as float C fragments of
+// `mma.sync.aligned.m16n8k16` (the layouts, g = lane / 4 and t = lane % 4,
+// and the `ldmatrix` loads are described in flash_attention.cuh; its
+// helpers flash::ldmatrix_x4, mma16816 and pack_pair serve here). The Q and
+// dO tiles of the walk's next query tile and its rows' statistics are
+// copied by cp.async into a second buffer while this one is used (one
+// barrier publishes them). Per query tile of 64 rows,
+// `flash_bwd_query_chunk(D)` queries at a time:
+//   S^T  = K Q^T, dP^T = V dO^T  C fragments with keys as rows (g, g + 8)
+//                                and queries as columns (2t, 2t + 1): K's
+//                                and V's strips are A (ldmatrix), Q's and
+//                                dO's rows are B (a query is a column);
+//   P    = exp(S * scale - m) / l, dS = P (dP - delta), in place, each
+//          lane knowing its elements' key and query from the C layout;
+//          scale, causal rule and mask as the forward applies them; dS = 0
+//          where a key is hidden (the graph's `where` passes no gradient);
+//   dV  += P^T dO, dK += dS^T Q  P^T and dS^T rounded to T are packed from
+//                                the C registers into A fragments (C tiles
+//                                2j and 2j + 1 are the A of queries 16j ..
+//                                16j + 15, as the forward packs P), dO and
+//                                Q are B by ldmatrix .trans from their rows:
+//                                no shared-memory round trip;
+//   dS^T is also stored as T to shared memory (64 keys x 64 queries), then
+//   after a barrier
+//   dQ  += dS K * scale          warp w: queries [16w, 16w + 16) of the
+//                                tile; dS's A fragments by .trans from
+//                                dS^T's rows, K's B by .trans from its rows;
+//          each lane adds its C elements (query rows g, g + 8, features
+//          8n + 2t and 8n + 2t + 1: one float2 atomicAdd on sm_90) into a
+//          zeroed float scratch that the launcher rounds to T at the end
+//          (every key block adds to the same dQ rows; keeping dQ in
+//          registers instead would need the transposed walk, query tiles
+//          outer, and then dK and dV would need the atomics).
 // Query tiles that the causal rule hides wholly from the block's keys are
 // skipped, unless a row of the tile sees no key at all (Lq > Lk): such a
 // row's P is 1 / Lk everywhere (as in the forward), which reaches dV.
+//
+// Per 64 x 64 tile: 5 products of 2 * 64 * 64 * D FLOP (S^T, dP^T, dV,
+// dK, dQ), 2.6 MFLOP at D = 64 and 5.2 at D = 128 on tensor cores, as
+// before. Shared-memory reads per tile and block at D = 64 (chunks of 32
+// queries): each warp reads its K and V strips once per chunk (2 x 4 KiB)
+// and Q and dO twice (for S^T, dP^T and for dV, dK: 2 x 16 KiB), 40 KiB,
+// 160 KiB for the block; the dQ step reads dS (2 KiB) and K (8 KiB) per
+// warp, 40 KiB; about 200 KiB (12.7 FLOP per byte), and dS^T is written
+// once (8 KiB, 4-byte stores without bank conflicts). The wmma version
+// read about 288 KiB (its 8 warps loaded K, V, Q and dO for S^T and dP^T,
+// 128 KiB, P^T, dS^T, dO and Q for dV and dK, 96 KiB, dS^T and K for dQ,
+// 64 KiB: 8.8 FLOP per byte), stored P^T and dS^T (16 KiB) as 2-byte
+// scattered stores, and indexed every accumulator element through an
+// index matrix.
 //
 // Numerics against the CPU's graph: P and dS are rounded to T before their
 // products (as the graph rounds them), every product accumulates in float;
 // delta comes from the rounded O, the graph's from P and dP (equal in exact
 // arithmetic). A padded key (past Lk) or query row (past Lq) contributes
-// nothing.
+// nothing: its tile rows are zero-filled and its P and dS are 0.
 #pragma once
-
-#include <mma.h>
 
 #include "kiln/backend/cuda/device/flash_attention.cuh"
 
 namespace kiln::cuda {
+
+namespace flash {
+
+/** 4 bytes from global src to shared dst, or zeros when !valid (src need
+ *  only be a valid address then), as copy16. */
+__device__ __forceinline__ void copy4(void* dst, const void* src,
+                                      bool valid) {
+  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  int n = valid ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s),
+               "l"(src), "r"(n)
+               : "memory");
+}
+
+/** at[0] += lo, at[1] += hi atomically, at 8-byte aligned: one vector atomic
+ *  on sm_90 and later (half the atomic instructions), two scalar ones
+ *  before. Each float is added atomically either way. */
+__device__ __forceinline__ void atomic_add_pair(float* at, float lo,
+                                                float hi) {
+#if __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float2*>(at), make_float2(lo, hi));
+#else
+  atomicAdd(at, lo);
+  atomicAdd(at + 1, hi);
+#endif
+}
+
+} // namespace flash
 
 /** MaskKind as sdpa_flash. Any number of blocks of flash_bwd_threads threads
  *  (they loop over the B * Nkv * ceil(Lk / 64) key tiles) with
@@ -55,51 +113,42 @@ __global__ void __launch_bounds__(flash_bwd_threads, flash_bwd_min_blocks(D))
                    const float* __restrict__ stats, float* __restrict__ dq,
                    T* __restrict__ dk, T* __restrict__ dv,
                    const __grid_constant__ SdpaParams p) {
-  using namespace nvcuda;
-  static_assert(D % 32 == 0 && D * sizeof(T) % 16 == 0);
+  static_assert(D % 16 == 0 && D * sizeof(T) % 16 == 0);
   static_assert(flash_rows == 64 && flash_keys == 64 &&
-                flash_bwd_threads == 8 * warp_size);
+                flash_bwd_threads == 4 * warp_size);
   constexpr int ldt = D + flash_pad_t;          // K, V, Q, dO rows
-  constexpr int ldp = flash_rows + flash_pad_t; // P^T, dS^T rows (queries)
-  constexpr int half_frags = D / 32; // fragments per warp over D / 2
-  using AccFrag = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
-  using RowA = wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major>;
-  using ColA = wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::col_major>;
-  using RowB = wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major>;
-  using ColB = wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major>;
+  constexpr int ldp = flash_rows + flash_pad_t; // dS^T rows (queries)
+  constexpr int d_steps = D / 16;               // k16 steps over features
+  constexpr int d_tiles = D / 8;                // n8 tiles over features
+  constexpr int chunk = flash_bwd_query_chunk(D);
+  constexpr int c_tiles = chunk / 8; // n8 tiles of S^T (queries) per chunk
+  static_assert(flash_rows % chunk == 0 && chunk % 16 == 0);
 
+  constexpr int tile = flash_rows * ldt;        // one staged tile (elements)
+  constexpr int stat_floats = 3 * flash_rows;   // a query tile's statistics
+
+  // K and V; two buffers of Q and dO tiles (the next query tile's load while
+  // one is used); dS^T (a row per key, a column per query); two buffers of
+  // the query rows' statistics as stored (max, sum, delta per row).
   extern __shared__ __align__(128) unsigned char flash_bwd_smem[];
   T* ks = reinterpret_cast<T*>(flash_bwd_smem);
-  T* vs = ks + flash_keys * ldt;
-  T* qs = vs + flash_keys * ldt;
-  T* dos = qs + flash_rows * ldt;
-  T* pt = dos + flash_rows * ldt; // P^T: a row per key, a column per query
-  T* dst = pt + flash_keys * ldp; // dS^T
-  float* row_m = reinterpret_cast<float*>(dst + flash_keys * ldp);
-  float* row_inv_l = row_m + flash_rows;
-  float* row_delta = row_inv_l + flash_rows;
+  T* vs = ks + tile;
+  T* q_bufs = vs + tile;
+  T* dst = q_bufs + 4 * tile;
+  float* stat_bufs = reinterpret_cast<float*>(dst + flash_keys * ldp);
 
   const int warp = threadIdx.x / warp_size, lane = threadIdx.x % warp_size;
-  const int strip = warp % 4; // 16 rows of a 64-row tile
-  const int half = warp / 4;  // 32 query columns, or D / 2 features
-  const int col0 = half * (D / 2);
-
-  // 16 * row + column of each of this lane's accumulator elements (the
-  // layout is the same for every accumulator fragment). The scratch is this
-  // warp's 1 KiB of P^T, written only after the first __syncthreads below.
-  int elem_rc[AccFrag::num_elements];
-  {
-    float* idx = reinterpret_cast<float*>(pt) + warp * 256;
-    for (int e = lane; e < 256; e += warp_size) idx[e] = static_cast<float>(e);
-    __syncwarp();
-    AccFrag rc;
-    wmma::load_matrix_sync(rc, idx, 16, wmma::mem_row_major);
-#pragma unroll
-    for (int e = 0; e < AccFrag::num_elements; ++e) {
-      elem_rc[e] = static_cast<int>(rc.x[e]);
-    }
-    __syncwarp();
-  }
+  const int g = lane / 4, t2 = 2 * (lane % 4); // C layout: row g, column t2
+  // ldmatrix row addresses, as in sdpa_flash. a_row, a_col: A from rows
+  // that are A's rows (the K and V strips) and B by .trans from rows that
+  // are B's rows (dO, Q, K over queries or keys): lane l points at row
+  // l % 16, column 8 (l / 16). b_row, b_col: B from rows that are B's
+  // columns (Q and dO for S^T and dP^T) and A by .trans from rows that are
+  // A's columns (dS from dS^T): row l % 8 + 8 (l / 16), column 8 ((l / 8)
+  // % 2).
+  const int a_row = lane % 16, a_col = 8 * (lane / 16);
+  const int b_row = lane % 8 + 8 * (lane / 16), b_col = 8 * ((lane / 8) % 2);
+  const int key_strip = warp * 16; // the warp's 16 keys of the tile
 
   const int64_t q_tiles = (p.Lq + flash_rows - 1) / flash_rows;
   const int64_t k_tiles = (p.Lk + flash_keys - 1) / flash_keys;
@@ -118,6 +167,9 @@ __global__ void __launch_bounds__(flash_bwd_threads, flash_bwd_min_blocks(D))
     int64_t k0 = kt * flash_keys;
     const T* kb = k + b * p.k_strides[0] + kh * p.k_strides[1];
     const T* vb = v + b * p.v_strides[0] + kh * p.v_strides[1];
+    // This lane's keys (rows g and g + 8 of the warp's strip) in the
+    // sequence.
+    const int64_t key[2] = {k0 + key_strip + g, k0 + key_strip + g + 8};
 
     __syncthreads(); // the previous work item is done with the K, V tiles
     flash::load_tile<T, D, flash_bwd_threads>(ks, kb, p.k_strides[2], k0,
@@ -126,152 +178,231 @@ __global__ void __launch_bounds__(flash_bwd_threads, flash_bwd_min_blocks(D))
                                               p.Lk);
     flash::commit();
 
-    AccFrag dk_acc[half_frags], dv_acc[half_frags];
+    // dK and dV of the warp's 16 keys over all D features: C fragments of
+    // features 8n .. 8n + 7.
+    float dk_acc[d_tiles][4], dv_acc[d_tiles][4];
 #pragma unroll
-    for (int f = 0; f < half_frags; ++f) {
-      wmma::fill_fragment(dk_acc[f], 0.0f);
-      wmma::fill_fragment(dv_acc[f], 0.0f);
+    for (int n = 0; n < d_tiles; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dk_acc[n][e] = dv_acc[n][e] = 0.0f;
     }
 
-    for (int64_t t = 0; t < rep * q_tiles; ++t) {
+    // The walk over (query head, query tile) pairs: t's head is kh * rep +
+    // t / q_tiles. Query tiles that the causal rule hides wholly from the
+    // block's keys, while each of their rows sees some key elsewhere (so its
+    // P is 0 here), add nothing and are skipped.
+    const int64_t walk = rep * q_tiles;
+    auto next_visible = [&](int64_t t) {
+      for (; t < walk && p.causal; ++t) {
+        int64_t q0 = (t % q_tiles) * flash_rows;
+        int64_t q_last = (q0 + flash_rows < p.Lq ? q0 + flash_rows : p.Lq) - 1;
+        if (!(q_last + shift < k0 && q0 + shift >= 0)) break;
+      }
+      return t;
+    };
+    // Starts copying walk step t's Q and dO tiles and statistics into
+    // buffer `buf` (rows past Lq become zeros), as one copy group.
+    auto load_queries = [&](int64_t t, int buf) {
+      int64_t h = kh * rep + t / q_tiles, q0 = (t % q_tiles) * flash_rows;
+      int64_t bh = b * p.Nq + h;
+      T* qd = q_bufs + buf * 2 * tile;
+      flash::load_tile<T, D, flash_bwd_threads>(
+          qd, q + b * p.q_strides[0] + h * p.q_strides[1], p.q_strides[2],
+          q0, p.Lq);
+      flash::load_tile<T, D, flash_bwd_threads>(qd + tile, dout + bh * p.Lq * D,
+                                                D, q0, p.Lq);
+      const float* st = stats + 3 * (bh * p.Lq + q0);
+      float* sb = stat_bufs + buf * stat_floats;
+      for (int c = threadIdx.x; c < stat_floats; c += flash_bwd_threads) {
+        bool valid = q0 + c / 3 < p.Lq;
+        flash::copy4(sb + c, valid ? st + c : stats, valid);
+      }
+      flash::commit();
+    };
+
+    int64_t t = next_visible(0);
+    if (t < walk) load_queries(t, 0);
+    for (int buf = 0; t < walk; buf ^= 1) {
+      const int64_t t_next = next_visible(t + 1);
       const int64_t h = kh * rep + t / q_tiles;
       const int64_t q0 = (t % q_tiles) * flash_rows;
-      if (p.causal) {
-        // No row sees a key of this tile, and every row sees some key
-        // elsewhere (so its P is 0 here): nothing to add.
-        int64_t q_last = (q0 + flash_rows < p.Lq ? q0 + flash_rows : p.Lq) - 1;
-        if (q_last + shift < k0 && q0 + shift >= 0) continue;
-      }
       const int64_t bh = b * p.Nq + h;
-      const T* qb = q + b * p.q_strides[0] + h * p.q_strides[1];
+      const T* qs = q_bufs + buf * 2 * tile;
+      const T* dos = qs + tile;
+      const float* st = stat_bufs + buf * stat_floats;
 
-      __syncthreads(); // every warp is done with the last tile's Q, dO, P^T
-      flash::load_tile<T, D, flash_bwd_threads>(qs, qb, p.q_strides[2], q0,
-                                                p.Lq);
-      flash::load_tile<T, D, flash_bwd_threads>(dos, dout + bh * p.Lq * D, D,
-                                                q0, p.Lq);
-      flash::commit();
-      if (threadIdx.x < flash_rows) {
-        int64_t i = q0 + threadIdx.x;
-        float m = 0.0f, l = 1.0f, delta = 0.0f; // padding rows: unused
-        if (i < p.Lq) {
-          const float* st = stats + 3 * (bh * p.Lq + i);
-          m = st[0];
-          l = st[1];
-          delta = st[2];
-        }
-        row_m[threadIdx.x] = m;
-        row_inv_l[threadIdx.x] = 1.0f / l;
-        row_delta[threadIdx.x] = delta;
-      }
-      flash::wait<0>(); // K, V (first tile), Q and dO
-      __syncthreads();
+      flash::wait<0>(); // K, V (first step), this step's Q, dO, statistics
+      __syncthreads();  // ... are visible; every warp is done with the other
+                        // buffer and with dS^T (the last step)
+      if (t_next < walk) load_queries(t_next, buf ^ 1);
 
-      // S^T and dP^T for this warp's 16 keys and 32 queries, 16 at a time;
-      // P^T and dS^T to shared memory.
       [[maybe_unused]] const int64_t mask_head =
           b * p.mask_strides[0] + h * p.mask_strides[1];
+      // The warp's 16 keys against the tile's queries, `chunk` at a time
+      // (fewer live score registers at D = 128).
 #pragma unroll 1
-      for (int f = 0; f < 2; ++f) {
-        const int qq = half * 32 + f * 16;
-        AccFrag s, dp;
-        wmma::fill_fragment(s, 0.0f);
-        wmma::fill_fragment(dp, 0.0f);
-#pragma unroll 1
-        for (int d = 0; d < D; d += 16) {
-          // Q^T's (d, i) is Q's (i, d): Q read column-major; dO the same.
-          RowA a;
-          ColB bt;
-          wmma::load_matrix_sync(a, ks + strip * 16 * ldt + d, ldt);
-          wmma::load_matrix_sync(bt, qs + qq * ldt + d, ldt);
-          wmma::mma_sync(s, a, bt, s);
-          wmma::load_matrix_sync(a, vs + strip * 16 * ldt + d, ldt);
-          wmma::load_matrix_sync(bt, dos + qq * ldt + d, ldt);
-          wmma::mma_sync(dp, a, bt, dp);
+      for (int c0 = 0; c0 < flash_rows; c0 += chunk) {
+        // S^T = K Q^T and dP^T = V dO^T: s[n], dp[n] are queries c0 + 8n
+        // .. + 7 (columns), keys g and g + 8 of the strip (rows).
+        float s[c_tiles][4], dp[c_tiles][4];
+#pragma unroll
+        for (int n = 0; n < c_tiles; ++n) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[n][e] = dp[n][e] = 0.0f;
         }
 #pragma unroll
-        for (int e = 0; e < AccFrag::num_elements; ++e) {
-          const int jl = strip * 16 + elem_rc[e] / 16;
-          const int il = qq + elem_rc[e] % 16;
-          const int64_t i = q0 + il, j = k0 + jl;
-          float pv = 0.0f, ds = 0.0f; // padding: contributes nothing
-          if (i < p.Lq && j < p.Lk) {
-            float sc = s.x[e] * scale;
-            bool hidden = p.causal && j > i + shift;
-            if constexpr (MaskKind != 0) {
-              int64_t off =
-                  mask_head + i * p.mask_strides[2] + j * p.mask_strides[3];
-              if constexpr (MaskKind == 1) {
-                hidden = hidden || !static_cast<const bool*>(mask)[off];
-              } else {
-                sc += cast_to<float>(static_cast<const T*>(mask)[off]);
-              }
-            }
-            if (hidden) sc = lowest;
-            pv = sc == -inf ? 0.0f
-                            : math::exp(sc - row_m[il]) * row_inv_l[il];
-            ds = hidden ? 0.0f : pv * (dp.x[e] - row_delta[il]);
+        for (int kd = 0; kd < d_steps; ++kd) {
+          unsigned ka[4], va[4];
+          flash::ldmatrix_x4<false>(
+              ka, ks + (key_strip + a_row) * ldt + kd * 16 + a_col);
+          flash::ldmatrix_x4<false>(
+              va, vs + (key_strip + a_row) * ldt + kd * 16 + a_col);
+#pragma unroll
+          for (int n = 0; n < c_tiles; n += 2) {
+            unsigned qf[4], df[4];
+            const int at = (c0 + n * 8 + b_row) * ldt + kd * 16 + b_col;
+            flash::ldmatrix_x4<false>(qf, qs + at);
+            flash::ldmatrix_x4<false>(df, dos + at);
+            flash::mma16816<T>(s[n], ka, qf[0], qf[1]);
+            flash::mma16816<T>(s[n + 1], ka, qf[2], qf[3]);
+            flash::mma16816<T>(dp[n], va, df[0], df[1]);
+            flash::mma16816<T>(dp[n + 1], va, df[2], df[3]);
           }
-          pt[jl * ldp + il] = cast_to<T>(pv);
-          dst[jl * ldp + il] = cast_to<T>(ds);
         }
-      }
-      __syncthreads(); // P^T and dS^T complete
 
-      // dV += P^T dO and dK += dS^T Q over the tile's 64 queries.
-#pragma unroll 1
-      for (int kk = 0; kk < flash_rows; kk += 16) {
-        RowA pa, da;
-        wmma::load_matrix_sync(pa, pt + strip * 16 * ldp + kk, ldp);
-        wmma::load_matrix_sync(da, dst + strip * 16 * ldp + kk, ldp);
+        // P and dS in place of S^T and dP^T. Element (n, e) of this lane is
+        // key key[e / 2] and tile query il = c0 + 8n + t2 + e % 2.
 #pragma unroll
-        for (int f = 0; f < half_frags; ++f) {
-          RowB bf;
-          wmma::load_matrix_sync(bf, dos + kk * ldt + col0 + f * 16, ldt);
-          wmma::mma_sync(dv_acc[f], pa, bf, dv_acc[f]);
-          wmma::load_matrix_sync(bf, qs + kk * ldt + col0 + f * 16, ldt);
-          wmma::mma_sync(dk_acc[f], da, bf, dk_acc[f]);
+        for (int n = 0; n < c_tiles; ++n) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int il = c0 + 8 * n + t2 + e % 2;
+            const int64_t i = q0 + il, j = key[e / 2];
+            float pv = 0.0f, ds = 0.0f; // padding: contributes nothing
+            if (i < p.Lq && j < p.Lk) {
+              float sc = s[n][e] * scale;
+              bool hidden = p.causal && j > i + shift;
+              if constexpr (MaskKind != 0) {
+                int64_t off =
+                    mask_head + i * p.mask_strides[2] + j * p.mask_strides[3];
+                if constexpr (MaskKind == 1) {
+                  hidden = hidden || !static_cast<const bool*>(mask)[off];
+                } else {
+                  sc += cast_to<float>(static_cast<const T*>(mask)[off]);
+                }
+              }
+              if (hidden) sc = lowest;
+              const float* row_stats = st + 3 * il; // max, sum, delta
+              pv = sc == -inf ? 0.0f
+                              : math::exp(sc - row_stats[0]) *
+                                    (1.0f / row_stats[1]);
+              ds = hidden ? 0.0f : pv * (dp[n][e] - row_stats[2]);
+            }
+            s[n][e] = pv;
+            dp[n][e] = ds;
+          }
+          // dS^T as T for dQ: rows key_strip + g (+ 8), queries il, il + 1.
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            Vec<T, 2> pair{{cast_to<T>(dp[n][2 * r]),
+                            cast_to<T>(dp[n][2 * r + 1])}};
+            *reinterpret_cast<Vec<T, 2>*>(
+                dst + (key_strip + g + 8 * r) * ldp + c0 + 8 * n + t2) = pair;
+          }
+        }
+
+        // dV += P^T dO and dK += dS^T Q: P^T and dS^T (rounded to T) are A
+        // fragments straight from the registers (C tiles 2j and 2j + 1 are
+        // queries c0 + 16j .. + 15); dO and Q are B by .trans from their
+        // rows (queries), two feature tiles per load.
+#pragma unroll
+        for (int j = 0; j < c_tiles / 2; ++j) {
+          unsigned pf[4] = {flash::pack_pair<T>(s[2 * j][0], s[2 * j][1]),
+                            flash::pack_pair<T>(s[2 * j][2], s[2 * j][3]),
+                            flash::pack_pair<T>(s[2 * j + 1][0],
+                                                s[2 * j + 1][1]),
+                            flash::pack_pair<T>(s[2 * j + 1][2],
+                                                s[2 * j + 1][3])};
+          unsigned sf[4] = {flash::pack_pair<T>(dp[2 * j][0], dp[2 * j][1]),
+                            flash::pack_pair<T>(dp[2 * j][2], dp[2 * j][3]),
+                            flash::pack_pair<T>(dp[2 * j + 1][0],
+                                                dp[2 * j + 1][1]),
+                            flash::pack_pair<T>(dp[2 * j + 1][2],
+                                                dp[2 * j + 1][3])};
+#pragma unroll
+          for (int n = 0; n < d_tiles; n += 2) {
+            unsigned of[4], qf[4];
+            const int at = (c0 + 16 * j + a_row) * ldt + n * 8 + a_col;
+            flash::ldmatrix_x4<true>(of, dos + at);
+            flash::ldmatrix_x4<true>(qf, qs + at);
+            flash::mma16816<T>(dv_acc[n], pf, of[0], of[1]);
+            flash::mma16816<T>(dv_acc[n + 1], pf, of[2], of[3]);
+            flash::mma16816<T>(dk_acc[n], sf, qf[0], qf[1]);
+            flash::mma16816<T>(dk_acc[n + 1], sf, qf[2], qf[3]);
+          }
         }
       }
+      __syncthreads(); // dS^T complete
 
-      // dQ += dS K * scale for this warp's 16 queries and D / 2 features;
-      // dS's (i, j) is dS^T's (j, i): read column-major.
+      // dQ += dS K * scale: warp w takes queries 16w .. 16w + 15 of the
+      // tile. dS (A) comes from dS^T's rows by .trans (matrices: keys 0-7 x
+      // queries 0-7, 0-7 x 8-15, 8-15 x 0-7, 8-15 x 8-15, transposed, are
+      // A's four quarters), K (B) from its rows by .trans. Each lane adds
+      // its C elements: query rows g, g + 8, features 8n + t2 (+ 1).
       float* dq_head = dq + bh * p.Lq * D;
+      const int64_t dq_row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
+      constexpr int dq_tiles = d_tiles < 8 ? d_tiles : 8; // per pass
 #pragma unroll 1
-      for (int f = 0; f < half_frags; ++f) {
-        const int col = col0 + f * 16;
-        AccFrag acc;
-        wmma::fill_fragment(acc, 0.0f);
+      for (int f0 = 0; f0 < d_tiles; f0 += dq_tiles) {
+        float acc[dq_tiles][4];
+#pragma unroll
+        for (int n = 0; n < dq_tiles; ++n) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[n][e] = 0.0f;
+        }
 #pragma unroll
         for (int kk = 0; kk < flash_keys; kk += 16) {
-          ColA a;
-          RowB bf;
-          wmma::load_matrix_sync(a, dst + kk * ldp + strip * 16, ldp);
-          wmma::load_matrix_sync(bf, ks + kk * ldt + col, ldt);
-          wmma::mma_sync(acc, a, bf, acc);
+          unsigned sa[4];
+          flash::ldmatrix_x4<true>(
+              sa, dst + (kk + b_row) * ldp + warp * 16 + b_col);
+#pragma unroll
+          for (int n = 0; n < dq_tiles; n += 2) {
+            unsigned kf[4];
+            flash::ldmatrix_x4<true>(
+                kf, ks + (kk + a_row) * ldt + (f0 + n) * 8 + a_col);
+            flash::mma16816<T>(acc[n], sa, kf[0], kf[1]);
+            flash::mma16816<T>(acc[n + 1], sa, kf[2], kf[3]);
+          }
         }
 #pragma unroll
-        for (int e = 0; e < AccFrag::num_elements; ++e) {
-          int64_t i = q0 + strip * 16 + elem_rc[e] / 16;
-          if (i < p.Lq) {
-            atomicAdd(dq_head + i * D + col + elem_rc[e] % 16,
-                      acc.x[e] * scale);
+        for (int r = 0; r < 2; ++r) {
+          if (dq_row[r] < p.Lq) {
+            float* at = dq_head + dq_row[r] * D + f0 * 8 + t2;
+#pragma unroll
+            for (int n = 0; n < dq_tiles; ++n) {
+              flash::atomic_add_pair(at + 8 * n, acc[n][2 * r] * scale,
+                                     acc[n][2 * r + 1] * scale);
+            }
           }
         }
       }
+      t = t_next;
     }
-    flash::wait<0>(); // (every copy was waited for already; kept for safety)
+    flash::wait<0>(); // K and V, where no query tile was visited
 
-    // dK * scale and dV, as T, row-major, straight from the fragments.
+    // dK * scale and dV as T, row-major, straight from the C fragments.
 #pragma unroll
-    for (int f = 0; f < half_frags; ++f) {
+    for (int r = 0; r < 2; ++r) {
+      if (key[r] < p.Lk) {
+        const int64_t at = (bkh * p.Lk + key[r]) * D + t2;
 #pragma unroll
-      for (int e = 0; e < AccFrag::num_elements; ++e) {
-        int64_t j = k0 + strip * 16 + elem_rc[e] / 16;
-        if (j < p.Lk) {
-          int64_t at = (bkh * p.Lk + j) * D + col0 + f * 16 + elem_rc[e] % 16;
-          dk[at] = cast_to<T>(dk_acc[f].x[e] * scale);
-          dv[at] = cast_to<T>(dv_acc[f].x[e]);
+        for (int n = 0; n < d_tiles; ++n) {
+          *reinterpret_cast<Vec<T, 2>*>(dk + at + 8 * n) =
+              Vec<T, 2>{{cast_to<T>(dk_acc[n][2 * r] * scale),
+                         cast_to<T>(dk_acc[n][2 * r + 1] * scale)}};
+          *reinterpret_cast<Vec<T, 2>*>(dv + at + 8 * n) =
+              Vec<T, 2>{{cast_to<T>(dv_acc[n][2 * r]),
+                         cast_to<T>(dv_acc[n][2 * r + 1])}};
         }
       }
     }
