@@ -72,6 +72,16 @@ Qkv random_qkv(int B, int nq, int nkv, int lq, int lk, int d, int dv,
   return ::testing::AssertionSuccess();
 }
 
+// attention_agrees with neither mask nor sinks, without and with the causal
+// rule; a failure names the mode.
+::testing::AssertionResult agrees_plain_and_causal(const Qkv& t, double tol) {
+  for (const char* mode : {"", "causal"}) {
+    auto r = attention_agrees(t, mode, std::nullopt, std::nullopt, tol);
+    if (!r) return r << " mode '" << mode << "'";
+  }
+  return ::testing::AssertionSuccess();
+}
+
 TEST_F(GpuSdpa, EveryDtypeHeadDimAndLength) {
   for (Dtype dt : float_dtypes()) {
     for (auto [d, dv] : {std::pair{8, 8}, std::pair{64, 64}, std::pair{80, 48},
@@ -257,11 +267,7 @@ TEST_F(GpuSdpa, LongSequences) {
   // Prefill-sized: a few hundred queries over two thousand keys.
   for (Dtype dt : {float16, bfloat16, float32}) {
     Qkv t = random_qkv(1, 4, 1, 300, 2048, 128, 128, dt);
-    for (const char* mode : {"", "causal"}) {
-      EXPECT_TRUE(attention_agrees(t, mode, std::nullopt, std::nullopt,
-                                   sdpa_tol(dt)))
-          << dtype_name(dt) << " mode '" << mode << "'";
-    }
+    EXPECT_TRUE(agrees_plain_and_causal(t, sdpa_tol(dt))) << dtype_name(dt);
   }
 }
 
@@ -315,12 +321,9 @@ TEST_F(GpuSdpa, FlashLengthsCausalAndGroupedHeads) {
         // Grouped-query heads (4 query heads per key/value head) and plain.
         int nkv = lq % 2 == 0 ? 2 : 1;
         Qkv t = random_qkv(2, 4, nkv, lq, lk, d, d, dt);
-        for (const char* mode : {"", "causal"}) {
-          EXPECT_TRUE(attention_agrees(t, mode, std::nullopt, std::nullopt,
-                                       sdpa_tol(dt)))
-              << dtype_name(dt) << " d=" << d << " lq=" << lq << " lk=" << lk
-              << " nkv=" << nkv << " mode '" << mode << "'";
-        }
+        EXPECT_TRUE(agrees_plain_and_causal(t, sdpa_tol(dt)))
+            << dtype_name(dt) << " d=" << d << " lq=" << lq << " lk=" << lk
+            << " nkv=" << nkv;
       }
     }
   }
@@ -379,11 +382,8 @@ TEST_F(GpuSdpa, FlashHeadsLastLayout) {
   for (Dtype dt : {float16, bfloat16}) {
     for (int d : {64, 128}) {
       Qkv t = heads_last(2, 8, 2, 150, 150, d, dt);
-      for (const char* mode : {"", "causal"}) {
-        EXPECT_TRUE(attention_agrees(t, mode, std::nullopt, std::nullopt,
-                                     sdpa_tol(dt)))
-            << dtype_name(dt) << " d=" << d << " mode '" << mode << "'";
-      }
+      EXPECT_TRUE(agrees_plain_and_causal(t, sdpa_tol(dt)))
+          << dtype_name(dt) << " d=" << d;
       // Queries from a (B, L, 3, H, D) projection, as a fused qkv matmul
       // makes them: rows 3 * H * D apart.
       array qkv = random_array({2, 90, 3, 4, d}, dt, -1, 1);
@@ -410,14 +410,10 @@ TEST_F(GpuSdpa, FlashLayoutsLeftToTheWarpKernel) {
     array q = random_array({1, 4, 33, 64}, dt, -1, 1);
     array k = random_array({1, 2, 40, 64}, dt, -1, 1);
     array v = random_array({1, 2, 40, 64}, dt, -2, 2);
-    for (const char* mode : {"", "causal"}) {
-      EXPECT_TRUE(attention_agrees({q, k_unaligned, v}, mode, std::nullopt,
-                                   std::nullopt, sdpa_tol(dt)))
-          << dtype_name(dt) << " unaligned keys, mode '" << mode << "'";
-      EXPECT_TRUE(attention_agrees({q, k, v_spread}, mode, std::nullopt,
-                                   std::nullopt, sdpa_tol(dt)))
-          << dtype_name(dt) << " strided features, mode '" << mode << "'";
-    }
+    EXPECT_TRUE(agrees_plain_and_causal({q, k_unaligned, v}, sdpa_tol(dt)))
+        << dtype_name(dt) << " unaligned keys";
+    EXPECT_TRUE(agrees_plain_and_causal({q, k, v_spread}, sdpa_tol(dt)))
+        << dtype_name(dt) << " strided features";
   }
 }
 
@@ -471,11 +467,8 @@ TEST_F(GpuSdpa, FlashInfinitiesAndNaN) {
     vd[(80 + 5) * 64 + 1] = std::nan(""); // head 1, key 5: seen by all rows
     Qkv nan_in{astype(array(qd.begin(), t.q.shape(), float32), dt), t.k,
                astype(array(vd.begin(), t.v.shape(), float32), dt)};
-    for (const char* mode : {"", "causal"}) {
-      EXPECT_TRUE(attention_agrees(nan_in, mode, std::nullopt, std::nullopt,
-                                   sdpa_tol(dt)))
-          << dtype_name(dt) << " mode '" << mode << "'";
-    }
+    EXPECT_TRUE(agrees_plain_and_causal(nan_in, sdpa_tol(dt)))
+        << dtype_name(dt);
   }
 }
 
@@ -583,6 +576,16 @@ std::vector<array> sdpa_grads(const Qkv& t, const array& ct,
 
 double grad_tol(Dtype dt) { return 4 * tolerance(dt); }
 
+// grads_agree with no mask, without and with the causal rule.
+::testing::AssertionResult grads_agree_plain_and_causal(const Qkv& t,
+                                                        double tol) {
+  for (const char* mode : {"", "causal"}) {
+    auto r = grads_agree(t, mode, std::nullopt, tol);
+    if (!r) return r << " mode '" << mode << "'";
+  }
+  return ::testing::AssertionSuccess();
+}
+
 TEST_F(GpuSdpa, FlashGradientsLengthsCausalAndGroupedHeads) {
   const std::vector<std::pair<int, int>> lengths = {
       {1, 1},   {17, 17},  {64, 64},  {100, 100}, {257, 257},
@@ -593,11 +596,9 @@ TEST_F(GpuSdpa, FlashGradientsLengthsCausalAndGroupedHeads) {
         // Grouped-query heads (4 query heads per key/value head) and plain.
         int nkv = (lq + lk) % 2 == 0 ? 1 : 4;
         Qkv t = random_qkv(2, 4, nkv, lq, lk, d, d, dt);
-        for (const char* mode : {"", "causal"}) {
-          EXPECT_TRUE(grads_agree(t, mode, std::nullopt, grad_tol(dt)))
-              << dtype_name(dt) << " d=" << d << " lq=" << lq << " lk=" << lk
-              << " nkv=" << nkv << " mode '" << mode << "'";
-        }
+        EXPECT_TRUE(grads_agree_plain_and_causal(t, grad_tol(dt)))
+            << dtype_name(dt) << " d=" << d << " lq=" << lq << " lk=" << lk
+            << " nkv=" << nkv;
       }
     }
   }
@@ -640,10 +641,8 @@ TEST_F(GpuSdpa, FlashGradientsLayouts) {
     for (int d : {64, 128}) {
       // (B, L, H, D) buffers, grouped heads.
       Qkv t = heads_last(2, 8, 2, 150, 150, d, dt);
-      for (const char* mode : {"", "causal"}) {
-        EXPECT_TRUE(grads_agree(t, mode, std::nullopt, grad_tol(dt)))
-            << dtype_name(dt) << " d=" << d << " mode '" << mode << "'";
-      }
+      EXPECT_TRUE(grads_agree_plain_and_causal(t, grad_tol(dt)))
+          << dtype_name(dt) << " d=" << d;
       // A broadcast cotangent (the gradient of a sum), a transposed one,
       // and keys one element into a buffer (rows not 16-byte aligned):
       // each is copied row-major first.

@@ -17,24 +17,25 @@
 namespace kiln::test {
 namespace {
 
-TEST(NvrtcAttention, FlashEveryDtypeHeadDimAndMaskKind) {
+// Each kernel names the other two mask kinds as siblings: one compile per
+// dtype and head dimension covers all three.
+void expect_every_dtype_and_head_dim_compile(
+    cuda::JitKernel (*kernel)(Dtype, int, int)) {
   for (Dtype dt : {float16, bfloat16}) {
     for (int d : {64, 128}) {
-      cuda::JitKernel k = cuda::flash_sdpa_kernel(dt, d, 0);
+      cuda::JitKernel k = kernel(dt, d, 0);
       ASSERT_EQ(k.siblings.size(), 2u) << k.name;
       expect_compiles(k);
     }
   }
 }
 
+TEST(NvrtcAttention, FlashEveryDtypeHeadDimAndMaskKind) {
+  expect_every_dtype_and_head_dim_compile(cuda::flash_sdpa_kernel);
+}
+
 TEST(NvrtcAttention, FlashBackwardEveryDtypeHeadDimAndMaskKind) {
-  for (Dtype dt : {float16, bfloat16}) {
-    for (int d : {64, 128}) {
-      cuda::JitKernel k = cuda::flash_sdpa_bwd_kernel(dt, d, 0);
-      ASSERT_EQ(k.siblings.size(), 2u) << k.name;
-      expect_compiles(k);
-    }
-  }
+  expect_every_dtype_and_head_dim_compile(cuda::flash_sdpa_bwd_kernel);
 }
 
 TEST(NvrtcAttention, FlashBackwardNames) {
