@@ -55,6 +55,7 @@ class LayerNorm : public NormCustom {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   KILN_GPU_EVAL
+  KILN_DECLARE_VJP
   KILN_DECLARE_VMAP
 };
 
@@ -66,7 +67,58 @@ class RMSNorm : public NormCustom {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   KILN_GPU_EVAL
+  KILN_DECLARE_VJP
   KILN_DECLARE_VMAP
+};
+
+/** What the norms' fused backwards share. Inputs: x, weight (1-d over x's
+ *  last axis, or 0-d when absent) and the cotangent g of the norm's output,
+ *  all of the norm's dtype, g of x's shape. Outputs: dx (x's shape) and
+ *  dweight (weight's shape; a 0-d weight gets the sum over all elements),
+ *  row-major. A LayerNorm's bias gradient is sum(g) over rows, an ordinary
+ *  reduction left to the vjp. Per row, with xhat the normalized x, rstd
+ *  its scale and gw = g * w: dx = rstd * (gw - mean(gw) - xhat *
+ *  mean(gw * xhat)) for LayerNorm (without the mean(gw) term for RMSNorm),
+ *  dweight = sum over rows of g * xhat. The fallback is the vjp of the
+ *  norm's fallback graph, so the backward's own transformations (second
+ *  order, vmap, jvp) differentiate and batch that graph. */
+class NormVjp : public Custom {
+ public:
+  NormVjp(Stream s, Fallback f, float eps)
+      : Custom(s, std::move(f)), eps_(eps) {}
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  KILN_GPU_EVAL
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const NormVjp*>(&other);
+    return o && typeid(*o) == typeid(*this) && o->eps_ == eps_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    return {in[0].shape(), in[1].shape()};
+  }
+  /** Evaluates the fallback graph on this primitive's stream into
+   *  row-major outputs. */
+  void eval_fallback(const std::vector<array>& inputs,
+                     std::vector<array>& outputs);
+  float eps() const { return eps_; }
+  virtual bool rms() const = 0;
+
+ protected:
+  const float eps_;
+};
+
+class LayerNormVjp : public NormVjp {
+ public:
+  using NormVjp::NormVjp;
+  const char* name() const override { return "LayerNormVjp"; }
+  bool rms() const override { return false; }
+};
+
+class RMSNormVjp : public NormVjp {
+ public:
+  using NormVjp::NormVjp;
+  const char* name() const override { return "RMSNormVjp"; }
+  bool rms() const override { return true; }
 };
 
 /** Inputs: x (B, ..., T, D), offset (int32, 0-d or (B,)), and optionally

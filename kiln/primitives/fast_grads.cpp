@@ -1,12 +1,15 @@
 // Transformation rules of the fused fast primitives. Gradients come from the
-// fallback graphs (RoPE's from a rotation by the opposite angles; attention's
-// on the GPU from its fused backward where that applies); vmap keeps the
-// fused kernels by folding the mapped axis into an axis they already loop
-// over.
+// fallback graphs (RoPE's from a rotation by the opposite angles; the norms'
+// on the CPU and attention's on the GPU from fused backwards where those
+// apply); vmap keeps the fused kernels by folding the mapped axis into an
+// axis they already loop over.
+#include <algorithm>
+
 #include "kiln/config.h"
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/fast.h"
+#include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
 #include "kiln/primitives/fast.h"
 #include "kiln/transforms/autograd.h"
@@ -143,6 +146,96 @@ std::pair<std::vector<array>, std::vector<int>> norm_vmap(
 }
 
 } // namespace
+
+namespace {
+
+// The fused backward's fallback: the vjp of the norm's fallback for x and
+// weight at (x, weight, cotangent). The bias (0 here) does not affect them.
+Fallback norm_vjp_graph(Fallback forward, bool has_bias) {
+  return [forward = std::move(forward), has_bias](std::vector<array> in) {
+    std::vector<array> primals = {in[0], in[1]};
+    if (has_bias) primals.push_back(array(0, in[0].dtype()));
+    auto f = partial_fallback(forward, primals, {0, 1});
+    return kiln::vjp(f, {in[0], in[1]}, {in[2]}).second;
+  };
+}
+
+// Whether the fused backward takes these primals and cotangent: the
+// norm's own layout (weight 1-d or 0-d, all of one floating dtype) and a
+// nonempty x. The GPU differentiates the graph until it has the backward's
+// kernels (NormVjp's GPU eval only runs that graph).
+bool fused_norm_backward_fits(const NormCustom& p,
+                              const std::vector<array>& primals,
+                              const array& g) {
+  const array &x = primals[0], &w = primals[1];
+  return p.device() == Device::cpu && x.size() > 0 &&
+         is_floating_point(x.dtype()) && g.shape() == x.shape() &&
+         g.dtype() == x.dtype() && w.dtype() == x.dtype() && w.ndim() <= 1;
+}
+
+// The gradients of a norm with the fused backward Vjp for x and weight and
+// (LayerNorm) the bias's as sum(g) over rows; the fallback graph's rules
+// where the fused backward does not fit.
+template <typename Vjp>
+std::vector<array> norm_vjp(NormCustom& p, const std::vector<array>& primals,
+                            const std::vector<array>& cotangents,
+                            const std::vector<int>& argnums,
+                            const std::vector<array>& outputs) {
+  const array &x = primals[0], &w = primals[1], &g = cotangents[0];
+  if (!fused_norm_backward_fits(p, primals, g)) {
+    return p.Custom::vjp(primals, cotangents, argnums, outputs);
+  }
+  bool has_bias = primals.size() == 3;
+  std::vector<array> grads;
+  if (std::any_of(argnums.begin(), argnums.end(),
+                  [](int i) { return i < 2; })) {
+    grads = array::make_arrays(
+        {x.shape(), w.shape()}, {x.dtype(), w.dtype()},
+        std::make_shared<Vjp>(p.stream(),
+                              norm_vjp_graph(p.fallback(), has_bias), p.eps()),
+        {x, w, g});
+  }
+  std::vector<array> out;
+  for (int i : argnums) {
+    if (i < 2) {
+      out.push_back(grads[i]);
+      continue;
+    }
+    const array& b = primals[2];
+    int d = x.shape(-1);
+    auto db = b.ndim() == 0 ? sum(g, false, p.stream())
+                            : sum(reshape(g, {-1, d}, p.stream()), 0, false,
+                                  p.stream());
+    out.push_back(astype(db, b.dtype(), p.stream()));
+  }
+  return out;
+}
+
+} // namespace
+
+std::vector<array> LayerNorm::vjp(const std::vector<array>& primals,
+                                  const std::vector<array>& cotangents,
+                                  const std::vector<int>& argnums,
+                                  const std::vector<array>& outputs) {
+  return norm_vjp<LayerNormVjp>(*this, primals, cotangents, argnums, outputs);
+}
+
+std::vector<array> RMSNorm::vjp(const std::vector<array>& primals,
+                                const std::vector<array>& cotangents,
+                                const std::vector<int>& argnums,
+                                const std::vector<array>& outputs) {
+  return norm_vjp<RMSNormVjp>(*this, primals, cotangents, argnums, outputs);
+}
+
+void NormVjp::eval_fallback(const std::vector<array>& inputs,
+                            std::vector<array>& outputs) {
+  auto grads = fallback_(inputs);
+  for (auto& g : grads) g = contiguous(g, false, stream());
+  eval(grads);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outputs[i].copy_shared_buffer(grads[i]);
+  }
+}
 
 std::pair<std::vector<array>, std::vector<int>> LayerNorm::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {

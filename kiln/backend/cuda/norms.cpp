@@ -59,4 +59,11 @@ void RMSNorm::eval_gpu(const std::vector<array>& inputs,
   normalize(*this, name(), inputs, outputs, eps_);
 }
 
+// No backward kernels yet: the vjp keeps the graph on GPU streams, and a
+// NormVjp made there evaluates that graph on the device.
+void NormVjp::eval_gpu(const std::vector<array>& inputs,
+                       std::vector<array>& outputs) {
+  eval_fallback(inputs, outputs);
+}
+
 } // namespace kiln::fast
