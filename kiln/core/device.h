@@ -66,6 +66,14 @@ void clear_cache();
  *  every stream). Used by synchronize(); a no-op without a GPU. */
 void synchronize(int stream_index);
 
+/** KILN_GPU_PROFILE: profile_begin and profile_end bracket one primitive's
+ *  GPU work on a kiln stream with timing events; profile_collect, after the
+ *  streams are synchronized, adds each bracket's time to the GPU table under
+ *  its label. No-ops without a GPU. */
+void profile_begin(int stream_index);
+void profile_end(int stream_index, std::string label);
+void profile_collect();
+
 /** What device_info reports for the GPU. */
 struct Properties {
   std::string name;         // e.g. "NVIDIA H200"

@@ -74,7 +74,10 @@ void eval_node(array& arr, uint64_t& gpu_streams) {
   if (p.device() == Device::cpu) {
     p.eval_cpu(arr.inputs(), outputs);
   } else {
+    bool profile = gpu_profile_enabled();
+    if (profile) gpu::profile_begin(p.stream().index);
     p.eval_gpu(arr.inputs(), outputs);
+    if (profile) gpu::profile_end(p.stream().index, gpu_profile_label(arr));
     gpu_streams |= uint64_t(1) << (p.stream().index % 64);
   }
   for (auto& o : outputs) o.set_status(array::Status::available);
@@ -91,10 +94,13 @@ void run_tape(std::vector<array>& tape) {
     if (arr.is_available()) continue;
     eval_node(arr, gpu_streams);
   }
-  HostTimer timer("eval: wait for the GPU");
-  for (int i = 0; gpu_streams != 0; ++i, gpu_streams >>= 1) {
-    if (gpu_streams & 1) gpu::synchronize(i);
+  {
+    HostTimer timer("eval: wait for the GPU");
+    for (int i = 0; gpu_streams != 0; ++i, gpu_streams >>= 1) {
+      if (gpu_streams & 1) gpu::synchronize(i);
+    }
   }
+  if (gpu_profile_enabled()) gpu::profile_collect();
 }
 
 // A single background worker runs async evaluations in submission order.

@@ -1,5 +1,8 @@
 #include "kiln/transforms/host_profile.h"
 
+#include "kiln/core/array.h"
+#include "kiln/core/primitive.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -13,16 +16,19 @@ namespace kiln::detail {
 namespace {
 
 struct Totals {
+  const char* title;
   std::mutex mutex;
   std::map<std::string, std::pair<long, double>> by_name; // calls, seconds
 
+  explicit Totals(const char* t) : title(t) {}
   ~Totals() {
+    if (by_name.empty()) return;
     std::vector<std::pair<std::string, std::pair<long, double>>> rows(
         by_name.begin(), by_name.end());
     std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) {
       return a.second.second > b.second.second;
     });
-    std::fprintf(stderr, "| host time (KILN_HOST_PROFILE) | calls | ms | us per call |\n");
+    std::fprintf(stderr, "| %s | calls | ms | us per call |\n", title);
     std::fprintf(stderr, "| --- | --- | --- | --- |\n");
     for (auto& [name, t] : rows) {
       std::fprintf(stderr, "| %s | %ld | %.2f | %.2f |\n", name.c_str(),
@@ -31,33 +37,85 @@ struct Totals {
   }
 };
 
-Totals& totals() {
-  static Totals t;
+Totals& host_totals() {
+  static Totals t("host time (KILN_HOST_PROFILE)");
   return t;
 }
 
-} // namespace
-
-bool host_profile_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("KILN_HOST_PROFILE");
-    return v && *v && std::string(v) != "0";
-  }();
-  return on;
+Totals& gpu_totals() {
+  static Totals t("GPU time (KILN_GPU_PROFILE)");
+  return t;
 }
 
-void host_profile_add(const char* name, double seconds) {
-  Totals& t = totals();
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::string(v) != "0";
+}
+
+void add(Totals& t, const std::string& name, double seconds) {
   std::lock_guard<std::mutex> lock(t.mutex);
   auto& row = t.by_name[name];
   ++row.first;
   row.second += seconds;
 }
 
+void describe(std::string& out, const array& a) {
+  out += dtype_name(a.dtype());
+  out += '[';
+  for (size_t d = 0; d < a.ndim(); ++d) {
+    if (d) out += ',';
+    out += std::to_string(a.shape(d));
+  }
+  out += ']';
+  if (!a.is_available()) return;
+  bool broadcast = false;
+  for (size_t d = 0; d < a.ndim(); ++d) {
+    broadcast |= a.strides()[d] == 0 && a.shape(d) > 1;
+  }
+  out += a.flags().row_contiguous ? 'c'
+         : a.flags().col_contiguous ? 'f'
+         : broadcast ? 'b'
+                     : 's';
+}
+
+} // namespace
+
+bool host_profile_enabled() {
+  static const bool on = env_flag("KILN_HOST_PROFILE");
+  return on;
+}
+
+void host_profile_add(const char* name, double seconds) {
+  add(host_totals(), name, seconds);
+}
+
 void host_profile_reset() {
-  Totals& t = totals();
-  std::lock_guard<std::mutex> lock(t.mutex);
-  t.by_name.clear();
+  for (Totals* t : {&host_totals(), &gpu_totals()}) {
+    std::lock_guard<std::mutex> lock(t->mutex);
+    t->by_name.clear();
+  }
+}
+
+bool gpu_profile_enabled() {
+  static const bool on = env_flag("KILN_GPU_PROFILE");
+  return on;
+}
+
+void gpu_profile_add(const std::string& label, double seconds) {
+  add(gpu_totals(), label, seconds);
+}
+
+std::string gpu_profile_label(const array& node) {
+  std::string s = node.primitive().name();
+  const char* sep = " ";
+  for (const auto& in : node.inputs()) {
+    s += sep;
+    describe(s, in);
+    sep = ", ";
+  }
+  s += " -> ";
+  describe(s, node);
+  return s;
 }
 
 } // namespace kiln::detail

@@ -245,3 +245,33 @@ def test_type_names_and_methods():
     if mx is not None:
         missing = [n for n in dir(mx.array) if not hasattr(kc.array, n)]
         assert missing == []
+
+
+_PROFILED = """
+import kiln.core as mx
+x = mx.random.normal((64, 48)).T
+mx.eval(mx.exp(x, stream=mx.{device}))
+"""
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_profile_tables(device):
+    """KILN_HOST_PROFILE times each primitive on the host; KILN_GPU_PROFILE
+    times GPU work by primitive and operand layout (f: column-major)."""
+    import os
+    import subprocess
+    import sys
+
+    if device == "gpu" and not kc.is_available(kc.gpu):
+        pytest.skip("no GPU")
+    env = dict(os.environ, KILN_HOST_PROFILE="1", KILN_GPU_PROFILE="1")
+    run = subprocess.run([sys.executable, "-c", _PROFILED.format(device=device)],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert re.search(r"^\| Exp \| 1 \|", run.stderr, re.M), run.stderr
+    gpu_row = re.search(r"^\| Exp float32\[48,64\]f -> float32\[48,64\]f \| 1 \| ([0-9.]+) \|",
+                        run.stderr, re.M)
+    if device == "gpu":
+        assert gpu_row and float(gpu_row.group(1)) > 0, run.stderr
+    else:
+        assert "KILN_GPU_PROFILE" not in run.stderr

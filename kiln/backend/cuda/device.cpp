@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kiln/backend/cuda/utils.h"
+#include "kiln/transforms/host_profile.h"
 
 namespace kiln {
 
@@ -22,6 +23,76 @@ Properties properties() {
   }
   const cuda::DeviceInfo& d = cuda::device_info();
   return {d.name, d.arch(), d.total_memory, d.sm_count};
+}
+
+// KILN_GPU_PROFILE's brackets: a pair of timing events per primitive,
+// read back once the streams are synchronized. Profiling only: events are
+// created and destroyed per bracket.
+namespace {
+
+struct ProfileBracket {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  std::string label;
+};
+
+struct ProfileBrackets {
+  std::mutex mutex;
+  std::vector<ProfileBracket> done;
+  std::unordered_map<int, cudaEvent_t> open; // by stream index
+};
+
+ProfileBrackets& brackets() {
+  static ProfileBrackets* b = new ProfileBrackets; // outlives static destructors
+  return *b;
+}
+
+cudaEvent_t record_timing_event(int stream_index) {
+  cuda::set_current_device();
+  cudaEvent_t e;
+  KILN_CHECK_CUDA(cudaEventCreate(&e));
+  KILN_CHECK_CUDA(cudaEventRecord(e, cuda::cuda_stream(stream_index)));
+  return e;
+}
+
+} // namespace
+
+void profile_begin(int stream_index) {
+  cudaEvent_t e = record_timing_event(stream_index);
+  auto& b = brackets();
+  std::lock_guard<std::mutex> lock(b.mutex);
+  std::swap(b.open[stream_index], e);
+  if (e) cudaEventDestroy(e); // an unmatched begin (its eval threw)
+}
+
+void profile_end(int stream_index, std::string label) {
+  cudaEvent_t stop = record_timing_event(stream_index);
+  auto& b = brackets();
+  std::lock_guard<std::mutex> lock(b.mutex);
+  cudaEvent_t start = nullptr;
+  std::swap(b.open[stream_index], start);
+  if (!start) {
+    cudaEventDestroy(stop);
+    return;
+  }
+  b.done.push_back({start, stop, std::move(label)});
+}
+
+void profile_collect() {
+  std::vector<ProfileBracket> done;
+  {
+    auto& b = brackets();
+    std::lock_guard<std::mutex> lock(b.mutex);
+    done.swap(b.done);
+  }
+  for (auto& br : done) {
+    float ms = 0;
+    if (cudaEventSynchronize(br.stop) == cudaSuccess &&
+        cudaEventElapsedTime(&ms, br.start, br.stop) == cudaSuccess) {
+      detail::gpu_profile_add(br.label, ms * 1e-3);
+    }
+    cudaEventDestroy(br.start);
+    cudaEventDestroy(br.stop);
+  }
 }
 
 } // namespace gpu

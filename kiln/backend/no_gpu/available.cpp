@@ -15,6 +15,9 @@ void reset_peak_memory() {}
 size_t get_cache_memory() { return 0; }
 void clear_cache() {}
 void synchronize(int) {}
+void profile_begin(int) {}
+void profile_end(int, std::string) {}
+void profile_collect() {}
 
 Properties properties() {
   throw std::invalid_argument("[gpu] no GPU in this build.");
