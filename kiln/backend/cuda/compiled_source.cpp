@@ -421,7 +421,7 @@ int fused_vec_width(const JitKernelSpec& spec) {
 
 int fused_vectors_per_thread(const JitKernelSpec& spec) {
   int width = spec.rows_width > 0 ? spec.rows_width : fused_vec_width(spec);
-  return width == 1 ? 4 : width <= 8 ? 2 : 1;
+  return width == 1 ? 4 : width <= 4 ? 2 : 1;
 }
 
 JitKernel fused_kernel(const JitKernelSpec& spec, bool large) {

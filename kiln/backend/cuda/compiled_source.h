@@ -17,11 +17,10 @@ namespace kiln::cuda {
 int fused_vec_width(const detail::JitKernelSpec& spec);
 
 /** Vectors each thread of the contiguous or rows kernel loads before
- *  computing: two (32 bytes of each operand in flight: float16/bfloat16
- *  with one 16-byte vector reached 3.1 TB/s where float32 with two reached
- *  4.2) while that is at most 16 elements, four single elements in the rows
- *  kernel without vectors. The region's code is inlined once per element,
- *  and NVRTC's time grows with the copies. */
+ *  computing: two (more 16-byte loads in flight) while that is at most 8
+ *  elements, four single elements in the rows kernel without vectors. The
+ *  region's code is inlined once per element, and NVRTC's time grows with
+ *  the copies. */
 int fused_vectors_per_thread(const detail::JitKernelSpec& spec);
 
 /** Consecutive elements of a row each thread of the strided kernel takes
