@@ -75,6 +75,11 @@ class GatherAxis : public UnaryPrimitive {
   int axis() const { return axis_; }
 
  private:
+  bool one_index_per_line(const array& a, const array& idx,
+                          const array& cot) const;
+  array picked_gradient(const array& a, const array& idx,
+                        const array& cot) const;
+
   const int axis_;
 };
 

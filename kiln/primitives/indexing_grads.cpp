@@ -90,9 +90,38 @@ std::vector<array> GatherAxis::vjp(const std::vector<array>& primals,
       continue;
     }
     auto idx = detail::clamped_starts(primals[1], a.shape(axis_), 1);
-    out.push_back(scatter_add_axis(zeros_like(a), idx, cotangents[0], axis_));
+    out.push_back(one_index_per_line(a, idx, cotangents[0])
+                      ? picked_gradient(a, idx, cotangents[0])
+                      : scatter_add_axis(zeros_like(a), idx, cotangents[0],
+                                         axis_));
   }
   return out;
+}
+
+// One index per line along the axis, and a cotangent with a's other
+// extents (so no line of a receives several cotangents): cross-entropy's
+// pick of each row's target.
+bool GatherAxis::one_index_per_line(const array& a, const array& idx,
+                                    const array& cot) const {
+  if (idx.shape(axis_) != 1 || cot.ndim() != a.ndim()) return false;
+  for (int d = 0; d < static_cast<int>(a.ndim()); ++d) {
+    if (d != axis_ && cot.shape(d) != a.shape(d)) return false;
+  }
+  return true;
+}
+
+// The cotangent where a position along the axis is its line's index, else
+// 0: elementwise, so under compile it fuses into the gradient's consumers
+// (cross-entropy's softmax term) instead of scattering into a zero-filled
+// array that is then read back. Exact: each position takes at most one
+// cotangent, as the scatter would add it to zero.
+array GatherAxis::picked_gradient(const array& a, const array& idx,
+                                  const array& cot) const {
+  Shape line(a.ndim(), 1);
+  line[axis_] = a.shape(axis_);
+  auto position =
+      reshape(arange(0.0, a.shape(axis_), 1.0, idx.dtype()), line);
+  return where(equal(position, idx), cot, array(0, a.dtype()));
 }
 
 std::vector<array> GatherAxis::jvp(const std::vector<array>& primals,

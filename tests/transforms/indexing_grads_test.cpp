@@ -5,6 +5,8 @@
 // scatters drop), so the rules must follow what the kernels did.
 #include "transforms/grad_check.h"
 
+#include "kiln/core/primitive.h"
+
 namespace kiln::test {
 namespace {
 
@@ -75,6 +77,31 @@ TEST(GradIndexing, TakeAlongAxis) {
   auto bidx = ints({0, 1, 2, 0, 2, 1, 1, 1, 0, 2, 2, 2}, {3, 2, 2});
   EXPECT_TRUE(check_vmap(f, {rnd({2, 3}), bidx}, {-1, 0}));
   EXPECT_TRUE(check_vmap(f, {rnd({2, 3, 3}), bidx}, {2, 0}));
+}
+
+TEST(GradIndexing, TakeAlongAxisOneIndexPerLine) {
+  // Cross-entropy's pick: one index per line (negative, clamped too). The
+  // gradient is a select of the cotangent, not a scatter into zeros.
+  auto f = [](const Args& in) { return take_along_axis(in[0], in[1], 1); };
+  auto rows = ints({3, -1, 9, 0}, {4, 1});
+  check_transforms("pick per row", f, {rnd({4, 7}), rows}, {1});
+  check_transforms("pick per row transposed", f,
+                   {as_transposed(rnd({4, 7})), rows}, {1});
+  auto g = [](const Args& in) { return take_along_axis(in[0], in[1], 0); };
+  check_transforms("pick per column", g,
+                   {rnd({6, 5}), ints({5, -6, 2, 0, 1}, {1, 5}, int64)}, {1});
+  auto x = rnd({4, 7});
+  auto cot = rnd({4, 1});
+  auto grads = vjp([&](const Args& in) { return Args{f(in)}; }, {x, rows},
+                   {cot})
+                   .second;
+  EXPECT_EQ(std::string(grads[0].primitive().name()), "Select");
+  auto xs = to_doubles(x);
+  auto cs = to_doubles(cot);
+  std::vector<double> want(28, 0.0);
+  int picked[4] = {3, 6, 6, 0};
+  for (int r = 0; r < 4; ++r) want[r * 7 + picked[r]] = cs[r];
+  EXPECT_EQ(to_doubles(grads[0]), want);
 }
 
 TEST(GradIndexing, PutAlongAxis) {
