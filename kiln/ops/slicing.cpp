@@ -15,17 +15,6 @@ using detail::shape_str;
 
 namespace {
 
-// NumPy's normalization of start/stop for one axis of size n.
-void normalize_bounds(int32_t n, int32_t& start, int32_t& stop, int32_t step) {
-  auto norm = [&](int32_t v) {
-    int64_t x = v < 0 ? int64_t(v) + n : v;
-    return step > 0 ? std::clamp<int64_t>(x, 0, n)
-                    : std::clamp<int64_t>(x, -1, int64_t(n) - 1);
-  };
-  start = static_cast<int32_t>(norm(start));
-  stop = static_cast<int32_t>(norm(stop));
-}
-
 // Checks the sizes and steps of a static window and normalizes it; returns
 // the window's shape.
 Shape normalize_window(const char* op, const array& a, Shape& start,
@@ -40,7 +29,7 @@ Shape normalize_window(const char* op, const array& a, Shape& start,
   Shape shape(nd);
   for (size_t i = 0; i < nd; ++i) {
     if (strides[i] == 0) invalid(op, "slice strides must be nonzero.");
-    normalize_bounds(a.shape()[i], start[i], stop[i], strides[i]);
+    normalize_slice_bounds(a.shape()[i], start[i], stop[i], strides[i]);
     shape[i] = slice_length(start[i], stop[i], strides[i]);
   }
   return shape;
@@ -188,18 +177,27 @@ array as_strided(const array& a, Shape shape, Strides strides, size_t offset,
                {contiguous(a, false, s)});
 }
 
+namespace {
+
+// One Split node whose outputs are views of a: its vjp is one concatenation
+// of the cotangents (independent slices would each write theirs into zeros
+// of a's shape).
+std::vector<array> make_split(const array& a, Shape indices, int num_splits,
+                              int axis, StreamOrDevice s) {
+  auto p = std::make_shared<Split>(to_stream(s), std::move(indices),
+                                   num_splits, axis);
+  auto shapes = p->output_shapes({a});
+  std::vector<Dtype> dtypes(shapes.size(), a.dtype());
+  return array::make_arrays(std::move(shapes), dtypes, std::move(p), {a});
+}
+
+} // namespace
+
 std::vector<array> split(const array& a, const Shape& indices, int axis,
                          StreamOrDevice s) {
   axis = detail::normalize_axis(axis, static_cast<int>(a.ndim()), "split");
-  Shape start(a.ndim(), 0);
-  Shape stop = a.shape();
-  std::vector<array> out;
-  for (size_t i = 0; i <= indices.size(); ++i) {
-    stop[axis] = i < indices.size() ? indices[i] : a.shape(axis);
-    out.push_back(slice(a, start, stop, s));
-    start[axis] = stop[axis];
-  }
-  return out;
+  if (indices.empty()) return {a};
+  return make_split(a, indices, 0, axis, s);
 }
 
 std::vector<array> split(const array& a, const Shape& indices,
@@ -220,9 +218,8 @@ std::vector<array> split(const array& a, int num_splits, int axis,
                          " does not split into " + std::to_string(num_splits) +
                          " equal parts.");
   }
-  Shape indices;
-  for (int i = 1; i < num_splits; ++i) indices.push_back(i * (n / num_splits));
-  return split(a, indices, axis, s);
+  if (num_splits == 1) return {a};
+  return make_split(a, {}, num_splits, axis, s);
 }
 
 std::vector<array> split(const array& a, int num_splits, StreamOrDevice s) {

@@ -1,10 +1,25 @@
 #include "kiln/primitives/slicing.h"
 
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
 namespace kiln {
 
 int32_t slice_length(int32_t start, int32_t stop, int32_t step) {
   if (step > 0) return stop > start ? (stop - start + step - 1) / step : 0;
   return start > stop ? (start - stop - step - 1) / -step : 0;
+}
+
+void normalize_slice_bounds(int32_t n, int32_t& start, int32_t& stop,
+                            int32_t step) {
+  auto norm = [&](int32_t v) {
+    int64_t x = v < 0 ? int64_t(v) + n : v;
+    return step > 0 ? std::clamp<int64_t>(x, 0, n)
+                    : std::clamp<int64_t>(x, -1, int64_t(n) - 1);
+  };
+  start = static_cast<int32_t>(norm(start));
+  stop = static_cast<int32_t>(norm(stop));
 }
 
 bool Slice::is_equivalent(const Primitive& other) const {
@@ -19,6 +34,50 @@ std::vector<Shape> Slice::output_shapes(const std::vector<array>&) {
     out[i] = slice_length(start_[i], stop_[i], strides_[i]);
   }
   return {out};
+}
+
+std::vector<std::pair<int32_t, int32_t>> Split::bounds(int32_t n) const {
+  std::vector<std::pair<int32_t, int32_t>> out;
+  if (num_splits_ > 0) {
+    // The op checked divisibility; a new size under shapeless compile is
+    // checked here.
+    if (n % num_splits_ != 0) {
+      throw std::invalid_argument(
+          "[split] an axis of size " + std::to_string(n) +
+          " does not split into " + std::to_string(num_splits_) +
+          " equal parts.");
+    }
+    int32_t part = n / num_splits_;
+    for (int32_t k = 0; k < num_splits_; ++k) {
+      out.emplace_back(k * part, (k + 1) * part);
+    }
+    return out;
+  }
+  // As consecutive slices [indices[k-1], indices[k]) would be normalized.
+  int32_t start = 0;
+  for (size_t k = 0; k <= indices_.size(); ++k) {
+    int32_t lo = start, hi = k < indices_.size() ? indices_[k] : n;
+    start = hi;
+    normalize_slice_bounds(n, lo, hi, 1);
+    out.emplace_back(lo, std::max(lo, hi));
+  }
+  return out;
+}
+
+bool Split::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const Split*>(&other);
+  return o && o->indices_ == indices_ && o->num_splits_ == num_splits_ &&
+         o->axis_ == axis_;
+}
+
+std::vector<Shape> Split::output_shapes(const std::vector<array>& inputs) {
+  Shape shape = inputs[0].shape();
+  std::vector<Shape> out;
+  for (auto [lo, hi] : bounds(shape[axis_])) {
+    shape[axis_] = hi - lo;
+    out.push_back(shape);
+  }
+  return out;
 }
 
 bool DynamicSlice::is_equivalent(const Primitive& other) const {

@@ -1,7 +1,9 @@
-// Slicing and joining primitives. Slice, DynamicSlice and AsStrided are
-// views (they share the input's buffer); the updates and Concatenate write a
-// new buffer, or the donated source's.
+// Slicing and joining primitives. Slice, Split, DynamicSlice and AsStrided
+// are views (they share the input's buffer); the updates and Concatenate
+// write a new buffer, or the donated source's.
 #pragma once
+
+#include <utility>
 
 #include "kiln/core/primitive.h"
 
@@ -30,6 +32,37 @@ class Slice : public UnaryPrimitive {
   const Shape start_;
   const Shape stop_;
   const Shape strides_;
+};
+
+/** The input cut along axis into pieces, one output (a view) each. The cut
+ *  points are either the op's indices, absolute and normalized as slice
+ *  bounds (so pieces may be empty, and unsorted indices make them overlap),
+ *  or num_splits equal parts (then num_splits > 0 and indices are unused),
+ *  which follow a new axis size under shapeless compile. */
+class Split : public Primitive {
+ public:
+  Split(Stream s, Shape indices, int num_splits, int axis)
+      : Primitive(s),
+        indices_(std::move(indices)),
+        num_splits_(num_splits),
+        axis_(axis) {}
+  const char* name() const override { return "Split"; }
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  KILN_GPU_EVAL
+  KILN_DECLARE_GRADS
+  bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  /** [start, stop) of each piece along an axis of size n. */
+  std::vector<std::pair<int32_t, int32_t>> bounds(int32_t n) const;
+  const Shape& indices() const { return indices_; }
+  int num_splits() const { return num_splits_; }
+  int axis() const { return axis_; }
+
+ private:
+  const Shape indices_;
+  const int num_splits_;
+  const int axis_;
 };
 
 /** A window of slice_size whose start along axes is read from an integer
@@ -148,5 +181,10 @@ class AsStrided : public UnaryPrimitive {
 
 /** Number of elements of start:stop:step (normalized by the op). */
 int32_t slice_length(int32_t start, int32_t stop, int32_t step);
+
+/** NumPy's normalization of start/stop along one axis of size n: negative
+ *  values count from the end, then both are clamped into range. */
+void normalize_slice_bounds(int32_t n, int32_t& start, int32_t& stop,
+                            int32_t step);
 
 } // namespace kiln

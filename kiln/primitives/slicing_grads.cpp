@@ -71,6 +71,57 @@ std::pair<std::vector<array>, std::vector<int>> Slice::vmap(
   return {{array(shape, x.dtype(), std::move(p), {x})}, {0}};
 }
 
+// ---- Split ----
+// The pieces usually tile the axis, so the input's cotangent is theirs
+// joined; the autograd walk hands zeros for pieces that got none.
+std::vector<array> Split::vjp(const std::vector<array>& primals,
+                              const std::vector<array>& cotangents,
+                              const std::vector<int>&,
+                              const std::vector<array>&) {
+  const array& x = primals[0];
+  auto pieces = bounds(x.shape(axis_));
+  bool tiles = true;
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    int32_t expected = k == 0 ? 0 : pieces[k - 1].second;
+    tiles = tiles && pieces[k].first == expected;
+  }
+  if (tiles && pieces.back().second == x.shape(axis_)) {
+    return {concatenate(cotangents, axis_, stream())};
+  }
+  // Unsorted indices: pieces overlap or leave gaps, so each cotangent goes
+  // back into its own window and overlaps add up.
+  array g = zeros_like(x, stream());
+  Shape start(x.ndim(), 0), stop = x.shape();
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    if (cotangents[k].size() == 0) continue;
+    start[axis_] = pieces[k].first;
+    stop[axis_] = pieces[k].second;
+    g = add(g, slice_update(zeros_like(x, stream()), cotangents[k], start, stop,
+                            stream()),
+            stream());
+  }
+  return {g};
+}
+
+std::vector<array> Split::jvp(const std::vector<array>& primals,
+                              const std::vector<array>& tangents,
+                              const std::vector<int>&) {
+  auto shapes = output_shapes(primals);
+  std::vector<Dtype> dtypes(shapes.size(), tangents[0].dtype());
+  return array::make_arrays(std::move(shapes), dtypes, shared_from_this(),
+                            {tangents[0]});
+}
+
+std::pair<std::vector<array>, std::vector<int>> Split::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  auto x = to_batch_first(inputs[0], axes[0], 1);
+  auto p = std::make_shared<Split>(stream(), indices_, num_splits_, axis_ + 1);
+  auto shapes = p->output_shapes({x});
+  std::vector<Dtype> dtypes(shapes.size(), x.dtype());
+  auto outs = array::make_arrays(std::move(shapes), dtypes, std::move(p), {x});
+  return {outs, std::vector<int>(outs.size(), 0)};
+}
+
 // ---- DynamicSlice: inputs a, start ----
 std::vector<array> DynamicSlice::vjp(const std::vector<array>& primals,
                                      const std::vector<array>& cotangents,

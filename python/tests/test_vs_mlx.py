@@ -102,3 +102,25 @@ def test_grad_matches_mlx(rng):
     same(kc.grad(f_k)(kc.array(x)), mx.grad(f_m)(mx.array(x)), rtol=1e-5)
     vk = kc.vmap(lambda a: kc.sum(a * a))(kc.array(rand(rng, (3, 2))))
     assert vk.shape == (3,)
+
+
+@pytest.mark.parametrize(
+    "cut", [3, [1, 4], [0, 2, 2, 9], [-2], [4, 1]], ids=str
+)
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_split_values_and_grad_match_mlx(rng, cut, axis):
+    # Pieces, and a gradient where one piece is unused and one used twice.
+    x = rand(rng, (6, 3, 6))
+    pk, pm = kc.split(kc.array(x), cut, axis=axis), mx.split(mx.array(x), cut, axis=axis)
+    assert len(pk) == len(pm)
+    for a, b in zip(pk, pm):
+        same(a, b)
+
+    def loss(lib, v):
+        p = lib.split(v, cut, axis=axis)
+        return lib.sum(p[0] * p[0]) + lib.sum(lib.exp(p[-1]) * p[0].sum())
+
+    same(
+        kc.grad(lambda v: loss(kc, v))(kc.array(x)),
+        mx.grad(lambda v: loss(mx, v))(mx.array(x)),
+    )

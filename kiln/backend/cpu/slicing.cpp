@@ -1,5 +1,5 @@
-// eval_cpu of the slicing primitives: windows are views with an offset and
-// scaled strides; updates copy (or take) the source and write the window.
+// eval_cpu of the slicing primitives: windows and split pieces are views
+// with an offset and scaled strides; updates copy (or take) the source and write the window.
 #include <algorithm>
 
 #include "kiln/backend/cpu/copy.h"
@@ -50,6 +50,19 @@ void Slice::eval_cpu(const std::vector<array>& inputs, array& out) {
     if (out.size() > 0) offset += start_[i] * in.strides()[i];
   }
   set_view(in, out, strides, offset);
+}
+
+// Every piece keeps the input's strides; only its offset along axis moves.
+void Split::eval_cpu(const std::vector<array>& inputs,
+                     std::vector<array>& outputs) {
+  const array& in = inputs[0];
+  auto pieces = bounds(in.shape(axis_));
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    int64_t offset = outputs[k].size() == 0
+                         ? 0
+                         : pieces[k].first * in.strides()[axis_];
+    set_view(in, outputs[k], in.strides(), offset);
+  }
 }
 
 void DynamicSlice::eval_cpu(const std::vector<array>& inputs, array& out) {

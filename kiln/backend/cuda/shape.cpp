@@ -27,6 +27,9 @@ void Slice::eval_gpu(const std::vector<array>& in, array& out) {
 void AsStrided::eval_gpu(const std::vector<array>& in, array& out) {
   eval_cpu(in, out);
 }
+void Split::eval_gpu(const std::vector<array>& in, std::vector<array>& out) {
+  eval_cpu(in, out);
+}
 void Squeeze::eval_gpu(const std::vector<array>& in, array& out) {
   eval_cpu(in, out);
 }
