@@ -19,30 +19,10 @@ def _state_accessors(container):
         return _arrays_of(container)
 
     def set_(values):
-        _assign_arrays(container, iter(values))
+        # Writes values over the container's arrays in place (C++ walk).
+        _core._tree_assign(container, list(values))
 
     return get, set_
-
-
-def _assign_arrays(t, it):
-    """Write the next arrays from ``it`` over the arrays in ``t``, in place."""
-    if isinstance(t, (list, dict)):
-        keys = range(len(t)) if isinstance(t, list) else list(t)
-        for k in keys:
-            if _is_array(t[k]):
-                t[k] = next(it)
-            else:
-                _assign_arrays(t[k], it)
-    elif isinstance(t, tuple):
-        for c in t:
-            if _is_array(c):
-                raise ValueError(
-                    "[compile] arrays in a tuple cannot be updated in place; "
-                    "use a list or dict as output state."
-                )
-            _assign_arrays(c, it)
-    elif isinstance(t, _core.random.KeyState):
-        t[0] = next(it)
 
 
 def _states(spec):

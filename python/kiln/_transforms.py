@@ -14,24 +14,10 @@ def _is_array(x):
     return isinstance(x, array)
 
 
-def _arrays_of(tree):
-    """The arrays among the leaves of tree, in _flatten's order (without
-    building its description: eval and compile's state call this on whole
-    models every step)."""
-    out = []
-    _collect_arrays(tree, out)
-    return out
-
-
-def _collect_arrays(t, out):
-    if isinstance(t, array):
-        out.append(t)
-    elif isinstance(t, dict):
-        for v in t.values():
-            _collect_arrays(v, out)
-    elif isinstance(t, (list, tuple)):
-        for v in t:
-            _collect_arrays(v, out)
+# The arrays among the leaves of a tree, in _flatten's order, without
+# building its description (eval and compile's state call this on whole
+# models every step; the walk is in C++).
+_arrays_of = _core._tree_arrays
 
 
 def eval(*args):

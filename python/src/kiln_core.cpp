@@ -31,6 +31,7 @@ NB_MODULE(core, m) {
   init_ops_conv(m);
   init_ops_signal(m);
   init_transforms(m);
+  init_trees(m);
   init_random(m);
   init_linalg(m);
   init_fast(m);
