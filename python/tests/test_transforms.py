@@ -197,6 +197,30 @@ def test_compile_state_containers():
     assert state["w"].tolist() == [3.0, 4.0]
 
 
+def test_compile_state_nested_trees():
+    # Arrays in dicts inside lists inside dicts, in flatten order, updated in
+    # place; an array in a tuple cannot be.
+    state = {"layers": [{"w": kc.array([1.0]), "b": kc.array([2.0])}, {"w": kc.array([3.0])}],
+             "meta": ("name", 3), "step": kc.array(0.0)}
+
+    def step(x):
+        for layer in state["layers"]:
+            for k in layer:
+                layer[k] = layer[k] * x
+        state["step"] = state["step"] + 1
+        return state["layers"][1]["w"]
+
+    cs = kc.compile(step, inputs=[state], outputs=[state])
+    cs(kc.array(2.0))
+    cs(kc.array(3.0))
+    assert [l[k].item() for l in state["layers"] for k in l] == [6.0, 12.0, 18.0]
+    assert state["step"].item() == 2.0 and state["meta"] == ("name", 3)
+    frozen = [(kc.array(1.0),)]
+    bad = kc.compile(lambda x: x + frozen[0][0], inputs=[frozen], outputs=[frozen])
+    with pytest.raises(ValueError, match="arrays in a tuple cannot be updated"):
+        bad(kc.array(1.0))
+
+
 def test_disable_compile():
     calls = []
 
