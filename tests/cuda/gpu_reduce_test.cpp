@@ -203,6 +203,45 @@ TEST_F(GpuReduce, SizesPickEveryKernelShape) {
   }
 }
 
+TEST_F(GpuReduce, ColumnVectorLoads) {
+  // Column reductions whose kept run takes 16-byte loads of several columns
+  // per thread (a bias gradient's (8192, 2048) -> (2048,)), next to ones
+  // that cannot: a tail of columns past the last whole vector, rows that
+  // start misaligned (a sliced base or an odd row length), reduced
+  // dimensions that do not collapse into one run (permuted), and the
+  // second pass over partials.
+  struct Case {
+    std::string name;
+    array x;
+    std::vector<int> axes;
+  };
+  for (Dtype dt : {bfloat16, float16, float32, float64, int8, int32}) {
+    for (auto& c : reductions()) {
+      std::string op = c.name;
+      if (op == "prod" && issubdtype(dt, floating)) continue; // overflows
+      array wide = input_for(op, {3000, 40}, dt);
+      std::vector<Case> cases = {
+          {"bias gradient", input_for(op, {8192, 2048}, dt), {0}},
+          {"3-d over two axes", input_for(op, {32, 256, 64}, dt), {0, 1}},
+          {"vectors and a tail", input_for(op, {1000, 27}, dt), {0}},
+          {"one vector of columns", input_for(op, {777, 8}, dt), {0}},
+          {"sliced base", slice(wide, Shape{0, 1}, Shape{3000, 33}), {0}},
+          {"sliced aligned", slice(wide, Shape{0, 8}, Shape{3000, 40}), {0}},
+          {"permuted", transpose(input_for(op, {100, 6, 48}, dt), {1, 0, 2}),
+           {0, 1}},
+          {"kept outer", input_for(op, {4, 500, 16}, dt), {1}},
+      };
+      for (auto& k : cases) {
+        int64_t n = 1;
+        for (int a : k.axes) n *= k.x.shape(a);
+        EXPECT_TRUE(same_reduction(c, k.x, k.axes, false,
+                                   tolerance_for(op, dt, n)))
+            << op << " " << dtype_name(dt) << " " << k.name;
+      }
+    }
+  }
+}
+
 TEST_F(GpuReduce, Float16SumOfManyElements) {
   // Accumulated in float32 on both devices; the sum (about 31000) fits in
   // float16, whose rounding is the only difference allowed.

@@ -1,5 +1,6 @@
 // The reduction kernels through NVRTC for sm_90, with no GPU needed: every
-// operator over every dtype family, each kernel shape (warp, block, column)
+// operator over every dtype family, each kernel shape (warp, block, column,
+// column with vector loads)
 // with 32- and 64-bit indices, the second passes over partials,
 // ArgMax/ArgMin and NumberOfElements. Each kernel compiles alone (without
 // its siblings) to keep the test short; the shapes rotate over the dtypes so
@@ -43,7 +44,7 @@ TEST(NvrtcReduce, EveryOperatorAndDtype) {
   for (const char* op : {"Sum", "Prod", "Max", "Min", "And", "Or"}) {
     for (size_t i = 0; i < dtypes.size(); ++i) {
       Dtype out = out_dtype(op, dtypes[i]);
-      expect_compiles(cuda::reduce_kernel("wrc"[i % 3], op, dtypes[i], out));
+      expect_compiles(cuda::reduce_kernel("wrcC"[i % 4], op, dtypes[i], out));
     }
   }
 }
@@ -54,6 +55,7 @@ TEST(NvrtcReduce, SixtyFourBitIndices) {
                                         true));
     expect_compiles(cuda::arg_reduce_kernel(shape, "ArgMax", float32, true));
   }
+  expect_compiles(cuda::reduce_kernel('C', "Sum", bfloat16, float32, true));
 }
 
 TEST(NvrtcReduce, SecondPassesOverPartials) {
@@ -64,6 +66,7 @@ TEST(NvrtcReduce, SecondPassesOverPartials) {
       Dtype acc = cuda::reduce_acc_dtype(op, out, out);
       EXPECT_EQ(acc, float32);
       expect_compiles(cuda::reduce_kernel('r', op, acc, out));
+      expect_compiles(cuda::reduce_kernel('C', op, acc, out));
     }
   }
   EXPECT_EQ(cuda::reduce_acc_dtype("Sum", int8, int32), int32);
@@ -91,7 +94,15 @@ TEST(NvrtcReduce, KernelNames) {
   EXPECT_EQ(cuda::reduce_kernel('c', "Sum", int8, int32, true).name,
             "cSumint8_int32_i64");
   JitKernel k = cuda::reduce_kernel('r', "Max", float32, float32);
-  EXPECT_EQ(k.siblings.size(), 2u);
+  EXPECT_EQ(k.siblings.size(), 3u);
+  EXPECT_EQ(cuda::reduce_kernel('C', "Sum", bfloat16, float32).expression,
+            "kiln::cuda::col_reduce<kiln::cuda::SumOp<float>, "
+            "__nv_bfloat16, float, 8, unsigned int>");
+  EXPECT_EQ(cuda::reduce_kernel('C', "Or", bool_, bool_).expression,
+            "kiln::cuda::col_reduce<kiln::cuda::OrOp, bool, bool, 8, "
+            "unsigned int>");
+  EXPECT_EQ(cuda::arg_reduce_kernel('c', "ArgMin", float32).siblings.size(),
+            2u);
   EXPECT_EQ(cuda::arg_reduce_kernel('c', "ArgMin", bfloat16).name,
             "cArgMinbfloat16");
 }

@@ -25,7 +25,11 @@ void shapes(AotTable& t, const char* op) {
   aot::put(t, reduce_kernel('r', op, i, o),
            stub(&row_reduce<Op, In, Out, N, false, uint32_t>));
   aot::put(t, reduce_kernel('c', op, i, o),
-           stub(&col_reduce<Op, In, Out, uint32_t>));
+           stub(&col_reduce<Op, In, Out, 1, uint32_t>));
+  constexpr int V = sizeof(In) >= 2 ? 16 / sizeof(In) : 8;
+  static_assert(V == 16 / sizeof(In) || sizeof(In) == 1);
+  aot::put(t, reduce_kernel('C', op, i, o),
+           stub(&col_reduce<Op, In, Out, V, uint32_t>));
 }
 
 /** First passes In -> Out and the second passes over the partials, which

@@ -146,18 +146,39 @@ int64_t next_pow2(int64_t n) {
   return p;
 }
 
+// V columns per thread (1, or col_vec_width with vector loads).
 void col_pass(const std::string& op, Dtype in_dt, Dtype out_dt,
-              const void* in, void* out, ColArgs a, bool large, int stream) {
-  int bx = static_cast<int>(std::min<int64_t>(32, next_pow2(a.k_len)));
+              const void* in, void* out, ColArgs a, int v, bool large,
+              int stream) {
+  int bx = static_cast<int>(std::min<int64_t>(32, next_pow2(ceil_div(a.k_len, v))));
   int by = block_threads / bx;
-  a.tiles = ceil_div(a.k_len, bx);
-  CUfunction f = get_kernel(reduce_kernel('c', op, in_dt, out_dt, large));
+  a.tiles = ceil_div(a.k_len, int64_t(bx) * v);
+  CUfunction f = get_kernel(
+      reduce_kernel(v > 1 ? 'C' : 'c', op, in_dt, out_dt, large));
   void* params[] = {&in,      &out,     &a.n_krows, &a.k_len,
                     &a.k_stride, &a.tiles, &a.splits, &a.chunk,
                     &a.n_red, &a.len,   &a.stride,  &a.kept_outer,
                     &a.outer};
   int64_t blocks = a.n_krows * a.tiles * a.splits;
   launch_blocks(f, std::min(blocks, max_blocks()), bx, by, params, stream);
+}
+
+// The columns per thread the "C" kernel may take for a: a contiguous kept
+// run and every row it reads starting on a 16-byte boundary (base, reduced
+// and kept-outer strides multiples of the vector), and at least one whole
+// vector of columns; else 1.
+int col_width(const ColArgs& a, const void* base, Dtype dt) {
+  int v = col_vec_width(dt);
+  bool fits = a.k_stride == 1 && a.k_len >= v &&
+              reinterpret_cast<uintptr_t>(base) % (v * dt.size) == 0 &&
+              a.stride % v == 0;
+  for (int d = 0; fits && d < a.kept_outer.ndim; ++d) {
+    fits = a.kept_outer.strides[0][d] % v == 0;
+  }
+  for (int d = 0; fits && d < a.outer.ndim; ++d) {
+    fits = a.outer.strides[0][d] % v == 0;
+  }
+  return fits ? v : 1;
 }
 
 /** Threads across the kept inner run, the reduction down the block. */
@@ -174,9 +195,11 @@ void col_reduce(const std::string& op, const array& in, array& out,
   Shape outer = outer_dims(l.reduced_shape);
   to_strided(outer, outer_dims(l.reduced_strides), a.outer);
   a.n_red = a.len * product(outer);
-  int bx = static_cast<int>(std::min<int64_t>(32, next_pow2(a.k_len)));
+  const void* src = device_ptr(in, s);
+  int v = col_width(a, src, in.dtype());
+  int bx = static_cast<int>(std::min<int64_t>(32, next_pow2(ceil_div(a.k_len, v))));
   int by = block_threads / bx;
-  int64_t items = a.n_krows * ceil_div(a.k_len, bx);
+  int64_t items = a.n_krows * ceil_div(a.k_len, int64_t(bx) * v);
   a.splits = 1;
   // Each split gives every thread at least 16 elements.
   if (items < fill_blocks() && a.n_red > by * 16) {
@@ -185,16 +208,16 @@ void col_reduce(const std::string& op, const array& in, array& out,
   }
   a.chunk = ceil_div(a.n_red, a.splits);
   a.splits = ceil_div(a.n_red, a.chunk);
-  const void* src = device_ptr(in, s);
   if (a.splits == 1) {
-    col_pass(op, in.dtype(), out.dtype(), src, out.raw_data_ptr(), a, large,
-             s.index);
+    col_pass(op, in.dtype(), out.dtype(), src, out.raw_data_ptr(), a, v,
+             large, s.index);
     return;
   }
   int64_t n_out = static_cast<int64_t>(out.size());
   Dtype acc = reduce_acc_dtype(op, in.dtype(), out.dtype());
   array part = partials(n_out * a.splits, acc, s);
-  col_pass(op, in.dtype(), acc, src, part.raw_data_ptr(), a, large, s.index);
+  col_pass(op, in.dtype(), acc, src, part.raw_data_ptr(), a, v, large,
+           s.index);
   // Partials of split c are the row [c * n_out, (c + 1) * n_out): a second
   // column reduction down the splits.
   ColArgs b{};
@@ -207,7 +230,7 @@ void col_reduce(const std::string& op, const array& in, array& out,
   b.kept_outer.ndim = 0;
   b.outer.ndim = 0;
   col_pass(op, acc, out.dtype(), part.raw_data_ptr(), out.raw_data_ptr(), b,
-           false, s.index);
+           col_width(b, part.raw_data_ptr(), acc), false, s.index);
 }
 
 bool reduce(Reduce::Type type, const std::vector<int>& axes, const array& in,

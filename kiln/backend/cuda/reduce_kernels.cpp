@@ -28,12 +28,12 @@ std::string name_of(char shape, const std::string& op, Dtype in, Dtype out,
 // compiled in one NVRTC program with the one asked for (a layout change
 // then costs no compile). The 64-bit variants, for inputs past 2^32
 // elements, compile on their own when needed.
-JitKernel with_siblings(char shape, bool large,
+JitKernel with_siblings(char shape, bool large, const std::string& shapes,
                         JitKernel (*make)(char, const std::string&, Dtype,
                                           Dtype, bool),
                         const std::string& op, Dtype in, Dtype out) {
   JitKernel k = make(shape, op, in, out, large);
-  for (char s : {'w', 'r', 'c'}) {
+  for (char s : shapes) {
     if (s == shape) continue;
     JitKernel sib = make(s, op, in, out, large);
     k.siblings.emplace_back(sib.name, sib.expression);
@@ -50,8 +50,10 @@ JitKernel reduce_one(char shape, const std::string& op, Dtype in, Dtype out,
   std::string types = functor + ", " + device_type(in) + ", " +
                       device_type(out);
   std::string expr =
-      shape == 'c'
-          ? "kiln::cuda::col_reduce<" + types + ", " + index_type(large) + ">"
+      shape == 'c' || shape == 'C'
+          ? "kiln::cuda::col_reduce<" + types + ", " +
+                std::to_string(shape == 'C' ? col_vec_width(in) : 1) + ", " +
+                index_type(large) + ">"
           : "kiln::cuda::row_reduce<" + types + ", " +
                 std::to_string(16 / in.size) + ", " +
                 (shape == 'w' ? "true" : "false") + ", " + index_type(large) +
@@ -83,12 +85,12 @@ Dtype reduce_acc_dtype(const std::string& op, Dtype in, Dtype out) {
 
 JitKernel reduce_kernel(char shape, const std::string& op, Dtype in,
                         Dtype out, bool large) {
-  return with_siblings(shape, large, reduce_one, op, in, out);
+  return with_siblings(shape, large, "wrcC", reduce_one, op, in, out);
 }
 
 JitKernel arg_reduce_kernel(char shape, const std::string& op, Dtype in,
                             bool large) {
-  return with_siblings(shape, large, arg_reduce_one, op, in, in);
+  return with_siblings(shape, large, "wrc", arg_reduce_one, op, in, in);
 }
 
 JitKernel number_of_elements_kernel(Dtype out) {

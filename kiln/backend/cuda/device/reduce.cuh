@@ -7,7 +7,8 @@
 //    outputs is split over blocks that write partials, reduced by a second
 //    row_reduce. The all-reduce of a contiguous array is this case.
 //  - col_reduce: threadIdx.x walks the kept inner dimension (coalesced when
-//    it is contiguous) while threadIdx.y splits the reduction; long
+//    it is contiguous; with 16-byte loads of V columns per thread where
+//    it is aligned) while threadIdx.y splits the reduction; long
 //    reductions are split over blocks with a second pass.
 // Partials are plain arrays reduced by the same kernels, never atomics, so
 // results are reproducible run to run.
@@ -253,13 +254,17 @@ __global__ void row_reduce(const In* __restrict__ in, Out* __restrict__ out,
  * two. The kept dimensions are n_krows outer positions (kept_outer) times
  * an inner run of k_len outputs at k_stride; the reduced ones a flat index
  * i < n_red, i = q * len + r at outer(q) + r * stride. Work item w covers
- * kept row kr, the BX outputs of column tile t and the reduced indices
+ * kept row kr, the BX * V outputs of column tile t and the reduced indices
  * [c * chunk, (c + 1) * chunk), with (kr, t, c) from w. Thread (x, y) reads
- * output column t * BX + x at reduced indices begin + y, begin + y + BY, ...
- * It writes out[c * n_out + o] for output o: the output itself when splits
- * is 1, else a partial that a second col_reduce combines.
+ * output columns (t * BX + x) * V + [0, V) at reduced indices begin + y,
+ * begin + y + BY, ... With V > 1 (the launcher checks: k_stride 1, and the
+ * base, stride and every outer stride multiples of V elements, 16-byte
+ * aligned) a thread's V columns are one vector load: a warp reads 512
+ * contiguous bytes of a row instead of 32 elements. It writes
+ * out[c * n_out + o] for output o: the output itself when splits is 1, else
+ * a partial that a second col_reduce combines.
  */
-template <typename Op, typename In, typename Out, typename IdxT>
+template <typename Op, typename In, typename Out, int V, typename IdxT>
 __global__ void col_reduce(const In* __restrict__ in, Out* __restrict__ out,
                            int64_t n_krows, int64_t k_len, int64_t k_stride,
                            int64_t tiles, int64_t splits, int64_t chunk,
@@ -267,16 +272,35 @@ __global__ void col_reduce(const In* __restrict__ in, Out* __restrict__ out,
                            const __grid_constant__ Strided<1> kept_outer,
                            const __grid_constant__ Strided<1> outer) {
   using A = typename Op::acc;
-  __shared__ A lanes[256];
+  __shared__ A lanes[256 * V];
   const int64_t n_out = n_krows * k_len;
   const int64_t n_items = n_krows * tiles * splits;
   const int x = threadIdx.x, y = threadIdx.y, bx = blockDim.x;
   for (int64_t w = blockIdx.x; w < n_items; w += gridDim.x) {
     int64_t c = w % splits, rest = w / splits;
     int64_t t = rest % tiles, kr = rest / tiles;
-    int64_t col = t * bx + x;
-    A acc = Op::init();
-    if (col < k_len) {
+    int64_t col = (t * bx + x) * V;
+    // Columns of this thread that exist: all V, or the last tile's rest.
+    const int cols = k_len - col >= V ? V : k_len > col ? int(k_len - col) : 0;
+    A acc[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) acc[v] = Op::init();
+    // Adds the thread's V (or cols) elements of the reduced position at p.
+    auto add_at = [&](const In* p) {
+      if (V > 1 && cols == V) {
+        Vec<In, V> e = *reinterpret_cast<const Vec<In, V>*>(p);
+#pragma unroll
+        for (int v = 0; v < V; ++v) acc[v] = Op{}(acc[v], cast_to<A>(e.v[v]));
+      } else {
+        // Unrolled with a guard: a runtime index would put acc in local
+        // memory.
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          if (v < cols) acc[v] = Op{}(acc[v], cast_to<A>(p[v * k_stride]));
+        }
+      }
+    };
+    if (cols > 0) {
       int64_t koff[1];
       strided_offsets(static_cast<IdxT>(kr), kept_outer, koff);
       const In* p = in + koff[0] + col * k_stride;
@@ -284,24 +308,31 @@ __global__ void col_reduce(const In* __restrict__ in, Out* __restrict__ out,
       int64_t end = n_red - begin < chunk ? n_red : begin + chunk;
       int64_t i = begin + y;
       const int64_t step = blockDim.y;
-      if (outer.ndim == 0) {
+      if (outer.ndim == 0 && V == 1) {
         // One reduced run (offset i * stride), the common case: four loads
         // in flight per thread before they are combined.
         for (; i + 3 * step < end; i += 4 * step) {
           In x0 = p[i * stride], x1 = p[(i + step) * stride];
           In x2 = p[(i + 2 * step) * stride], x3 = p[(i + 3 * step) * stride];
-          acc = Op{}(acc, cast_to<A>(x0));
-          acc = Op{}(acc, cast_to<A>(x1));
-          acc = Op{}(acc, cast_to<A>(x2));
-          acc = Op{}(acc, cast_to<A>(x3));
+          acc[0] = Op{}(acc[0], cast_to<A>(x0));
+          acc[0] = Op{}(acc[0], cast_to<A>(x1));
+          acc[0] = Op{}(acc[0], cast_to<A>(x2));
+          acc[0] = Op{}(acc[0], cast_to<A>(x3));
         }
-        for (; i < end; i += step) acc = Op{}(acc, cast_to<A>(p[i * stride]));
+        for (; i < end; i += step) acc[0] = Op{}(acc[0], cast_to<A>(p[i * stride]));
+      } else if (outer.ndim == 0) {
+        // Vectors: two in flight per thread.
+        for (; i + step < end; i += 2 * step) {
+          add_at(p + i * stride);
+          add_at(p + (i + step) * stride);
+        }
+        if (i < end) add_at(p + i * stride);
       } else if (i < end) {
         // Walk i as (q, r), recomputing the outer offset only when q moves.
         int64_t q = i / len, r = i - q * len, qoff[1];
         strided_offsets(static_cast<IdxT>(q), outer, qoff);
         for (; i < end; i += step) {
-          acc = Op{}(acc, cast_to<A>(p[qoff[0] + r * stride]));
+          add_at(p + qoff[0] + r * stride);
           r += step;
           if (r >= len) {
             q += r / len;
@@ -312,16 +343,27 @@ __global__ void col_reduce(const In* __restrict__ in, Out* __restrict__ out,
       }
     }
     // Combine the BY lanes of each column (barriers outside the branches).
-    lanes[y * bx + x] = acc;
+#pragma unroll
+    for (int v = 0; v < V; ++v) lanes[(y * bx + x) * V + v] = acc[v];
     __syncthreads();
     for (int s = blockDim.y / 2; s > 0; s /= 2) {
       if (y < s) {
-        lanes[y * bx + x] = Op{}(lanes[y * bx + x], lanes[(y + s) * bx + x]);
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          lanes[(y * bx + x) * V + v] = Op{}(lanes[(y * bx + x) * V + v],
+                                             lanes[((y + s) * bx + x) * V + v]);
+        }
       }
       __syncthreads();
     }
-    if (y == 0 && col < k_len) {
-      out[c * n_out + kr * k_len + col] = cast_to<Out>(lanes[x]);
+    if (y == 0) {
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        if (v < cols) {
+          out[c * n_out + kr * k_len + col + v] =
+              cast_to<Out>(lanes[x * V + v]);
+        }
+      }
     }
     __syncthreads();
   }
