@@ -314,6 +314,17 @@ def bench_reductions(m):
         k = kiln_throughput_us(kf)
         peer = torch_us(tf) if tx is not None else None
         row(f"sum over {name} of a {m}x{m} float32 ({4 * m * m / k / 1e6:.2f} TB/s)", k, "torch", peer, "us")
+    # A bias gradient: a bfloat16 (8192, 2048) summed over its rows (float
+    # accumulation), few wide columns.
+    rows, cols = 8192, 2048
+    gn = rng.uniform(-1, 1, (rows, cols)).astype(np.float32)
+    g = mx.array(gn).astype(mx.bfloat16)
+    mx.eval(g)
+    tg = to_torch(gn, torch.bfloat16) if torch is not None else None
+    k = kiln_throughput_us(lambda: mx.sum(g, axis=0))
+    peer = torch_us(lambda: tg.sum(dim=0)) if tg is not None else None
+    row(f"bias gradient: sum over rows of {rows}x{cols} bfloat16 ({2 * rows * cols / k / 1e6:.2f} TB/s)",
+        k, "torch", peer, "us")
 
 
 def bench_scan_sort(n):
