@@ -643,9 +643,10 @@ TEST_F(GpuSdpa, FlashGradientsLayouts) {
       Qkv t = heads_last(2, 8, 2, 150, 150, d, dt);
       EXPECT_TRUE(grads_agree_plain_and_causal(t, grad_tol(dt)))
           << dtype_name(dt) << " d=" << d;
-      // A broadcast cotangent (the gradient of a sum), a transposed one,
-      // and keys one element into a buffer (rows not 16-byte aligned):
-      // each is copied row-major first.
+      // A broadcast cotangent (the gradient of a sum) and keys one element
+      // into a buffer (rows not 16-byte aligned) are copied row-major
+      // first; a transposed cotangent (a GPT block's, from its (B, L, H, D)
+      // projection) is read in place through its strides.
       Qkv s = random_qkv(1, 4, 2, 90, 80, d, d, dt);
       array ones = broadcast_to(array(1.0f, dt), {1, 4, 90, d});
       EXPECT_TRUE(grads_agree(s, "causal", std::nullopt, grad_tol(dt), ones))

@@ -28,12 +28,13 @@ namespace {
 struct SdpaParams {
   int64_t B, Nq, Lq, D, Nkv, Lk, Dv;
   int64_t q_strides[4], k_strides[4], v_strides[4], mask_strides[4];
+  int64_t dout_strides[4];
   int64_t sinks_stride;
   float scale;
   int causal;
   int mask_kind;
 };
-static_assert(sizeof(SdpaParams) == 208);
+static_assert(sizeof(SdpaParams) == 240);
 
 constexpr int block_threads = 128;
 
@@ -78,17 +79,11 @@ SdpaParams sdpa_params(const array& q, const array& k, const array& v,
   return p;
 }
 
-// x as the tensor-core kernels read it: x itself where they can (q, k, v:
-// flash_layout; the cotangent: row-major with 16-byte aligned rows, as its
-// rows are indexed), else a row-major copy made on s. False when no copy
-// kernel takes x.
-bool flash_operand(const array& x, bool row_major, array& out,
-                   const Stream& s) {
-  void* ptr = cuda::device_ptr(x, s);
-  bool in_place = row_major ? x.flags().row_contiguous &&
-                                  reinterpret_cast<uintptr_t>(ptr) % 16 == 0
-                            : flash_layout(x, ptr);
-  if (in_place) {
+// x as the tensor-core kernels read it: x itself where they can
+// (flash_layout: q, k, v and the cotangent through their strides), else a
+// row-major copy made on s. False when no copy kernel takes x.
+bool flash_operand(const array& x, array& out, const Stream& s) {
+  if (flash_layout(x, cuda::device_ptr(x, s))) {
     out = x;
     return true;
   }
@@ -181,15 +176,14 @@ void ScaledDotProductAttentionVjp::eval_gpu(const std::vector<array>& inputs,
   array q = inputs[0], k = inputs[1], v = inputs[2], dout = inputs[3];
   if (!cuda::flash_sdpa_supports(dt, inputs[0].shape(3), inputs[2].shape(3)) ||
       inputs[0].size() == 0 || inputs[1].size() == 0 ||
-      !flash_operand(inputs[0], false, q, s) ||
-      !flash_operand(inputs[1], false, k, s) ||
-      !flash_operand(inputs[2], false, v, s) ||
-      !flash_operand(inputs[3], true, dout, s)) {
+      !flash_operand(inputs[0], q, s) || !flash_operand(inputs[1], k, s) ||
+      !flash_operand(inputs[2], v, s) || !flash_operand(inputs[3], dout, s)) {
     eval_fallback(inputs, outputs);
     return;
   }
   const array* mask = has_mask ? &inputs[4] : nullptr;
   SdpaParams p = sdpa_params(q, k, v, mask, nullptr, scale_, do_causal_);
+  copy_strides(dout, p.dout_strides);
   int d = static_cast<int>(p.D);
   array dq32 = array::uninitialized(q.shape(), float32);
   cuda::set_device_output(dq32, s);

@@ -184,7 +184,8 @@ __device__ __forceinline__ unsigned pack_pair(float lo, float hi) {
  *  out is not written: for each query row r = (b * Nq + h) * Lq + i,
  *  stats[3r .. 3r + 2] get the row's max score, its sum of exp(score -
  *  max) and rowsum(dout * O) in float, O rounded to T as out would hold
- *  it; dout is row-major (B, Nq, Lq, D) with 16-byte aligned rows. */
+ *  it; dout (B, Nq, Lq, D) is read through p.dout_strides, with unit
+ *  feature strides and 16-byte aligned rows as q. */
 template <typename T, int D, int MaskKind>
 __global__ void __launch_bounds__(flash_threads, flash_min_blocks(D))
     sdpa_flash(const T* __restrict__ q, const T* __restrict__ k,
@@ -430,7 +431,8 @@ __global__ void __launch_bounds__(flash_threads, flash_min_blocks(D))
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         if (row[r] < p.Lq) {
-          const T* dr = dout + (bh * p.Lq + row[r]) * D + t2;
+          const T* dr = dout + b * p.dout_strides[0] + h * p.dout_strides[1] +
+                        row[r] * p.dout_strides[2] + t2;
 #pragma unroll
           for (int n = 0; n < o_tiles; ++n) {
             Vec<T, 2> gr = *reinterpret_cast<const Vec<T, 2>*>(dr + 8 * n);

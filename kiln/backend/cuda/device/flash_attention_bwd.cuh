@@ -102,8 +102,8 @@ __device__ __forceinline__ void atomic_add_pair(float* at, float lo,
 /** MaskKind as sdpa_flash. Any number of blocks of flash_bwd_threads threads
  *  (they loop over the B * Nkv * ceil(Lk / 64) key tiles) with
  *  flash_bwd_shared_bytes(D, sizeof(T)) bytes of dynamic shared memory.
- *  q, k, v as sdpa_flash needs them; dout row-major (B, Nq, Lq, D) with
- *  16-byte aligned rows; stats from sdpa_flash's pre-pass; dq a zeroed
+ *  q, k, v and dout (through p.dout_strides) as sdpa_flash needs them;
+ *  stats from sdpa_flash's pre-pass; dq a zeroed
  *  float (B, Nq, Lq, D) scratch; dk and dv row-major (B, Nkv, Lk, D). */
 template <typename T, int D, int MaskKind>
 __global__ void __launch_bounds__(flash_bwd_threads, flash_bwd_min_blocks(D))
@@ -209,8 +209,9 @@ __global__ void __launch_bounds__(flash_bwd_threads, flash_bwd_min_blocks(D))
       flash::load_tile<T, D, flash_bwd_threads>(
           qd, q + b * p.q_strides[0] + h * p.q_strides[1], p.q_strides[2],
           q0, p.Lq);
-      flash::load_tile<T, D, flash_bwd_threads>(qd + tile, dout + bh * p.Lq * D,
-                                                D, q0, p.Lq);
+      flash::load_tile<T, D, flash_bwd_threads>(
+          qd + tile, dout + b * p.dout_strides[0] + h * p.dout_strides[1],
+          p.dout_strides[2], q0, p.Lq);
       const float* st = stats + 3 * (bh * p.Lq + q0);
       float* sb = stat_bufs + buf * stat_floats;
       for (int c = threadIdx.x; c < stat_floats; c += flash_bwd_threads) {

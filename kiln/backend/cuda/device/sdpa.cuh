@@ -18,6 +18,7 @@ namespace kiln::cuda {
 struct SdpaParams {
   int64_t B, Nq, Lq, D, Nkv, Lk, Dv;
   int64_t q_strides[4], k_strides[4], v_strides[4], mask_strides[4];
+  int64_t dout_strides[4]; // the backward's cotangent (flash kernels only)
   int64_t sinks_stride;
   float scale;
   int causal;
