@@ -8,6 +8,7 @@
 
 #include "cuda/gpu_fixture.h"
 #include "kiln/ops/fast.h"
+#include "kiln/primitives/fast.h"
 
 namespace kiln::test {
 namespace {
@@ -513,13 +514,13 @@ TEST_F(GpuRows, NormBackwardMatchesFloat64) {
             array wt = scalar_weight ? w0 : w;
             auto out = vjp(fn, {astype(x, t), astype(wt, t)},
                            {astype(ct, t)}).second;
+            EXPECT_EQ(std::string(out[0].primitive().name()),
+                      rms ? "RMSNormVjp" : "LayerNormVjp");
             eval(out);
             return out;
           };
           auto got = grads(dt, Device::gpu);
           auto want = grads(float64, Device::cpu);
-          EXPECT_EQ(std::string(got[0].primitive().name()),
-                    rms ? "RMSNormVjp" : "LayerNormVjp");
           // dweight of a 0-d weight sums rows * n terms: relative to it.
           double tol = 4 * tolerance(dt);
           for (int k = 0; k < 2; ++k) {
