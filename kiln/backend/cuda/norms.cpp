@@ -65,13 +65,13 @@ void RMSNorm::eval_gpu(const std::vector<array>& inputs,
 
 namespace {
 
-// Blocks of the backward: the rows' warps or blocks, at most about two
-// waves of resident blocks, since each block adds a row of n partial sums
-// of dweight to reduce afterwards.
+// Blocks of the backward: the rows' warps or blocks, at most about one
+// wave of resident blocks (the warp kernel fits two per SM; the block
+// kernel's count is capped at four per SM), since each block adds a row of
+// n partial sums of dweight that the second kernel reads back.
 int64_t norm_vjp_blocks(bool warp, int64_t rows, int threads) {
-  int64_t per_block =
-      warp ? cuda::norm_vjp_warp_threads / 32 : 1;
-  int64_t per_sm = std::max(1, 2048 / threads);
+  int64_t per_block = warp ? cuda::norm_vjp_warp_threads / 32 : 1;
+  int64_t per_sm = warp ? 2 : std::clamp(2048 / threads, 1, 4);
   return std::min((rows + per_block - 1) / per_block,
                   int64_t(cuda::device_info().sm_count) * per_sm);
 }
