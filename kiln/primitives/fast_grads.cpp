@@ -162,13 +162,16 @@ Fallback norm_vjp_graph(Fallback forward, bool has_bias) {
 
 // Whether the fused backward takes these primals and cotangent: the
 // norm's own layout (weight 1-d or 0-d, all of one floating dtype) and a
-// nonempty x. The GPU differentiates the graph until it has the backward's
-// kernels (NormVjp's GPU eval only runs that graph).
+// nonempty x; on the GPU, a dtype its kernels take (float16, bfloat16,
+// float32, float64).
 bool fused_norm_backward_fits(const NormCustom& p,
                               const std::vector<array>& primals,
                               const array& g) {
   const array &x = primals[0], &w = primals[1];
-  return p.device() == Device::cpu && x.size() > 0 &&
+  bool device_takes = p.device() == Device::cpu ||
+                      x.dtype() == float16 || x.dtype() == bfloat16 ||
+                      x.dtype() == float32 || x.dtype() == float64;
+  return device_takes && x.size() > 0 &&
          is_floating_point(x.dtype()) && g.shape() == x.shape() &&
          g.dtype() == x.dtype() && w.dtype() == x.dtype() && w.ndim() <= 1;
 }

@@ -150,6 +150,25 @@ TEST(NvrtcHeaders, RowFamilies) {
             "bRMSNormfloat16");
 }
 
+// The norms' fused backwards: for each op, every float dtype's warp and
+// block variants and the dweight reduction (the siblings), in one program.
+TEST(NvrtcHeaders, NormBackwardFamily) {
+  for (const char* op : {"LayerNormVjp", "RMSNormVjp"}) {
+    std::vector<JitKernel> ks;
+    for (Dtype d : floats) ks.push_back(cuda::norm_vjp_kernel(op, d, true));
+    for (const JitKernel& k : ks) ASSERT_EQ(k.siblings.size(), 2u) << k.name;
+    expect_all_compile(ks);
+  }
+  JitKernel k = cuda::norm_vjp_kernel("LayerNormVjp", bfloat16, false);
+  EXPECT_EQ(k.name, "bLayerNormVjpbfloat16");
+  EXPECT_EQ(k.siblings.at(0).first, "wLayerNormVjpbfloat16");
+  EXPECT_EQ(k.siblings.at(1).first, "vNormVjpDweightbfloat16");
+  EXPECT_EQ(cuda::norm_vjp_kernel("RMSNormVjp", float32, true).expression,
+            "kiln::cuda::norm_vjp_warp<float, 4, 4, true>");
+  EXPECT_EQ(cuda::row_block_threads(4097, float32), 1024);
+  EXPECT_EQ(cuda::row_block_threads(513, bfloat16), 96);
+}
+
 TEST(NvrtcHeaders, ErrorsCarryTheLog) {
   JitKernel k = unary_kernel("NoSuchOp", float32, float32, "v");
   try {

@@ -128,13 +128,10 @@ TEST(NormVjp, MatchesFloat64AndTheFallbackGraph) {
               in, {g});
           std::string what = c.name + " " + layout + " " + dtype_name(dt) +
                              " n=" + std::to_string(n);
-          // The fused backward computes x's gradient on the CPU; the GPU
-          // differentiates the graph until it has the backward's kernels.
-          if (default_device() == Device::cpu) {
-            EXPECT_EQ(std::string(fused.second[0].primitive().name()),
-                      c.rms ? "RMSNormVjp" : "LayerNormVjp")
-                << what;
-          }
+          // The fused backward computes x's gradient on both devices.
+          EXPECT_EQ(std::string(fused.second[0].primitive().name()),
+                    c.rms ? "RMSNormVjp" : "LayerNormVjp")
+              << what;
           std::vector<double> ws = c.weight ? to_doubles(w)
                                             : std::vector<double>(n, 1.0);
           auto want = norm_vjp_ref(to_doubles(x), ws, to_doubles(g), n, 1e-5f,

@@ -1,5 +1,5 @@
 // Ahead-of-time row kernels: softmax (plain and precise), logsumexp, LayerNorm,
-// RMSNorm, RoPE and attention on float32/float16/bfloat16, and the
+// RMSNorm and their fused backwards, RoPE and attention on float32/float16/bfloat16, and the
 // tensor-core attention kernels (forward and backward) on float16/bfloat16.
 // float64, and everything in the JIT build, is compiled by NVRTC at first
 // use.
@@ -49,6 +49,17 @@ void norm(AotTable& t, const char* op) {
            reinterpret_cast<const void*>(&norm_block<T, chunk<T>, Rms>));
 }
 
+// The fused backward (op "LayerNormVjp" / "RMSNormVjp"), both row variants.
+template <typename T, bool Rms>
+void norm_vjp(AotTable& t, const char* op) {
+  Dtype d = aot::dtype_v<T>;
+  aot::put(t, norm_vjp_kernel(op, d, true),
+           reinterpret_cast<const void*>(
+               &norm_vjp_warp<T, chunk<T>, lane_chunks<T>, Rms>));
+  aot::put(t, norm_vjp_kernel(op, d, false),
+           reinterpret_cast<const void*>(&norm_vjp_block<T, chunk<T>, Rms>));
+}
+
 // Every width: head dimensions 32, 64, 128 and 256.
 template <typename T>
 void sdpa(AotTable& t) {
@@ -85,6 +96,10 @@ template <typename T>
 void rows(AotTable& t) {
   norm<T, false>(t, "LayerNorm");
   norm<T, true>(t, "RMSNorm");
+  norm_vjp<T, false>(t, "LayerNormVjp");
+  norm_vjp<T, true>(t, "RMSNormVjp");
+  aot::put(t, norm_vjp_dweight_kernel(aot::dtype_v<T>),
+           reinterpret_cast<const void*>(&norm_vjp_dweight<T>));
   aot::put(t, rope_kernel(aot::dtype_v<T>),
            reinterpret_cast<const void*>(&rope<T>));
   sdpa<T>(t);

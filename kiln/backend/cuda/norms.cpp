@@ -1,8 +1,12 @@
-// LayerNorm and RMSNorm on the GPU over the last axis (device/norms.cuh).
-// x is copied row-major first when it is not row-contiguous, as on the CPU;
-// weight and bias are read in place through their stride (0 for the 0-d
-// stand-in of an absent one). The output is row-major.
+// LayerNorm and RMSNorm on the GPU over the last axis (device/norms.cuh),
+// and their fused backwards. x (and the backward's cotangent) is copied
+// row-major first when it is not row-contiguous, as on the CPU; weight and
+// bias are read in place through their stride (0 for the 0-d stand-in of
+// an absent one). The outputs are row-major.
+#include <algorithm>
+
 #include "kiln/backend/cuda/buffer.h"
+#include "kiln/backend/cuda/device.h"
 #include "kiln/backend/cuda/elementwise.h"
 #include "kiln/backend/cuda/fallback.h"
 #include "kiln/backend/cuda/kernels.h"
@@ -59,11 +63,67 @@ void RMSNorm::eval_gpu(const std::vector<array>& inputs,
   normalize(*this, name(), inputs, outputs, eps_);
 }
 
-// No backward kernels yet: the vjp keeps the graph on GPU streams, and a
-// NormVjp made there evaluates that graph on the device.
+namespace {
+
+// Blocks of the backward: the rows' warps or blocks, at most about one
+// wave of resident blocks (the warp kernel fits two per SM; the block
+// kernel's count is capped at four per SM), since each block adds a row of
+// n partial sums of dweight that the second kernel reads back.
+int64_t norm_vjp_blocks(bool warp, int64_t rows, int threads) {
+  int64_t per_block = warp ? cuda::norm_vjp_warp_threads / 32 : 1;
+  int64_t per_sm = warp ? 2 : std::clamp(2048 / threads, 1, 4);
+  return std::min((rows + per_block - 1) / per_block,
+                  int64_t(cuda::device_info().sm_count) * per_sm);
+}
+
+} // namespace
+
+// inputs: x, weight, the cotangent g; outputs: dx, dweight. One pass per
+// row writes dx and each block's partial dweight sums; a second kernel sums
+// the partials in block order (deterministic, no atomics).
 void NormVjp::eval_gpu(const std::vector<array>& inputs,
                        std::vector<array>& outputs) {
-  eval_fallback(inputs, outputs);
+  const Stream& s = stream();
+  Dtype dt = inputs[0].dtype();
+  array x = inputs[0], g = inputs[2];
+  const array& w = inputs[1];
+  // An empty x (dweight all zeros) is left to the CPU, as are dtypes the
+  // row kernels do not take.
+  if (!cuda::row_kernels_support(dt) || x.size() == 0 ||
+      !cuda::row_contiguous(inputs[0], x, s) ||
+      !cuda::row_contiguous(inputs[2], g, s)) {
+    cuda::eval_on_cpu(*this, inputs, outputs);
+    return;
+  }
+  array &dx = outputs[0], &dw = outputs[1];
+  cuda::set_device_output(dx, s);
+  cuda::set_device_output(dw, s);
+  int64_t n = x.shape(-1);
+  int64_t rows = static_cast<int64_t>(x.size()) / n;
+  int64_t sw = param_stride(w);
+  bool warp = cuda::row_fits_warp(n);
+  int threads = warp ? cuda::norm_vjp_warp_threads
+                     : cuda::row_block_threads(n, dt);
+  int64_t blocks = norm_vjp_blocks(warp, rows, threads);
+  cuda::Scratch partial(static_cast<size_t>(blocks * n) * sizeof(double), s);
+  CUfunction f = cuda::get_kernel(cuda::norm_vjp_kernel(name(), dt, warp));
+  void* px = cuda::device_ptr(x, s);
+  void* pw = cuda::device_ptr(w, s);
+  void* pg = cuda::device_ptr(g, s);
+  void* pdx = dx.raw_data_ptr();
+  void* pp = partial.ptr;
+  float eps = eps_;
+  void* row_args[] = {&px, &pw, &pg, &pdx, &pp, &rows, &n, &sw, &eps};
+  // Exactly `blocks` blocks: each owns a row of the partials.
+  cuda::launch_blocks(f, blocks, threads, 1, row_args, s.index);
+
+  CUfunction sum = cuda::get_kernel(cuda::norm_vjp_dweight_kernel(dt));
+  void* pdw = dw.raw_data_ptr();
+  bool scalar = w.ndim() == 0;
+  void* sum_args[] = {&pp, &pdw, &blocks, &n, &scalar};
+  constexpr int sum_threads = 256;
+  int64_t sum_blocks = scalar ? 1 : (n + sum_threads - 1) / sum_threads;
+  cuda::launch_blocks(sum, sum_blocks, sum_threads, 1, sum_args, s.index);
 }
 
 } // namespace kiln::fast

@@ -66,6 +66,15 @@ JitKernel norm_one(const std::string& op, Dtype dt, bool warp) {
       (warp ? "w" : "b") + op + dtype_name(dt), include("norms.cuh"), expr, {}};
 }
 
+JitKernel norm_vjp_one(const std::string& op, Dtype dt, bool warp) {
+  std::string rms = op == "RMSNormVjp" ? "true" : "false";
+  std::string expr = std::string("kiln::cuda::norm_vjp_") +
+                     (warp ? "warp" : "block") + "<" + device_type(dt) + ", " +
+                     width_args(dt, warp) + ", " + rms + ">";
+  return {
+      (warp ? "w" : "b") + op + dtype_name(dt), include("norms.cuh"), expr, {}};
+}
+
 } // namespace
 
 JitKernel softmax_kernel(Dtype dt, bool precise, bool warp) {
@@ -79,6 +88,21 @@ JitKernel logsumexp_kernel(Dtype dt, bool warp) {
 
 JitKernel norm_kernel(const std::string& op, Dtype dt, bool warp) {
   return with_sibling(warp, [&](bool w) { return norm_one(op, dt, w); });
+}
+
+JitKernel norm_vjp_dweight_kernel(Dtype dt) {
+  return {"vNormVjpDweight" + dtype_name(dt),
+          include("norms.cuh"),
+          std::string("kiln::cuda::norm_vjp_dweight<") + device_type(dt) + ">",
+          {}};
+}
+
+JitKernel norm_vjp_kernel(const std::string& op, Dtype dt, bool warp) {
+  JitKernel k =
+      with_sibling(warp, [&](bool w) { return norm_vjp_one(op, dt, w); });
+  JitKernel dweight = norm_vjp_dweight_kernel(dt);
+  k.siblings.emplace_back(dweight.name, dweight.expression);
+  return k;
 }
 
 JitKernel rope_kernel(Dtype dt) {
@@ -151,6 +175,12 @@ JitKernel flash_sdpa_bwd_kernel(Dtype dt, int head_dim, int mask_kind) {
                       dt, head_dim, mask_kind);
 }
 
+int row_block_threads(int64_t n, Dtype dt) {
+  int64_t chunks = (n + row_vec_width(dt) - 1) / row_vec_width(dt);
+  // At most device/rows.cuh's max_row_block, the kernels' launch bound.
+  return static_cast<int>(std::min<int64_t>(1024, (chunks + 31) / 32 * 32));
+}
+
 void launch_rows(CUfunction f, bool warp, int64_t rows, int64_t n, Dtype dt,
                  void** args, int stream) {
   if (warp) {
@@ -158,11 +188,7 @@ void launch_rows(CUfunction f, bool warp, int64_t rows, int64_t n, Dtype dt,
     launch_blocks(f, (rows + rows_per_block - 1) / rows_per_block,
                   warp_block_threads, args, stream);
   } else {
-    int64_t chunks = (n + row_vec_width(dt) - 1) / row_vec_width(dt);
-    // At most device/rows.cuh's max_row_block, the kernels' launch bound.
-    int threads =
-        static_cast<int>(std::min<int64_t>(1024, (chunks + 31) / 32 * 32));
-    launch_blocks(f, rows, threads, args, stream);
+    launch_blocks(f, rows, row_block_threads(n, dt), args, stream);
   }
 }
 

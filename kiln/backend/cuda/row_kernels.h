@@ -41,6 +41,16 @@ JitKernel softmax_kernel(Dtype dt, bool precise, bool warp);
 JitKernel logsumexp_kernel(Dtype dt, bool warp);
 /** op: "LayerNorm" or "RMSNorm". */
 JitKernel norm_kernel(const std::string& op, Dtype dt, bool warp);
+/** The norms' fused backward (NormVjp), op "LayerNormVjp" or "RMSNormVjp":
+ *  "{w|b}{op}{dtype}" with the other row variant and norm_vjp_dweight_kernel
+ *  compiled alongside. */
+JitKernel norm_vjp_kernel(const std::string& op, Dtype dt, bool warp);
+/** The backward's dweight reduction over its blocks' partial sums,
+ *  "vNormVjpDweight{dtype}". */
+JitKernel norm_vjp_dweight_kernel(Dtype dt);
+/** Threads of a warp-per-row backward block (device/norms.cuh's
+ *  norm_vjp_warp_block). */
+inline constexpr int norm_vjp_warp_threads = 256;
 JitKernel rope_kernel(Dtype dt);
 
 /** Features per lane of the attention kernels: head dimensions up to
@@ -62,6 +72,10 @@ JitKernel flash_sdpa_kernel(Dtype dt, int head_dim, int mask_kind);
 /** The tensor-core attention backward kernel (dq, dk, dv), same arguments;
  *  its pre-pass is flash_sdpa_kernel with statistics. */
 JitKernel flash_sdpa_bwd_kernel(Dtype dt, int head_dim, int mask_kind);
+
+/** Threads of a block-per-row kernel for rows of n elements: one 16-byte
+ *  chunk each per step, a multiple of 32, at most 1024. */
+int row_block_threads(int64_t n, Dtype dt);
 
 /** Runs a row kernel (softmax or norm) over `rows` rows of n elements:
  *  warps of 32 per row in blocks of 256 threads, or one block per row with
