@@ -181,7 +181,8 @@ void array::set_data(allocator::Buffer buffer, Deleter d) {
   desc_->data_ptr = buffer.ptr;
   desc_->data_size = size();
   desc_->strides = row_major_strides(shape());
-  desc_->flags = {true, true, true};
+  // Column-major too only when at most one axis is longer than 1.
+  desc_->flags = layout_of(shape(), desc_->strides).flags;
 }
 
 void array::set_data(allocator::Buffer buffer, size_t data_size,

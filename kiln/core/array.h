@@ -28,6 +28,9 @@ namespace detail {
 struct Event;
 /** True while a transformation traces a function in this thread. */
 bool in_tracing();
+/** True while compile traces a shapeless function in this thread: ops then
+ *  keep a shape taken from a traced array tied to it (broadcast_like). */
+bool in_shapeless_tracing();
 /** The CUDA backend's record of a buffer's device side (defined there). */
 struct DeviceRecord;
 void release_device_record(DeviceRecord* r);

@@ -33,16 +33,21 @@ array ones(const Shape& shape, Dtype dtype, StreamOrDevice s) {
 }
 
 array zeros_like(const array& a, StreamOrDevice s) {
-  return zeros(a.shape(), a.dtype(), s);
+  return full_like(a, array(0, a.dtype()), a.dtype(), s);
 }
 
 array ones_like(const array& a, StreamOrDevice s) {
-  return ones(a.shape(), a.dtype(), s);
+  return full_like(a, array(1, a.dtype()), a.dtype(), s);
 }
 
 array full_like(const array& a, const array& vals, std::optional<Dtype> dtype,
                 StreamOrDevice s) {
-  return full(a.shape(), vals, dtype.value_or(a.dtype()), s);
+  Dtype dt = dtype.value_or(a.dtype());
+  // Under shapeless compile the shape is a's, whatever it becomes.
+  if (detail::in_shapeless_tracing() && a.is_tracer()) {
+    return detail::broadcast_like(astype(vals, dt, s), a, s);
+  }
+  return full(a.shape(), vals, dt, s);
 }
 
 array arange(double start, double stop, double step, Dtype dtype,

@@ -161,6 +161,15 @@ namespace detail {
 array broadcast_operand(const array& a, const Shape& shape, StreamOrDevice s) {
   return broadcast_checked(a, shape, true, s);
 }
+
+array broadcast_like(const array& a, const array& like, StreamOrDevice s) {
+  if (!(in_shapeless_tracing() && like.is_tracer())) {
+    return broadcast_to(a, like.shape(), s);
+  }
+  auto p = std::make_shared<BroadcastLike>(to_stream(s));
+  Shape shape = p->output_shapes({a, like})[0];
+  return array(std::move(shape), a.dtype(), std::move(p), {a, like});
+}
 } // namespace detail
 
 std::vector<array> broadcast_arrays(const std::vector<array>& inputs,

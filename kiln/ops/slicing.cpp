@@ -15,10 +15,10 @@ using detail::shape_str;
 
 namespace {
 
-// Checks the sizes and steps of a static window and normalizes it; returns
-// the window's shape.
-Shape normalize_window(const char* op, const array& a, Shape& start,
-                       Shape& stop, const Shape& strides) {
+// Checks the sizes and steps of a static window; returns its shape. The
+// primitives keep start and stop as given and normalize them when they run.
+Shape window_shape(const char* op, const array& a, const Shape& start,
+                   const Shape& stop, const Shape& strides) {
   size_t nd = a.ndim();
   if (start.size() != nd || stop.size() != nd || strides.size() != nd) {
     invalid(op, "start, stop and strides need one entry per axis of the " +
@@ -26,13 +26,10 @@ Shape normalize_window(const char* op, const array& a, Shape& start,
                     ", " + std::to_string(stop.size()) + " and " +
                     std::to_string(strides.size()) + ".");
   }
-  Shape shape(nd);
   for (size_t i = 0; i < nd; ++i) {
     if (strides[i] == 0) invalid(op, "slice strides must be nonzero.");
-    normalize_slice_bounds(a.shape()[i], start[i], stop[i], strides[i]);
-    shape[i] = slice_length(start[i], stop[i], strides[i]);
   }
-  return shape;
+  return slice_window(a.shape(), start, stop, strides).shape;
 }
 
 // Checks the integer start array and axes of the dynamic forms.
@@ -60,7 +57,7 @@ std::vector<int> check_dynamic(const char* op, const array& a,
 
 array slice(const array& a, Shape start, Shape stop, Shape strides,
             StreamOrDevice s) {
-  Shape shape = normalize_window("slice", a, start, stop, strides);
+  Shape shape = window_shape("slice", a, start, stop, strides);
   if (shape == a.shape() && std::all_of(strides.begin(), strides.end(),
                                         [](int x) { return x == 1; })) {
     return a;
@@ -95,7 +92,7 @@ array slice(const array& a, const array& start, std::vector<int> axes,
 
 array slice_update(const array& src, const array& update, Shape start,
                    Shape stop, Shape strides, StreamOrDevice s) {
-  Shape window = normalize_window("slice_update", src, start, stop, strides);
+  Shape window = window_shape("slice_update", src, start, stop, strides);
   auto b = detail::broadcast_shapes(update.shape(), window, "slice_update");
   if (b != window) {
     invalid("slice_update", "an update of shape " + shape_str(update.shape()) +

@@ -2,6 +2,7 @@
 // their input; the rest produce new arrays.
 #pragma once
 
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,9 +12,14 @@
 
 namespace kiln {
 
+/** A stop that runs through the end of the axis, whatever its size. */
+inline constexpr int32_t slice_end = std::numeric_limits<int32_t>::max();
+
 /** a[start:stop:strides] per axis with NumPy's rules: negative starts and
  *  stops count from the end, out-of-range bounds are clamped, and negative
- *  strides walk backwards. A view. */
+ *  strides walk backwards. A view. The bounds are kept as given: under
+ *  shapeless compile a new size moves those counted from the end (and
+ *  slice_end). */
 array slice(const array& a, Shape start, Shape stop, Shape strides,
             StreamOrDevice s = {});
 array slice(const array& a, Shape start, Shape stop, StreamOrDevice s = {});

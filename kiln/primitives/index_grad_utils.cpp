@@ -5,6 +5,7 @@
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/shape.h"
+#include "kiln/primitives/reduction.h"
 
 namespace kiln::detail {
 
@@ -35,21 +36,36 @@ array batch_index(const Shape& shape) {
 
 namespace {
 
-array wrapped(const array& idx, int dim) {
+// The extent of src along axis as an int64 scalar: a constant, or, while a
+// shapeless compile traces src, a node that follows src's shape on replay.
+array axis_size(const array& src, int axis) {
+  if (!(in_shapeless_tracing() && src.is_tracer())) {
+    return array(int64_t{src.shape(axis)});
+  }
+  auto p = std::make_shared<NumberOfElements>(to_stream({}),
+                                              std::vector<int>{axis}, 0, int64);
+  return array(Shape{}, int64, std::move(p), {src});
+}
+
+array wrapped(const array& idx, const array& dim) {
   auto v = astype(idx, int64);
-  return where(v < 0, v + int64_t{dim}, v);
+  return where(v < int64_t{0}, add(v, dim), v);
 }
 
 } // namespace
 
-array clamped_starts(const array& idx, int dim, int size) {
-  int64_t hi = std::max(dim - size, 0);
-  return clip(wrapped(idx, dim), array(int64_t{0}), array(hi));
+array clamped_starts(const array& idx, const array& src, int axis, int size) {
+  auto dim = axis_size(src, axis);
+  auto hi = maximum(subtract(dim, array(int64_t{size})), array(int64_t{0}));
+  return clip(wrapped(idx, dim), array(int64_t{0}), hi);
 }
 
-array starts_in_range(const array& idx, int dim, int size) {
+array starts_in_range(const array& idx, const array& src, int axis,
+                      int size) {
+  auto dim = axis_size(src, axis);
   auto v = wrapped(idx, dim);
-  return logical_and(v >= int64_t{0}, v <= int64_t{dim - size});
+  return logical_and(v >= int64_t{0},
+                     less_equal(v, subtract(dim, array(int64_t{size}))));
 }
 
 array element_ids(const Shape& shape) {

@@ -24,12 +24,14 @@ int batch_size(const std::vector<array>& inputs, const std::vector<int>& axes);
 array batch_index(const Shape& shape);
 
 /** Start indices as gather and the dynamic slices read them: wrapped once
- *  when negative, then clamped so a slice of `size` fits in `dim` (int64). */
-array clamped_starts(const array& idx, int dim, int size);
+ *  when negative, then clamped so a slice of `size` fits in src's extent
+ *  along axis (int64; that extent follows src under shapeless compile). */
+array clamped_starts(const array& idx, const array& src, int axis, int size);
 
 /** Whether a scatter writes the slice at idx: its wrapped start lies in
- *  [0, dim - size] (a scatter drops the other slices). */
-array starts_in_range(const array& idx, int dim, int size);
+ *  [0, dim - size], dim src's extent along axis (a scatter drops the other
+ *  slices). */
+array starts_in_range(const array& idx, const array& src, int axis, int size);
 
 /** Distinct integer ids for the elements of shape (row-major order): a
  *  scatter of them shows which update landed last at each position. */

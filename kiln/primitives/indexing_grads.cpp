@@ -29,7 +29,7 @@ std::vector<array> Gather::vjp(const std::vector<array>& primals,
     std::vector<array> starts;
     for (size_t k = 0; k < axes_.size(); ++k) {
       int ax = axes_[k];
-      starts.push_back(detail::clamped_starts(primals[k + 1], a.shape(ax),
+      starts.push_back(detail::clamped_starts(primals[k + 1], a, ax,
                                               slice_sizes_[ax]));
     }
     out.push_back(scatter_add(zeros_like(a), starts, cotangents[0], axes_));
@@ -89,7 +89,7 @@ std::vector<array> GatherAxis::vjp(const std::vector<array>& primals,
       out.push_back(zeros_like(primals[i]));
       continue;
     }
-    auto idx = detail::clamped_starts(primals[1], a.shape(axis_), 1);
+    auto idx = detail::clamped_starts(primals[1], a, axis_, 1);
     out.push_back(one_index_per_line(a, idx, cotangents[0])
                       ? picked_gradient(a, idx, cotangents[0])
                       : scatter_add_axis(zeros_like(a), idx, cotangents[0],
@@ -170,7 +170,7 @@ std::vector<array> ScatterAxis::vjp(const std::vector<array>& primals,
                                     idx, ids, axis_);
         kept = equal(take_along_axis(owner, idx, axis_), ids);
       } else {
-        kept = detail::starts_in_range(idx, primals[0].shape(axis_), 1);
+        kept = detail::starts_in_range(idx, primals[0], axis_, 1);
       }
       out.push_back(
           where(kept, take_along_axis(cot, idx, axis_), zeros_like(upd)));

@@ -53,7 +53,7 @@ std::vector<array> Reduce::vjp(const std::vector<array>& primals,
                                const std::vector<int>&,
                                const std::vector<array>& outputs) {
   const array& x = primals[0];
-  auto cot = broadcast_to(cotangents[0], x.shape());
+  auto cot = detail::broadcast_like(cotangents[0], x);
   switch (type_) {
     case Sum:
       return {cot};

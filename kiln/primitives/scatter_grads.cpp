@@ -63,7 +63,7 @@ struct Parts {
     for (size_t k = 0; k < idx.size(); ++k) {
       int ax = axes[k];
       ok = logical_and(ok,
-                       detail::starts_in_range(idx[k], a.shape(ax), slice[ax]));
+                       detail::starts_in_range(idx[k], a, ax, slice[ax]));
     }
     Shape s = ok.shape();
     s.insert(s.end(), a.ndim(), 1);

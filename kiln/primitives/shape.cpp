@@ -22,6 +22,18 @@ std::vector<Shape> Broadcast::output_shapes(const std::vector<array>& inputs) {
   return {shape_};
 }
 
+std::vector<Shape> BroadcastLike::output_shapes(
+    const std::vector<array>& inputs) {
+  const Shape& like = inputs[1].shape();
+  if (inputs[0].ndim() > like.size() ||
+      detail::broadcast_shapes(inputs[0].shape(), like, "broadcast_to") != like) {
+    throw std::invalid_argument("[broadcast_to] cannot broadcast an array of shape " +
+                                detail::shape_str(inputs[0].shape()) + " to shape " +
+                                detail::shape_str(like) + ".");
+  }
+  return {like};
+}
+
 bool Reshape::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const Reshape*>(&other);
   return o && o->shape_ == shape_;

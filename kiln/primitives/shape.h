@@ -31,6 +31,22 @@ class Broadcast : public UnaryPrimitive {
   const bool implicit_;
 };
 
+/** inputs[0] broadcast to the shape of inputs[1], whose data is not read:
+ *  broadcast_to(a, like.shape()) as shapeless compile traces it
+ *  (detail::broadcast_like), so that the shape follows `like` on replay. */
+class BroadcastLike : public UnaryPrimitive {
+ public:
+  explicit BroadcastLike(Stream s) : UnaryPrimitive(s) {}
+  const char* name() const override { return "BroadcastLike"; }
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
+  bool is_equivalent(const Primitive& other) const override {
+    return typeid(other) == typeid(BroadcastLike);
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+};
+
 class Reshape : public UnaryPrimitive {
  public:
   Reshape(Stream s, Shape shape) : UnaryPrimitive(s), shape_(std::move(shape)) {}

@@ -1,6 +1,7 @@
 // Transformation rules of the layout primitives.
 #include <numeric>
 
+#include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
@@ -54,6 +55,57 @@ std::pair<std::vector<array>, std::vector<int>> Broadcast::vmap(
   padded.insert(padded.end(), shape_.size() - (x.ndim() - 1), 1);
   padded.insert(padded.end(), x.shape().begin() + 1, x.shape().end());
   return {{broadcast_to(reshape(x, padded), with_batch(b, shape_))}, {0}};
+}
+
+// ---- BroadcastLike: inputs a, like ----
+std::vector<array> BroadcastLike::vjp(const std::vector<array>& primals,
+                                      const std::vector<array>& cotangents,
+                                      const std::vector<int>& argnums,
+                                      const std::vector<array>&) {
+  const Shape& in = primals[0].shape();
+  const Shape& like = primals[1].shape();
+  int diff = static_cast<int>(like.size() - in.size());
+  std::vector<int> axes;
+  for (int i = 0; i < static_cast<int>(like.size()); ++i) {
+    if (i < diff || (in[i - diff] == 1 && like[i] != 1)) axes.push_back(i);
+  }
+  std::vector<array> out;
+  for (int i : argnums) {
+    if (i == 0) {
+      out.push_back(squeeze(sum(cotangents[0], axes, true),
+                            std::vector<int>(axes.begin(), axes.begin() + diff)));
+    } else {
+      out.push_back(zeros_like(primals[1]));
+    }
+  }
+  return out;
+}
+
+std::vector<array> BroadcastLike::jvp(const std::vector<array>& primals,
+                                      const std::vector<array>& tangents,
+                                      const std::vector<int>& argnums) {
+  // Only a's tangent moves the result.
+  if (argnums[0] != 0) return {zeros_like(primals[1])};
+  return {array(primals[1].shape(), tangents[0].dtype(), shared_from_this(),
+                {tangents[0], primals[1]})};
+}
+
+std::pair<std::vector<array>, std::vector<int>> BroadcastLike::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  const array& a = inputs[0];
+  const array& like = inputs[1];
+  int b = axes[0] >= 0 ? a.shape(axes[0]) : like.shape(axes[1]);
+  // Both batch-first, a padded with ones after its batch axis to like's rank.
+  auto a1 = axes[0] >= 0 ? batch_first(a, axes[0]) : expand_dims(a, 0);
+  auto l1 = axes[1] >= 0 ? batch_first(like, axes[1])
+                         : broadcast_to(expand_dims(like, 0),
+                                        with_batch(b, like.shape()));
+  std::vector<int> pad;
+  for (size_t k = a1.ndim(); k < l1.ndim(); ++k) {
+    pad.push_back(static_cast<int>(k - a1.ndim() + 1));
+  }
+  a1 = expand_dims(a1, pad);
+  return {{array(l1.shape(), a.dtype(), shared_from_this(), {a1, l1})}, {0}};
 }
 
 // ---- Reshape ----

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kiln/ops/utils.h"
+
 namespace kiln {
 
 int32_t slice_length(int32_t start, int32_t stop, int32_t step) {
@@ -28,12 +30,35 @@ bool Slice::is_equivalent(const Primitive& other) const {
          o->strides_ == strides_;
 }
 
-std::vector<Shape> Slice::output_shapes(const std::vector<array>&) {
-  Shape out(start_.size());
-  for (size_t i = 0; i < out.size(); ++i) {
-    out[i] = slice_length(start_[i], stop_[i], strides_[i]);
+SliceWindow slice_window(const Shape& in, const Shape& start,
+                         const Shape& stop, const Shape& strides) {
+  SliceWindow w{start, Shape(in.size())};
+  for (size_t i = 0; i < in.size(); ++i) {
+    int32_t hi = stop[i];
+    normalize_slice_bounds(in[i], w.start[i], hi, strides[i]);
+    w.shape[i] = slice_length(w.start[i], hi, strides[i]);
   }
-  return {out};
+  return w;
+}
+
+std::vector<Shape> Slice::output_shapes(const std::vector<array>& inputs) {
+  return {slice_window(inputs[0].shape(), start_, stop_, strides_).shape};
+}
+
+std::vector<Shape> SliceUpdate::output_shapes(
+    const std::vector<array>& inputs) {
+  // Under shapeless compile the window may move with src; the update,
+  // replayed from its own inputs, has to still fill it.
+  const Shape& src = inputs[0].shape();
+  Shape window = slice_window(src, start_, stop_, strides_).shape;
+  if (window != inputs[1].shape()) {
+    throw std::invalid_argument(
+        "[slice_update] an update of shape " +
+        detail::shape_str(inputs[1].shape()) + " does not fill the window " +
+        detail::shape_str(window) + " of an array of shape " +
+        detail::shape_str(src) + ".");
+  }
+  return {src};
 }
 
 std::vector<std::pair<int32_t, int32_t>> Split::bounds(int32_t n) const {

@@ -9,8 +9,11 @@
 
 namespace kiln {
 
-/** A strided window: start/stop/strides are normalized by the op (start in
- *  range, strides nonzero and possibly negative). */
+/** A strided window. start/stop are kept as the op was given them (negative
+ *  values count from the end, slice_end runs through the end) and are
+ *  normalized against the input's shape when evaluated, so under shapeless
+ *  compile a window written relative to the end follows a new size. Strides
+ *  are nonzero and possibly negative. */
 class Slice : public UnaryPrimitive {
  public:
   Slice(Stream s, Shape start, Shape stop, Shape strides)
@@ -90,9 +93,9 @@ class DynamicSlice : public UnaryPrimitive {
   const Shape slice_size_;
 };
 
-/** src with the window start:stop:strides replaced by update (already of
- *  the window's shape; its dtype is converted on write). Inputs: src,
- *  update. */
+/** src with the window start:stop:strides (kept as Slice keeps them)
+ *  replaced by update (already of the window's shape; its dtype is converted
+ *  on write). Inputs: src, update. */
 class SliceUpdate : public UnaryPrimitive {
  public:
   SliceUpdate(Stream s, Shape start, Shape stop, Shape strides)
@@ -105,9 +108,7 @@ class SliceUpdate : public UnaryPrimitive {
   KILN_GPU_EVAL_UNARY
   KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
-  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
-    return {inputs[0].shape()};
-  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   const Shape& start() const { return start_; }
   const Shape& stop() const { return stop_; }
   const Shape& strides() const { return strides_; }
@@ -179,7 +180,15 @@ class AsStrided : public UnaryPrimitive {
   const size_t offset_;
 };
 
-/** Number of elements of start:stop:step (normalized by the op). */
+/** A window's normalized start and its shape on an input of shape `in`. */
+struct SliceWindow {
+  Shape start;
+  Shape shape;
+};
+SliceWindow slice_window(const Shape& in, const Shape& start,
+                         const Shape& stop, const Shape& strides);
+
+/** Number of elements of start:stop:step (normalized). */
 int32_t slice_length(int32_t start, int32_t stop, int32_t step);
 
 /** NumPy's normalization of start/stop along one axis of size n: negative

@@ -64,10 +64,10 @@ std::vector<array> Slice::jvp(const std::vector<array>& primals,
 std::pair<std::vector<array>, std::vector<int>> Slice::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
   auto x = to_batch_first(inputs[0], axes[0], 1);
-  int b = x.shape(0);
   auto p = std::make_shared<Slice>(stream(), prepend(0, start_),
-                                   prepend(b, stop_), prepend(1, strides_));
-  Shape shape = prepend(b, output_shapes(inputs)[0]);
+                                   prepend(slice_end, stop_),
+                                   prepend(1, strides_));
+  Shape shape = p->output_shapes({x})[0];
   return {{array(shape, x.dtype(), std::move(p), {x})}, {0}};
 }
 
@@ -211,8 +211,9 @@ std::pair<std::vector<array>, std::vector<int>> SliceUpdate::vmap(
   int b = detail::batch_size(inputs, axes);
   auto src = to_batch_first(inputs[0], axes[0], b);
   auto upd = to_batch_first(inputs[1], axes[1], b);
-  auto p = std::make_shared<SliceUpdate>(
-      stream(), prepend(0, start_), prepend(b, stop_), prepend(1, strides_));
+  auto p = std::make_shared<SliceUpdate>(stream(), prepend(0, start_),
+                                         prepend(slice_end, stop_),
+                                         prepend(1, strides_));
   return {{array(src.shape(), src.dtype(), std::move(p), {src, upd})}, {0}};
 }
 
@@ -269,7 +270,7 @@ std::pair<std::vector<array>, std::vector<int>> DynamicSliceUpdate::vmap(
   for (size_t k = 0; k < axes_.size(); ++k) {
     int ax = axes_[k];
     idx.push_back(
-        detail::clamped_starts(cols[k], src.shape(ax + 1), upd.shape(ax + 1)));
+        detail::clamped_starts(cols[k], src, ax + 1, upd.shape(ax + 1)));
     saxes.push_back(ax + 1);
   }
   return {{scatter(src, idx, expand_dims(upd, 1), saxes)}, {0}};

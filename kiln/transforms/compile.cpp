@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -89,6 +90,8 @@ std::shared_ptr<detail::Trace> build_trace(CompiledFunction& cf,
   auto trace = std::make_shared<detail::Trace>();
   trace->shapeless = cf.options.shapeless;
   detail::TracingScope scope;
+  std::optional<detail::ShapelessScope> shapeless;
+  if (trace->shapeless) shapeless.emplace();
   trace->tracers = detail::make_tracers(inputs);
   // Captured state sees the tracers while the function runs.
   size_t off = n_args;

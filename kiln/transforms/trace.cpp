@@ -11,6 +11,7 @@ namespace {
 thread_local int tracing_depth = 0;
 thread_local int vjp_tracing_depth = 0;
 thread_local int jvp_tracing_depth = 0;
+thread_local int shapeless_depth = 0;
 
 int& depth_of(TraceKind kind) {
   return kind == TraceKind::jvp ? jvp_tracing_depth : vjp_tracing_depth;
@@ -18,6 +19,10 @@ int& depth_of(TraceKind kind) {
 } // namespace
 
 bool in_tracing() { return tracing_depth > 0; }
+bool in_shapeless_tracing() { return shapeless_depth > 0; }
+
+ShapelessScope::ShapelessScope() { ++shapeless_depth; }
+ShapelessScope::~ShapelessScope() { --shapeless_depth; }
 bool in_grad_tracing() {
   return vjp_tracing_depth > 0 || jvp_tracing_depth > 0;
 }

@@ -27,6 +27,15 @@ class TracingScope {
   const TraceKind kind_;
 };
 
+/** Marks the current thread as tracing a shapeless compile while alive. */
+class ShapelessScope {
+ public:
+  ShapelessScope();
+  ~ShapelessScope();
+  ShapelessScope(const ShapelessScope&) = delete;
+  ShapelessScope& operator=(const ShapelessScope&) = delete;
+};
+
 /** True while vjp or jvp traces a function in this thread: ops whose fused
  *  primitive differentiates by rebuilding a graph can build that graph
  *  at once instead. */

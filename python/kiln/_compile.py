@@ -38,7 +38,13 @@ def compile(fun, inputs=None, outputs=None, shapeless=False):
     shapes (ranks when ``shapeless``) and values of non-array arguments
     (bool, int, float, str, None), then replayed. ``inputs`` and
     ``outputs`` are state containers read before and written after each
-    call, such as ``kiln.core.random.state``."""
+    call, such as ``kiln.core.random.state``.
+
+    With ``shapeless`` a new shape replays the trace: slices keep their
+    bounds as written (``x[1:-1]`` and ``x[-1]`` move with the size),
+    ``zeros_like``/``ones_like``/``full_like`` and the gradients' own
+    broadcasts and index clamps follow their arrays, and what cannot follow
+    raises. Shapes read in Python (``x.shape``) are fixed at trace time."""
     in_states, out_states = _states(inputs), _states(outputs)
     cache = {}
 

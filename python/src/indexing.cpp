@@ -1,6 +1,9 @@
 // __getitem__, __setitem__ and .at[] with NumPy's rules: ints (checked
 // against the axis: IndexError), slices, Ellipsis, None and integer arrays,
 // lowered to slice / gather and slice_update / scatter.
+#include <algorithm>
+#include <limits>
+
 #include "kiln_py.h"
 
 namespace kiln::py {
@@ -48,6 +51,13 @@ int32_t checked_int(nb::handle h, int32_t n, int axis) {
   return static_cast<int32_t>(v < 0 ? v + n : v);
 }
 
+// A slice bound as the window keeps it: in int32, and far out of range
+// still out of range (the window clamps it).
+int32_t raw_bound(Py_ssize_t v) {
+  constexpr Py_ssize_t lim = std::numeric_limits<int32_t>::max();
+  return static_cast<int32_t>(std::clamp(v, -lim, lim));
+}
+
 Plan make_plan(const array& a, nb::handle index) {
   nb::tuple items = PyTuple_Check(index.ptr()) ? nb::borrow<nb::tuple>(index)
                                                : nb::make_tuple(index);
@@ -70,7 +80,7 @@ Plan make_plan(const array& a, nb::handle index) {
   Plan p;
   p.start.assign(nd, 0);
   p.step.assign(nd, 1);
-  p.stop = a.shape();
+  p.stop.assign(nd, slice_end);
   int axis = 0;
   bool adv_run_open = false, adv_adjacent = true, adv_seen = false;
   auto full_slice = [&]() {
@@ -95,15 +105,14 @@ Plan make_plan(const array& a, nb::handle index) {
       if (PySlice_Unpack(it.ptr(), &start, &stop, &step) < 0) {
         throw nb::python_error();
       }
-      Py_ssize_t len = PySlice_AdjustIndices(n, &start, &stop, step);
-      (void)len;
-      // A stop of -1 after adjustment means "before the first element";
-      // kiln reads negative stops from the end, so spell it -(n + 1).
-      if (stop < 0) stop = -(static_cast<Py_ssize_t>(n) + 1);
-      p.start[axis] = static_cast<int32_t>(start);
-      p.stop[axis] = static_cast<int32_t>(stop);
+      // The window keeps the bounds as written (an omitted stop runs through
+      // the end), so under shapeless compile it follows a new axis size.
+      p.start[axis] = raw_bound(start);
+      p.stop[axis] = raw_bound(stop);
       p.step[axis] = static_cast<int32_t>(step);
-      if (start != 0 || stop != n || step != 1) p.windowed = true;
+      Py_ssize_t lo = start, hi = stop;
+      PySlice_AdjustIndices(n, &lo, &hi, step);
+      if (lo != 0 || hi != n || step != 1) p.windowed = true;
       full_slice();
       continue;
     }
@@ -115,9 +124,12 @@ Plan make_plan(const array& a, nb::handle index) {
           py_type_name(it) + ".");
     }
     if (is_int && !has_array) {
-      int32_t i = checked_int(it, n, axis);
+      checked_int(it, n, axis);
+      // As written: x[-1] stays the last element of a new size.
+      int32_t i = raw_bound(PyLong_AsSsize_t(
+          nb::steal(PyNumber_Index(it.ptr())).ptr()));
       p.start[axis] = i;
-      p.stop[axis] = i + 1;
+      p.stop[axis] = i == -1 ? slice_end : i + 1;
       p.windowed = true;
       p.int_axes.push_back(axis++);
       continue;

@@ -171,6 +171,80 @@ def test_compile_shapeless_reductions_without_keepdims(rng):
     check(c, x - x.mean(axis=-1, keepdims=True), rtol=1e-5, atol=1e-6)
 
 
+# Functions whose gradients build zeros, broadcasts and index clamps from
+# the traced shapes: a shapeless trace has to follow new shapes in all of
+# them (checked against the uncompiled gradient at a second shape).
+SHAPELESS_GRADS = {
+    "sum": lambda x, i: kc.sum(x * x),
+    "mean_exp": lambda x, i: kc.mean(kc.exp(x)),
+    "max": lambda x, i: kc.max(x),
+    "row_sums": lambda x, i: kc.sum(kc.sum(x, axis=1) ** 2),
+    "softmax_column": lambda x, i: kc.sum(kc.softmax(x, axis=-1)[:, 0]),
+    "logsumexp": lambda x, i: kc.sum(kc.logsumexp(x, axis=1)),
+    "take_along_axis": lambda x, i: kc.sum(kc.exp(kc.take_along_axis(x, i, 1))),
+    "negative_index": lambda x, i: kc.sum(kc.sin(x[:, -1])),
+    "tail_slice": lambda x, i: kc.sum(kc.sin(x[:, 2:]) * x[:, :-2]),
+    "reversed": lambda x, i: kc.sum(x[:, ::-1] * kc.arange(x.shape[1])[None]),
+    "zeros_like": lambda x, i: kc.sum(kc.maximum(x, kc.zeros_like(x) + 0.5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHAPELESS_GRADS))
+def test_compile_shapeless_gradients_follow_new_shapes(rng, name):
+    f = SHAPELESS_GRADS[name]
+    g = kc.grad(f)
+    cg = kc.compile(g, shapeless=True)
+    for n in (7, 9, 4):
+        x = kc.array(rand(rng, (5, n)) + 0.1)
+        i = kc.array(rng.integers(-n, n, (5, 3)).astype(np.int32))
+        want = np.array(g(x, i))
+        if name == "reversed" and n != 7:
+            # arange(x.shape[1]) reads the shape in Python: it stays the
+            # traced length, so the product cannot broadcast.
+            with pytest.raises(ValueError):
+                cg(x, i)
+            continue
+        got = cg(x, i)
+        assert got.shape == want.shape
+        check(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_compile_shapeless_vmapped_and_forward_mode_gradients(rng):
+    f = lambda x: kc.sum(kc.exp(x) * kc.zeros_like(x) + x * x * x)
+    per_row = kc.vmap(kc.grad(f))
+    hvp = lambda x, v: kc.jvp(kc.grad(f), [x], [v])[1][0]
+    c_rows = kc.compile(per_row, shapeless=True)
+    c_hvp = kc.compile(hvp, shapeless=True)
+    for shape in ((3, 5), (4, 8)):
+        x, v = kc.array(rand(rng, shape)), kc.array(rand(rng, shape))
+        check(c_rows(x), per_row(x), rtol=1e-5)
+        check(c_hvp(x, v), hvp(x, v), rtol=1e-5)
+        check(c_hvp(x, v), 6 * np.array(x) * np.array(v), rtol=1e-5)
+
+
+def test_compile_shapeless_slices_keep_bounds_as_written(rng):
+    cf = kc.compile(lambda x: (x[1:-1], x[-3:], x[:2], x[::-2], x[-1]),
+                    shapeless=True)
+    for n in (6, 9, 11):
+        x = rand(rng, (n, 3))
+        for got, want in zip(cf(kc.array(x)), (x[1:-1], x[-3:], x[:2],
+                                                 x[::-2], x[-1])):
+            check(got, want)
+
+
+def test_compile_shapeless_slice_update_that_no_longer_fits(rng):
+    # The window follows x; the update keeps its traced shape.
+    def f(x, u):
+        x[1:] = u
+        return x
+
+    cf = kc.compile(f, shapeless=True)
+    x, u = rand(rng, (4, 2)), rand(rng, (3, 2))
+    check(cf(kc.array(x), kc.array(u)), np.concatenate([x[:1], u]))
+    with pytest.raises(ValueError, match="slice_update"):
+        cf(kc.array(rand(rng, (6, 2))), kc.array(u))
+
+
 def test_compile_random_state():
     def step():
         return kc.random.uniform(shape=(4,))

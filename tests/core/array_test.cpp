@@ -81,6 +81,18 @@ TEST(Array, DtypeCategories) {
   }
 }
 
+TEST(Array, FreshBuffersAreRowMajorOnly) {
+  // A new row-major buffer is column-major too only with at most one axis
+  // longer than 1.
+  auto a = add(random_array({3, 4}, float32), array(1.0f));
+  a.eval();
+  EXPECT_TRUE(a.flags().row_contiguous && a.flags().contiguous);
+  EXPECT_FALSE(a.flags().col_contiguous);
+  auto v = add(random_array({1, 5}, float32), array(1.0f));
+  v.eval();
+  EXPECT_TRUE(v.flags().row_contiguous && v.flags().col_contiguous);
+}
+
 TEST(Array, LayoutFlags) {
   auto l = layout_of({3, 4}, {4, 1});
   EXPECT_TRUE(l.flags.row_contiguous && l.flags.contiguous);

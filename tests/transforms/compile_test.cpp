@@ -88,6 +88,36 @@ TEST(Compile, ShapelessMeanAndVarCountTheNewShape) {
   }
 }
 
+TEST(Compile, ShapelessSlicesKeepTheirBoundsAsGiven) {
+  // Bounds counted from the end (and slice_end) move with a new size; the
+  // gradient's zeros and SliceUpdate window follow too.
+  auto f = [](const std::vector<array>& in) {
+    array tail = slice(in[0], {0, -3}, {slice_end, slice_end});
+    array mid = slice(in[0], {0, 1}, {2, -1});
+    return std::vector<array>{tail, mid};
+  };
+  auto g = grad([](const std::vector<array>& in) {
+    return sum(exp(slice(in[0], {1, -2}, {slice_end, slice_end})));
+  });
+  auto cf = compile(f, true);
+  auto cg = compile(g, true);
+  cf({random_array({4, 6}, float32)});
+  cg({random_array({4, 6}, float32)});
+  for (int n : {9, 5}) {
+    auto x = random_array({3, n}, float32);
+    auto got = cf({x});
+    auto want = f({x});
+    ASSERT_EQ(got[0].shape(), (Shape{3, 3}));
+    ASSERT_EQ(got[1].shape(), (Shape{2, n - 2}));
+    for (int k = 0; k < 2; ++k) {
+      EXPECT_EQ(to_doubles(got[k]), to_doubles(want[k]));
+    }
+    auto dg = cg({x})[0];
+    ASSERT_EQ(dg.shape(), x.shape());
+    EXPECT_TRUE(all_close(to_doubles(dg), to_doubles(g({x})[0]), 1e-6, 1e-6));
+  }
+}
+
 TEST(Compile, ShapelessReductionsWithoutKeepdimsFollowTheNewShape) {
   // The dropped axes are a Squeeze, whose shape follows its input's; an
   // expand_dims after it (as softmax-like code does) is one too.

@@ -17,8 +17,11 @@ void set_view(const array& in, array& out, const Strides& strides,
 
 } // namespace
 
-void Broadcast::eval_cpu(const std::vector<array>& inputs, array& out) {
-  const array& in = inputs[0];
+namespace {
+
+// in viewed with out's (broadcast) shape: stride 0 along the axes it lacks
+// or has of size 1.
+void broadcast_view(const array& in, array& out) {
   if (out.size() == 0) {
     out.set_data(allocator::malloc(0));
     return;
@@ -31,6 +34,16 @@ void Broadcast::eval_cpu(const std::vector<array>& inputs, array& out) {
     }
   }
   set_view(in, out, strides);
+}
+
+} // namespace
+
+void Broadcast::eval_cpu(const std::vector<array>& inputs, array& out) {
+  broadcast_view(inputs[0], out);
+}
+
+void BroadcastLike::eval_cpu(const std::vector<array>& inputs, array& out) {
+  broadcast_view(inputs[0], out);
 }
 
 void Squeeze::eval_cpu(const std::vector<array>& inputs, array& out) {

@@ -43,11 +43,12 @@ int64_t dynamic_offset(const array& a, const array& start,
 
 void Slice::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
+  Shape start = slice_window(in.shape(), start_, stop_, strides_).start;
   Strides strides(in.ndim());
   int64_t offset = 0;
   for (size_t i = 0; i < in.ndim(); ++i) {
     strides[i] = in.strides()[i] * strides_[i];
-    if (out.size() > 0) offset += start_[i] * in.strides()[i];
+    if (out.size() > 0) offset += start[i] * in.strides()[i];
   }
   set_view(in, out, strides, offset);
 }
@@ -77,11 +78,12 @@ void SliceUpdate::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& update = inputs[1];
   detail::copy_or_donate(inputs[0], out);
   if (update.size() == 0) return;
+  Shape start = slice_window(out.shape(), start_, stop_, strides_).start;
   Strides strides(out.ndim());
   int64_t offset = 0;
   for (size_t i = 0; i < out.ndim(); ++i) {
     strides[i] = out.strides()[i] * strides_[i];
-    offset += start_[i] * out.strides()[i];
+    offset += start[i] * out.strides()[i];
   }
   detail::copy_into(update, out, strides, offset);
 }

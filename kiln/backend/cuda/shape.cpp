@@ -15,6 +15,9 @@ namespace kiln {
 void Broadcast::eval_gpu(const std::vector<array>& in, array& out) {
   eval_cpu(in, out);
 }
+void BroadcastLike::eval_gpu(const std::vector<array>& in, array& out) {
+  eval_cpu(in, out);
+}
 void Transpose::eval_gpu(const std::vector<array>& in, array& out) {
   eval_cpu(in, out);
 }

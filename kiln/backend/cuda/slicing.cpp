@@ -131,11 +131,12 @@ void DynamicSlice::eval_gpu(const std::vector<array>& inputs, array& out) {
 void SliceUpdate::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& update = inputs[1];
   Strides out_strides = row_major_strides(out.shape());
+  Shape start = slice_window(out.shape(), start_, stop_, strides_).start;
   Strides window(out.ndim());
   int64_t offset = 0;
   for (size_t i = 0; i < out.ndim(); ++i) {
     window[i] = out_strides[i] * strides_[i];
-    offset += start_[i] * out_strides[i];
+    offset += start[i] * out_strides[i];
   }
   if (!cuda::can_copy_into(update, out.dtype(), window) ||
       !cuda::copy_or_donate(inputs[0], out, stream())) {
