@@ -123,6 +123,10 @@ TEST(NvrtcCompiled, SourceIsLeanAndBakesConstants) {
       tanh_fma.f, {astype(x, bfloat16), astype(y, bfloat16)}));
   EXPECT_EQ(bf16.find("KILN_DEVICE_NO_HALF"), std::string::npos);
   EXPECT_NE(bf16.find("as_dtype<__nv_bfloat16>"), std::string::npos);
+  // 16-bit regions round two elements with one packed conversion.
+  EXPECT_NE(bf16.find("as_dtype_pair<__nv_bfloat16>"), std::string::npos);
+  EXPECT_NE(bf16.find("region2("), std::string::npos);
+  EXPECT_EQ(f32.find("region2("), std::string::npos);
 }
 
 TEST(NvrtcCompiled, SameRegionSameKernelNewShapeToo) {

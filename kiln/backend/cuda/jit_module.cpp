@@ -83,6 +83,19 @@ const Options& options() {
   return o;
 }
 
+} // namespace
+
+const std::vector<std::string>& fast_compile_options() {
+  static const std::vector<std::string> o = [] {
+    const char* v = std::getenv("KILN_JIT_FAST_COMPILE");
+    if (v && std::string(v) == "0") return std::vector<std::string>{};
+    return std::vector<std::string>{"--Ofast-compile=min"};
+  }();
+  return o;
+}
+
+namespace {
+
 struct Compiled {
   std::string cubin;
   std::vector<std::string> lowered; // one per expression, in order
@@ -118,6 +131,9 @@ Compiled compile(const JitKernel& k, const std::string& arch) {
   std::string arch_opt = "--gpu-architecture=" + arch;
   std::vector<const char*> opts = {arch_opt.c_str()};
   for (auto& o : options().list) opts.push_back(o.c_str());
+  if (k.fast_compile) {
+    for (auto& o : fast_compile_options()) opts.push_back(o.c_str());
+  }
   nvrtcResult res =
       nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data());
   if (res != NVRTC_SUCCESS) {
@@ -238,6 +254,9 @@ class JitCache {
     cudaFree(nullptr); // makes the primary context current for the driver
     std::string arch = device_info().arch();
     std::string key = k.source + '\0' + arch + '\0' + options().fingerprint;
+    if (k.fast_compile) {
+      for (auto& o : fast_compile_options()) key += '\0' + o;
+    }
     for (auto& [name, expr] : variants(k)) key += '\0' + expr;
     std::string stem = detail::jit_digest(key);
     std::string d = dir();

@@ -15,6 +15,49 @@ __device__ __forceinline__ compute_t<T> as_dtype(V v) {
   return cast_to<compute_t<T>>(cast_to<T>(v));
 }
 
+/** as_dtype of two values: for float16/bfloat16 from float, one packed
+ *  conversion (round to nearest even, as two single ones). */
+template <typename T, typename V>
+__device__ __forceinline__ void as_dtype_pair(V a, V b, compute_t<T>& ra,
+                                              compute_t<T>& rb) {
+#ifndef KILN_DEVICE_NO_HALF
+  if constexpr (is_same_v<V, float> && is_same_v<T, __nv_bfloat16>) {
+    float2 f = __bfloat1622float2(__floats2bfloat162_rn(a, b));
+    ra = f.x;
+    rb = f.y;
+    return;
+  } else if constexpr (is_same_v<V, float> && is_same_v<T, __half>) {
+    float2 f = __half22float2(__floats2half2_rn(a, b));
+    ra = f.x;
+    rb = f.y;
+    return;
+  }
+#endif
+  ra = as_dtype<T>(a);
+  rb = as_dtype<T>(b);
+}
+
+/** Two computed values stored as T (cast_to of each): one packed
+ *  conversion for float16/bfloat16. */
+template <typename T, typename V>
+__device__ __forceinline__ void store_pair(V a, V b, T& ya, T& yb) {
+#ifndef KILN_DEVICE_NO_HALF
+  if constexpr (is_same_v<V, float> && is_same_v<T, __nv_bfloat16>) {
+    __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+    ya = h.x;
+    yb = h.y;
+    return;
+  } else if constexpr (is_same_v<V, float> && is_same_v<T, __half>) {
+    __half2 h = __floats2half2_rn(a, b);
+    ya = h.x;
+    yb = h.y;
+    return;
+  }
+#endif
+  ya = cast_to<T>(a);
+  yb = cast_to<T>(b);
+}
+
 /** N elements of p at i as one aligned access. */
 template <typename T, int N>
 __device__ __forceinline__ Vec<T, N> load_vec(const T* p, int64_t i) {
