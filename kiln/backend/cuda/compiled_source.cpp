@@ -546,7 +546,7 @@ JitKernel fused_kernel(const JitKernelSpec& spec, bool large) {
   } else {
     emit_strided(s, spec, large, strided_inputs);
   }
-  // Memory-bound and new with each model: compile time is what shows.
+  // New with each model: the first call's compile time is what shows.
   return {symbol, s, symbol, {}, true};
 }
 

@@ -88,8 +88,10 @@ const Options& options() {
 const std::vector<std::string>& fast_compile_options() {
   static const std::vector<std::string> o = [] {
     const char* v = std::getenv("KILN_JIT_FAST_COMPILE");
-    if (v && std::string(v) == "0") return std::vector<std::string>{};
-    return std::vector<std::string>{"--Ofast-compile=min"};
+    if (v && std::string(v) == "1") {
+      return std::vector<std::string>{"--Ofast-compile=min"};
+    }
+    return std::vector<std::string>{};
   }();
   return o;
 }

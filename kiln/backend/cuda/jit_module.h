@@ -25,14 +25,15 @@ struct JitKernel {
    *  parsing the headers dominates a compile, so a family's variants for one
    *  op and dtype cost about what one does. They are cached by name too. */
   std::vector<std::pair<std::string, std::string>> siblings;
-  /** Compile with NVRTC's --Ofast-compile=min (fast_compile_options()). */
+  /** Whether fast_compile_options() apply (fused kernels). */
   bool fast_compile = false;
 };
 
-/** The NVRTC options of a fast_compile kernel: --Ofast-compile=min, "minimal
- *  impact on performance", takes a fused elementwise kernel from about 69 to
- *  53 ms on two cores, its first call's cost. KILN_JIT_FAST_COMPILE=0 turns
- *  it off. */
+/** The extra NVRTC options of a fast_compile kernel: none by default;
+ *  --Ofast-compile=min with KILN_JIT_FAST_COMPILE=1. On an H200 that takes a
+ *  new fused kernel's first call from 73 to 57 ms, but its kernels run up
+ *  to a quarter slower (bfloat16 rows kernels 31 -> 40 us), so it is not
+ *  the default. */
 const std::vector<std::string>& fast_compile_options();
 
 /** The compiled kernel (compiling or reading the disk cache on first use). */
