@@ -59,7 +59,9 @@ void add(Totals& t, const std::string& name, double seconds) {
   row.second += seconds;
 }
 
-void describe(std::string& out, const array& a) {
+// computed: a has just been evaluated (the node being labelled), so its
+// layout is known although its status is not yet set.
+void describe(std::string& out, const array& a, bool computed = false) {
   out += dtype_name(a.dtype());
   out += '[';
   for (size_t d = 0; d < a.ndim(); ++d) {
@@ -67,7 +69,7 @@ void describe(std::string& out, const array& a) {
     out += std::to_string(a.shape(d));
   }
   out += ']';
-  if (!a.is_available()) return;
+  if (!computed && !a.is_available()) return;
   bool broadcast = false;
   for (size_t d = 0; d < a.ndim(); ++d) {
     broadcast |= a.strides()[d] == 0 && a.shape(d) > 1;
@@ -114,7 +116,7 @@ std::string gpu_profile_label(const array& node) {
     sep = ", ";
   }
   s += " -> ";
-  describe(s, node);
+  describe(s, node, true);
   return s;
 }
 

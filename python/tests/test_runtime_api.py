@@ -249,6 +249,7 @@ def test_type_names_and_methods():
 
 _PROFILED = """
 import kiln.core as mx
+mx.set_default_device(mx.{device})
 x = mx.random.normal((64, 48)).T
 mx.eval(mx.exp(x, stream=mx.{device}))
 """
