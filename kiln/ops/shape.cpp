@@ -12,6 +12,7 @@ using detail::invalid;
 using detail::shape_str;
 
 array reshape(const array& a, Shape shape, StreamOrDevice s) {
+  Shape requested = shape;
   int infer = -1;
   size_t size = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -40,7 +41,8 @@ array reshape(const array& a, Shape shape, StreamOrDevice s) {
                            shape_str(shape) + ".");
   }
   if (shape == a.shape()) return a;
-  auto p = std::make_shared<Reshape>(to_stream(s), shape);
+  auto p = std::make_shared<Reshape>(to_stream(s), shape, std::move(requested),
+                                     a.shape());
   return array(std::move(shape), a.dtype(), std::move(p), {a});
 }
 

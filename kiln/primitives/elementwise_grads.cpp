@@ -10,6 +10,7 @@
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
 #include "kiln/primitives/elementwise.h"
+#include "kiln/primitives/shape.h"
 
 namespace kiln {
 
@@ -24,13 +25,28 @@ std::vector<array> zeros_for(const std::vector<array>& inputs, const array& out,
   return z;
 }
 
+// The operands the partials are built from. While a shapeless compile
+// traces, a constant the op broadcast (the 2 of x ** 2) is used unbroadcast:
+// expressions of constants alone are not replayed, so at the traced shape
+// they would stay at it. Partials broadcast against the cotangent anyway.
+std::vector<array> partial_operands(const std::vector<array>& primals) {
+  if (!detail::in_shapeless_tracing()) return primals;
+  std::vector<array> in = primals;
+  for (auto& a : in) {
+    auto* b = a.has_primitive() ? dynamic_cast<const Broadcast*>(&a.primitive())
+                                : nullptr;
+    if (b && b->implicit() && !a.is_tracer()) a = a.inputs()[0];
+  }
+  return in;
+}
+
 } // namespace
 
 std::vector<array> Elementwise::vjp(const std::vector<array>& primals,
                                     const std::vector<array>& cotangents,
                                     const std::vector<int>& argnums,
                                     const std::vector<array>& outputs) {
-  auto d = partials(primals, outputs[0], argnums);
+  auto d = partials(partial_operands(primals), outputs[0], argnums);
   std::vector<array> out;
   for (auto& p : d) out.push_back(multiply(cotangents[0], p));
   return out;
@@ -42,7 +58,7 @@ std::vector<array> Elementwise::jvp(const std::vector<array>& primals,
   // The output is needed by some partials (exp, sqrt, ...): rebuild it.
   array out(primals[0].shape(), out_dtype(primals), shared_from_this(),
             primals);
-  auto d = partials(primals, out, argnums);
+  auto d = partials(partial_operands(primals), out, argnums);
   array t = multiply(tangents[0], d[0]);
   for (size_t k = 1; k < d.size(); ++k) t = add(t, multiply(tangents[k], d[k]));
   return {t};

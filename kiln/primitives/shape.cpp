@@ -1,5 +1,8 @@
 #include "kiln/primitives/shape.h"
 
+#include <algorithm>
+#include <functional>
+#include <numeric>
 #include <stdexcept>
 
 #include "kiln/ops/utils.h"
@@ -36,7 +39,45 @@ std::vector<Shape> BroadcastLike::output_shapes(
 
 bool Reshape::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const Reshape*>(&other);
-  return o && o->shape_ == shape_;
+  return o && o->shape_ == shape_ && o->requested_ == requested_;
+}
+
+std::vector<Shape> Reshape::output_shapes(const std::vector<array>& inputs) {
+  const array& in = inputs[0];
+  if (inputs.size() == 2) {
+    const Shape& like = inputs[1].shape();
+    if (static_cast<size_t>(std::accumulate(like.begin(), like.end(), int64_t{1},
+                                            std::multiplies<int64_t>())) !=
+        in.size()) {
+      throw std::invalid_argument(
+          "[reshape] cannot reshape an array of shape " +
+          detail::shape_str(in.shape()) + " into shape " +
+          detail::shape_str(like) + ".");
+    }
+    return {like};
+  }
+  auto infer = std::find(requested_.begin(), requested_.end(), -1);
+  if (infer == requested_.end()) {
+    if (in.shape() != in_shape_) {
+      throw std::invalid_argument(
+          "[reshape] a reshape to the fixed shape " + detail::shape_str(shape_) +
+          " (traced from an input of shape " + detail::shape_str(in_shape_) +
+          ") cannot follow a new input shape " + detail::shape_str(in.shape()) +
+          " under shapeless compile; write one dimension as -1.");
+    }
+    return {shape_};
+  }
+  int64_t rest = 1;
+  for (auto d : requested_) rest *= d == -1 ? 1 : d;
+  if (rest == 0 || static_cast<int64_t>(in.size()) % rest != 0) {
+    throw std::invalid_argument(
+        "[reshape] cannot infer the -1 dimension of " +
+        detail::shape_str(requested_) + " for an array of shape " +
+        detail::shape_str(in.shape()) + ".");
+  }
+  Shape out = requested_;
+  out[infer - requested_.begin()] = static_cast<int32_t>(in.size() / rest);
+  return {out};
 }
 
 std::vector<Shape> Squeeze::output_shapes(const std::vector<array>& inputs) {

@@ -47,18 +47,30 @@ class BroadcastLike : public UnaryPrimitive {
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
 };
 
+/** The input viewed (or copied) with shape(). Under shapeless compile a
+ *  reshape written with a -1 infers it again from the new size (as MLX);
+ *  one to a fixed shape only replays on an input of its traced shape. A
+ *  second input, whose data is not read, gives the shape instead: the
+ *  gradient of a reshape traced for shapeless compile takes its primal's. */
 class Reshape : public UnaryPrimitive {
  public:
-  Reshape(Stream s, Shape shape) : UnaryPrimitive(s), shape_(std::move(shape)) {}
+  Reshape(Stream s, Shape shape, Shape requested, Shape in_shape)
+      : UnaryPrimitive(s),
+        shape_(std::move(shape)),
+        requested_(std::move(requested)),
+        in_shape_(std::move(in_shape)) {}
   const char* name() const override { return "Reshape"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
   KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   const Shape& shape() const { return shape_; }
 
  private:
-  const Shape shape_;
+  const Shape shape_;     // at trace time
+  const Shape requested_; // as the op was given it (one entry may be -1)
+  const Shape in_shape_;  // the input's at trace time
 };
 
 /** What Squeeze and ExpandDims share: sorted, non-negative axes, and

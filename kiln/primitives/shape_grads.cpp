@@ -108,24 +108,60 @@ std::pair<std::vector<array>, std::vector<int>> BroadcastLike::vmap(
   return {{array(l1.shape(), a.dtype(), shared_from_this(), {a1, l1})}, {0}};
 }
 
-// ---- Reshape ----
-std::vector<array> Reshape::vjp(const std::vector<array>& primals,
-                                const std::vector<array>& cotangents,
-                                const std::vector<int>&,
-                                const std::vector<array>&) {
-  return {reshape(cotangents[0], primals[0].shape())};
+// ---- Reshape: inputs a (and like) ----
+namespace {
+
+// a reshaped to x's shape; while a shapeless compile traces x, a node that
+// keeps following x's shape on replay.
+array reshaped_like(const array& a, const array& x, Stream s) {
+  if (!(detail::in_shapeless_tracing() && x.is_tracer())) {
+    return reshape(a, x.shape(), s);
+  }
+  auto p = std::make_shared<Reshape>(s, x.shape(), x.shape(), a.shape());
+  return array(x.shape(), a.dtype(), std::move(p), {a, x});
 }
 
-std::vector<array> Reshape::jvp(const std::vector<array>&,
+} // namespace
+
+std::vector<array> Reshape::vjp(const std::vector<array>& primals,
+                                const std::vector<array>& cotangents,
+                                const std::vector<int>& argnums,
+                                const std::vector<array>&) {
+  std::vector<array> out;
+  for (int i : argnums) {
+    out.push_back(i == 0 ? reshaped_like(cotangents[0], primals[0], stream())
+                         : zeros_like(primals[1]));
+  }
+  return out;
+}
+
+std::vector<array> Reshape::jvp(const std::vector<array>& primals,
                                 const std::vector<array>& tangents,
-                                const std::vector<int>&) {
-  return {reshape(tangents[0], shape_)};
+                                const std::vector<int>& argnums) {
+  if (argnums[0] != 0) return {zeros_like(primals[1])};
+  if (primals.size() == 2) {
+    return {array(primals[1].shape(), tangents[0].dtype(), shared_from_this(),
+                  {tangents[0], primals[1]})};
+  }
+  // The tangent has the input's shape: the same request (a -1 included)
+  // gives the output's, at any shape a shapeless replay brings.
+  return {reshape(tangents[0], requested_)};
 }
 
 std::pair<std::vector<array>, std::vector<int>> Reshape::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
-  auto x = batch_first(inputs[0], axes[0]);
-  return {{reshape(x, with_batch(x.shape(0), shape_))}, {0}};
+  int b = axes[0] >= 0 ? inputs[0].shape(axes[0]) : inputs[1].shape(axes[1]);
+  auto x = axes[0] >= 0 ? batch_first(inputs[0], axes[0])
+                        : broadcast_to(expand_dims(inputs[0], 0),
+                                       with_batch(b, inputs[0].shape()));
+  if (inputs.size() == 1) {
+    return {{reshape(x, with_batch(b, shape_))}, {0}};
+  }
+  auto like = axes[1] >= 0 ? batch_first(inputs[1], axes[1])
+                           : broadcast_to(expand_dims(inputs[1], 0),
+                                          with_batch(b, inputs[1].shape()));
+  return {{array(like.shape(), x.dtype(), shared_from_this(), {x, like})},
+          {0}};
 }
 
 // ---- Squeeze and ExpandDims: each undoes the other ----

@@ -186,6 +186,8 @@ SHAPELESS_GRADS = {
     "tail_slice": lambda x, i: kc.sum(kc.sin(x[:, 2:]) * x[:, :-2]),
     "reversed": lambda x, i: kc.sum(x[:, ::-1] * kc.arange(x.shape[1])[None]),
     "zeros_like": lambda x, i: kc.sum(kc.maximum(x, kc.zeros_like(x) + 0.5)),
+    "constants": lambda x, i: kc.sum(x ** 2 / 3 - 2 ** x + kc.maximum(x, 0.5) * 4),
+    "reshape": lambda x, i: kc.sum(kc.sin(x.reshape(-1)) ** 3),
 }
 
 
@@ -210,16 +212,17 @@ def test_compile_shapeless_gradients_follow_new_shapes(rng, name):
 
 
 def test_compile_shapeless_vmapped_and_forward_mode_gradients(rng):
-    f = lambda x: kc.sum(kc.exp(x) * kc.zeros_like(x) + x * x * x)
-    per_row = kc.vmap(kc.grad(f))
+    g = lambda x: kc.sum(kc.exp(x) * kc.zeros_like(x) + x * x * x)
+    f = lambda x: g(x) + kc.sum(x.reshape(-1, 1) ** 2)
+    per_row = kc.vmap(kc.grad(g))
     hvp = lambda x, v: kc.jvp(kc.grad(f), [x], [v])[1][0]
     c_rows = kc.compile(per_row, shapeless=True)
     c_hvp = kc.compile(hvp, shapeless=True)
     for shape in ((3, 5), (4, 8)):
         x, v = kc.array(rand(rng, shape)), kc.array(rand(rng, shape))
-        check(c_rows(x), per_row(x), rtol=1e-5)
+        check(c_rows(x), 3 * np.array(x) ** 2, rtol=1e-5)
         check(c_hvp(x, v), hvp(x, v), rtol=1e-5)
-        check(c_hvp(x, v), 6 * np.array(x) * np.array(v), rtol=1e-5)
+        check(c_hvp(x, v), (6 * np.array(x) + 2) * np.array(v), rtol=1e-5)
 
 
 def test_compile_shapeless_slices_keep_bounds_as_written(rng):
@@ -230,6 +233,33 @@ def test_compile_shapeless_slices_keep_bounds_as_written(rng):
         for got, want in zip(cf(kc.array(x)), (x[1:-1], x[-3:], x[:2],
                                                  x[::-2], x[-1])):
             check(got, want)
+
+
+def test_compile_shapeless_reshape_infers_its_minus_one(rng):
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return kc.sum(x.reshape(-1, 4), axis=1), x.reshape(2, -1)
+
+    cf = kc.compile(f, shapeless=True)
+    for shape in ((4, 6), (8, 3), (2, 10)):
+        x = rand(rng, shape)
+        s, r = cf(kc.array(x))
+        check(s, x.reshape(-1, 4).sum(axis=1), rtol=1e-5)
+        check(r, x.reshape(2, -1))
+    assert len(calls) == 1
+    # A fixed target shape cannot follow: a clear error, not a wrong shape.
+    fixed = kc.compile(lambda x: x.reshape(24), shapeless=True)
+    check(fixed(kc.array(rand(rng, (4, 6)))).shape, (24,))
+    with pytest.raises(ValueError, match="reshape"):
+        fixed(kc.array(rand(rng, (6, 4))))
+    # The gradient's reshape back takes the input's new shape, even one of
+    # the same size.
+    g = kc.compile(kc.grad(lambda x: kc.sum(x.reshape(-1) ** 2)), shapeless=True)
+    for shape in ((4, 6), (6, 4), (5, 3)):
+        x = rand(rng, shape)
+        check(g(kc.array(x)), 2 * x, rtol=1e-6)
 
 
 def test_compile_shapeless_slice_update_that_no_longer_fits(rng):

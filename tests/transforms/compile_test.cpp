@@ -168,9 +168,24 @@ TEST(Compile, ShapelessKeysOnRank) {
   EXPECT_EQ(traces, 1);
   // A primitive that cannot infer shapes raises at trace time.
   auto bad = compile([](const std::vector<array>& in) {
-    return one(reshape(in[0], {-1}));
+    return one(as_strided(in[0], {2, 2}, {1, 1}, 0));
   }, true);
   EXPECT_THROW(bad({random_array({2, 3}, float32)}), std::invalid_argument);
+  // A reshape with a -1 infers it again; one to a fixed shape raises when
+  // its input's shape changes.
+  auto flat = compile([](const std::vector<array>& in) {
+    return std::vector<array>{reshape(in[0], {-1}), reshape(in[0], {3, 2})};
+  }, true);
+  EXPECT_EQ(flat({random_array({2, 3}, float32)})[1].shape(), (Shape{3, 2}));
+  auto x = random_array({4, 5}, float32);
+  EXPECT_THROW(flat({x}), std::invalid_argument);
+  auto only_flat = compile([](const std::vector<array>& in) {
+    return one(reshape(in[0], {-1}));
+  }, true);
+  only_flat({random_array({2, 3}, float32)});
+  auto got = only_flat({x})[0];
+  EXPECT_EQ(got.shape(), (Shape{20}));
+  EXPECT_EQ(to_doubles(got), to_doubles(x));
 }
 
 TEST(Compile, ShapelessRebroadcastsScalarsAndOperands) {
