@@ -160,6 +160,9 @@ std::vector<array> array::outputs() const {
       auto scratch = std::make_shared<ArrayDesc>(node.shapes[i], node.dtypes[i]);
       scratch->position = static_cast<uint32_t>(i);
       scratch->node = desc_->node;
+      // A sibling of a tracer is one too (zeros_like of it must follow
+      // its shape under shapeless compile).
+      scratch->is_tracer = desc_->is_tracer;
       node.outputs[i] = scratch;
       outs.push_back(array(std::move(scratch)));
     }

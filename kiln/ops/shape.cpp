@@ -164,6 +164,20 @@ array broadcast_operand(const array& a, const Shape& shape, StreamOrDevice s) {
   return broadcast_checked(a, shape, true, s);
 }
 
+array reshape_like(const array& a, const array& like, StreamOrDevice s) {
+  if (!(in_shapeless_tracing() && like.is_tracer())) {
+    return reshape(a, like.shape(), s);
+  }
+  if (a.size() != like.size()) {
+    invalid("reshape", "cannot reshape an array of shape " +
+                           shape_str(a.shape()) + " into shape " +
+                           shape_str(like.shape()) + ".");
+  }
+  auto p = std::make_shared<Reshape>(to_stream(s), like.shape(), like.shape(),
+                                     a.shape());
+  return array(like.shape(), a.dtype(), std::move(p), {a, like});
+}
+
 array broadcast_like(const array& a, const array& like, StreamOrDevice s) {
   if (!(in_shapeless_tracing() && like.is_tracer())) {
     return broadcast_to(a, like.shape(), s);

@@ -29,6 +29,10 @@ array broadcast_operand(const array& a, const Shape& shape, StreamOrDevice s = {
 /** broadcast_to(a, like.shape()); while a shapeless compile traces `like`,
  *  a node whose shape keeps following like's on replay. */
 array broadcast_like(const array& a, const array& like, StreamOrDevice s = {});
+/** reshape(a, like.shape()); while a shapeless compile traces `like`, a
+ *  node that keeps following like's shape (and raises when the sizes stop
+ *  matching). */
+array reshape_like(const array& a, const array& like, StreamOrDevice s = {});
 } // namespace detail
 std::vector<array> broadcast_arrays(const std::vector<array>& inputs,
                                     StreamOrDevice s = {});

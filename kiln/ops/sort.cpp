@@ -23,7 +23,7 @@ int check_kth(const char* op, const array& a, int kth, int axis) {
     invalid(op, "kth " + std::to_string(kth) + " is out of range for axis " +
                     std::to_string(axis) + " of the " + describe(a) + ".");
   }
-  return kth < 0 ? kth + n : kth;
+  return kth;
 }
 
 } // namespace
@@ -77,10 +77,15 @@ array topk(const array& a, int k, int axis, StreamOrDevice s) {
     invalid("topk", "k = " + std::to_string(k) + " is out of range for axis " +
                         std::to_string(axis) + " of the " + describe(a) + ".");
   }
-  Shape start(a.ndim(), 0), stop = a.shape();
-  start[axis] = n - k;
-  auto part = k == 0 ? a : partition(a, n - k, axis, s);
-  return slice(part, start, stop, s);
+  // Counted from the end, so a shapeless compile keeps the top k of a new
+  // size.
+  Shape start(a.ndim(), 0), stop(a.ndim(), slice_end);
+  start[axis] = -k;
+  if (k == 0) {
+    stop[axis] = 0;
+    return slice(a, start, stop, s);
+  }
+  return slice(partition(a, -k, axis, s), start, stop, s);
 }
 
 array topk(const array& a, int k, StreamOrDevice s) {

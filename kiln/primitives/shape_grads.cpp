@@ -109,27 +109,13 @@ std::pair<std::vector<array>, std::vector<int>> BroadcastLike::vmap(
 }
 
 // ---- Reshape: inputs a (and like) ----
-namespace {
-
-// a reshaped to x's shape; while a shapeless compile traces x, a node that
-// keeps following x's shape on replay.
-array reshaped_like(const array& a, const array& x, Stream s) {
-  if (!(detail::in_shapeless_tracing() && x.is_tracer())) {
-    return reshape(a, x.shape(), s);
-  }
-  auto p = std::make_shared<Reshape>(s, x.shape(), x.shape(), a.shape());
-  return array(x.shape(), a.dtype(), std::move(p), {a, x});
-}
-
-} // namespace
-
 std::vector<array> Reshape::vjp(const std::vector<array>& primals,
                                 const std::vector<array>& cotangents,
                                 const std::vector<int>& argnums,
                                 const std::vector<array>&) {
   std::vector<array> out;
   for (int i : argnums) {
-    out.push_back(i == 0 ? reshaped_like(cotangents[0], primals[0], stream())
+    out.push_back(i == 0 ? detail::reshape_like(cotangents[0], primals[0], stream())
                          : zeros_like(primals[1]));
   }
   return out;

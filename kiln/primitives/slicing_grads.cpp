@@ -286,10 +286,13 @@ std::vector<array> Concatenate::vjp(const std::vector<array>& primals,
   for (auto& p : primals) offsets.push_back(offsets.back() + p.shape(axis_));
   std::vector<array> out;
   for (int i : argnums) {
-    Shape start(cot.ndim(), 0), stop = cot.shape();
+    // The other axes run to their ends, so they follow a new size under
+    // shapeless compile; the offsets along axis cannot, and reshape_like
+    // raises there when an input's extent changes.
+    Shape start(cot.ndim(), 0), stop(cot.ndim(), slice_end);
     start[axis_] = offsets[i];
     stop[axis_] = offsets[i + 1];
-    out.push_back(slice(cot, start, stop));
+    out.push_back(detail::reshape_like(slice(cot, start, stop), primals[i]));
   }
   return out;
 }

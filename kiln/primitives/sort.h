@@ -23,6 +23,8 @@ class AxisSortPrimitive : public UnaryPrimitive {
   }
   int axis() const { return axis_; }
   int kth() const { return kth_; }
+  /** kth normalized for an axis of n elements. */
+  int kth_of(int n) const { return kth_ < 0 ? kth_ + n : kth_; }
 
  protected:
   const int axis_;
@@ -43,8 +45,10 @@ class AxisSortPrimitive : public UnaryPrimitive {
 KILN_SORT_PRIMITIVE(Sort)
 /** Stable: equal values keep their order. */
 KILN_SORT_PRIMITIVE(ArgSort)
-/** Element kth (normalized, in [0, n)) lands where a sort would put it;
- *  smaller-or-equal values come before it, larger-or-equal after. */
+/** Element kth lands where a sort would put it; smaller-or-equal values
+ *  come before it, larger-or-equal after. kth is kept as given (negative
+ *  counts from the end; kth_of normalizes it), so under shapeless compile a
+ *  kth written from the end follows a new size. */
 KILN_SORT_PRIMITIVE(Partition)
 KILN_SORT_PRIMITIVE(ArgPartition)
 #undef KILN_SORT_PRIMITIVE

@@ -188,6 +188,10 @@ SHAPELESS_GRADS = {
     "zeros_like": lambda x, i: kc.sum(kc.maximum(x, kc.zeros_like(x) + 0.5)),
     "constants": lambda x, i: kc.sum(x ** 2 / 3 - 2 ** x + kc.maximum(x, 0.5) * 4),
     "reshape": lambda x, i: kc.sum(kc.sin(x.reshape(-1)) ** 3),
+    "concatenate": lambda x, i: kc.sum(kc.concatenate([x, x * x], axis=0) ** 3),
+    "stack": lambda x, i: kc.sum(kc.stack([x, kc.sin(x)], axis=0) ** 2),
+    "split_unused_piece": lambda x, i: kc.sum(kc.exp(kc.split(x, [2], axis=1)[1])),
+    "topk": lambda x, i: kc.sum(kc.topk(x, 2, axis=1) ** 2),
 }
 
 
@@ -260,6 +264,28 @@ def test_compile_shapeless_reshape_infers_its_minus_one(rng):
     for shape in ((4, 6), (6, 4), (5, 3)):
         x = rand(rng, shape)
         check(g(kc.array(x)), 2 * x, rtol=1e-6)
+
+
+def test_compile_shapeless_concatenate_gradient_along_a_changing_axis(rng):
+    # The pieces' offsets along the axis were traced: a new extent there
+    # raises instead of slicing the traced windows.
+    g = kc.compile(kc.grad(lambda x, y: kc.sum(kc.concatenate([x, y], axis=1) ** 2)),
+                   shapeless=True)
+    y = rand(rng, (3, 2))
+    for n in (4, 4):
+        x = rand(rng, (3, n))
+        check(g(kc.array(x), kc.array(y)), 2 * x, rtol=1e-6)
+    x = rand(rng, (5, 4))
+    check(g(kc.array(x), kc.array(rand(rng, (5, 2)))), 2 * x, rtol=1e-6)
+    with pytest.raises(ValueError, match="reshape"):
+        g(kc.array(rand(rng, (3, 6))), kc.array(y))
+
+
+def test_compile_shapeless_topk_keeps_the_top_of_a_new_size(rng):
+    cf = kc.compile(lambda x: kc.topk(x, 3, axis=-1), shapeless=True)
+    for n in (5, 9, 4):
+        x = rand(rng, (2, n))
+        check(np.sort(np.array(cf(kc.array(x))), axis=-1), np.sort(x, axis=-1)[:, -3:])
 
 
 def test_compile_shapeless_slice_update_that_no_longer_fits(rng):

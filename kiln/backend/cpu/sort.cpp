@@ -171,7 +171,8 @@ void Sort::eval_cpu(const std::vector<array>& inputs, array& out) {
 
 void Partition::eval_cpu(const std::vector<array>& inputs, array& out) {
   dispatch_real_type(out.dtype(), "partition", [&](auto tag) {
-    sort_values<KILN_TYPE(tag)>(inputs[0], out, axis_, kth_);
+    sort_values<KILN_TYPE(tag)>(inputs[0], out, axis_,
+                                kth_of(inputs[0].shape(axis_)));
   });
 }
 
@@ -183,7 +184,8 @@ void ArgSort::eval_cpu(const std::vector<array>& inputs, array& out) {
 
 void ArgPartition::eval_cpu(const std::vector<array>& inputs, array& out) {
   dispatch_real_type(inputs[0].dtype(), "argpartition", [&](auto tag) {
-    sort_indices<KILN_TYPE(tag)>(inputs[0], out, axis_, kth_);
+    sort_indices<KILN_TYPE(tag)>(inputs[0], out, axis_,
+                                 kth_of(inputs[0].shape(axis_)));
   });
 }
 
