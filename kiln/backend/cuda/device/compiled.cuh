@@ -15,30 +15,9 @@ __device__ __forceinline__ compute_t<T> as_dtype(V v) {
   return cast_to<compute_t<T>>(cast_to<T>(v));
 }
 
-/** as_dtype of two values: for float16/bfloat16 from float, one packed
- *  conversion (round to nearest even, as two single ones). */
-template <typename T, typename V>
-__device__ __forceinline__ void as_dtype_pair(V a, V b, compute_t<T>& ra,
-                                              compute_t<T>& rb) {
-#ifndef KILN_DEVICE_NO_HALF
-  if constexpr (is_same_v<V, float> && is_same_v<T, __nv_bfloat16>) {
-    float2 f = __bfloat1622float2(__floats2bfloat162_rn(a, b));
-    ra = f.x;
-    rb = f.y;
-    return;
-  } else if constexpr (is_same_v<V, float> && is_same_v<T, __half>) {
-    float2 f = __half22float2(__floats2half2_rn(a, b));
-    ra = f.x;
-    rb = f.y;
-    return;
-  }
-#endif
-  ra = as_dtype<T>(a);
-  rb = as_dtype<T>(b);
-}
-
-/** Two computed values stored as T (cast_to of each): one packed
- *  conversion for float16/bfloat16. */
+/** Two computed values stored as T (cast_to of each): for float16/bfloat16
+ *  from float, one packed conversion (round to nearest even, as two single
+ *  ones). */
 template <typename T, typename V>
 __device__ __forceinline__ void store_pair(V a, V b, T& ya, T& yb) {
 #ifndef KILN_DEVICE_NO_HALF
@@ -56,6 +35,17 @@ __device__ __forceinline__ void store_pair(V a, V b, T& ya, T& yb) {
 #endif
   ya = cast_to<T>(a);
   yb = cast_to<T>(b);
+}
+
+/** as_dtype of two values, through store_pair (one packed conversion for
+ *  float16/bfloat16). */
+template <typename T, typename V>
+__device__ __forceinline__ void as_dtype_pair(V a, V b, compute_t<T>& ra,
+                                              compute_t<T>& rb) {
+  T ya, yb;
+  store_pair<T>(a, b, ya, yb);
+  ra = cast_to<compute_t<T>>(ya);
+  rb = cast_to<compute_t<T>>(yb);
 }
 
 /** N elements of p at i as one aligned access. */
