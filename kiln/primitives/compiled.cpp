@@ -26,7 +26,10 @@ std::vector<array> Compiled::unfused(const std::vector<array>& inputs) const {
   for (auto& op : ops_) {
     std::vector<array> args;
     for (int a : op.args) {
-      args.push_back(a < 0 ? broadcast_to(inputs[-a - 1], shape) : values[a]);
+      // As the ops broadcast their operands (implicitly, so a shapeless
+      // replay broadcasts them to a new shape).
+      args.push_back(a < 0 ? detail::broadcast_operand(inputs[-a - 1], shape)
+                           : values[a]);
     }
     values.push_back(array(shape, op.dtype, op.primitive, std::move(args)));
   }

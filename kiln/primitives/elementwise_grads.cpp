@@ -26,16 +26,18 @@ std::vector<array> zeros_for(const std::vector<array>& inputs, const array& out,
 }
 
 // The operands the partials are built from. While a shapeless compile
-// traces, a constant the op broadcast (the 2 of x ** 2) is used unbroadcast:
-// expressions of constants alone are not replayed, so at the traced shape
-// they would stay at it. Partials broadcast against the cotangent anyway.
+// traces, an operand the op broadcast (the 2 of x ** 2) is used unbroadcast:
+// an expression of constants alone (or of a transformation's own tracers
+// for them) is not replayed, so at the traced shape it would stay at it.
+// Elementwise partials commute with broadcasting, and they broadcast
+// against the cotangent anyway.
 std::vector<array> partial_operands(const std::vector<array>& primals) {
   if (!detail::in_shapeless_tracing()) return primals;
   std::vector<array> in = primals;
   for (auto& a : in) {
     auto* b = a.has_primitive() ? dynamic_cast<const Broadcast*>(&a.primitive())
                                 : nullptr;
-    if (b && b->implicit() && !a.is_tracer()) a = a.inputs()[0];
+    if (b && b->implicit()) a = a.inputs()[0];
   }
   return in;
 }

@@ -657,7 +657,9 @@ std::vector<array> replay(const Trace& trace, const std::vector<array>& inputs) 
   auto resolve = [&](const array& a, const Shape* target) -> array {
     auto d = deferred(a);
     if (!d) return lookup(a);
-    return broadcast_to(d->first, target ? *target : d->second);
+    // Implicit again, so a transformation or replay of this graph (a
+    // compiled function called inside another shapeless one) can move it.
+    return detail::broadcast_operand(d->first, target ? *target : d->second);
   };
   for (auto& node : trace.tape) {
     if (trace.shapeless && is_implicit_broadcast(node)) {

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 import kiln.core as kc
+import kiln.nn as nn
 from conftest import check, rand
 
 
@@ -171,6 +172,8 @@ def test_compile_shapeless_reductions_without_keepdims(rng):
     check(c, x - x.mean(axis=-1, keepdims=True), rtol=1e-5, atol=1e-6)
 
 
+_scale_by_two = kc.compile(lambda x: x * 2, shapeless=True)
+
 # Functions whose gradients build zeros, broadcasts and index clamps from
 # the traced shapes: a shapeless trace has to follow new shapes in all of
 # them (checked against the uncompiled gradient at a second shape).
@@ -192,6 +195,12 @@ SHAPELESS_GRADS = {
     "stack": lambda x, i: kc.sum(kc.stack([x, kc.sin(x)], axis=0) ** 2),
     "split_unused_piece": lambda x, i: kc.sum(kc.exp(kc.split(x, [2], axis=1)[1])),
     "topk": lambda x, i: kc.sum(kc.topk(x, 2, axis=1) ** 2),
+    # Shapeless-compiled functions inside: nn.gelu is one, as in MLX.
+    "nested_compiled_gelu": lambda x, i: kc.sum(nn.gelu(x) * 3),
+    "nested_compiled_scale": lambda x, i: kc.sum(_scale_by_two(x) ** 2),
+    "attention": lambda x, i: kc.sum(kc.fast.scaled_dot_product_attention(
+        x[None, None], x[None, None], x[None, None], scale=0.5)),
+    "std": lambda x, i: kc.sum(kc.std(x, axis=0)),
 }
 
 
