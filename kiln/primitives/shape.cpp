@@ -1,8 +1,6 @@
 #include "kiln/primitives/shape.h"
 
 #include <algorithm>
-#include <functional>
-#include <numeric>
 #include <stdexcept>
 
 #include "kiln/ops/utils.h"
@@ -46,9 +44,7 @@ std::vector<Shape> Reshape::output_shapes(const std::vector<array>& inputs) {
   const array& in = inputs[0];
   if (inputs.size() == 2) {
     const Shape& like = inputs[1].shape();
-    if (static_cast<size_t>(std::accumulate(like.begin(), like.end(), int64_t{1},
-                                            std::multiplies<int64_t>())) !=
-        in.size()) {
+    if (shape_size(like) != in.size()) {
       throw std::invalid_argument(
           "[reshape] cannot reshape an array of shape " +
           detail::shape_str(in.shape()) + " into shape " +
