@@ -9,6 +9,7 @@
 #include "kiln/ops/linalg.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
+#include "kiln/ops/slicing.h"
 #include "kiln/ops/utils.h"
 #include "kiln/primitives/fast.h"
 #include "kiln/transforms/trace.h"
@@ -38,6 +39,31 @@ struct Config {
 
 // softmax(q k^T * scale + mask) v in the accumulation dtype, with sinks as
 // one extra logit per head that joins the max and the denominator only.
+// (Lq, Lk): query i (aligned to the last keys) sees keys j <= Lk - Lq + i.
+// While a shapeless compile traces q and k, the positions are counted from
+// ones shaped like a row of each (cumsums), so the mask follows new lengths
+// on replay; otherwise they are aranges.
+array causal_mask(const array& q, const array& k, Stream s) {
+  if (!(kiln::detail::in_shapeless_tracing() && q.is_tracer() &&
+        k.is_tracer())) {
+    int lq = q.shape(-2), lk = k.shape(-2);
+    auto qi = expand_dims(arange(lk - lq, lk, 1, s), 1, s);
+    auto ki = expand_dims(arange(0, lk, 1, s), 0, s);
+    return greater_equal(qi, ki, s);
+  }
+  // One position vector along axis -2 of x, ones shaped like it.
+  auto ones_along = [&](const array& x) {
+    Shape start(x.ndim(), 0), stop(x.ndim(), 1);
+    stop[x.ndim() - 2] = slice_end;
+    auto col = reshape(slice(x, start, stop, s), {-1}, s);
+    return ones_like(astype(col, int32, s), s);
+  };
+  auto oq = ones_along(q), ok = ones_along(k);
+  auto ki = cumsum(ok, 0, false, false, s);                 // 0 .. Lk-1
+  auto qi = subtract(sum(ok, false, s), cumsum(oq, 0, true, true, s), s);
+  return greater_equal(expand_dims(qi, 1, s), expand_dims(ki, 0, s), s);
+}
+
 std::vector<array> sdpa_fallback(std::vector<array> in, Config c, Stream s) {
   Dtype t = in[0].dtype(), acc = detail::acc_dtype(t);
   auto q = multiply(array(c.scale, t), in[0], s);
@@ -54,10 +80,7 @@ std::vector<array> sdpa_fallback(std::vector<array> in, Config c, Stream s) {
   if (c.causal || c.has_mask) {
     array mask(false);
     if (c.causal) {
-      int lq = q.shape(-2), lk = k.shape(-2);
-      auto qi = expand_dims(arange(lk - lq, lk, 1, s), 1, s);
-      auto ki = expand_dims(arange(0, lk, 1, s), 0, s);
-      mask = greater_equal(qi, ki, s);
+      mask = causal_mask(q, k, s);
     } else {
       mask = in[3];
       if (rep > 1) mask = unflatten(mask, 1, {c.n_kv, rep}, s);

@@ -201,6 +201,11 @@ SHAPELESS_GRADS = {
     "attention": lambda x, i: kc.sum(kc.fast.scaled_dot_product_attention(
         x[None, None], x[None, None], x[None, None], scale=0.5)),
     "std": lambda x, i: kc.sum(kc.std(x, axis=0)),
+    # The causal mask follows both lengths: here 2 queries (the last rows)
+    # against all n keys.
+    "causal_attention": lambda x, i: kc.sum(kc.fast.scaled_dot_product_attention(
+        x[None, None, -2:], x[None, None], kc.sin(x)[None, None], scale=0.5,
+        mask="causal") ** 2),
 }
 
 
