@@ -26,26 +26,20 @@ size_t assign(nb::handle t, const nb::list& arrays, size_t pos) {
     }
     return arrays[pos++];
   };
+  // One slot of a list or dict: an array is replaced, a subtree walked.
+  auto slot = [&](nb::handle container, nb::handle key) {
+    nb::object v = container[key];
+    if (nb::isinstance<array>(v)) {
+      container[key] = next();
+    } else {
+      pos = assign(v, arrays, pos);
+    }
+  };
   if (PyList_Check(t.ptr())) {
-    nb::list l = nb::borrow<nb::list>(t);
-    for (size_t i = 0; i < l.size(); ++i) {
-      nb::object v = l[i];
-      if (nb::isinstance<array>(v)) {
-        l[i] = next();
-      } else {
-        pos = assign(v, arrays, pos);
-      }
-    }
+    size_t n = nb::len(t);
+    for (size_t i = 0; i < n; ++i) slot(t, nb::int_(i));
   } else if (PyDict_Check(t.ptr())) {
-    nb::dict d = nb::borrow<nb::dict>(t);
-    for (nb::handle k : nb::list(d.keys())) {
-      nb::object v = d[k];
-      if (nb::isinstance<array>(v)) {
-        d[k] = next();
-      } else {
-        pos = assign(v, arrays, pos);
-      }
-    }
+    for (nb::handle k : nb::list(nb::borrow<nb::dict>(t).keys())) slot(t, k);
   } else if (PyTuple_Check(t.ptr())) {
     for (nb::handle v : t) {
       if (nb::isinstance<array>(v)) {
