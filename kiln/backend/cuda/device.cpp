@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kiln/backend/cuda/launch_queue.h"
 #include "kiln/backend/cuda/utils.h"
 #include "kiln/transforms/host_profile.h"
 
@@ -156,6 +157,11 @@ void set_current_device() {
 }
 
 cudaStream_t cuda_stream(int index) {
+  flush_launches(index);
+  return raw_stream(index);
+}
+
+cudaStream_t raw_stream(int index) {
   auto& s = streams();
   std::lock_guard<std::mutex> lock(s.mutex);
   auto it = s.by_index.find(index);
@@ -205,6 +211,7 @@ void synchronize_stream(int index) {
 }
 
 void synchronize_all() {
+  flush_all_launches();
   std::vector<cudaStream_t> all;
   {
     auto& s = streams();

@@ -28,10 +28,15 @@ const DeviceInfo& device_info();
 void set_current_device();
 
 /** The non-blocking CUDA stream behind a kiln GPU stream (created at first
- *  use; never the legacy default stream). */
+ *  use; never the legacy default stream), with the kernels recorded for it
+ *  (launch_queue.h) sent first: work the caller queues there comes after
+ *  them. */
 cudaStream_t cuda_stream(const Stream& s);
 /** cuda_stream() by kiln stream index. */
 cudaStream_t cuda_stream(int index);
+/** The CUDA stream without sending the recorded kernels: for the launch
+ *  queue itself. */
+cudaStream_t raw_stream(int index);
 
 /** Makes `consumer` wait for everything queued so far on `producer`. */
 void stream_wait(int consumer, int producer);

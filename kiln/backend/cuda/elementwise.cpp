@@ -2,6 +2,7 @@
 
 #include <array>
 #include <climits>
+#include <cstring>
 
 #include "kiln/backend/common/elementwise_layout.h"
 #include "kiln/backend/common/strided.h"
@@ -48,8 +49,28 @@ void as_chunks(Strided<2>& l, int64_t& n, Dtype& in_dt, Dtype& out_dt,
   in_dt = out_dt = uint64;
 }
 
+// The kernel for op on in_dt -> out_dt with input pattern `pattern` ("v",
+// "vs", ..., or "g"), found by a short key first.
 template <size_t N>
-bool run(const std::string& op, const std::array<const array*, N>& in,
+CUfunction kernel_for(const char* op, Dtype in_dt, Dtype out_dt,
+                      const std::string& pattern, bool large) {
+  uint32_t pat = 0;
+  for (size_t i = 0; i < pattern.size() && i < 4; ++i) {
+    pat |= uint32_t(static_cast<unsigned char>(pattern[i])) << (8 * i);
+  }
+  KernelKey key(char('0' + N), op);
+  key.add(uint32_t(in_dt.val) | uint32_t(out_dt.val) << 8 |
+          uint32_t(large) << 16)
+      .add(pat);
+  return find_kernel(key, [&] {
+    return N == 1   ? unary_kernel(op, in_dt, out_dt, pattern, large)
+           : N == 2 ? binary_kernel(op, in_dt, out_dt, pattern, large)
+                    : ternary_kernel(out_dt, pattern, large);
+  });
+}
+
+template <size_t N>
+bool run(const char* op, const std::array<const array*, N>& in,
          array& out, const Stream& s, bool row_major) {
   for (auto* a : in) {
     if (!gpu_supports(a->dtype())) return false;
@@ -104,14 +125,11 @@ bool run(const std::string& op, const std::array<const array*, N>& in,
   ptrs[N] = out.raw_data_ptr();
   Dtype out_dt = out.dtype();
   if constexpr (N == 1) {
-    if (!lay.flat && op == "AsType") {
+    if (!lay.flat && std::strcmp(op, "AsType") == 0) {
       as_chunks(layout, n, in_dt, out_dt, ptrs[0], ptrs[1]);
     }
   }
-  JitKernel k = N == 1   ? unary_kernel(op, in_dt, out_dt, pattern, large)
-                : N == 2 ? binary_kernel(op, in_dt, out_dt, pattern, large)
-                         : ternary_kernel(out_dt, pattern, large);
-  CUfunction f = get_kernel(k);
+  CUfunction f = kernel_for<N>(op, in_dt, out_dt, pattern, large);
   void* args[K + 2];
   for (size_t i = 0; i < K; ++i) args[i] = &ptrs[i];
   args[K] = &n;
@@ -123,7 +141,7 @@ bool run(const std::string& op, const std::array<const array*, N>& in,
 
 } // namespace
 
-bool elementwise(const std::string& op, const std::vector<array>& inputs,
+bool elementwise(const char* op, const std::vector<array>& inputs,
                  array& out, const Stream& s, bool row_major) {
   switch (inputs.size()) {
     case 1:
@@ -171,10 +189,10 @@ void copy_into(const array& src, array& dst, const Strides& dst_strides,
       static_cast<char*>(device_ptr(dst, s)) + dst_offset * dst.itemsize();
   Dtype in_dt = src.dtype(), out_dt = dst.dtype();
   as_chunks(l, n, in_dt, out_dt, in, out);
-  JitKernel k = unary_kernel("AsType", in_dt, out_dt, "g",
-                             src.size() > UINT32_MAX);
+  CUfunction f =
+      kernel_for<1>("AsType", in_dt, out_dt, "g", src.size() > UINT32_MAX);
   void* args[] = {&in, &out, &n, &l};
-  launch(get_kernel(k), n, 1, args, s.index);
+  launch(f, n, 1, args, s.index);
 }
 
 bool row_contiguous(const array& x, array& out, const Stream& s) {

@@ -17,7 +17,7 @@ namespace kiln::cuda {
  *  nothing, when the GPU kernels cannot run it (a dtype they lack, more
  *  dimensions than they take) so the caller falls back to the CPU.
  *  row_major forces a row-major output (Contiguous). */
-bool elementwise(const std::string& op, const std::vector<array>& inputs,
+bool elementwise(const char* op, const std::vector<array>& inputs,
                  array& out, const Stream& s, bool row_major = false);
 
 /** Copies src (any strides and dtype) into a new row-major out. Returns

@@ -1,5 +1,6 @@
 #include "kiln/backend/cuda/jit_module.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -270,14 +271,18 @@ class JitCache {
         return fs;
       }
     }
+    auto t0 = std::chrono::steady_clock::now();
     Compiled c = compile(k, arch);
+    double ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - t0)
+                    .count();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++stats_.compiles;
     }
     if (debug_level() >= 1) {
       std::cerr << "[kiln jit] compiled " << k.name << " (" << k.expression
-                << ")\n";
+                << ") in " << ms << " ms\n";
     }
     auto fs = load(c.cubin, c.lowered, k.name);
     if (fs.empty()) {

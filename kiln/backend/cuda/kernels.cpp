@@ -1,9 +1,13 @@
 #include "kiln/backend/cuda/kernels.h"
 
 #include <algorithm>
+#include <cstring>
+#include <stdexcept>
 #include <mutex>
+#include <string_view>
 
 #include "kiln/backend/cuda/device.h"
+#include "kiln/backend/cuda/launch_queue.h"
 #include "kiln/backend/cuda/utils.h"
 #include "kiln/config.h"
 
@@ -79,6 +83,50 @@ CUfunction get_kernel(const JitKernel& k) {
   return jit_function(k);
 }
 
+KernelKey::KernelKey(char family, const char* op) {
+  size_t n = std::strlen(op);
+  if (n + 1 > sizeof(text_) - 8) {
+    throw std::logic_error(std::string("[cuda] op name too long for a "
+                                       "kernel key: ") + op);
+  }
+  text_[0] = family;
+  std::memcpy(text_ + 1, op, n);
+  size_ = static_cast<uint8_t>(n + 1);
+}
+
+KernelKey& KernelKey::add(uint32_t bits) {
+  if (size_ + sizeof(bits) > sizeof(text_)) {
+    throw std::logic_error("[cuda] kernel key too long");
+  }
+  std::memcpy(text_ + size_, &bits, sizeof(bits));
+  size_ = static_cast<uint8_t>(size_ + sizeof(bits));
+  return *this;
+}
+
+CUfunction find_kernel(const KernelKey& key,
+                       const std::function<JitKernel()>& make) {
+  struct Hash {
+    using is_transparent = void; // finds by string_view: no copy per lookup
+    size_t operator()(std::string_view v) const {
+      return std::hash<std::string_view>{}(v);
+    }
+  };
+  struct Found {
+    std::mutex mutex;
+    std::unordered_map<std::string, CUfunction, Hash, std::equal_to<>> by_key;
+  };
+  static auto* found = new Found; // outlives static destructors
+  {
+    std::lock_guard<std::mutex> lock(found->mutex);
+    auto it = found->by_key.find(key.view());
+    if (it != found->by_key.end()) return it->second;
+  }
+  CUfunction f = get_kernel(make()); // may compile: not under the lock
+  std::lock_guard<std::mutex> lock(found->mutex);
+  found->by_key.emplace(std::string(key.view()), f);
+  return f;
+}
+
 void launch(CUfunction f, int64_t n, int per_thread, void** args,
             int stream) {
   if (n <= 0) return;
@@ -111,10 +159,11 @@ void launch_blocks_shared(CUfunction f, int64_t blocks, int threads,
       limit = shared_bytes;
     }
   }
-  KILN_CHECK_CU(driver().launch_kernel(
-      f, static_cast<unsigned>(blocks), 1, 1, static_cast<unsigned>(threads),
-      1, 1, static_cast<unsigned>(shared_bytes), cuda_stream(stream), args,
-      nullptr));
+  LaunchShape shape;
+  shape.grid[0] = static_cast<unsigned>(blocks);
+  shape.block[0] = static_cast<unsigned>(threads);
+  shape.shared_bytes = static_cast<unsigned>(shared_bytes);
+  submit_kernel(f, shape, args, stream);
 }
 
 void launch_blocks(CUfunction f, int64_t blocks, int bx, int by, void** args,
@@ -122,9 +171,11 @@ void launch_blocks(CUfunction f, int64_t blocks, int bx, int by, void** args,
   if (blocks <= 0) return;
   set_current_device();
   // Exactly `blocks` blocks: these kernels map blocks to their work.
-  KILN_CHECK_CU(driver().launch_kernel(f, static_cast<unsigned>(blocks), 1, 1,
-                                       bx, by, 1, 0, cuda_stream(stream),
-                                       args, nullptr));
+  LaunchShape shape;
+  shape.grid[0] = static_cast<unsigned>(blocks);
+  shape.block[0] = static_cast<unsigned>(bx);
+  shape.block[1] = static_cast<unsigned>(by);
+  submit_kernel(f, shape, args, stream);
 }
 
 const char* device_type(Dtype dt) {

@@ -7,7 +7,10 @@
 
 #include <cuda.h>
 
+#include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "kiln/backend/cuda/jit_module.h"
@@ -17,6 +20,24 @@ namespace kiln::cuda {
 
 /** The kernel named k.name: ahead-of-time when built so, else JIT. */
 CUfunction get_kernel(const JitKernel& k);
+
+/** A kernel found by a short key (at most 31 bytes: a family letter, the
+ *  op's name, packed dtypes and variant) before its JitKernel is built:
+ *  per-op launch paths call this, and a JitKernel with its siblings is a
+ *  dozen strings, which cost more than the rest of an op's bookkeeping.
+ *  make() runs on the first lookup of a key only. */
+class KernelKey {
+ public:
+  KernelKey(char family, const char* op);
+  KernelKey& add(uint32_t bits); // appends 4 bytes
+  std::string_view view() const { return {text_, size_}; }
+
+ private:
+  char text_[32];
+  uint8_t size_ = 0;
+};
+CUfunction find_kernel(const KernelKey& key,
+                       const std::function<JitKernel()>& make);
 
 /** True when get_kernel would find k.name among the nvcc-compiled kernels. */
 bool has_aot_kernel(const std::string& name);

@@ -23,6 +23,18 @@ void load_entry(const char* name, F& f) {
 
 } // namespace
 
+void* driver_entry(const char* name, int version) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult status;
+  if (cudaGetDriverEntryPointByVersion(name, &p, version, cudaEnableDefault,
+                                       &status) != cudaSuccess ||
+      status != cudaDriverEntryPointSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  return p;
+}
+
 const DriverApi& driver() {
   static const DriverApi api = [] {
     DriverApi d;

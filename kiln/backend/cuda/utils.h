@@ -29,6 +29,10 @@ struct DriverApi {
  *  function. */
 const DriverApi& driver();
 
+/** A driver function by name with the prototype of CUDA version `version`
+ *  (e.g. 12040), or nullptr when this driver lacks it. */
+void* driver_entry(const char* name, int version);
+
 [[noreturn]] void throw_cuda_error(const char* call, cudaError_t e);
 [[noreturn]] void throw_cu_error(const char* call, CUresult e);
 [[noreturn]] void throw_nvrtc_error(const char* call, nvrtcResult e);
