@@ -121,6 +121,11 @@ void launch_now(CUfunction f, const LaunchShape& s, void** args,
       s.shared_bytes, stream, args, nullptr));
 }
 
+// The driver tells each parameter's place; the first index it refuses is the
+// count. compute-sanitizer reports that refusal as an API error (so
+// `gpu-check sanitize` runs with graphs off); launch sites cannot pass the
+// count instead yet, as some pass more arguments than the kernel takes (the
+// flat elementwise kernels get the general kernels' layout too).
 const ParamLayout& layout_of(State& st, CUfunction f) {
   auto it = st.layouts.find(f);
   if (it != st.layouts.end()) return it->second;
