@@ -2,7 +2,9 @@
 // (backend/cuda/launch_queue.h): results as with launches one by one,
 // cached graphs patched with new buffers, and order kept with large
 // kernels, other streams and host reads.
-#include <cmath>
+#include "kiln/config.h"
+
+#if KILN_HAS_CUDA
 
 #include "cuda/gpu_fixture.h"
 #include "kiln/backend/cuda/launch_queue.h"
@@ -93,3 +95,5 @@ TEST_F(GpuLaunchQueue, StreamsWaitForEachOthersRecordedKernels) {
 
 } // namespace
 } // namespace kiln::test
+
+#endif // KILN_HAS_CUDA
