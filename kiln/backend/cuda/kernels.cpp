@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <stdexcept>
 #include <mutex>
 #include <string_view>
 
@@ -85,18 +84,16 @@ CUfunction get_kernel(const JitKernel& k) {
 
 KernelKey::KernelKey(char family, const char* op) {
   size_t n = std::strlen(op);
-  if (n + 1 > sizeof(text_) - 8) {
-    throw std::logic_error(std::string("[cuda] op name too long for a "
-                                       "kernel key: ") + op);
-  }
+  if (n + 1 + 8 > sizeof(text_)) return; // too long: looked up by JitKernel
   text_[0] = family;
   std::memcpy(text_ + 1, op, n);
   size_ = static_cast<uint8_t>(n + 1);
 }
 
 KernelKey& KernelKey::add(uint32_t bits) {
-  if (size_ + sizeof(bits) > sizeof(text_)) {
-    throw std::logic_error("[cuda] kernel key too long");
+  if (size_ == 0 || size_ + sizeof(bits) > sizeof(text_)) {
+    size_ = 0;
+    return *this;
   }
   std::memcpy(text_ + size_, &bits, sizeof(bits));
   size_ = static_cast<uint8_t>(size_ + sizeof(bits));
@@ -116,6 +113,7 @@ CUfunction find_kernel(const KernelKey& key,
     std::unordered_map<std::string, CUfunction, Hash, std::equal_to<>> by_key;
   };
   static auto* found = new Found; // outlives static destructors
+  if (key.view().empty()) return get_kernel(make());
   {
     std::lock_guard<std::mutex> lock(found->mutex);
     auto it = found->by_key.find(key.view());

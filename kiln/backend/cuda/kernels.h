@@ -21,8 +21,9 @@ namespace kiln::cuda {
 /** The kernel named k.name: ahead-of-time when built so, else JIT. */
 CUfunction get_kernel(const JitKernel& k);
 
-/** A kernel found by a short key (at most 31 bytes: a family letter, the
- *  op's name, packed dtypes and variant) before its JitKernel is built:
+/** A kernel found by a short key (at most 32 bytes: a family letter, the
+ *  op's name, packed dtypes and variant; longer keys are left empty and
+ *  find_kernel builds the JitKernel each time) before its JitKernel is built:
  *  per-op launch paths call this, and a JitKernel with its siblings is a
  *  dozen strings, which cost more than the rest of an op's bookkeeping.
  *  make() runs on the first lookup of a key only. */
