@@ -13,17 +13,16 @@
 #include "kiln/ops/shape.h"
 #include "kiln/ops/slicing.h"
 #include "kiln/ops/utils.h"
+#include "kiln/primitives/batching.h"
 #include "kiln/primitives/linalg.h"
 
 namespace kiln {
 
+using detail::batch_first;
+
 namespace {
 
 array mT(const array& x, StreamOrDevice s) { return swapaxes(x, -1, -2, s); }
-
-array batch_first(const array& x, int axis, StreamOrDevice s) {
-  return axis <= 0 ? x : moveaxis(x, axis, 0, s);
-}
 
 array eye_of(int n, Dtype dt, StreamOrDevice s) { return eye(n, n, 0, dt, s); }
 

@@ -11,32 +11,18 @@
 #include "kiln/ops/fast.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
+#include "kiln/primitives/batching.h"
 #include "kiln/primitives/fast.h"
 #include "kiln/transforms/autograd.h"
 #include "kiln/transforms/eval.h"
 
 namespace kiln::fast {
 
+using detail::batch_first;
+using detail::to_batch_first;
+using detail::batch_size;
+
 namespace {
-
-array batch_first(const array& x, int axis) {
-  return axis == 0 ? x : moveaxis(x, axis, 0);
-}
-
-// x with a leading batch axis of size n (a broadcast view when unmapped).
-array batched(const array& x, int axis, int n) {
-  if (axis >= 0) return batch_first(x, axis);
-  Shape shape = x.shape();
-  shape.insert(shape.begin(), n);
-  return broadcast_to(expand_dims(x, 0), shape);
-}
-
-int batch_size(const std::vector<array>& inputs, const std::vector<int>& axes) {
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (axes[i] >= 0) return inputs[i].shape(axes[i]);
-  }
-  return 1;
-}
 
 // The fallback as a function of the inputs at idx only, the others fixed.
 Fn partial_fallback(const Fallback& f, const std::vector<array>& primals,
@@ -124,7 +110,7 @@ std::pair<std::vector<array>, std::vector<int>> norm_vmap(
     const std::shared_ptr<Primitive>& prim, const std::vector<array>& inputs,
     const std::vector<int>& axes) {
   int n = batch_size(inputs, axes);
-  auto x = batched(inputs[0], axes[0], n);
+  auto x = to_batch_first(inputs[0], axes[0], n);
   Dtype dt = x.dtype();
   bool params_mapped = false;
   for (size_t i = 1; i < inputs.size(); ++i) params_mapped |= axes[i] >= 0;
@@ -308,7 +294,7 @@ std::pair<std::vector<array>, std::vector<int>> RoPE::vmap(
   }
   // Mapped offsets: fold the batch into B, with one offset per (n, B) pair.
   int n = batch_size(inputs, axes);
-  auto x = batched(inputs[0], axes[0], n);
+  auto x = to_batch_first(inputs[0], axes[0], n);
   int B = x.shape(1);
   auto off = reshape(batch_first(inputs[1], axes[1]), {n, -1});
   off = reshape(broadcast_to(off, {n, B}), {n * B});
@@ -384,7 +370,7 @@ std::pair<std::vector<array>, std::vector<int>> ScaledDotProductAttention::vmap(
   size_t n_folded = inputs.size() - (has_sinks_ ? 1 : 0);
   std::vector<array> in;
   for (size_t i = 0; i < n_folded; ++i) {
-    in.push_back(flatten(batched(inputs[i], axes[i], n), 0, 1));
+    in.push_back(flatten(to_batch_first(inputs[i], axes[i], n), 0, 1));
   }
   std::optional<array> mask, sinks;
   if (in.size() == 4) mask = in[3];

@@ -9,25 +9,6 @@
 
 namespace kiln::detail {
 
-array to_batch_first(const array& x, int axis, int b) {
-  if (axis >= 0) return axis == 0 ? x : moveaxis(x, axis, 0);
-  Shape shape = x.shape();
-  shape.insert(shape.begin(), b);
-  return broadcast_to(expand_dims(x, 0), shape);
-}
-
-array batch_first_or_one(const array& x, int axis) {
-  if (axis < 0) return expand_dims(x, 0);
-  return axis == 0 ? x : moveaxis(x, axis, 0);
-}
-
-int batch_size(const std::vector<array>& inputs, const std::vector<int>& axes) {
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (axes[i] >= 0) return inputs[i].shape(axes[i]);
-  }
-  return 1;
-}
-
 array batch_index(const Shape& shape) {
   Shape column(shape.size(), 1);
   column[0] = shape[0];

@@ -5,19 +5,9 @@
 #include <vector>
 
 #include "kiln/core/array.h"
+#include "kiln/primitives/batching.h"
 
 namespace kiln::detail {
-
-/** x with its batch axis first; an unmapped x (axis -1) gains a leading
- *  axis of size b as a broadcast view. */
-array to_batch_first(const array& x, int axis, int b);
-
-/** x with its batch axis first, or with a leading axis of size 1 when it is
- *  not mapped (for ops that broadcast it). */
-array batch_first_or_one(const array& x, int axis);
-
-/** The size of the mapped axis (the first input with axis >= 0). */
-int batch_size(const std::vector<array>& inputs, const std::vector<int>& axes);
 
 /** (b, 1, ..., 1) values 0..b-1 broadcast to shape (whose first entry is b):
  *  the index of the batch axis in a batched gather or scatter. */

@@ -9,17 +9,17 @@
 #include "kiln/ops/linalg.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
+#include "kiln/primitives/batching.h"
 #include "kiln/primitives/linalg.h"
 
 namespace kiln {
 
+using detail::batch_first;
+using detail::batch_size;
+
 namespace {
 
 array mT(const array& x, StreamOrDevice s) { return swapaxes(x, -1, -2, s); }
-
-array batch_first(const array& x, int axis, StreamOrDevice s) {
-  return axis <= 0 ? x : moveaxis(x, axis, 0, s);
-}
 
 array scaled(const array& x, float f, StreamOrDevice s) {
   return f == 1.0f ? x : multiply(x, array(f, x.dtype()), s);
@@ -28,13 +28,6 @@ array scaled(const array& x, float f, StreamOrDevice s) {
 array sum_or_first(const std::optional<array>& acc, const array& x,
                    StreamOrDevice s) {
   return acc ? add(*acc, x, s) : x;
-}
-
-int batch_size(const std::vector<array>& inputs, const std::vector<int>& axes) {
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (axes[i] >= 0) return inputs[i].shape(axes[i]);
-  }
-  return 1;
 }
 
 } // namespace

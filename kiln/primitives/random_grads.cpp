@@ -9,25 +9,13 @@
 #include "kiln/ops/indexing.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/sort.h"
+#include "kiln/primitives/batching.h"
 #include "kiln/primitives/random.h"
 
 namespace kiln {
 
-namespace {
-
-array batch_first(const array& x, int axis) {
-  return axis == 0 ? x : moveaxis(x, axis, 0);
-}
-
-// x with a leading batch axis of size n (a broadcast view when unmapped).
-array batched(const array& x, int axis, int n) {
-  if (axis >= 0) return batch_first(x, axis);
-  Shape shape = x.shape();
-  shape.insert(shape.begin(), n);
-  return broadcast_to(expand_dims(x, 0), shape);
-}
-
-} // namespace
+using detail::batch_first;
+using detail::to_batch_first;
 
 // ---- RandomBits -------------------------------------------------------------
 
@@ -103,7 +91,7 @@ std::pair<std::vector<array>, std::vector<int>> RandomPermutation::vmap(
   // a gather along the permuted axis.
   auto keys = batch_first(inputs[0], axes[0]);
   int n = keys.shape(0);
-  auto x = batched(inputs[1], axes[1], n);
+  auto x = to_batch_first(inputs[1], axes[1], n);
   auto order = argsort(keys, 1, stream());
   Shape ishape(x.ndim(), 1);
   ishape[0] = n;

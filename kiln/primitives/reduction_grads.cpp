@@ -7,15 +7,14 @@
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/utils.h"
+#include "kiln/primitives/batching.h"
 #include "kiln/primitives/reduction.h"
 
 namespace kiln {
 
-namespace {
+using detail::batch_first;
 
-array batch_first(const array& x, int axis) {
-  return axis == 0 ? x : moveaxis(x, axis, 0);
-}
+namespace {
 
 std::vector<int> shifted(const std::vector<int>& axes) {
   std::vector<int> out;

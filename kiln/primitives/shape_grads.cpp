@@ -6,24 +6,14 @@
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/utils.h"
+#include "kiln/primitives/batching.h"
 #include "kiln/primitives/shape.h"
 
 namespace kiln {
 
-namespace {
-
-// The mapped input with its batch axis first.
-array batch_first(const array& x, int axis) {
-  return axis == 0 ? x : moveaxis(x, axis, 0);
-}
-
-Shape with_batch(int b, const Shape& shape) {
-  Shape s = {b};
-  s.insert(s.end(), shape.begin(), shape.end());
-  return s;
-}
-
-} // namespace
+using detail::batch_first;
+using detail::to_batch_first;
+using detail::with_batch;
 
 // ---- Broadcast ----
 std::vector<array> Broadcast::vjp(const std::vector<array>& primals,
@@ -94,12 +84,10 @@ std::pair<std::vector<array>, std::vector<int>> BroadcastLike::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
   const array& a = inputs[0];
   const array& like = inputs[1];
-  int b = axes[0] >= 0 ? a.shape(axes[0]) : like.shape(axes[1]);
+  int b = detail::batch_size(inputs, axes);
   // Both batch-first, a padded with ones after its batch axis to like's rank.
-  auto a1 = axes[0] >= 0 ? batch_first(a, axes[0]) : expand_dims(a, 0);
-  auto l1 = axes[1] >= 0 ? batch_first(like, axes[1])
-                         : broadcast_to(expand_dims(like, 0),
-                                        with_batch(b, like.shape()));
+  auto a1 = detail::batch_first_or_one(a, axes[0]);
+  auto l1 = to_batch_first(like, axes[1], b);
   std::vector<int> pad;
   for (size_t k = a1.ndim(); k < l1.ndim(); ++k) {
     pad.push_back(static_cast<int>(k - a1.ndim() + 1));
@@ -136,16 +124,12 @@ std::vector<array> Reshape::jvp(const std::vector<array>& primals,
 
 std::pair<std::vector<array>, std::vector<int>> Reshape::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
-  int b = axes[0] >= 0 ? inputs[0].shape(axes[0]) : inputs[1].shape(axes[1]);
-  auto x = axes[0] >= 0 ? batch_first(inputs[0], axes[0])
-                        : broadcast_to(expand_dims(inputs[0], 0),
-                                       with_batch(b, inputs[0].shape()));
+  int b = detail::batch_size(inputs, axes);
+  auto x = to_batch_first(inputs[0], axes[0], b);
   if (inputs.size() == 1) {
     return {{reshape(x, with_batch(b, shape_))}, {0}};
   }
-  auto like = axes[1] >= 0 ? batch_first(inputs[1], axes[1])
-                           : broadcast_to(expand_dims(inputs[1], 0),
-                                          with_batch(b, inputs[1].shape()));
+  auto like = to_batch_first(inputs[1], axes[1], b);
   return {{array(like.shape(), x.dtype(), shared_from_this(), {x, like})},
           {0}};
 }

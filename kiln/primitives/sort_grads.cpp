@@ -8,17 +8,12 @@
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/sort.h"
+#include "kiln/primitives/batching.h"
 #include "kiln/primitives/sort.h"
 
 namespace kiln {
 
-namespace {
-
-array batch_first(const array& x, int axis) {
-  return axis == 0 ? x : moveaxis(x, axis, 0);
-}
-
-} // namespace
+using detail::batch_first;
 
 // ---- Sort: out = take_along_axis(x, argsort(x)) ----
 std::vector<array> Sort::vjp(const std::vector<array>& primals,
