@@ -31,6 +31,10 @@ bool in_tracing();
 /** True while compile traces a shapeless function in this thread: ops then
  *  keep a shape taken from a traced array tied to it (broadcast_like). */
 bool in_shapeless_tracing();
+/** True while a shapeless compile traces a: its shape is the traced one
+ *  only, and a replay may bring another, so ops that copy it into a node
+ *  tie the node to a instead (broadcast_like, reshape_like). */
+bool shape_follows_replay(const array& a);
 /** The CUDA backend's record of a buffer's device side (defined there). */
 struct DeviceRecord;
 void release_device_record(DeviceRecord* r);

@@ -44,7 +44,7 @@ array full_like(const array& a, const array& vals, std::optional<Dtype> dtype,
                 StreamOrDevice s) {
   Dtype dt = dtype.value_or(a.dtype());
   // Under shapeless compile the shape is a's, whatever it becomes.
-  if (detail::in_shapeless_tracing() && a.is_tracer()) {
+  if (detail::shape_follows_replay(a)) {
     return detail::broadcast_like(astype(vals, dt, s), a, s);
   }
   return full(a.shape(), vals, dt, s);

@@ -44,8 +44,8 @@ struct Config {
 // ones shaped like a row of each (cumsums), so the mask follows new lengths
 // on replay; otherwise they are aranges.
 array causal_mask(const array& q, const array& k, Stream s) {
-  if (!(kiln::detail::in_shapeless_tracing() && q.is_tracer() &&
-        k.is_tracer())) {
+  if (!(kiln::detail::shape_follows_replay(q) &&
+        kiln::detail::shape_follows_replay(k))) {
     int lq = q.shape(-2), lk = k.shape(-2);
     auto qi = expand_dims(arange(lk - lq, lk, 1, s), 1, s);
     auto ki = expand_dims(arange(0, lk, 1, s), 0, s);

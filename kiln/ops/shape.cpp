@@ -165,7 +165,7 @@ array broadcast_operand(const array& a, const Shape& shape, StreamOrDevice s) {
 }
 
 array reshape_like(const array& a, const array& like, StreamOrDevice s) {
-  if (!(in_shapeless_tracing() && like.is_tracer())) {
+  if (!shape_follows_replay(like)) {
     return reshape(a, like.shape(), s);
   }
   if (a.size() != like.size()) {
@@ -179,7 +179,7 @@ array reshape_like(const array& a, const array& like, StreamOrDevice s) {
 }
 
 array broadcast_like(const array& a, const array& like, StreamOrDevice s) {
-  if (!(in_shapeless_tracing() && like.is_tracer())) {
+  if (!shape_follows_replay(like)) {
     return broadcast_to(a, like.shape(), s);
   }
   auto p = std::make_shared<BroadcastLike>(to_stream(s));

@@ -20,7 +20,7 @@ namespace {
 // The extent of src along axis as an int64 scalar: a constant, or, while a
 // shapeless compile traces src, a node that follows src's shape on replay.
 array axis_size(const array& src, int axis) {
-  if (!(in_shapeless_tracing() && src.is_tracer())) {
+  if (!shape_follows_replay(src)) {
     return array(int64_t{src.shape(axis)});
   }
   auto p = std::make_shared<NumberOfElements>(to_stream({}),

@@ -20,6 +20,9 @@ int& depth_of(TraceKind kind) {
 
 bool in_tracing() { return tracing_depth > 0; }
 bool in_shapeless_tracing() { return shapeless_depth > 0; }
+bool shape_follows_replay(const array& a) {
+  return shapeless_depth > 0 && a.is_tracer();
+}
 
 ShapelessScope::ShapelessScope() { ++shapeless_depth; }
 ShapelessScope::~ShapelessScope() { --shapeless_depth; }
