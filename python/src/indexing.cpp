@@ -40,6 +40,8 @@ bool is_array_index(nb::handle h) {
          nb::hasattr(h, "__array__");
 }
 
+// An integer index checked against an axis of n elements, as written (in
+// [-n, n): negative counts from the end).
 int32_t checked_int(nb::handle h, int32_t n, int axis) {
   int overflow = 0;
   long long v = PyLong_AsLongLongAndOverflow(
@@ -48,7 +50,7 @@ int32_t checked_int(nb::handle h, int32_t n, int axis) {
     index_error("index " + py_str(h) + " is out of bounds for axis " +
                 std::to_string(axis) + " with size " + std::to_string(n) + ".");
   }
-  return static_cast<int32_t>(v < 0 ? v + n : v);
+  return static_cast<int32_t>(v);
 }
 
 // A slice bound as the window keeps it: in int32, and far out of range
@@ -124,17 +126,16 @@ Plan make_plan(const array& a, nb::handle index) {
           py_type_name(it) + ".");
     }
     if (is_int && !has_array) {
-      checked_int(it, n, axis);
       // As written: x[-1] stays the last element of a new size.
-      int32_t i = raw_bound(PyLong_AsSsize_t(
-          nb::steal(PyNumber_Index(it.ptr())).ptr()));
+      int32_t i = checked_int(it, n, axis);
       p.start[axis] = i;
       p.stop[axis] = i == -1 ? slice_end : i + 1;
       p.windowed = true;
       p.int_axes.push_back(axis++);
       continue;
     }
-    array idx = is_int ? array(checked_int(it, n, axis)) : to_array(it);
+    int32_t i = is_int ? checked_int(it, n, axis) : 0;
+    array idx = is_int ? array(i < 0 ? i + n : i) : to_array(it);
     if (idx.dtype() == bool_) {
       index_error(
           "boolean mask indices are not supported; use integer "
