@@ -127,27 +127,20 @@ __global__ void norm_warp(const T* __restrict__ x, const T* __restrict__ w,
   using C = compute_t<T>;
   int lane = threadIdx.x % warp_size;
   for (int64_t r = first_warp_row(); r < rows; r += warp_row_step()) {
-    const T* xr = x + r * n;
-    T* orow = out + r * n;
-    bool in_aligned = is_aligned<T, N>(xr),
-         out_aligned = is_aligned<T, N>(orow);
     C v[K][N];
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      load_chunk<N>(xr, warp_chunk(k, lane, N), n, in_aligned, C(0), v[k]);
-    }
+    load_warp_row(x + r * n, n, lane, C(0), v);
     NormRow<C> row = warp_norm_row<Rms>(v, lane, n, eps);
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       int64_t i = warp_chunk(k, lane, N);
-      C y[N];
 #pragma unroll
       for (int j = 0; j < N; ++j) {
-        y[j] = i + j < n ? normalize<Rms>(v[k][j], row, w, b, i + j, sw, sb)
-                         : C(0);
+        v[k][j] = i + j < n ? normalize<Rms>(v[k][j], row, w, b, i + j, sw,
+                                             sb)
+                            : C(0);
       }
-      store_chunk<N>(orow, i, n, out_aligned, y);
     }
+    store_warp_row(out + r * n, n, lane, v);
   }
 }
 
@@ -235,18 +228,11 @@ __global__ void __launch_bounds__(norm_vjp_warp_block, 2)
     for (int j = 0; j < N; ++j) dw[k][j] = 0;
   }
   for (int64_t r = first_warp_row(); r < rows; r += warp_row_step()) {
-    const T* xr = x + r * n;
-    const T* gr = g + r * n;
     T* dxr = dx + r * n;
-    bool x_aligned = is_aligned<T, N>(xr), g_aligned = is_aligned<T, N>(gr),
-         dx_aligned = is_aligned<T, N>(dxr);
+    bool dx_aligned = is_aligned<T, N>(dxr);
     C xv[K][N], gv[K][N];
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      int64_t i = warp_chunk(k, lane, N);
-      load_chunk<N>(xr, i, n, x_aligned, C(0), xv[k]);
-      load_chunk<N>(gr, i, n, g_aligned, C(0), gv[k]);
-    }
+    load_warp_row(x + r * n, n, lane, C(0), xv);
+    load_warp_row(g + r * n, n, lane, C(0), gv);
     NormRow<C> stats = warp_norm_row<Rms>(xv, lane, n, eps);
     NormVjpRow row{static_cast<double>(stats.mu),
                    static_cast<double>(stats.inv), 0, 0};
@@ -371,31 +357,41 @@ __global__ void __launch_bounds__(max_row_block)
 }
 
 /** dweight from the (parts, n) partials of norm_vjp_warp/block, summed in
- *  part order and rounded to C then T as on the CPU: per column (dw of n
- *  elements, threads grid-stride over columns), or, when scalar (a 0-d
- *  weight), the sum of every column's sum into dw[0] by one block. */
+ *  double in a fixed order and rounded to C then T as on the CPU.
+ *  Per column (dw of n elements): blocks of (32, ways <= 32) threads, block
+ *  x taking columns [32x, 32x + 32); thread row y sums parts y, y + ways,
+ *  ... (independent loads the compiler issues ahead: a column summed by
+ *  one thread waited on each of its few hundred loads in turn), and the
+ *  rows' sums meet in row order. When scalar (a 0-d weight), one block of
+ *  (threads, 1) sums every column into dw[0]. */
 template <typename T>
 __global__ void norm_vjp_dweight(const double* __restrict__ partial,
                                  T* __restrict__ dw, int64_t parts, int64_t n,
                                  bool scalar) {
   using C = compute_t<T>;
-  auto column = [&](int64_t c) {
-    double s = 0;
-    for (int64_t p = 0; p < parts; ++p) s += partial[p * n + c];
-    return s;
-  };
   if (!scalar) {
-    int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-    for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x +
-                     threadIdx.x;
-         c < n; c += step) {
-      dw[c] = cast_to<T>(static_cast<C>(column(c)));
+    __shared__ double sums[warp_size][warp_size]; // [row][column]
+    int64_t c = static_cast<int64_t>(blockIdx.x) * warp_size + threadIdx.x;
+    double s = 0;
+    if (c < n) {
+#pragma unroll 4
+      for (int64_t p = threadIdx.y; p < parts; p += blockDim.y) {
+        s += partial[p * n + c];
+      }
+    }
+    sums[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < n) {
+      for (unsigned y = 1; y < blockDim.y; ++y) s += sums[y][threadIdx.x];
+      dw[c] = cast_to<T>(static_cast<C>(s));
     }
     return;
   }
   // scalar is uniform over the grid: every thread reaches block_reduce.
   double total = 0;
-  for (int64_t c = threadIdx.x; c < n; c += blockDim.x) total += column(c);
+  for (int64_t c = threadIdx.x; c < n; c += blockDim.x) {
+    for (int64_t p = 0; p < parts; ++p) total += partial[p * n + c];
+  }
   total = block_reduce(total, SumRounded{}, reduce_scratch<double>());
   if (threadIdx.x == 0) dw[0] = cast_to<T>(static_cast<C>(total));
 }

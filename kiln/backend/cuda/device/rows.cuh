@@ -121,4 +121,28 @@ __device__ __forceinline__ int64_t warp_chunk(int k, int lane, int n_per) {
   return (static_cast<int64_t>(k) * warp_size + lane) * n_per;
 }
 
+/** A row held by a warp: lane's K chunks of N elements of row (n elements)
+ *  in compute type C, `fill` past n. */
+template <int N, int K, typename T, typename C>
+__device__ __forceinline__ void load_warp_row(const T* row, int64_t n,
+                                              int lane, C fill,
+                                              C (&v)[K][N]) {
+  bool aligned = is_aligned<T, N>(row);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    load_chunk<N>(row, warp_chunk(k, lane, N), n, aligned, fill, v[k]);
+  }
+}
+
+/** Rounds a warp's row (as load_warp_row holds it) to T and stores it. */
+template <int N, int K, typename T, typename C>
+__device__ __forceinline__ void store_warp_row(T* row, int64_t n, int lane,
+                                               const C (&y)[K][N]) {
+  bool aligned = is_aligned<T, N>(row);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    store_chunk<N>(row, warp_chunk(k, lane, N), n, aligned, y[k]);
+  }
+}
+
 } // namespace kiln::cuda

@@ -29,16 +29,11 @@ __global__ void softmax_warp(const T* __restrict__ x, T* __restrict__ out,
   using C = compute_t<T>;
   int lane = threadIdx.x % warp_size;
   for (int64_t r = first_warp_row(); r < rows; r += warp_row_step()) {
-    const T* xr = x + r * n;
-    T* orow = out + r * n;
-    bool in_aligned = is_aligned<T, N>(xr),
-         out_aligned = is_aligned<T, N>(orow);
     C v[K][N];
+    load_warp_row(x + r * n, n, lane, -math::infinity<C>(), v);
     C m = -math::infinity<C>();
 #pragma unroll
     for (int k = 0; k < K; ++k) {
-      load_chunk<N>(xr, warp_chunk(k, lane, N), n, in_aligned,
-                    -math::infinity<C>(), v[k]);
 #pragma unroll
       for (int j = 0; j < N; ++j) m = MaxNaN{}(m, v[k][j]);
     }
@@ -59,11 +54,10 @@ __global__ void softmax_warp(const T* __restrict__ x, T* __restrict__ out,
     C inv = C(1) / cast_to<C>(s);
 #pragma unroll
     for (int k = 0; k < K; ++k) {
-      C y[N];
 #pragma unroll
-      for (int j = 0; j < N; ++j) y[j] = v[k][j] * inv;
-      store_chunk<N>(orow, warp_chunk(k, lane, N), n, out_aligned, y);
+      for (int j = 0; j < N; ++j) v[k][j] *= inv;
     }
+    store_warp_row(out + r * n, n, lane, v);
   }
 }
 
