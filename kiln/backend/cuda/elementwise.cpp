@@ -133,9 +133,10 @@ bool run(const char* op, const std::array<const array*, N>& in,
   void* args[K + 2];
   for (size_t i = 0; i < K; ++i) args[i] = &ptrs[i];
   args[K] = &n;
-  args[K + 1] = &layout; // read only by the general kernels
+  args[K + 1] = &layout; // a parameter of the general kernels only
   int per_thread = lay.flat ? vec_width(in_dt, out.dtype()) : 1;
-  launch(f, n, per_thread, args, s.index);
+  launch(f, n, per_thread, KernelArgs(args, lay.flat ? K + 1 : K + 2),
+         s.index);
   return true;
 }
 

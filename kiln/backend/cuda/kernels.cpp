@@ -125,7 +125,7 @@ CUfunction find_kernel(const KernelKey& key,
   return f;
 }
 
-void launch(CUfunction f, int64_t n, int per_thread, void** args,
+void launch(CUfunction f, int64_t n, int per_thread, KernelArgs args,
             int stream) {
   if (n <= 0) return;
   int64_t threads = (n + per_thread - 1) / per_thread;
@@ -133,13 +133,13 @@ void launch(CUfunction f, int64_t n, int per_thread, void** args,
                 stream);
 }
 
-void launch_blocks(CUfunction f, int64_t blocks, int threads, void** args,
+void launch_blocks(CUfunction f, int64_t blocks, int threads, KernelArgs args,
                    int stream) {
   launch_blocks_shared(f, blocks, threads, 0, args, stream);
 }
 
 void launch_blocks_shared(CUfunction f, int64_t blocks, int threads,
-                          int shared_bytes, void** args, int stream) {
+                          int shared_bytes, KernelArgs args, int stream) {
   if (blocks <= 0) return;
   set_current_device(); // the driver API needs the context on this thread
   // Kernels loop grid-stride: a grid of many full waves is enough for any n.
@@ -164,7 +164,7 @@ void launch_blocks_shared(CUfunction f, int64_t blocks, int threads,
   submit_kernel(f, shape, args, stream);
 }
 
-void launch_blocks(CUfunction f, int64_t blocks, int bx, int by, void** args,
+void launch_blocks(CUfunction f, int64_t blocks, int bx, int by, KernelArgs args,
                    int stream) {
   if (blocks <= 0) return;
   set_current_device();

@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "kiln/backend/cuda/jit_module.h"
+#include "kiln/backend/cuda/launch_queue.h"
 #include "kiln/core/dtype.h"
 
 namespace kiln::cuda {
@@ -50,23 +51,23 @@ AotTable& aot_table();
 
 /** Launches f over n work items of `per_thread` elements each, with args
  *  pointing at the kernel's parameters, on kiln stream `stream`. */
-void launch(CUfunction f, int64_t n, int per_thread, void** args,
+void launch(CUfunction f, int64_t n, int per_thread, KernelArgs args,
             int stream);
 /** Launches f with `threads` per block over `blocks` blocks, or fewer (a
  *  few full waves) for a kernel that loops grid-stride over its blocks'
  *  work, on kiln stream `stream`. */
-void launch_blocks(CUfunction f, int64_t blocks, int threads, void** args,
+void launch_blocks(CUfunction f, int64_t blocks, int threads, KernelArgs args,
                    int stream);
 
 /** launch_blocks for a kernel with `shared_bytes` of dynamic shared memory;
  *  past the default 48 KiB it first raises the kernel's limit (once per
  *  kernel). */
 void launch_blocks_shared(CUfunction f, int64_t blocks, int threads,
-                          int shared_bytes, void** args, int stream);
+                          int shared_bytes, KernelArgs args, int stream);
 
 /** Launches f on a grid of `blocks` blocks of (bx, by) threads; for kernels
  *  that choose their own shape (reductions). */
-void launch_blocks(CUfunction f, int64_t blocks, int bx, int by, void** args,
+void launch_blocks(CUfunction f, int64_t blocks, int bx, int by, KernelArgs args,
                    int stream);
 
 /** The device type spelled for instantiation expressions ("float",

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -114,30 +115,43 @@ bool env_allows_graphs() {
   return !(v && std::string(v) == "0");
 }
 
-void launch_now(CUfunction f, const LaunchShape& s, void** args,
+void launch_now(CUfunction f, const LaunchShape& s, KernelArgs args,
                 cudaStream_t stream) {
   KILN_CHECK_CU(driver().launch_kernel(
       f, s.grid[0], s.grid[1], s.grid[2], s.block[0], s.block[1], s.block[2],
-      s.shared_bytes, stream, args, nullptr));
+      s.shared_bytes, stream, args.ptr, nullptr));
 }
 
-// The driver tells each parameter's place; the first index it refuses is the
-// count. compute-sanitizer reports that refusal as an API error (so
-// `gpu-check sanitize` runs with graphs off); launch sites cannot pass the
-// count instead yet, as some pass more arguments than the kernel takes (the
-// flat elementwise kernels get the general kernels' layout too).
-const ParamLayout& layout_of(State& st, CUfunction f) {
+// Where the driver puts each of f's first `count` parameters. Asking past
+// the last parameter is refused (and reported by compute-sanitizer as an
+// API error), so launch sites pass the exact count; a launch passing more
+// values than f takes is a bug in kiln, caught here.
+const ParamLayout& layout_of(State& st, CUfunction f, unsigned count) {
   auto it = st.layouts.find(f);
-  if (it != st.layouts.end()) return it->second;
-  ParamLayout l;
-  for (size_t i = 0;; ++i) {
-    size_t offset = 0, size = 0;
-    if (graph_api().param_info(f, i, &offset, &size) != CUDA_SUCCESS) break;
-    l.offsets.push_back(static_cast<uint32_t>(offset));
-    l.sizes.push_back(static_cast<uint32_t>(size));
-    l.bytes = std::max<uint32_t>(l.bytes, static_cast<uint32_t>(offset + size));
+  if (it == st.layouts.end()) {
+    ParamLayout l;
+    for (unsigned i = 0; i < count; ++i) {
+      size_t offset = 0, size = 0;
+      if (graph_api().param_info(f, i, &offset, &size) != CUDA_SUCCESS) {
+        throw std::logic_error(
+            "kiln internal error: a kernel launch passed " +
+            std::to_string(count) + " arguments to a kernel of " +
+            std::to_string(i) + " parameters");
+      }
+      l.offsets.push_back(static_cast<uint32_t>(offset));
+      l.sizes.push_back(static_cast<uint32_t>(size));
+      l.bytes =
+          std::max<uint32_t>(l.bytes, static_cast<uint32_t>(offset + size));
+    }
+    it = st.layouts.emplace(f, std::move(l)).first;
   }
-  return st.layouts.emplace(f, std::move(l)).first->second;
+  if (it->second.offsets.size() != count) {
+    throw std::logic_error(
+        "kiln internal error: launches of one kernel passed " +
+        std::to_string(it->second.offsets.size()) + " and " +
+        std::to_string(count) + " arguments");
+  }
+  return it->second;
 }
 
 // Pointers to each parameter of item r inside `data` (as kernelParams).
@@ -239,7 +253,7 @@ void flush_locked(State& st, int stream, bool full = false) {
     std::vector<void*> args;
     for (auto& r : q.items) {
       param_pointers(r, q.data.data(), args);
-      launch_now(r.f, r.shape, args.data(), cs);
+      launch_now(r.f, r.shape, args, cs);
     }
     st.stats.direct += static_cast<int64_t>(q.items.size());
   };
@@ -279,18 +293,19 @@ bool graphs_enabled() {
   return on;
 }
 
-void submit_kernel(CUfunction f, const LaunchShape& shape, void** args,
+void submit_kernel(CUfunction f, const LaunchShape& shape, KernelArgs args,
                    int stream) {
   set_current_device(); // the driver API needs the context on this thread
-  uint64_t blocks = uint64_t(shape.grid[0]) * shape.grid[1] * shape.grid[2];
-  // Up to a wave of blocks: a kernel that runs about as long as its launch.
-  bool small = blocks <= static_cast<uint64_t>(device_info().sm_count);
   if (!graphs_enabled() || stream < 0) {
     launch_now(f, shape, args, raw_stream(stream));
     return;
   }
+  uint64_t blocks = uint64_t(shape.grid[0]) * shape.grid[1] * shape.grid[2];
+  // Up to a wave of blocks: a kernel that runs about as long as its launch.
+  bool small = blocks <= static_cast<uint64_t>(device_info().sm_count);
   auto& st = state();
   std::lock_guard<std::mutex> lock(st.mutex);
+  const ParamLayout& l = layout_of(st, f, args.count); // checks the count
   if (!small) {
     flush_locked(st, stream);
     launch_now(f, shape, args, raw_stream(stream));
@@ -301,11 +316,11 @@ void submit_kernel(CUfunction f, const LaunchShape& shape, void** args,
     st.queues.resize(stream + 1);
   }
   Queue& q = st.queues[stream];
-  const ParamLayout& l = layout_of(st, f);
   Recorded r{f, shape, static_cast<uint32_t>(q.data.size()), &l};
   q.data.resize(q.data.size() + l.bytes);
   for (size_t i = 0; i < l.offsets.size(); ++i) {
-    std::memcpy(q.data.data() + r.at + l.offsets[i], args[i], l.sizes[i]);
+    std::memcpy(q.data.data() + r.at + l.offsets[i], args.ptr[i],
+                l.sizes[i]);
   }
   q.items.push_back(r);
   if (q.items.size() >= q.limit) flush_locked(st, stream, true);

@@ -12,9 +12,25 @@
 
 #include <cuda.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace kiln::cuda {
+
+/** A kernel's arguments as cuLaunchKernel takes them (a pointer to each
+ *  value) and how many there are, which must be exactly the kernel's
+ *  parameter count: the launch queue copies that many parameters. */
+struct KernelArgs {
+  void** ptr;
+  unsigned count;
+  template <size_t N>
+  KernelArgs(void* (&args)[N]) : ptr(args), count(N) {}
+  KernelArgs(std::vector<void*>& args)
+      : ptr(args.data()), count(static_cast<unsigned>(args.size())) {}
+  KernelArgs(void** args, size_t n)
+      : ptr(args), count(static_cast<unsigned>(n)) {}
+};
 
 struct LaunchShape {
   unsigned grid[3] = {1, 1, 1};
@@ -22,10 +38,11 @@ struct LaunchShape {
   unsigned shared_bytes = 0;
 };
 
-/** Runs kernel f with the parameters args points at (as cuLaunchKernel
- *  takes them) on kiln stream `stream`, now or recorded for a graph. The
- *  parameters are copied, so args may die when this returns. */
-void submit_kernel(CUfunction f, const LaunchShape& shape, void** args,
+/** Runs kernel f with `args` on kiln stream `stream`, now or recorded for a
+ *  graph. The parameters are copied, so args may die when this returns.
+ *  Throws std::logic_error when args holds more values than f takes (the
+ *  check needs the graph API, so it runs where graphs are on). */
+void submit_kernel(CUfunction f, const LaunchShape& shape, KernelArgs args,
                    int stream);
 
 /** Sends what kiln stream `stream` has recorded to the GPU. */

@@ -182,7 +182,7 @@ int row_block_threads(int64_t n, Dtype dt) {
 }
 
 void launch_rows(CUfunction f, bool warp, int64_t rows, int64_t n, Dtype dt,
-                 void** args, int stream) {
+                 KernelArgs args, int stream) {
   if (warp) {
     int64_t rows_per_block = warp_block_threads / 32;
     launch_blocks(f, (rows + rows_per_block - 1) / rows_per_block,

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "kiln/backend/cuda/jit_module.h"
+#include "kiln/backend/cuda/launch_queue.h"
 #include "kiln/core/dtype.h"
 
 namespace kiln::cuda {
@@ -81,6 +82,6 @@ int row_block_threads(int64_t n, Dtype dt);
  *  warps of 32 per row in blocks of 256 threads, or one block per row with
  *  enough threads for one 16-byte chunk each (at most 1024). */
 void launch_rows(CUfunction f, bool warp, int64_t rows, int64_t n, Dtype dt,
-                 void** args, int stream);
+                 KernelArgs args, int stream);
 
 } // namespace kiln::cuda
