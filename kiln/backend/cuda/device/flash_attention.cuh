@@ -33,8 +33,11 @@
 //         registers and spilled at D = 128);
 //   softmax: each lane scales and masks its own elements (it knows their
 //         rows and keys from the C layout) exactly as device/sdpa.cuh and
-//         the CPU score them; a row's max and sum reduce over the 4 lanes
-//         of its quad (shuffles); the running max and sum live in float;
+//         the CPU score them; a row's max reduces over the 4 lanes of its
+//         quad (shuffles) each tile, its sum once at the end (each lane
+//         keeps its own part); the running max and sums live in float;
+//         exp(x - max) is 2^((x - max) log2 e) on the special function
+//         unit (flash::exp2_approx);
 //   P     = exp(S - max) rounded to T is packed straight into A fragments:
 //         C tiles 2j and 2j + 1 (keys 16j .. 16j + 15) hold, register for
 //         register, A's rows g / g + 8 at columns 2t (+1) and 2t + 8 (+9);
@@ -162,6 +165,21 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4],
   }
 }
 
+/** log2(e): the softmax's exponentials are taken in base 2. */
+constexpr float log2e = 1.4426950408889634f;
+
+/** 2^x on the special function unit (`ex2.approx.ftz.f32`: about 2 ulp,
+ *  results below 2^-126 flush to 0). exp(x - m) is taken as 2^((x - m)
+ *  log2 e): two float ops and this, where expf costs about eight
+ *  instructions per score, which was most of the softmax's issue slots.
+ *  (Not 2^(x log2 e - m log2 e): a row whose every key is hidden scores
+ *  the lowest float everywhere, and lowest * log2 e overflows.) */
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 /** lo and hi rounded to T and packed into one register, lo in the lower
  *  half (the lower column of an A fragment's pair). */
 template <typename T>
@@ -182,9 +200,9 @@ __device__ __forceinline__ unsigned pack_pair(float lo, float hi) {
  *  row-major (B, Nq, Lq, D).
  *  With stats (the backward's pre-pass, device/flash_attention_bwd.cuh)
  *  out is not written: for each query row r = (b * Nq + h) * Lq + i,
- *  stats[3r .. 3r + 2] get the row's max score, its sum of exp(score -
- *  max) and rowsum(dout * O) in float, O rounded to T as out would hold
- *  it; dout (B, Nq, Lq, D) is read through p.dout_strides, with unit
+ *  stats[3r .. 3r + 2] get the row's max score m (0 where m is -inf),
+ *  the inverse of its sum of exp(score - m), and rowsum(dout * O)
+ *  in float, O rounded to T as out would hold it; dout (B, Nq, Lq, D) is read through p.dout_strides, with unit
  *  feature strides and 16-byte aligned rows as q. */
 template <typename T, int D, int MaskKind>
 __global__ void __launch_bounds__(flash_threads, flash_min_blocks(D))
@@ -354,7 +372,8 @@ __global__ void __launch_bounds__(flash_threads, flash_min_blocks(D))
         }
       }
 
-      // Online softmax: each row's max and sum over its quad's 4 lanes.
+      // Online softmax: each row's max over its quad's 4 lanes; each lane
+      // sums its own elements (the quad's sums add up at the end).
       float alpha[2];
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
@@ -372,17 +391,18 @@ __global__ void __launch_bounds__(flash_threads, flash_min_blocks(D))
         // 1 while the max stays (also -inf to -inf); NaN once a NaN arrives.
         alpha[r] =
             new_max == row_max[r] ? 1.0f : math::exp(row_max[r] - new_max);
+        // A row with no finite score yet subtracts 0, so that its -inf
+        // scores give 0, not NaN.
+        const float sub = new_max == -inf ? 0.0f : new_max;
         float tile_sum = 0.0f;
 #pragma unroll
         for (int n = 0; n < s_tiles; ++n) {
 #pragma unroll
           for (int e = 2 * r; e < 2 * r + 2; ++e) {
-            s[n][e] = s[n][e] == -inf ? 0.0f : math::exp(s[n][e] - new_max);
+            s[n][e] = flash::exp2_approx((s[n][e] - sub) * flash::log2e);
             tile_sum += s[n][e];
           }
         }
-        tile_sum += __shfl_xor_sync(0xffffffffu, tile_sum, 1);
-        tile_sum += __shfl_xor_sync(0xffffffffu, tile_sum, 2);
         row_max[r] = new_max;
         row_sum[r] = row_sum[r] * alpha[r] + tile_sum;
       }
@@ -418,6 +438,11 @@ __global__ void __launch_bounds__(flash_threads, flash_min_blocks(D))
     }
 
 #pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+    }
+#pragma unroll
     for (int n = 0; n < o_tiles; ++n) {
       o[n][0] /= row_sum[0];
       o[n][1] /= row_sum[0];
@@ -447,9 +472,10 @@ __global__ void __launch_bounds__(flash_threads, flash_min_blocks(D))
         delta[r] += __shfl_xor_sync(0xffffffffu, delta[r], 1);
         delta[r] += __shfl_xor_sync(0xffffffffu, delta[r], 2);
         if (row[r] < p.Lq && t2 == 0) {
+          // As the backward uses them: P = 2^((S - st[0]) log2 e) st[1].
           float* st = stats + 3 * (bh * p.Lq + row[r]);
-          st[0] = row_max[r];
-          st[1] = row_sum[r];
+          st[0] = row_max[r] == -inf ? 0.0f : row_max[r];
+          st[1] = 1.0f / row_sum[r];
           st[2] = delta[r];
         }
       }

@@ -3,8 +3,9 @@
 // dq, dk, dv from q, k, v, the mask, dO and per-row statistics.
 //
 // The pre-pass is the forward kernel (device/flash_attention.cuh) run with
-// `stats`: for every query row it stores the max score m, the sum l of
-// exp(score - m) and delta = rowsum(dO * O) in float. Then this kernel: a
+// `stats`: for every query row it stores its max score m (0 where m is
+// -inf), 1 / l for the sum l of exp(score - m), and delta = rowsum(dO * O)
+// in float. Then this kernel: a
 // block of 4 warps takes 64 keys of one (batch, kv head), keeps their K and
 // V tiles in shared memory and walks every query tile of every query head
 // sharing that kv head (grouped-query heads sum into the same dK and dV).
@@ -21,7 +22,8 @@
 //                                and queries as columns (2t, 2t + 1): K's
 //                                and V's strips are A (ldmatrix), Q's and
 //                                dO's rows are B (a query is a column);
-//   P    = exp(S * scale - m) / l, dS = P (dP - delta), in place, each
+//   P    = 2^((S * scale - m) log2 e) / l, dS = P (dP - delta) (the
+//          forward's flash::exp2_approx), in place, each
 //          lane knowing its elements' key and query from the C layout;
 //          scale, causal rule and mask as the forward applies them; dS = 0
 //          where a key is hidden (the graph's `where` passes no gradient);
@@ -156,7 +158,6 @@ __global__ void __launch_bounds__(flash_bwd_threads, flash_bwd_min_blocks(D))
   const int64_t rep = p.Nq / p.Nkv, shift = p.Lk - p.Lq;
   const float scale = p.scale;
   const float lowest = lowest_finite<float>();
-  const float inf = math::infinity<float>();
 
   for (int64_t work = blockIdx.x; work < k_tiles * kv_heads;
        work += gridDim.x) {
@@ -293,10 +294,9 @@ __global__ void __launch_bounds__(flash_bwd_threads, flash_bwd_min_blocks(D))
                 }
               }
               if (hidden) sc = lowest;
-              const float* row_stats = st + 3 * il; // max, sum, delta
-              pv = sc == -inf ? 0.0f
-                              : math::exp(sc - row_stats[0]) *
-                                    (1.0f / row_stats[1]);
+              const float* row_stats = st + 3 * il; // m, 1 / l, delta
+              pv = flash::exp2_approx((sc - row_stats[0]) * flash::log2e) *
+                   row_stats[1];
               ds = hidden ? 0.0f : pv * (dp[n][e] - row_stats[2]);
             }
             s[n][e] = pv;
