@@ -370,6 +370,68 @@ def bench_attention():
             "torch SDPA", peer, "us")
 
 
+def bench_attention_training():
+    """Attention forward and backward (q, k, v gradients), bfloat16, causal,
+    against PyTorch's scaled_dot_product_attention with autograd."""
+    for b, h, t, d in ((32, 8, 256, 64), (4, 16, 4096, 128)):
+        rng = np.random.default_rng(6)
+        qn, kn, vn, cn = (rng.uniform(-1, 1, (b, h, t, d)).astype(np.float32) for _ in range(4))
+        q, k, v, ct = (mx.array(a).astype(mx.bfloat16) for a in (qn, kn, vn, cn))
+        mx.eval(q, k, v, ct)
+        scale = 1.0 / d ** 0.5
+
+        def attention(q, k, v):
+            return mx.fast.scaled_dot_product_attention(q, k, v, scale=scale, mask="causal")
+
+        def step():
+            outs, grads = mx.vjp(attention, [q, k, v], [ct])
+            return outs + grads
+
+        us = kiln_throughput_us(step, reps=5)
+        flops = 3.5 * 4 * b * h * t * t * d / 2  # forward, its recompute and the 3 backward products
+        peer = None
+        if torch is not None:
+            import torch.nn.functional as F
+
+            tq, tk, tv = (to_torch(a, torch.bfloat16).requires_grad_() for a in (qn, kn, vn))
+            tc = to_torch(cn, torch.bfloat16)
+
+            def torch_step():
+                out = F.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
+                return torch.autograd.grad(out, (tq, tk, tv), tc)
+
+            peer = torch_us(torch_step, reps=20)
+        row(f"attention forward + backward, causal bf16 ({b},{h},{t},{d}) ({flops / us / 1e6:.0f} TFLOP/s)",
+            us, "torch SDPA", peer, "us")
+
+
+def bench_norm_backward():
+    """LayerNorm's gradients (x, weight, bias) at the GPT step's shape,
+    (8192, 512) bfloat16, against PyTorch's layer_norm with autograd."""
+    rows, n = 8192, 512
+    rng = np.random.default_rng(7)
+    xn, cn = (rng.uniform(-2, 2, (rows, n)).astype(np.float32) for _ in range(2))
+    wn, bn = (rng.uniform(0.5, 2, (n,)).astype(np.float32) for _ in range(2))
+    x, ct, w, bias = (mx.array(a).astype(mx.bfloat16) for a in (xn, cn, wn, bn))
+    mx.eval(x, ct, w, bias)
+
+    def layer_norm(x, w, bias):
+        return mx.fast.layer_norm(x, w, bias, 1e-5)
+
+    us = kiln_throughput_us(lambda: mx.vjp(layer_norm, [x, w, bias], [ct])[1], reps=20)
+    peer = None
+    if torch is not None:
+        tx, tw, tb = (to_torch(a, torch.bfloat16).requires_grad_() for a in (xn, wn, bn))
+        tc = to_torch(cn, torch.bfloat16)
+
+        def torch_step():
+            out = torch.nn.functional.layer_norm(tx, (n,), tw, tb, 1e-5)
+            return torch.autograd.grad(out, (tx, tw, tb), tc)
+
+        peer = torch_us(torch_step)
+    row(f"LayerNorm forward + backward ({rows},{n}) bfloat16", us, "torch", peer, "us")
+
+
 def bench_host_time():
     x = mx.random.uniform(shape=(1024,))
     mx.eval(x)
@@ -455,6 +517,8 @@ def main():
         ("reductions", lambda: bench_reductions(4096 if args.quick else 8192)),
         ("scan and sort", lambda: bench_scan_sort(1 << 22 if args.quick else 1 << 24)),
         ("attention", bench_attention),
+        ("attention training", bench_attention_training),
+        ("norm backward", bench_norm_backward),
         ("cold kernel", bench_cold_kernel),
     ]
     wanted = [w.strip() for w in args.only.split(",") if w.strip()]
