@@ -13,15 +13,21 @@ def first_number(text):
     return float(m.group(0)) if m else None
 
 
+def workload_key(name):
+    """A row's name without the measured figures some names carry, such as
+    "(3.71 TB/s)" or "(219 TFLOP/s)", so the two builds' rows meet."""
+    return re.sub(r"\s*\([^()]*\d[^()]*(TB/s|TFLOP/s)\)", "", name)
+
+
 def main(jit_path, aot_path):
     with open(jit_path) as f:
         jit = {r[0]: r[1] for r in json.load(f)}
     with open(aot_path) as f:
-        aot = {r[0]: r[1] for r in json.load(f)}
+        aot = {workload_key(r[0]): r[1] for r in json.load(f)}
     print("| workload | JIT build | AOT build | AOT / JIT |")
     print("| --- | --- | --- | --- |")
     for name, j in jit.items():
-        a = aot.get(name, "n/a")
+        a = aot.get(workload_key(name), "n/a")
         nj, na = first_number(j), first_number(a)
         ratio = f"{na / nj:.3f}" if nj and na else "n/a"
         print(f"| {name} | {j} | {a} | {ratio} |")

@@ -9,6 +9,8 @@ namespace kiln::cuda {
 
 namespace {
 
+// Threads per block of the warp-per-row kernels (device/norms.cuh's
+// norm_warp is built for blocks of norm_warp_block = this).
 constexpr int warp_block_threads = 256;
 
 bool is_half(Dtype dt) { return dt == float16 || dt == bfloat16; }

@@ -321,12 +321,27 @@ __global__ void col_reduce(const In* __restrict__ in, Out* __restrict__ out,
         }
         for (; i < end; i += step) acc[0] = Op{}(acc[0], cast_to<A>(p[i * stride]));
       } else if (outer.ndim == 0) {
-        // Vectors: two in flight per thread.
-        for (; i + step < end; i += 2 * step) {
-          add_at(p + i * stride);
-          add_at(p + (i + step) * stride);
+        if (V > 1 && cols == V) {
+          // Whole vectors: four loads in flight per thread before they are
+          // added (two left a bias gradient's column sums at half the copy
+          // rate), rows added in the same order.
+          for (; i + 3 * step < end; i += 4 * step) {
+            Vec<In, V> e[4];
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+              e[u] = *reinterpret_cast<const Vec<In, V>*>(
+                  p + (i + u * step) * stride);
+            }
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+#pragma unroll
+              for (int v = 0; v < V; ++v) {
+                acc[v] = Op{}(acc[v], cast_to<A>(e[u].v[v]));
+              }
+            }
+          }
         }
-        if (i < end) add_at(p + i * stride);
+        for (; i < end; i += step) add_at(p + i * stride);
       } else if (i < end) {
         // Walk i as (q, r), recomputing the outer offset only when q moves.
         int64_t q = i / len, r = i - q * len, qoff[1];
