@@ -34,8 +34,8 @@ KILN_FLASH_HD constexpr int flash_shared_bytes(int d, int t_size) {
 
 /** Blocks per SM the forward kernel is built for (its register budget:
  *  65536 / (128 * blocks) per thread): as many as the shared memory allows
- *  on an H100/H200 (227 KiB): 4 for d = 64 (128 registers; the masked
- *  variants spill 28 bytes) and 2 for d = 128 (255 registers: O's
+ *  on an H100/H200 (227 KiB): 4 for d = 64 (128 registers; the variants
+ *  spill 4-16 bytes) and 2 for d = 128 (238-255 registers: O's
  *  accumulators take 64 and S's 32, and ldmatrix results are hoisted; no
  *  spills). `ptxas -v`, sm_90, CUDA 13. */
 KILN_FLASH_HD constexpr int flash_min_blocks(int d) { return d <= 64 ? 4 : 2; }
