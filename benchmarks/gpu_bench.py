@@ -370,10 +370,23 @@ def bench_attention():
             "torch SDPA", peer, "us")
 
 
-def bench_attention_training():
+def compiled_vjp(fn, n_primals):
+    """fn's outputs and its primals' gradients, compiled as a training step
+    compiles them (so the rows time the GPU's work, not tracing vjp in
+    Python per call): a function of the primals and the cotangent."""
+
+    def step(*args):
+        outs, grads = mx.vjp(fn, list(args[:n_primals]), [args[n_primals]])
+        return outs + grads
+
+    return mx.compile(step)
+
+
+def bench_attention_training(shapes=((32, 8, 256, 64), (4, 16, 4096, 128))):
     """Attention forward and backward (q, k, v gradients), bfloat16, causal,
-    against PyTorch's scaled_dot_product_attention with autograd."""
-    for b, h, t, d in ((32, 8, 256, 64), (4, 16, 4096, 128)):
+    compiled, against PyTorch's scaled_dot_product_attention with
+    autograd."""
+    for b, h, t, d in shapes:
         rng = np.random.default_rng(6)
         qn, kn, vn, cn = (rng.uniform(-1, 1, (b, h, t, d)).astype(np.float32) for _ in range(4))
         q, k, v, ct = (mx.array(a).astype(mx.bfloat16) for a in (qn, kn, vn, cn))
@@ -383,11 +396,8 @@ def bench_attention_training():
         def attention(q, k, v):
             return mx.fast.scaled_dot_product_attention(q, k, v, scale=scale, mask="causal")
 
-        def step():
-            outs, grads = mx.vjp(attention, [q, k, v], [ct])
-            return outs + grads
-
-        us = kiln_throughput_us(step, reps=5)
+        step = compiled_vjp(attention, 3)
+        us = kiln_throughput_us(lambda: step(q, k, v, ct), reps=5)
         flops = 3.5 * 4 * b * h * t * t * d / 2  # forward, its recompute and the 3 backward products
         peer = None
         if torch is not None:
@@ -405,10 +415,10 @@ def bench_attention_training():
             us, "torch SDPA", peer, "us")
 
 
-def bench_norm_backward():
-    """LayerNorm's gradients (x, weight, bias) at the GPT step's shape,
-    (8192, 512) bfloat16, against PyTorch's layer_norm with autograd."""
-    rows, n = 8192, 512
+def bench_norm_backward(rows=8192, n=512):
+    """LayerNorm's forward and gradients (x, weight, bias), compiled, at the
+    GPT step's shape, (8192, 512) bfloat16, against PyTorch's layer_norm
+    with autograd."""
     rng = np.random.default_rng(7)
     xn, cn = (rng.uniform(-2, 2, (rows, n)).astype(np.float32) for _ in range(2))
     wn, bn = (rng.uniform(0.5, 2, (n,)).astype(np.float32) for _ in range(2))
@@ -418,7 +428,8 @@ def bench_norm_backward():
     def layer_norm(x, w, bias):
         return mx.fast.layer_norm(x, w, bias, 1e-5)
 
-    us = kiln_throughput_us(lambda: mx.vjp(layer_norm, [x, w, bias], [ct])[1], reps=20)
+    step = compiled_vjp(layer_norm, 3)
+    us = kiln_throughput_us(lambda: step(x, w, bias, ct), reps=20)
     peer = None
     if torch is not None:
         tx, tw, tb = (to_torch(a, torch.bfloat16).requires_grad_() for a in (xn, wn, bn))
