@@ -201,9 +201,10 @@ __device__ __forceinline__ unsigned pack_pair(float lo, float hi) {
  *  With stats (the backward's pre-pass, device/flash_attention_bwd.cuh)
  *  out is not written: for each query row r = (b * Nq + h) * Lq + i,
  *  stats[3r .. 3r + 2] get the row's max score m (0 where m is -inf),
- *  the inverse of its sum of exp(score - m), and rowsum(dout * O)
- *  in float, O rounded to T as out would hold it; dout (B, Nq, Lq, D) is read through p.dout_strides, with unit
- *  feature strides and 16-byte aligned rows as q. */
+ *  the inverse of its sum of exp(score - m), and rowsum(dout * O) in
+ *  float, O rounded to T as out would hold it; dout (B, Nq, Lq, D) is
+ *  read through p.dout_strides, with unit feature strides and 16-byte
+ *  aligned rows as q. */
 template <typename T, int D, int MaskKind>
 __global__ void __launch_bounds__(flash_threads, flash_min_blocks(D))
     sdpa_flash(const T* __restrict__ q, const T* __restrict__ k,
