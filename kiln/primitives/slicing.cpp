@@ -41,6 +41,18 @@ SliceWindow slice_window(const Shape& in, const Shape& start,
   return w;
 }
 
+WindowPlace window_place(const Shape& shape, const Strides& strides,
+                         const Shape& start, const Shape& stop,
+                         const Shape& steps) {
+  Shape first = slice_window(shape, start, stop, steps).start;
+  WindowPlace w{Strides(shape.size()), 0};
+  for (size_t i = 0; i < shape.size(); ++i) {
+    w.strides[i] = strides[i] * steps[i];
+    w.offset += first[i] * strides[i];
+  }
+  return w;
+}
+
 std::vector<Shape> Slice::output_shapes(const std::vector<array>& inputs) {
   return {slice_window(inputs[0].shape(), start_, stop_, strides_).shape};
 }

@@ -188,6 +188,17 @@ struct SliceWindow {
 SliceWindow slice_window(const Shape& in, const Shape& start,
                          const Shape& stop, const Shape& strides);
 
+/** Where the window start:stop:steps lies in an array of `shape` laid out
+ *  with `strides` (elements): its own strides (the array's scaled by the
+ *  steps) and the element offset of its first element. */
+struct WindowPlace {
+  Strides strides;
+  int64_t offset = 0;
+};
+WindowPlace window_place(const Shape& shape, const Strides& strides,
+                         const Shape& start, const Shape& stop,
+                         const Shape& steps);
+
 /** Number of elements of start:stop:step (normalized). */
 int32_t slice_length(int32_t start, int32_t stop, int32_t step);
 

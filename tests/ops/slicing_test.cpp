@@ -2,6 +2,7 @@
 // row-major, transposed, broadcast, offset and reversed inputs.
 #include <climits>
 
+#include "kiln/primitives/slicing.h"
 #include "ops/index_helpers.h"
 
 namespace kiln::test {
@@ -93,6 +94,23 @@ TEST(Slicing, SliceNegativeStepsMatchMlx) {
   EXPECT_EQ(to_doubles(slice(x, {-3}, {10})), (std::vector<double>{7, 8, 9}));
   EXPECT_EQ(slice(x, {20}, {30}).size(), 0u);
   EXPECT_EQ(to_doubles(slice(x, {-20}, {3})), (std::vector<double>{0, 1, 2}));
+}
+
+// The window's place in its array (shared by the CPU and GPU slice
+// kernels): strides scaled by the steps, offset of the first element after
+// normalization. a[::-2, 1:5:2] of a (5, 6) array with strides (6, 1)
+// starts at (4, 1).
+TEST(Slicing, WindowPlace) {
+  WindowPlace w = window_place(Shape{5, 6}, Strides{6, 1}, Shape{-1, 1},
+                               Shape{INT_MIN, 5}, Shape{-2, 2});
+  EXPECT_EQ(w.strides, (Strides{-12, 2}));
+  EXPECT_EQ(w.offset, 25);
+  // Strided storage (a transposed (5, 6) with strides (1, 5)), clamped
+  // starts: a[10:, -20:3] starts at row 5 (an empty window), column 0.
+  w = window_place(Shape{5, 6}, Strides{1, 5}, Shape{10, -20}, Shape{12, 3},
+                   Shape{1, 1});
+  EXPECT_EQ(w.strides, (Strides{1, 5}));
+  EXPECT_EQ(w.offset, 5);
 }
 
 TEST(Slicing, SliceLayoutFlags) {

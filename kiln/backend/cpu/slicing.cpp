@@ -43,14 +43,10 @@ int64_t dynamic_offset(const array& a, const array& start,
 
 void Slice::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
-  Shape start = slice_window(in.shape(), start_, stop_, strides_).start;
-  Strides strides(in.ndim());
-  int64_t offset = 0;
-  for (size_t i = 0; i < in.ndim(); ++i) {
-    strides[i] = in.strides()[i] * strides_[i];
-    if (out.size() > 0) offset += start[i] * in.strides()[i];
-  }
-  set_view(in, out, strides, offset);
+  WindowPlace w = window_place(in.shape(), in.strides(), start_, stop_,
+                               strides_);
+  // An empty window may start past the end: it views offset 0.
+  set_view(in, out, w.strides, out.size() > 0 ? w.offset : 0);
 }
 
 // Every piece keeps the input's strides; only its offset along axis moves.
@@ -78,14 +74,9 @@ void SliceUpdate::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& update = inputs[1];
   detail::copy_or_donate(inputs[0], out);
   if (update.size() == 0) return;
-  Shape start = slice_window(out.shape(), start_, stop_, strides_).start;
-  Strides strides(out.ndim());
-  int64_t offset = 0;
-  for (size_t i = 0; i < out.ndim(); ++i) {
-    strides[i] = out.strides()[i] * strides_[i];
-    offset += start[i] * out.strides()[i];
-  }
-  detail::copy_into(update, out, strides, offset);
+  WindowPlace w = window_place(out.shape(), out.strides(), start_, stop_,
+                               strides_);
+  detail::copy_into(update, out, w.strides, w.offset);
 }
 
 void DynamicSliceUpdate::eval_cpu(const std::vector<array>& inputs,

@@ -130,21 +130,16 @@ void DynamicSlice::eval_gpu(const std::vector<array>& inputs, array& out) {
 
 void SliceUpdate::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& update = inputs[1];
-  Strides out_strides = row_major_strides(out.shape());
-  Shape start = slice_window(out.shape(), start_, stop_, strides_).start;
-  Strides window(out.ndim());
-  int64_t offset = 0;
-  for (size_t i = 0; i < out.ndim(); ++i) {
-    window[i] = out_strides[i] * strides_[i];
-    offset += start[i] * out_strides[i];
-  }
-  if (!cuda::can_copy_into(update, out.dtype(), window) ||
+  // The output is row-major (copy_or_donate makes it so).
+  WindowPlace w = window_place(out.shape(), row_major_strides(out.shape()),
+                               start_, stop_, strides_);
+  if (!cuda::can_copy_into(update, out.dtype(), w.strides) ||
       !cuda::copy_or_donate(inputs[0], out, stream())) {
     cuda::eval_on_cpu(*this, inputs, out);
     return;
   }
   if (update.size() == 0) return;
-  cuda::copy_into(update, out, window, offset, stream());
+  cuda::copy_into(update, out, w.strides, w.offset, stream());
 }
 
 void DynamicSliceUpdate::eval_gpu(const std::vector<array>& inputs,
