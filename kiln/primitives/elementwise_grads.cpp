@@ -82,8 +82,20 @@ std::pair<std::vector<array>, std::vector<int>> Elementwise::vmap(
       moved.push_back(inputs[i]);
     }
   }
+  // An unmapped operand is lined up as the op itself would (an implicit
+  // broadcast, aligned right: the batch axis leads), so that under
+  // shapeless compile it follows the mapped operands' new shape on replay.
+  // One the op had already broadcast implicitly to the traced shape is
+  // taken from before that broadcast, which would keep the traced shape.
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (axes[i] < 0) moved[i] = broadcast_to(expand_dims(moved[i], 0), shape);
+    if (axes[i] >= 0) continue;
+    array x = moved[i];
+    while (x.has_primitive()) {
+      auto* b = dynamic_cast<const Broadcast*>(&x.primitive());
+      if (!b || !b->implicit()) break;
+      x = x.inputs()[0];
+    }
+    moved[i] = detail::broadcast_operand(x, shape);
   }
   (void)batch;
   array out(shape, out_dtype(inputs), shared_from_this(), moved);

@@ -101,16 +101,36 @@ std::vector<std::pair<int32_t, int32_t>> Split::bounds(int32_t n) const {
   return out;
 }
 
+std::vector<std::pair<int32_t, int32_t>> Split::pieces(
+    const std::vector<array>& inputs) const {
+  int32_t n = inputs[0].shape(axis_);
+  if (!like_) return bounds(n);
+  std::vector<std::pair<int32_t, int32_t>> out;
+  int32_t start = 0;
+  for (size_t k = 1; k < inputs.size(); ++k) {
+    int32_t extent = inputs[k].shape(axis_);
+    out.emplace_back(start, start + extent);
+    start += extent;
+  }
+  if (start != n) {
+    throw std::invalid_argument(
+        "[concatenate] the gradient's pieces along axis " +
+        std::to_string(axis_) + " add up to " + std::to_string(start) +
+        ", but the cotangent's extent there is " + std::to_string(n) + ".");
+  }
+  return out;
+}
+
 bool Split::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const Split*>(&other);
   return o && o->indices_ == indices_ && o->num_splits_ == num_splits_ &&
-         o->axis_ == axis_;
+         o->axis_ == axis_ && o->like_ == like_;
 }
 
 std::vector<Shape> Split::output_shapes(const std::vector<array>& inputs) {
   Shape shape = inputs[0].shape();
   std::vector<Shape> out;
-  for (auto [lo, hi] : bounds(shape[axis_])) {
+  for (auto [lo, hi] : pieces(inputs)) {
     shape[axis_] = hi - lo;
     out.push_back(shape);
   }

@@ -41,14 +41,19 @@ class Slice : public UnaryPrimitive {
  *  points are either the op's indices, absolute and normalized as slice
  *  bounds (so pieces may be empty, and unsorted indices make them overlap),
  *  or num_splits equal parts (then num_splits > 0 and indices are unused),
- *  which follow a new axis size under shapeless compile. */
+ *  which follow a new axis size under shapeless compile; or, for a Split
+ *  made `like`, the extents along axis of the inputs after the first (one
+ *  per piece, their data not read): the gradient of a concatenation traced
+ *  for shapeless compile splits like its primals, so it follows their new
+ *  extents on replay. */
 class Split : public Primitive {
  public:
-  Split(Stream s, Shape indices, int num_splits, int axis)
+  Split(Stream s, Shape indices, int num_splits, int axis, bool like = false)
       : Primitive(s),
         indices_(std::move(indices)),
         num_splits_(num_splits),
-        axis_(axis) {}
+        axis_(axis),
+        like_(like) {}
   const char* name() const override { return "Split"; }
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
@@ -56,16 +61,26 @@ class Split : public Primitive {
   KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
-  /** [start, stop) of each piece along an axis of size n. */
+  /** [start, stop) of each piece along an axis of size n (not `like`). */
   std::vector<std::pair<int32_t, int32_t>> bounds(int32_t n) const;
+  /** [start, stop) of each piece for these inputs (any Split). */
+  std::vector<std::pair<int32_t, int32_t>> pieces(
+      const std::vector<array>& inputs) const;
   const Shape& indices() const { return indices_; }
   int num_splits() const { return num_splits_; }
   int axis() const { return axis_; }
+  bool like() const { return like_; }
 
  private:
+  /** The gradient of input 0: the cotangents joined, or each written
+   *  into zeros where pieces overlap or leave gaps. */
+  array input_cotangent(const std::vector<array>& primals,
+                        const std::vector<array>& cotangents);
+
   const Shape indices_;
   const int num_splits_;
   const int axis_;
+  const bool like_;
 };
 
 /** A window of slice_size whose start along axes is read from an integer

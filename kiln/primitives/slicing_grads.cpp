@@ -74,19 +74,30 @@ std::pair<std::vector<array>, std::vector<int>> Slice::vmap(
 // ---- Split ----
 // The pieces usually tile the axis, so the input's cotangent is theirs
 // joined; the autograd walk hands zeros for pieces that got none.
+// A `like` Split's shape inputs get zeros.
 std::vector<array> Split::vjp(const std::vector<array>& primals,
                               const std::vector<array>& cotangents,
-                              const std::vector<int>&,
+                              const std::vector<int>& argnums,
                               const std::vector<array>&) {
+  std::vector<array> out;
+  for (int i : argnums) {
+    out.push_back(i == 0 ? input_cotangent(primals, cotangents)
+                         : zeros_like(primals[i], stream()));
+  }
+  return out;
+}
+
+array Split::input_cotangent(const std::vector<array>& primals,
+                             const std::vector<array>& cotangents) {
   const array& x = primals[0];
-  auto pieces = bounds(x.shape(axis_));
+  auto pieces = this->pieces(primals);
   bool tiles = true;
   for (size_t k = 0; k < pieces.size(); ++k) {
     int32_t expected = k == 0 ? 0 : pieces[k - 1].second;
     tiles = tiles && pieces[k].first == expected;
   }
   if (tiles && pieces.back().second == x.shape(axis_)) {
-    return {concatenate(cotangents, axis_, stream())};
+    return concatenate(cotangents, axis_, stream());
   }
   // Unsorted indices: pieces overlap or leave gaps, so each cotangent goes
   // back into its own window and overlaps add up.
@@ -100,7 +111,7 @@ std::vector<array> Split::vjp(const std::vector<array>& primals,
                             stream()),
             stream());
   }
-  return {g};
+  return g;
 }
 
 std::vector<array> Split::jvp(const std::vector<array>& primals,
@@ -108,17 +119,24 @@ std::vector<array> Split::jvp(const std::vector<array>& primals,
                               const std::vector<int>&) {
   auto shapes = output_shapes(primals);
   std::vector<Dtype> dtypes(shapes.size(), tangents[0].dtype());
+  std::vector<array> in = primals; // a `like` Split's shape inputs stay
+  in[0] = tangents[0];
   return array::make_arrays(std::move(shapes), dtypes, shared_from_this(),
-                            {tangents[0]});
+                            in);
 }
 
 std::pair<std::vector<array>, std::vector<int>> Split::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
-  auto x = to_batch_first(inputs[0], axes[0], 1);
-  auto p = std::make_shared<Split>(stream(), indices_, num_splits_, axis_ + 1);
-  auto shapes = p->output_shapes({x});
-  std::vector<Dtype> dtypes(shapes.size(), x.dtype());
-  auto outs = array::make_arrays(std::move(shapes), dtypes, std::move(p), {x});
+  std::vector<array> in = {to_batch_first(inputs[0], axes[0], 1)};
+  // Shape inputs keep their extent at axis + 1 with a leading axis.
+  for (size_t k = 1; k < inputs.size(); ++k) {
+    in.push_back(detail::batch_first_or_one(inputs[k], axes[k]));
+  }
+  auto p = std::make_shared<Split>(stream(), indices_, num_splits_, axis_ + 1,
+                                   like_);
+  auto shapes = p->output_shapes(in);
+  std::vector<Dtype> dtypes(shapes.size(), in[0].dtype());
+  auto outs = array::make_arrays(std::move(shapes), dtypes, std::move(p), in);
   return {outs, std::vector<int>(outs.size(), 0)};
 }
 
@@ -282,13 +300,27 @@ std::vector<array> Concatenate::vjp(const std::vector<array>& primals,
                                     const std::vector<int>& argnums,
                                     const std::vector<array>&) {
   const array& cot = cotangents[0];
+  bool follows = false;
+  for (auto& p : primals) follows = follows || detail::shape_follows_replay(p);
+  if (follows) {
+    // Traced for shapeless compile: one Split like the primals, whose
+    // pieces follow their extents along axis on replay.
+    std::vector<array> in = {cot};
+    in.insert(in.end(), primals.begin(), primals.end());
+    auto p = std::make_shared<Split>(stream(), Shape{}, 0, axis_, true);
+    auto shapes = p->output_shapes(in);
+    std::vector<Dtype> dtypes(shapes.size(), cot.dtype());
+    auto pieces = array::make_arrays(std::move(shapes), dtypes, std::move(p),
+                                     in);
+    std::vector<array> out;
+    for (int i : argnums) out.push_back(pieces[i]);
+    return out;
+  }
   std::vector<int> offsets = {0};
   for (auto& p : primals) offsets.push_back(offsets.back() + p.shape(axis_));
   std::vector<array> out;
   for (int i : argnums) {
-    // The other axes run to their ends, so they follow a new size under
-    // shapeless compile; the offsets along axis cannot, and reshape_like
-    // raises there when an input's extent changes.
+    // Slices at fixed offsets: only used outside shapeless tracing.
     Shape start(cot.ndim(), 0), stop(cot.ndim(), slice_end);
     start[axis_] = offsets[i];
     stop[axis_] = offsets[i + 1];

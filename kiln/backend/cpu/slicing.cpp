@@ -53,7 +53,7 @@ void Slice::eval_cpu(const std::vector<array>& inputs, array& out) {
 void Split::eval_cpu(const std::vector<array>& inputs,
                      std::vector<array>& outputs) {
   const array& in = inputs[0];
-  auto pieces = bounds(in.shape(axis_));
+  auto pieces = this->pieces(inputs);
   for (size_t k = 0; k < outputs.size(); ++k) {
     int64_t offset = outputs[k].size() == 0
                          ? 0
