@@ -291,5 +291,59 @@ TEST(GradSplit, ShapelessCompile) {
   EXPECT_THROW(cf({random_array({5, 5}, float32)}), std::invalid_argument);
 }
 
+TEST(GradSplit, ShapelessCompileOfAConcatenationGradient) {
+  // The gradient is one Split like the primals: under shapeless compile its
+  // pieces follow new extents along the axis (three inputs, the middle one
+  // repeated, so a piece's gradient adds up), and vmap and jvp of it too.
+  auto loss = [](const Args& in) {
+    auto c = concatenate({in[0], in[1], in[0]}, 1);
+    return sum(multiply(c, c));
+  };
+  auto g = [&](const Args& in) { return grad(loss, {0, 1})(in); };
+  auto cg = compile(g, true);
+  for (auto [r, n, m] : {std::array<int, 3>{3, 4, 2}, {5, 1, 6}, {2, 7, 3}}) {
+    Args in = {random_array({r, n}, float64), random_array({r, m}, float64)};
+    auto got = cg(in);
+    auto want = g(in);
+    ASSERT_EQ(got[0].shape(), (Shape{r, n}));
+    ASSERT_EQ(got[1].shape(), (Shape{r, m}));
+    for (int k = 0; k < 2; ++k) {
+      EXPECT_TRUE(all_close(to_doubles(got[k]), to_doubles(want[k]), 1e-12,
+                            1e-12));
+    }
+  }
+  // vmap of the gradient over a leading axis, compiled shapeless.
+  auto vg = compile([&](const Args& in) { return vmap(g)(in); }, true);
+  for (auto [b, n] : {std::array<int, 2>{2, 3}, {4, 5}}) {
+    Args in = {random_array({b, 2, n}, float64),
+               random_array({b, 2, 3}, float64)};
+    auto got = vg(in);
+    auto want = vmap(g)(in);
+    for (int k = 0; k < 2; ++k) {
+      ASSERT_EQ(got[k].shape(), want[k].shape());
+      EXPECT_TRUE(all_close(to_doubles(got[k]), to_doubles(want[k]), 1e-12,
+                            1e-12));
+    }
+  }
+  // jvp of the gradient (a Hessian-vector product), compiled shapeless:
+  // the loss is quadratic, so it is the gradient of the tangents.
+  auto hvp = compile(
+      [&](const Args& in) {
+        return jvp(g, {in[0], in[1]}, {in[2], in[3]}).second;
+      },
+      true);
+  for (auto [r, n] : {std::array<int, 2>{3, 4}, {2, 6}}) {
+    Args in = {random_array({r, n}, float64), random_array({r, 2}, float64),
+               random_array({r, n}, float64), random_array({r, 2}, float64)};
+    auto got = hvp(in);
+    auto want = g({in[2], in[3]});
+    for (int k = 0; k < 2; ++k) {
+      ASSERT_EQ(got[k].shape(), want[k].shape());
+      EXPECT_TRUE(all_close(to_doubles(got[k]), to_doubles(want[k]), 1e-12,
+                            1e-12));
+    }
+  }
+}
+
 } // namespace
 } // namespace kiln::test
