@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 namespace kiln {
 
@@ -11,16 +12,29 @@ Layout layout_of(const Shape& shape, const Strides& strides) {
   if (size == 0) return {0, {true, true, true}};
 
   // Dimensions that address distinct buffer slots: size > 1, stride != 0.
-  std::vector<std::pair<int64_t, int32_t>> dims;
+  // On the stack for the usual ranks: every view's eval computes this, and
+  // a heap vector per call was a visible share of a graph's host time.
+  using Dim = std::pair<int64_t, int32_t>;
+  constexpr size_t inline_dims = 16;
+  Dim inline_buf[inline_dims];
+  std::vector<Dim> heap_buf;
+  Dim* dims = inline_buf;
+  if (shape.size() > inline_dims) {
+    heap_buf.resize(shape.size());
+    dims = heap_buf.data();
+  }
+  size_t n_dims = 0;
   bool negative = false;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] > 1 && strides[i] != 0) {
-      dims.emplace_back(strides[i], shape[i]);
+      dims[n_dims++] = {strides[i], shape[i]};
       negative |= strides[i] < 0;
     }
   }
   size_t data_size = 1;
-  for (auto& [s, n] : dims) data_size *= static_cast<size_t>(n);
+  for (size_t k = 0; k < n_dims; ++k) {
+    data_size *= static_cast<size_t>(dims[k].second);
+  }
 
   bool row = true;
   int64_t expect = 1;
@@ -39,11 +53,11 @@ Layout layout_of(const Shape& shape, const Strides& strides) {
 
   bool contiguous = !negative;
   if (contiguous) {
-    std::sort(dims.begin(), dims.end());
+    std::sort(dims, dims + n_dims);
     expect = 1;
-    for (auto& [s, n] : dims) {
-      contiguous &= s == expect;
-      expect *= n;
+    for (size_t k = 0; k < n_dims; ++k) {
+      contiguous &= dims[k].first == expect;
+      expect *= dims[k].second;
     }
   }
   if (!contiguous) data_size = size;

@@ -1,8 +1,8 @@
 #include "kiln/transforms/eval.h"
 
+#include <algorithm>
 #include <deque>
 #include <thread>
-#include <unordered_set>
 
 #include "kiln/core/primitive.h"
 #include "kiln/transforms/graph_walk.h"
@@ -39,12 +39,68 @@ std::recursive_mutex& eval_mutex() {
 
 } // namespace
 
+namespace {
+
+// A set of array ids (never 0) by open addressing, kept per thread and
+// emptied after each walk (only the slots used are reset, so one large
+// graph does not make later small ones pay for its table). The tape walk
+// used std::unordered_set: a heap node per array, and bucket arrays whose
+// allocation made glibc consolidate every small block freed since (the
+// last step's graph); with the replay's slots, that was most of the host
+// time of evaluating a large compiled graph.
+class IdSet {
+ public:
+  /** True when id was not in the set. */
+  bool insert(uintptr_t id) {
+    if (2 * (used_.size() + 1) > slots_.size()) grow();
+    size_t i = find(id);
+    if (slots_[i] == id) return false;
+    slots_[i] = id;
+    used_.push_back(i);
+    return true;
+  }
+  void clear() {
+    for (size_t i : used_) slots_[i] = 0;
+    used_.clear();
+  }
+
+ private:
+  size_t find(uintptr_t id) const {
+    size_t mask = slots_.size() - 1;
+    // Descriptors are 16-byte aligned: drop those bits, then mix.
+    size_t i = ((id >> 4) * 0x9E3779B97F4A7C15ull) >> 20 & mask;
+    while (slots_[i] != 0 && slots_[i] != id) i = (i + 1) & mask;
+    return i;
+  }
+  void grow() {
+    std::vector<uintptr_t> old;
+    old.swap(slots_);
+    slots_.assign(std::max<size_t>(1024, 2 * old.size()), 0);
+    used_.clear();
+    for (uintptr_t id : old) {
+      if (id == 0) continue;
+      size_t i = find(id);
+      slots_[i] = id;
+      used_.push_back(i);
+    }
+  }
+  std::vector<uintptr_t> slots_;
+  std::vector<size_t> used_;
+};
+
+} // namespace
+
 std::vector<array> build_tape(const std::vector<array>& outputs,
                               std::vector<std::shared_ptr<Event>>& pending) {
   std::vector<array> tape;
-  std::unordered_set<uintptr_t> visited;
+  // Not reentrant: no eval runs while a tape is built.
+  thread_local IdSet visited;
+  struct Clear {
+    IdSet& set;
+    ~Clear() { set.clear(); }
+  } clear_at_exit{visited};
   auto enter = [&](const array& a) {
-    if (!visited.insert(a.id()).second) return false;
+    if (!visited.insert(a.id())) return false;
     auto st = a.status();
     if (st == array::Status::available) return false;
     if (st == array::Status::scheduled) {

@@ -114,6 +114,38 @@ TEST(Array, LayoutFlags) {
   EXPECT_FALSE(l.flags.row_contiguous || l.flags.col_contiguous);
   l = layout_of({4}, {-1});
   EXPECT_FALSE(l.flags.contiguous);
+  // Past 16 dimensions (the stack buffer): a permuted dense layout.
+  Shape many(18, 1);
+  many[0] = 2;
+  many[17] = 3;
+  Strides perm = row_major_strides(many);
+  std::swap(perm[0], perm[17]);
+  std::swap(many[0], many[17]);
+  l = layout_of(many, perm);
+  EXPECT_TRUE(l.flags.contiguous);
+  EXPECT_FALSE(l.flags.row_contiguous);
+}
+
+// A freshly evaluated (row-major) array's flags are what layout_of gives
+// its strides: set_data takes a shortcut for them.
+TEST(Array, RowMajorDataFlagsMatchLayoutOf) {
+  for (Shape s : {Shape{}, Shape{1}, Shape{5}, Shape{1, 5}, Shape{5, 1},
+                  Shape{3, 4}, Shape{1, 1, 7, 1}, Shape{0}, Shape{2, 0, 3},
+                  Shape{2, 3, 4, 5}}) {
+    // An arg-reduction's output (kept dims, so not a view of it):
+    // allocated row-major by set_data(buffer).
+    Shape with_axis = s;
+    with_axis.push_back(3);
+    array a = argmax(random_array(with_axis, float32), -1, true);
+    a.eval();
+    Shape kept = s;
+    kept.push_back(1);
+    ASSERT_EQ(a.shape(), kept);
+    auto want = layout_of(kept, row_major_strides(kept)).flags;
+    EXPECT_EQ(a.flags().contiguous, want.contiguous);
+    EXPECT_EQ(a.flags().row_contiguous, want.row_contiguous);
+    EXPECT_EQ(a.flags().col_contiguous, want.col_contiguous);
+  }
 }
 
 TEST(Array, Printing) {
