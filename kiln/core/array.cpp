@@ -70,8 +70,6 @@ array::array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive,
   node->primitive = std::move(primitive);
   node->inputs = std::move(inputs);
   node->outputs.push_back(desc_);
-  node->shapes.push_back(desc_->shape);
-  node->dtypes.push_back(dtype);
   for (auto& in : node->inputs) {
     if (in.desc_->is_tracer) desc_->is_tracer = detail::in_tracing();
   }

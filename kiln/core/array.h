@@ -246,6 +246,9 @@ class array {
     std::shared_ptr<Primitive> primitive;
     std::vector<array> inputs;
     std::vector<std::weak_ptr<ArrayDesc>> outputs;
+    // Each output's shape and dtype, to recreate one nobody holds any more
+    // (outputs()); left empty by the one-output constructor: its output is
+    // alive whenever anyone can reach the node.
     std::vector<Shape> shapes;
     std::vector<Dtype> dtypes;
   };
