@@ -217,7 +217,9 @@ class Fuser {
   explicit Fuser(Trace& trace) : trace_(trace), tape_(trace.tape) {
     for (int i = 0; i < static_cast<int>(tape_.size()); ++i) {
       for (auto& o : tape_[i].outputs()) index_[o.id()] = i;
+      for (auto& in : tape_[i].inputs()) consumers_[in.id()].push_back(tape_[i]);
     }
+    for (auto& o : trace_.outputs) returned_.insert(o.id());
     region_of_.assign(tape_.size(), -1);
   }
 
@@ -442,21 +444,25 @@ class Fuser {
       op_of[node.id()] = static_cast<int>(ops.size());
       ops.push_back(std::move(op));
     }
-    // Outputs: members used outside the region or returned.
-    std::unordered_set<uintptr_t> used_outside;
-    for (int k = 0; k < static_cast<int>(tape_.size()); ++k) {
-      if (members.count(k)) continue;
-      for (auto& in : tape_[k].inputs()) used_outside.insert(in.id());
-    }
-    for (auto& c : created_) {
-      for (auto& in : c.inputs()) used_outside.insert(in.id());
-    }
-    for (auto& o : trace_.outputs) used_outside.insert(o.id());
+    // Outputs: members used outside the region or returned. A value keeps
+    // its consumers through earlier replacements (they are renamed, and a
+    // fused node consumes what its region's members did), so the graph's
+    // consumer lists answer this without scanning the tape per region.
+    auto outside = [&](const array& c) {
+      auto it = index_.find(c.id());
+      return it == index_.end() || !members.count(it->second);
+    };
     std::vector<int> out_ops;
     std::vector<array> originals;
     for (int n : r.nodes) {
-      if (used_outside.count(tape_[n].id())) {
-        out_ops.push_back(op_of[tape_[n].id()]);
+      uintptr_t id = tape_[n].id();
+      bool used = returned_.count(id) > 0;
+      auto c = consumers_.find(id);
+      if (!used && c != consumers_.end()) {
+        used = std::any_of(c->second.begin(), c->second.end(), outside);
+      }
+      if (used) {
+        out_ops.push_back(op_of[id]);
         originals.push_back(tape_[n]);
       }
     }
@@ -471,25 +477,30 @@ class Fuser {
     }
     auto outs = array::make_arrays(shapes, dtypes, p, ext);
     for (auto& o : outs) o.set_tracer(true);
-    std::unordered_map<uintptr_t, array> rewire;
-    for (size_t k = 0; k < outs.size(); ++k) rewire.emplace(originals[k].id(), outs[k]);
-    for (int k = 0; k < static_cast<int>(tape_.size()); ++k) {
-      if (members.count(k)) continue;
-      for (auto& in : tape_[k].inputs()) {
-        auto it = rewire.find(in.id());
-        if (it != rewire.end()) in = it->second;
+    // Consumers outside the region now read the fused node's outputs.
+    for (size_t k = 0; k < outs.size(); ++k) {
+      uintptr_t from = originals[k].id();
+      auto c = consumers_.find(from);
+      if (c != consumers_.end()) {
+        std::vector<array> moved;
+        for (auto& user : c->second) {
+          if (!outside(user)) continue;
+          for (auto& in : user.inputs()) {
+            if (in.id() == from) in = outs[k];
+          }
+          moved.push_back(user);
+        }
+        auto& to = consumers_[outs[k].id()];
+        to.insert(to.end(), moved.begin(), moved.end());
+      }
+      if (returned_.count(from)) {
+        for (auto& o : trace_.outputs) {
+          if (o.id() == from) o = outs[k];
+        }
+        returned_.insert(outs[k].id());
       }
     }
-    for (auto& c : created_) {
-      for (auto& in : c.inputs()) {
-        auto it = rewire.find(in.id());
-        if (it != rewire.end()) in = it->second;
-      }
-    }
-    for (auto& o : trace_.outputs) {
-      auto it = rewire.find(o.id());
-      if (it != rewire.end()) o = it->second;
-    }
+    for (auto& e : ext) consumers_[e.id()].push_back(outs[0]);
     created_.push_back(outs[0]);
     std::ostringstream os;
     p->print(os);
@@ -504,6 +515,10 @@ class Fuser {
   std::vector<int> region_of_;
   std::vector<Region> regions_;
   std::vector<array> created_; // one output of each Compiled node made
+  // Each value's consumers (tape nodes, then fused nodes as they are made)
+  // and the values the trace returns.
+  std::unordered_map<uintptr_t, std::vector<array>> consumers_;
+  std::unordered_set<uintptr_t> returned_;
 };
 
 bool is_implicit_broadcast(const array& node) {
