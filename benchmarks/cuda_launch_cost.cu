@@ -1,150 +1,209 @@
+// What a kernel launch costs the host: 40 tiny dependent kernels launched
+// one by one (cuLaunchKernel, cudaLaunchKernel) against the same chain as a
+// CUDA graph (built and instantiated, replayed, its nodes' parameters
+// patched, rebuilt and updated). Medians of repeated runs, in microseconds.
 // Build and run on a GPU machine:
-//   nvcc -O2 -arch=sm_90 benchmarks/cuda_launch_cost.cu -o /tmp/launch_cost -lcuda && /tmp/launch_cost
-// Host and device cost of 40 tiny dependent kernels: direct launches vs a
-// CUDA graph (rebuilt+updated, params patched, replayed).
+//   nvcc -O2 -arch=sm_90 benchmarks/cuda_launch_cost.cu -o /tmp/launch_cost \
+//     -lcuda && /tmp/launch_cost
 #include <cuda.h>
 #include <cuda_runtime.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
-#include <algorithm>
 
-struct Layout { int ndim; int shape[8]; long long strides[3][8]; };
+namespace {
+
+// Any failure ends the run: a figure from a failed call means nothing.
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+void check(CUresult e, const char* what) {
+  if (e != CUDA_SUCCESS) {
+    const char* msg = "?";
+    cuGetErrorString(e, &msg);
+    std::fprintf(stderr, "%s: %s\n", what, msg);
+    std::exit(1);
+  }
+}
+
+// The parameters of kiln's general unary kernel (a layout by value).
+struct Layout {
+  int ndim;
+  int shape[8];
+  long long strides[3][8];
+};
 
 __global__ void unary(const float* in, float* out, long long n, Layout l) {
   long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (i < n) out[i] = sinf(in[i]);
 }
 
-using clk = std::chrono::steady_clock;
-double us(clk::time_point a, clk::time_point b) { return std::chrono::duration<double, std::micro>(b - a).count(); }
+using Clock = std::chrono::steady_clock;
+double us(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::micro>(b - a).count();
+}
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+constexpr int K = 40; // kernels in the chain
+
+struct Chain {
+  cudaStream_t stream;
+  CUfunction f;
+  std::vector<float*> bufs = std::vector<float*>(K + 1);
+  long long n = 1;
+  Layout layout{};
+
+  // The kernel parameters of link k, reading buffer (k + shift) % (K + 1).
+  struct Args {
+    void* ptrs[4];
+  };
+  Args args(int k, int shift) {
+    return {{&bufs[(k + shift) % (K + 1)], &bufs[k + 1], &n, &layout}};
+  }
+};
+
+CUDA_KERNEL_NODE_PARAMS node_params(CUfunction f, void** args) {
+  CUDA_KERNEL_NODE_PARAMS p{};
+  p.func = f;
+  p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+  p.blockDimX = 256;
+  p.blockDimY = p.blockDimZ = 1;
+  p.kernelParams = args;
+  return p;
+}
+
+// Median host time of enqueue() and of enqueue() until the stream is idle.
+template <typename Enqueue>
+void time_enqueue(const char* name, int iters, cudaStream_t s,
+                  Enqueue enqueue) {
+  std::vector<double> queued, done;
+  for (int it = 0; it < iters; ++it) {
+    auto t0 = Clock::now();
+    enqueue(it);
+    auto t1 = Clock::now();
+    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    auto t2 = Clock::now();
+    queued.push_back(us(t0, t1));
+    done.push_back(us(t0, t2));
+  }
+  std::printf("%s: enqueue %.1f us, to completion %.1f us\n", name,
+              median(queued), median(done));
+}
+
+// A graph of the chain (each node after the one before).
+void build(Chain& c, cudaGraph_t& g, std::vector<CUgraphNode>& nodes,
+           int shift) {
+  check(cudaGraphCreate(&g, 0), "cudaGraphCreate");
+  nodes.resize(K);
+  for (int k = 0; k < K; ++k) {
+    auto a = c.args(k, shift);
+    CUDA_KERNEL_NODE_PARAMS p = node_params(c.f, a.ptrs);
+    check(cuGraphAddKernelNode(&nodes[k], reinterpret_cast<CUgraph>(g),
+                               k ? &nodes[k - 1] : nullptr, k ? 1 : 0, &p),
+          "cuGraphAddKernelNode");
+  }
+}
+
+} // namespace
 
 int main() {
-  cudaFree(0);
-  cudaStream_t s; cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-  const int K = 40;
-  std::vector<float*> bufs(K + 1);
-  for (auto& b : bufs) cudaMalloc(&b, 256);
-  CUfunction f; cudaGetFuncBySymbol((cudaFunction_t*)&f, (const void*)unary);
-  long long n = 1; Layout l{};
-  auto med = [](std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size()/2]; };
-  // (a) direct cuLaunchKernel
+  check(cudaFree(0), "cudaFree");
+  Chain c;
+  check(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking),
+        "cudaStreamCreate");
+  for (auto& b : c.bufs) check(cudaMalloc(&b, 256), "cudaMalloc");
+  check(cudaGetFuncBySymbol(reinterpret_cast<cudaFunction_t*>(&c.f),
+                            reinterpret_cast<const void*>(unary)),
+        "cudaGetFuncBySymbol");
+  cudaStream_t s = c.stream;
+
   for (int rep = 0; rep < 3; ++rep) {
-    std::vector<double> enq, tot;
-    for (int it = 0; it < 200; ++it) {
-      auto t0 = clk::now();
+    time_enqueue("direct cuLaunchKernel x40", 200, s, [&](int) {
       for (int k = 0; k < K; ++k) {
-        void* a[] = {&bufs[k], &bufs[k + 1], &n, &l};
-        cuLaunchKernel(f, 1, 1, 1, 256, 1, 1, 0, s, a, nullptr);
+        auto a = c.args(k, 0);
+        check(cuLaunchKernel(c.f, 1, 1, 1, 256, 1, 1, 0, s, a.ptrs, nullptr),
+              "cuLaunchKernel");
       }
-      auto t1 = clk::now();
-      cudaStreamSynchronize(s);
-      auto t2 = clk::now();
-      enq.push_back(us(t0, t1)); tot.push_back(us(t0, t2));
-    }
-    printf("direct cuLaunchKernel x%d: enqueue %.1f us, to completion %.1f us\n", K, med(enq), med(tot));
+    });
   }
-  // (a2) cudaLaunchKernel
-  {
-    std::vector<double> enq, tot;
-    for (int it = 0; it < 200; ++it) {
-      auto t0 = clk::now();
-      for (int k = 0; k < K; ++k) {
-        void* a[] = {&bufs[k], &bufs[k + 1], &n, &l};
-        cudaLaunchKernel((const void*)unary, 1, 256, a, 0, s);
-      }
-      auto t1 = clk::now();
-      cudaStreamSynchronize(s);
-      auto t2 = clk::now();
-      enq.push_back(us(t0, t1)); tot.push_back(us(t0, t2));
-    }
-    printf("direct cudaLaunchKernel x%d: enqueue %.1f us, to completion %.1f us\n", K, med(enq), med(tot));
-  }
-  // graph: linear chain
-  auto build = [&](cudaGraph_t& g, std::vector<cudaGraphNode_t>& nodes, int shift) {
-    cudaGraphCreate(&g, 0);
-    nodes.resize(K);
+  time_enqueue("direct cudaLaunchKernel x40", 200, s, [&](int) {
     for (int k = 0; k < K; ++k) {
-      void* a[] = {&bufs[(k + shift) % (K + 1)], &bufs[k + 1], &n, &l};
-      CUDA_KERNEL_NODE_PARAMS p{};
-      p.func = f; p.gridDimX = 1; p.gridDimY = 1; p.gridDimZ = 1;
-      p.blockDimX = 256; p.blockDimY = 1; p.blockDimZ = 1; p.kernelParams = a;
-      cuGraphAddKernelNode((CUgraphNode*)&nodes[k], (CUgraph)g, k ? (CUgraphNode*)&nodes[k - 1] : nullptr, k ? 1 : 0, &p);
+      auto a = c.args(k, 0);
+      check(cudaLaunchKernel(reinterpret_cast<const void*>(unary), 1, 256,
+                             a.ptrs, 0, s),
+            "cudaLaunchKernel");
     }
-  };
-  cudaGraph_t g; std::vector<cudaGraphNode_t> nodes;
+  });
+
+  cudaGraph_t g;
+  std::vector<CUgraphNode> nodes;
   {
-    std::vector<double> tb, ti, tl;
+    std::vector<double> built, made, ran;
     for (int it = 0; it < 50; ++it) {
-      auto t0 = clk::now();
-      build(g, nodes, 0);
-      auto t1 = clk::now();
-      cudaGraphExec_t e; cudaGraphInstantiate(&e, g, 0);
-      auto t2 = clk::now();
-      cudaGraphLaunch(e, s); cudaStreamSynchronize(s);
-      auto t3 = clk::now();
-      tb.push_back(us(t0, t1)); ti.push_back(us(t1, t2)); tl.push_back(us(t2, t3));
-      cudaGraphExecDestroy(e); cudaGraphDestroy(g);
+      auto t0 = Clock::now();
+      build(c, g, nodes, 0);
+      auto t1 = Clock::now();
+      cudaGraphExec_t e;
+      check(cudaGraphInstantiate(&e, g, 0), "cudaGraphInstantiate");
+      auto t2 = Clock::now();
+      check(cudaGraphLaunch(e, s), "cudaGraphLaunch");
+      check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+      auto t3 = Clock::now();
+      built.push_back(us(t0, t1));
+      made.push_back(us(t1, t2));
+      ran.push_back(us(t2, t3));
+      check(cudaGraphExecDestroy(e), "cudaGraphExecDestroy");
+      check(cudaGraphDestroy(g), "cudaGraphDestroy");
     }
-    printf("graph x%d: build %.1f us, instantiate %.1f us, launch+sync %.1f us\n", K, med(tb), med(ti), med(tl));
+    std::printf("graph x40: build %.1f us, instantiate %.1f us, "
+                "launch+sync %.1f us\n",
+                median(built), median(made), median(ran));
   }
-  build(g, nodes, 0);
-  cudaGraphExec_t e; cudaGraphInstantiate(&e, g, 0);
-  {
-    std::vector<double> tl, tq;
-    for (int it = 0; it < 200; ++it) {
-      auto t0 = clk::now();
-      cudaGraphLaunch(e, s);
-      auto t1 = clk::now();
-      cudaStreamSynchronize(s);
-      auto t2 = clk::now();
-      tq.push_back(us(t0, t1)); tl.push_back(us(t0, t2));
+
+  build(c, g, nodes, 0);
+  cudaGraphExec_t e;
+  check(cudaGraphInstantiate(&e, g, 0), "cudaGraphInstantiate");
+  time_enqueue("graph replay x40", 200, s, [&](int) {
+    check(cudaGraphLaunch(e, s), "cudaGraphLaunch");
+  });
+  // Patching every node's parameters (new buffers each time), then the
+  // launch: what kiln's launch queue does on a cache hit (the patching is
+  // this enqueue time less the replay's).
+  time_enqueue("graph setparams + launch x40", 200, s, [&](int it) {
+    for (int k = 0; k < K; ++k) {
+      auto a = c.args(k, it);
+      CUDA_KERNEL_NODE_PARAMS p = node_params(c.f, a.ptrs);
+      check(cuGraphExecKernelNodeSetParams(reinterpret_cast<CUgraphExec>(e),
+                                           nodes[k], &p),
+            "cuGraphExecKernelNodeSetParams");
     }
-    printf("graph replay x%d: launch %.1f us, to completion %.1f us\n", K, med(tq), med(tl));
-  }
-  {
-    std::vector<double> tp, tl;
-    for (int it = 0; it < 200; ++it) {
-      auto t0 = clk::now();
-      for (int k = 0; k < K; ++k) {
-        void* a[] = {&bufs[(k + it) % (K + 1)], &bufs[k + 1], &n, &l};
-        CUDA_KERNEL_NODE_PARAMS p{};
-        p.func = f; p.gridDimX = 1; p.gridDimY = 1; p.gridDimZ = 1;
-        p.blockDimX = 256; p.blockDimY = 1; p.blockDimZ = 1; p.kernelParams = a;
-        cuGraphExecKernelNodeSetParams((CUgraphExec)e, (CUgraphNode)nodes[k], &p);
-      }
-      auto t1 = clk::now();
-      cudaGraphLaunch(e, s); cudaStreamSynchronize(s);
-      auto t2 = clk::now();
-      tp.push_back(us(t0, t1)); tl.push_back(us(t1, t2));
-    }
-    printf("graph setparams x%d: %.1f us, launch+sync %.1f us\n", K, med(tp), med(tl));
-  }
-  {
-    std::vector<double> tb, tu, tl;
-    for (int it = 0; it < 200; ++it) {
-      cudaGraph_t g2; std::vector<cudaGraphNode_t> n2;
-      auto t0 = clk::now();
-      build(g2, n2, it);
-      auto t1 = clk::now();
-      cudaGraphExecUpdateResultInfo info;
-      cudaGraphExecUpdate(e, g2, &info);
-      auto t2 = clk::now();
-      cudaGraphLaunch(e, s); cudaStreamSynchronize(s);
-      auto t3 = clk::now();
-      cudaGraphDestroy(g2);
-      tb.push_back(us(t0, t1)); tu.push_back(us(t1, t2)); tl.push_back(us(t2, t3));
-    }
-    printf("graph rebuild+update x%d: build %.1f, update %.1f, launch+sync %.1f us\n", K, med(tb), med(tu), med(tl));
-  }
-  {
-    std::vector<double> t;
-    for (int it = 0; it < 200; ++it) { auto t0 = clk::now(); cudaStreamSynchronize(s); t.push_back(us(t0, clk::now())); }
-    printf("idle stream sync %.2f us\n", med(t));
-    std::vector<double> t2;
-    for (int it = 0; it < 200; ++it) { auto t0 = clk::now(); void* a[] = {&bufs[0], &bufs[1], &n, &l};
-      cuLaunchKernel(f, 1, 1, 1, 256, 1, 1, 0, s, a, nullptr); cudaStreamSynchronize(s); t2.push_back(us(t0, clk::now())); }
-    printf("one launch + sync %.2f us\n", med(t2));
-  }
+    check(cudaGraphLaunch(e, s), "cudaGraphLaunch");
+  });
+  // Building a new graph and updating the executable one from it.
+  time_enqueue("graph rebuild + update + launch x40", 200, s, [&](int it) {
+    cudaGraph_t g2;
+    std::vector<CUgraphNode> n2;
+    build(c, g2, n2, it);
+    cudaGraphExecUpdateResultInfo info;
+    check(cudaGraphExecUpdate(e, g2, &info), "cudaGraphExecUpdate");
+    check(cudaGraphLaunch(e, s), "cudaGraphLaunch");
+    check(cudaGraphDestroy(g2), "cudaGraphDestroy");
+  });
+
+  time_enqueue("idle stream sync", 200, s, [](int) {});
+  time_enqueue("one launch", 200, s, [&](int) {
+    auto a = c.args(0, 0);
+    check(cuLaunchKernel(c.f, 1, 1, 1, 256, 1, 1, 0, s, a.ptrs, nullptr),
+          "cuLaunchKernel");
+  });
   return 0;
 }
