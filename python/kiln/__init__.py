@@ -25,6 +25,24 @@ def _pick_openblas_kernels():
 
 _pick_openblas_kernels()
 
+
+def _find_wheel_cudnn():
+    """The CUDA backend loads cuDNN at run time for attention (never
+    linked), as libcudnn.so.9 from the system's library path. Python
+    environments often hold it in the nvidia-cudnn wheel instead (PyTorch's
+    and JAX's CUDA wheels install it); point the backend at that copy unless
+    the user has named one (KILN_CUDNN_LIBRARY)."""
+    if "KILN_CUDNN_LIBRARY" in _os.environ:
+        return
+    for entry in _sys.path:
+        lib = _os.path.join(entry, "nvidia", "cudnn", "lib", "libcudnn.so.9")
+        if _os.path.isfile(lib):
+            _os.environ["KILN_CUDNN_LIBRARY"] = lib
+            return
+
+
+_find_wheel_cudnn()
+
 from . import core  # noqa: E402
 from . import _compile, _io, _transforms
 

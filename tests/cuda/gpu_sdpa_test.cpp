@@ -8,7 +8,10 @@
 // 64-row tiles, causal tiles skipped or not, masks hiding whole rows and
 // whole key tiles, grouped-query heads, (B, L, H, D) buffers, more query
 // tiles than its grid, many key tiles with a running max that moves, and
-// the layouts and shapes it leaves to the warp kernel.
+// the layouts and shapes it leaves to the warp kernel. Where cuDNN is
+// present those shapes run on its engines (no mask, 64 query rows or more);
+// the tests of them run with cuDNN on and off, and CudnnPath checks that
+// the cuDNN path really ran.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -16,6 +19,7 @@
 #include <unordered_set>
 
 #include "cuda/gpu_fixture.h"
+#include "kiln/backend/cuda/cudnn_attention.h"
 #include "kiln/ops/fast.h"
 #include "kiln/primitives/fast.h"
 
@@ -23,6 +27,28 @@ namespace kiln::test {
 namespace {
 
 using GpuSdpa = GpuTest;
+
+// The tensor-core shapes run on cuDNN's engines where cuDNN is present and
+// takes them, else on kiln's own kernels. A BOTH_PATHS_TEST runs its body
+// twice: as GpuSdpa (the default path) and as GpuSdpaOwnKernels, with cuDNN
+// off.
+class GpuSdpaOwnKernels : public GpuTest {
+ protected:
+  void SetUp() override {
+    GpuTest::SetUp();
+    was_enabled_ = cuda::set_cudnn_attention_enabled(false);
+  }
+  void TearDown() override { cuda::set_cudnn_attention_enabled(was_enabled_); }
+
+ private:
+  bool was_enabled_ = true;
+};
+
+#define BOTH_PATHS_TEST(name)                          \
+  void name##_body();                                  \
+  TEST_F(GpuSdpa, name) { name##_body(); }             \
+  TEST_F(GpuSdpaOwnKernels, name) { name##_body(); }   \
+  void name##_body()
 
 double sdpa_tol(Dtype dt) {
   return dt == float32 || dt == float64 ? 4 * tolerance(dt) : tolerance(dt);
@@ -314,7 +340,7 @@ const std::vector<std::pair<int, int>> flash_lengths = {
     {1, 300},  {17, 257}, {64, 100}, {100, 64}, {257, 17},  {300, 1},
     {65, 129}, {129, 65}};
 
-TEST_F(GpuSdpa, FlashLengthsCausalAndGroupedHeads) {
+BOTH_PATHS_TEST(FlashLengthsCausalAndGroupedHeads) {
   for (Dtype dt : {float16, bfloat16}) {
     for (int d : {64, 128}) {
       for (auto [lq, lk] : flash_lengths) {
@@ -378,7 +404,7 @@ TEST_F(GpuSdpa, FlashMasks) {
   }
 }
 
-TEST_F(GpuSdpa, FlashHeadsLastLayout) {
+BOTH_PATHS_TEST(FlashHeadsLastLayout) {
   for (Dtype dt : {float16, bfloat16}) {
     for (int d : {64, 128}) {
       Qkv t = heads_last(2, 8, 2, 150, 150, d, dt);
@@ -442,7 +468,7 @@ TEST_F(GpuSdpa, FlashShapesLeftToOtherPaths) {
                                sdpa_tol(float32)));
 }
 
-TEST_F(GpuSdpa, FlashInfinitiesAndNaN) {
+BOTH_PATHS_TEST(FlashInfinitiesAndNaN) {
   // Additive -inf over some keys, over every key of a row (NaN on the
   // CPU), +inf (NaN) and NaN; NaN in a query row (that row is NaN) and in a
   // value row every query sees (that head is NaN).
@@ -472,7 +498,7 @@ TEST_F(GpuSdpa, FlashInfinitiesAndNaN) {
   }
 }
 
-TEST_F(GpuSdpa, FlashLongAndMany) {
+BOTH_PATHS_TEST(FlashLongAndMany) {
   // A training-sized causal sequence; then more query tiles (9000) than the
   // launcher's grid, so blocks loop over several.
   Qkv t = random_qkv(1, 2, 1, 1024, 1024, 128, 128, bfloat16);
@@ -483,7 +509,7 @@ TEST_F(GpuSdpa, FlashLongAndMany) {
                                sdpa_tol(float16)));
 }
 
-TEST_F(GpuSdpa, FlashManyKeyTilesAndMovingMax) {
+BOTH_PATHS_TEST(FlashManyKeyTilesAndMovingMax) {
   // Many key tiles (the kernel alternates two tile buffers: odd and even
   // counts, a partial last tile), causal diagonals that cross a warp's 16
   // rows (Lk - Lq not a multiple of 16: in one key tile some warps see
@@ -586,7 +612,7 @@ double grad_tol(Dtype dt) { return 4 * tolerance(dt); }
   return ::testing::AssertionSuccess();
 }
 
-TEST_F(GpuSdpa, FlashGradientsLengthsCausalAndGroupedHeads) {
+BOTH_PATHS_TEST(FlashGradientsLengthsCausalAndGroupedHeads) {
   const std::vector<std::pair<int, int>> lengths = {
       {1, 1},   {17, 17},  {64, 64},  {100, 100}, {257, 257},
       {1, 257}, {17, 100}, {100, 17}, {257, 64},  {64, 257}};
@@ -636,7 +662,7 @@ TEST_F(GpuSdpa, FlashGradientsMasks) {
   }
 }
 
-TEST_F(GpuSdpa, FlashGradientsLayouts) {
+BOTH_PATHS_TEST(FlashGradientsLayouts) {
   for (Dtype dt : {float16, bfloat16}) {
     for (int d : {64, 128}) {
       // (B, L, H, D) buffers, grouped heads.
@@ -663,7 +689,7 @@ TEST_F(GpuSdpa, FlashGradientsLayouts) {
   }
 }
 
-TEST_F(GpuSdpa, FlashGradientsLongAndMany) {
+BOTH_PATHS_TEST(FlashGradientsLongAndMany) {
   // A training-sized causal sequence (16 key tiles, each summing over up to
   // 16 query tiles), then more key tiles (9000) than the launcher's grid.
   Qkv t = random_qkv(1, 4, 2, 1024, 1024, 128, 128, bfloat16);
@@ -680,7 +706,7 @@ TEST_F(GpuSdpa, FlashGradientsLongAndMany) {
   }
 }
 
-TEST_F(GpuSdpa, FlashGradientsAccumulateOverHeadsAndQueryTiles) {
+BOTH_PATHS_TEST(FlashGradientsAccumulateOverHeadsAndQueryTiles) {
   // The backward keeps each warp's dK and dV in registers across every
   // (query head, query tile) of its kv head: 8 query heads per kv head and
   // 4 query tiles each (the last one partly padded, its second 32-query
@@ -697,7 +723,7 @@ TEST_F(GpuSdpa, FlashGradientsAccumulateOverHeadsAndQueryTiles) {
   }
 }
 
-TEST_F(GpuSdpa, FlashGradientsOfGradients) {
+BOTH_PATHS_TEST(FlashGradientsOfGradients) {
   // The fused backward's own vjp differentiates the graph's vjp: second
   // order (a Hessian-vector product), with grouped heads and an additive
   // mask.
@@ -764,6 +790,40 @@ TEST_F(GpuSdpa, GradientsOfShapesTheFusedBackwardLacks) {
     };
     EXPECT_TRUE(same_on_devices(f, {t.q, t.k, t.v}, 4 * sdpa_tol(bfloat16)))
         << "sinks, force_fused " << fused;
+  }
+}
+
+// Where cuDNN is present, the tensor-core shapes without a mask run on it,
+// forward and backward (its counters move) and agree with the CPU; a mask,
+// few query rows (decoding) and more queries than keys under the causal
+// rule stay on kiln's kernels (the counters stay).
+TEST_F(GpuSdpa, CudnnPath) {
+  if (!cuda::cudnn_attention_available()) GTEST_SKIP() << "no cuDNN";
+  for (Dtype dt : {float16, bfloat16}) {
+    Qkv t = random_qkv(2, 4, 2, 128, 192, 64, 64, dt);
+    auto before = cuda::cudnn_attention_counts();
+    EXPECT_TRUE(attention_agrees(t, "causal", std::nullopt, std::nullopt,
+                                 sdpa_tol(dt)))
+        << dtype_name(dt);
+    auto forward = cuda::cudnn_attention_counts();
+    EXPECT_GT(forward.forward, before.forward) << dtype_name(dt);
+    EXPECT_TRUE(grads_agree(t, "causal", std::nullopt, grad_tol(dt)))
+        << dtype_name(dt);
+    auto backward = cuda::cudnn_attention_counts();
+    EXPECT_GT(backward.backward, forward.backward) << dtype_name(dt);
+
+    array mask = random_array({1, 1, 128, 192}, dt, -1, 1);
+    EXPECT_TRUE(attention_agrees(t, "", mask, std::nullopt, sdpa_tol(dt)));
+    EXPECT_TRUE(grads_agree(t, "", mask, grad_tol(dt)));
+    Qkv decode = random_qkv(2, 4, 2, 16, 192, 64, 64, dt);
+    EXPECT_TRUE(agrees_plain_and_causal(decode, sdpa_tol(dt)));
+    Qkv longer_q = random_qkv(2, 4, 2, 192, 128, 64, 64, dt);
+    EXPECT_TRUE(attention_agrees(longer_q, "causal", std::nullopt,
+                                 std::nullopt, sdpa_tol(dt)));
+    EXPECT_TRUE(grads_agree(longer_q, "causal", std::nullopt, grad_tol(dt)));
+    auto after = cuda::cudnn_attention_counts();
+    EXPECT_EQ(after.forward, backward.forward) << dtype_name(dt);
+    EXPECT_EQ(after.backward, backward.backward) << dtype_name(dt);
   }
 }
 

@@ -40,3 +40,48 @@ target_sources(kiln_cuda PRIVATE ${KILN_DEVICE_EMBEDDED})
 list(GET CUDAToolkit_INCLUDE_DIRS 0 KILN_CUDA_INCLUDE_DIR)
 target_compile_definitions(kiln_cuda PRIVATE
   KILN_CUDA_INCLUDE_DIR="${KILN_CUDA_INCLUDE_DIR}")
+
+# cuDNN's fused attention through cudnn-frontend (header-only) with cuDNN
+# loaded at run time (dlopen), so neither is a link dependency and the
+# library runs without cuDNN (cudnn_attention.cpp then answers "not here").
+# The headers come from KILN_CUDNN_FRONTEND_INCLUDE, the include path, or
+# the nvidia-cudnn-frontend wheel (scripts/setup installs it into .venv);
+# cuDNN's own headers from the toolkit, the include path or the
+# nvidia-cudnn wheel. KILN_CUDNN=OFF builds without it.
+option(KILN_CUDNN "Use cuDNN's attention engines when cuDNN is present" ON)
+if(KILN_CUDNN)
+  set(kiln_site_dirs)
+  file(GLOB kiln_venv_sites ${PROJECT_SOURCE_DIR}/.venv/lib/python3*/site-packages)
+  list(APPEND kiln_site_dirs ${kiln_venv_sites})
+  if(Python_EXECUTABLE)
+    execute_process(COMMAND ${Python_EXECUTABLE} -c
+      "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+      OUTPUT_VARIABLE kiln_python_site OUTPUT_STRIP_TRAILING_WHITESPACE
+      ERROR_QUIET)
+    list(APPEND kiln_site_dirs ${kiln_python_site})
+  endif()
+  set(kiln_frontend_hints)
+  set(kiln_cudnn_hints ${CUDAToolkit_INCLUDE_DIRS})
+  foreach(site ${kiln_site_dirs})
+    list(APPEND kiln_frontend_hints ${site}/include)
+    list(APPEND kiln_cudnn_hints ${site}/nvidia/cudnn/include)
+  endforeach()
+  find_path(KILN_CUDNN_FRONTEND_INCLUDE cudnn_frontend.h
+    HINTS ${kiln_frontend_hints})
+  find_path(KILN_CUDNN_INCLUDE cudnn.h HINTS ${kiln_cudnn_hints})
+  if(KILN_CUDNN_FRONTEND_INCLUDE AND KILN_CUDNN_INCLUDE)
+    message(STATUS "kiln: cuDNN attention with cudnn-frontend from "
+      "${KILN_CUDNN_FRONTEND_INCLUDE}, cuDNN headers from ${KILN_CUDNN_INCLUDE}")
+    set_property(SOURCE ${KILN_CUDA_DIR}/cudnn_attention.cpp APPEND PROPERTY
+      COMPILE_DEFINITIONS KILN_HAS_CUDNN_FRONTEND=1
+      NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING CUDNN_FRONTEND_SKIP_JSON_LIB)
+    # System directories (their warnings are not ours), cuDNN's first.
+    set_property(SOURCE ${KILN_CUDA_DIR}/cudnn_attention.cpp APPEND PROPERTY
+      COMPILE_OPTIONS -isystem ${KILN_CUDNN_INCLUDE}
+      -isystem ${KILN_CUDNN_FRONTEND_INCLUDE})
+    target_link_libraries(kiln_cuda PRIVATE ${CMAKE_DL_LIBS})
+  else()
+    message(STATUS "kiln: no cudnn-frontend/cuDNN headers; attention uses "
+      "kiln's own kernels only")
+  endif()
+endif()

@@ -1,16 +1,20 @@
 // Scaled dot-product attention on the GPU, the output row-major as on the
 // CPU. Forward: float16/bfloat16 with head dimension 64 or 128 (and no
-// sinks) run on tensor cores (device/flash_attention.cuh) when q, k and v
-// have unit feature strides and 16-byte aligned rows; everything else runs
+// sinks) run on tensor cores when q, k and v have unit feature strides and
+// 16-byte aligned rows: on cuDNN's flash engines where cuDNN is present and
+// takes the problem (no mask; cudnn_attention.h), else on kiln's own
+// kernel (device/flash_attention.cuh); everything else runs
 // one warp per query row (device/sdpa.cuh), reading q, k, v and the mask
 // through their strides. Head dimensions past 32 * sdpa_max_width and
 // dtypes the kernels lack run on the CPU. Backward (for the tensor-core
-// shapes): the forward kernel's statistics pass, then
-// device/flash_attention_bwd.cuh; operands it cannot read in place are
-// copied row-major first.
+// shapes): cuDNN's forward (for the output and the row statistics) and
+// backward where cuDNN takes them, else kiln's forward kernel's statistics
+// pass, then device/flash_attention_bwd.cuh; operands they cannot read in
+// place are copied row-major first.
 #include <cstdint>
 
 #include "kiln/backend/cuda/buffer.h"
+#include "kiln/backend/cuda/cudnn_attention.h"
 #include "kiln/backend/cuda/device.h"
 #include "kiln/backend/cuda/device/flash_tiles.cuh"
 #include "kiln/backend/cuda/elementwise.h"
@@ -91,6 +95,29 @@ bool flash_operand(const array& x, array& out, const Stream& s) {
   return cuda::copy_row_major(x, out, s);
 }
 
+// dq, dk, dv into outputs on cuDNN: its forward for the output and the row
+// statistics, then its backward. False when cuDNN does not take the
+// problem (nothing launched, or only the forward).
+bool cudnn_gradients(const array& q, const array& k, const array& v,
+                     const array& dout, float scale, bool causal,
+                     std::vector<array>& outputs, const Stream& s) {
+  if (!cuda::cudnn_attention_available() ||
+      !cuda::cudnn_attention_fits(q, k, v, causal)) {
+    return false;
+  }
+  cuda::CudnnAttentionArgs a{scale, causal};
+  int64_t rows = q.shape(0) * q.shape(1) * q.shape(2);
+  cuda::Scratch o(rows * q.shape(3) * q.itemsize(), s);
+  cuda::Scratch stats(rows * sizeof(float), s);
+  if (!cuda::cudnn_attention_forward(q, k, v, o.ptr, stats.ptr, a, s)) {
+    return false;
+  }
+  for (int i = 0; i < 3; ++i) cuda::set_device_output(outputs[i], s);
+  return cuda::cudnn_attention_backward(
+      q, k, v, o.ptr, dout, stats.ptr, outputs[0].raw_data_ptr(),
+      outputs[1].raw_data_ptr(), outputs[2].raw_data_ptr(), a, s);
+}
+
 } // namespace
 
 // The tensor-core kernel serves every query length: a block per 64 query
@@ -144,6 +171,10 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs,
   void* po = out.raw_data_ptr();
   if (cuda::flash_sdpa_supports(dt, p.D, p.Dv) && !has_sinks_ && p.Lk > 0 &&
       flash_layout(q, pq) && flash_layout(k, pk) && flash_layout(v, pv)) {
+    if (!has_mask && cuda::cudnn_attention_forward(
+                         q, k, v, po, nullptr, {scale_, do_causal_}, s)) {
+      return;
+    }
     int d = static_cast<int>(p.D);
     CUfunction f =
         cuda::get_kernel(cuda::flash_sdpa_kernel(dt, d, p.mask_kind));
@@ -179,6 +210,10 @@ void ScaledDotProductAttentionVjp::eval_gpu(const std::vector<array>& inputs,
       !flash_operand(inputs[0], q, s) || !flash_operand(inputs[1], k, s) ||
       !flash_operand(inputs[2], v, s) || !flash_operand(inputs[3], dout, s)) {
     eval_fallback(inputs, outputs);
+    return;
+  }
+  if (!has_mask &&
+      cudnn_gradients(q, k, v, dout, scale_, do_causal_, outputs, s)) {
     return;
   }
   const array* mask = has_mask ? &inputs[4] : nullptr;
