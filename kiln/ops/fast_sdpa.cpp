@@ -35,6 +35,7 @@ struct Config {
   float scale;
   int n_q, n_kv;
   bool causal, has_mask, has_sinks;
+  bool with_stats = false; // also each row's log-sum-exp (float32)
 };
 
 // softmax(q k^T * scale + mask) v in the accumulation dtype, with sinks as
@@ -102,7 +103,10 @@ std::vector<array> sdpa_fallback(std::vector<array> in, Config c, Stream s) {
   auto p = astype(divide(e, den, s), t, s);
   auto out = matmul(p, v, s);
   if (rep > 1) out = flatten(out, 1, 2, s);
-  return {out};
+  if (!c.with_stats) return {out};
+  auto lse = squeeze(add(m, log(den, s), s), -1, s);
+  if (rep > 1) lse = flatten(lse, 1, 2, s);
+  return {out, astype(lse, float32, s)};
 }
 
 } // namespace
@@ -205,6 +209,26 @@ array scaled_dot_product_attention(const array& queries, const array& keys,
   }
 #endif
   Shape out_shape = {B, n_q, queries.shape(2), values.shape(3)};
+#if KILN_HAS_CUDA
+  // Under vjp, where cuDNN will run the backward, the forward keeps each
+  // row's log-sum-exp so that the backward need not run it again.
+  c.with_stats = s.device == Device::gpu &&
+                 kiln::detail::in_grad_tracing() && !has_mask &&
+                 !c.has_sinks &&
+                 ScaledDotProductAttention::gpu_keeps_stats(
+                     t, queries.shape(2), keys.shape(2), queries.shape(3),
+                     values.shape(3), causal);
+  if (c.with_stats) {
+    auto with_stats = [c, s](std::vector<array> in) {
+      return sdpa_fallback(std::move(in), c, s);
+    };
+    return array::make_arrays(
+        {out_shape, {B, n_q, queries.shape(2)}}, {t, float32},
+        std::make_shared<ScaledDotProductAttention>(
+            s, std::move(with_stats), scale, causal, false, true),
+        std::move(inputs))[0];
+  }
+#endif
   return array(std::move(out_shape), t,
                std::make_shared<ScaledDotProductAttention>(
                    s, std::move(fallback), scale, causal, sinks.has_value()),

@@ -160,15 +160,20 @@ class RoPE : public Custom {
 
 /** Inputs: q (B, Nq, Lq, D), k (B, Nkv, Lk, D), v (B, Nkv, Lk, Dv), then an
  *  optional mask broadcast to (B, Nq, Lq, Lk) (bool, or additive in the
- *  output dtype), then optional sinks (Nq,). Nq is a multiple of Nkv. */
+ *  output dtype), then optional sinks (Nq,). Nq is a multiple of Nkv.
+ *  With stats (made on the GPU under vjp where cuDNN runs the backward),
+ *  a second output holds each query row's log-sum-exp of its scaled
+ *  scores, float32 (B, Nq, Lq): the backward reads it and the output
+ *  instead of recomputing the forward. */
 class ScaledDotProductAttention : public Custom {
  public:
   ScaledDotProductAttention(Stream s, Fallback f, float scale, bool do_causal,
-                            bool has_sinks)
+                            bool has_sinks, bool with_stats = false)
       : Custom(s, std::move(f)),
         scale_(scale),
         do_causal_(do_causal),
-        has_sinks_(has_sinks) {}
+        has_sinks_(has_sinks),
+        with_stats_(with_stats) {}
   const char* name() const override { return "ScaledDotProductAttention"; }
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
@@ -178,12 +183,13 @@ class ScaledDotProductAttention : public Custom {
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const ScaledDotProductAttention*>(&other);
     return o && o->scale_ == scale_ && o->do_causal_ == do_causal_ &&
-           o->has_sinks_ == has_sinks_;
+           o->has_sinks_ == has_sinks_ && o->with_stats_ == with_stats_;
   }
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
     auto shape = in[0].shape();
     shape.back() = in[2].shape().back();
-    return {shape};
+    if (!with_stats_) return {shape};
+    return {shape, {in[0].shape(0), in[0].shape(1), in[0].shape(2)}};
   }
   float scale() const { return scale_; }
   /** Whether the GPU's fused kernels serve these inputs well (defined by
@@ -199,18 +205,28 @@ class ScaledDotProductAttention : public Custom {
    *  vjp only then; otherwise its vjp differentiates the fallback graph. */
   static bool gpu_fused_backward_fits(Dtype dt, int64_t head_dim,
                                       int64_t v_head_dim, bool has_sinks);
+  /** Whether, under vjp on the GPU, the forward should keep its row
+   *  statistics for the backward (defined by the CUDA backend: where cuDNN
+   *  runs these shapes without a mask or sinks). */
+  static bool gpu_keeps_stats(Dtype dt, int64_t q_len, int64_t k_len,
+                              int64_t head_dim, int64_t v_head_dim,
+                              bool causal);
   bool do_causal() const { return do_causal_; }
   bool has_sinks() const { return has_sinks_; }
+  bool with_stats() const { return with_stats_; }
 
  private:
   const float scale_;
   const bool do_causal_;
   const bool has_sinks_;
+  const bool with_stats_;
 };
 
 /** The gradients of ScaledDotProductAttention (no sinks) for q, k and v.
  *  Inputs: q, k, v, the cotangent of the forward's output, then the mask
- *  if any (as the forward's). Outputs: dq, dk, dv, row-major, in the dtypes
+ *  if any (as the forward's), then, when `saved`, the forward's output and
+ *  its row statistics (a forward with stats). Outputs: dq, dk, dv,
+ *  row-major, in the dtypes
  *  of q, k, v. Its fallback is the vjp of the forward's fallback graph, so
  *  its own transformations differentiate and batch that graph. The GPU
  *  computes it on tensor cores (flash attention 2's backward, recomputing
@@ -218,15 +234,19 @@ class ScaledDotProductAttention : public Custom {
 class ScaledDotProductAttentionVjp : public Custom {
  public:
   ScaledDotProductAttentionVjp(Stream s, Fallback f, float scale,
-                               bool do_causal)
-      : Custom(s, std::move(f)), scale_(scale), do_causal_(do_causal) {}
+                               bool do_causal, bool saved = false)
+      : Custom(s, std::move(f)),
+        scale_(scale),
+        do_causal_(do_causal),
+        saved_(saved) {}
   const char* name() const override { return "ScaledDotProductAttentionVjp"; }
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   KILN_GPU_EVAL
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const ScaledDotProductAttentionVjp*>(&other);
-    return o && o->scale_ == scale_ && o->do_causal_ == do_causal_;
+    return o && o->scale_ == scale_ && o->do_causal_ == do_causal_ &&
+           o->saved_ == saved_;
   }
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
     return {in[0].shape(), in[1].shape(), in[2].shape()};
@@ -238,10 +258,12 @@ class ScaledDotProductAttentionVjp : public Custom {
                      std::vector<array>& outputs);
   float scale() const { return scale_; }
   bool do_causal() const { return do_causal_; }
+  bool saved() const { return saved_; }
 
  private:
   const float scale_;
   const bool do_causal_;
+  const bool saved_;
 };
 
 } // namespace kiln::fast

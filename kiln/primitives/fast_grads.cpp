@@ -307,14 +307,18 @@ std::pair<std::vector<array>, std::vector<int>> RoPE::vmap(
 #if KILN_HAS_CUDA
 namespace {
 
-// The backward's fallback: the vjp of the forward's fallback for q, k and v
-// at inputs (q, k, v, cotangent[, mask]).
+// The backward's fallback: the vjp of the forward's fallback (its first
+// output) for q, k and v at inputs (q, k, v, cotangent[, mask][, output,
+// stats]).
 Fallback sdpa_vjp_graph(Fallback forward, bool has_mask) {
   return [forward = std::move(forward), has_mask](std::vector<array> in) {
     std::vector<array> primals = {in[0], in[1], in[2]};
     if (has_mask) primals.push_back(in[4]);
     auto f = partial_fallback(forward, primals, {0, 1, 2});
-    return kiln::vjp(f, {in[0], in[1], in[2]}, {in[3]}).second;
+    auto out = [f](const std::vector<array>& x) {
+      return std::vector<array>{f(x)[0]};
+    };
+    return kiln::vjp(out, {in[0], in[1], in[2]}, {in[3]}).second;
   };
 }
 
@@ -337,11 +341,15 @@ std::vector<array> ScaledDotProductAttention::vjp(
     bool has_mask = primals.size() > 3;
     std::vector<array> in = {q, k, v, cotangents[0]};
     if (has_mask) in.push_back(primals[3]);
+    if (with_stats_) {
+      in.push_back(outputs[0]);
+      in.push_back(outputs[1]);
+    }
     auto grads = array::make_arrays(
         {q.shape(), k.shape(), v.shape()}, {q.dtype(), k.dtype(), v.dtype()},
         std::make_shared<ScaledDotProductAttentionVjp>(
             stream(), sdpa_vjp_graph(fallback_, has_mask), scale_,
-            do_causal_),
+            do_causal_, with_stats_),
         std::move(in));
     std::vector<array> out;
     for (int i : argnums) out.push_back(grads[i]);
@@ -363,8 +371,11 @@ void ScaledDotProductAttentionVjp::eval_fallback(
 
 std::pair<std::vector<array>, std::vector<int>> ScaledDotProductAttention::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
-  // Mapped sinks differ per batch element: only the fallback handles them.
-  if (has_sinks_ && axes.back() >= 0) return Custom::vmap(inputs, axes);
+  // Mapped sinks differ per batch element: only the fallback handles them;
+  // so does a forward with stats (the op makes the plain one).
+  if ((has_sinks_ && axes.back() >= 0) || with_stats_) {
+    return Custom::vmap(inputs, axes);
+  }
   int n = batch_size(inputs, axes);
   int B = inputs[0].shape(axes[0] == 0 ? 1 : 0);
   size_t n_folded = inputs.size() - (has_sinks_ ? 1 : 0);

@@ -60,24 +60,27 @@ CudnnAttentionCounts cudnn_attention_counts() {
   return {forward_calls.load(), backward_calls.load(), graphs_built.load()};
 }
 
-bool cudnn_attention_fits(const array& q, const array& k, const array& v,
-                          bool causal) {
-  Dtype dt = q.dtype();
-  if (!(dt == float16 || dt == bfloat16) || k.dtype() != dt ||
-      v.dtype() != dt) {
-    return false;
-  }
-  int64_t d = q.shape(3);
-  if (k.shape(3) != d || v.shape(3) != d || d % 8 != 0 || d > 128) {
+bool cudnn_attention_shape_fits(Dtype dt, int64_t q_len, int64_t k_len,
+                                int64_t head_dim, int64_t v_head_dim,
+                                bool causal) {
+  if (!(dt == float16 || dt == bfloat16)) return false;
+  if (v_head_dim != head_dim || head_dim % 8 != 0 || head_dim > 128) {
     return false;
   }
   // Decoding (a few query rows against a key length that grows each step)
   // would build a cuDNN graph per step; kiln's kernel needs no building.
-  if (q.shape(2) < min_query_rows || k.shape(2) == 0) return false;
+  if (q_len < min_query_rows || k_len == 0) return false;
   // Under the causal rule a query row past the last key would see no key;
   // kiln's kernels define that row, cuDNN's bottom-right mask may not.
-  if (causal && q.shape(2) > k.shape(2)) return false;
-  return true;
+  return !(causal && q_len > k_len);
+}
+
+bool cudnn_attention_fits(const array& q, const array& k, const array& v,
+                          bool causal) {
+  Dtype dt = q.dtype();
+  return k.dtype() == dt && v.dtype() == dt && k.shape(3) == q.shape(3) &&
+         cudnn_attention_shape_fits(dt, q.shape(2), k.shape(2), q.shape(3),
+                                    v.shape(3), causal);
 }
 
 #if !KILN_HAS_CUDNN_FRONTEND

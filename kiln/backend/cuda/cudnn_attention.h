@@ -41,6 +41,11 @@ bool set_cudnn_attention_enabled(bool enabled);
  *  the shapes. */
 bool cudnn_attention_fits(const array& q, const array& k, const array& v,
                           bool causal);
+/** cudnn_attention_fits by dtype and lengths (for decisions made while
+ *  tracing, before layouts exist). */
+bool cudnn_attention_shape_fits(Dtype dt, int64_t q_len, int64_t k_len,
+                                int64_t head_dim, int64_t v_head_dim,
+                                bool causal);
 
 /** out = attention(q, k, v) on stream s, out row-major (B, Nq, Lq, D); when
  *  stats is not null it receives each query row's log-sum-exp of its scaled

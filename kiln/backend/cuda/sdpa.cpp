@@ -95,6 +95,59 @@ bool flash_operand(const array& x, array& out, const Stream& s) {
   return cuda::copy_row_major(x, out, s);
 }
 
+// Pointers a launch of the tensor-core forward takes besides q, k, v and
+// the mask: the output, or the backward pre-pass's cotangent and stats,
+// and optionally each row's log-sum-exp.
+struct FlashForwardBuffers {
+  void* out = nullptr;
+  void* dout = nullptr;
+  void* stats = nullptr;
+  void* lse = nullptr;
+};
+
+// Launches device/flash_attention.cuh's forward on s for p.
+void launch_flash_forward(Dtype dt, void* pq, void* pk, void* pv, void* pm,
+                          FlashForwardBuffers b, SdpaParams& p,
+                          const Stream& s) {
+  int d = static_cast<int>(p.D);
+  CUfunction f = cuda::get_kernel(cuda::flash_sdpa_kernel(dt, d, p.mask_kind));
+  void* args[] = {&pq,     &pk,      &pv,    &pm, &b.out,
+                  &b.dout, &b.stats, &b.lse, &p};
+  int64_t tiles = (p.Lq + cuda::flash_rows - 1) / cuda::flash_rows;
+  cuda::launch_blocks_shared(f, p.B * p.Nq * tiles, cuda::flash_threads,
+                             cuda::flash_shared_bytes(d, dt.size), args,
+                             s.index);
+}
+
+// The forward of a primitive with stats (no mask, no sinks, tensor-core
+// shapes): out and each row's log-sum-exp, on cuDNN where it takes them,
+// else on kiln's kernel; operands it cannot read in place are copied.
+void forward_with_stats(const array& q_in, const array& k_in,
+                        const array& v_in, float scale, bool causal,
+                        array& out, array& stats, const Stream& s) {
+  array q = q_in, k = k_in, v = v_in;
+  if (!flash_operand(q_in, q, s) || !flash_operand(k_in, k, s) ||
+      !flash_operand(v_in, v, s)) {
+    throw std::runtime_error(
+        "[ScaledDotProductAttention] no GPU copy of an operand.");
+  }
+  cuda::set_device_output(out, s);
+  cuda::set_device_output(stats, s);
+  if (out.size() == 0) return;
+  if (cuda::cudnn_attention_forward(q, k, v, out.raw_data_ptr(),
+                                    stats.raw_data_ptr(), {scale, causal},
+                                    s)) {
+    return;
+  }
+  SdpaParams p = sdpa_params(q, k, v, nullptr, nullptr, scale, causal);
+  FlashForwardBuffers b;
+  b.out = out.raw_data_ptr();
+  b.lse = stats.raw_data_ptr();
+  launch_flash_forward(q.dtype(), cuda::device_ptr(q, s),
+                       cuda::device_ptr(k, s), cuda::device_ptr(v, s),
+                       nullptr, b, p, s);
+}
+
 // dq, dk, dv into outputs on cuDNN: its forward for the output and the row
 // statistics, then its backward. False when cuDNN does not take the
 // problem (nothing launched, or only the forward).
@@ -118,7 +171,42 @@ bool cudnn_gradients(const array& q, const array& k, const array& v,
       outputs[1].raw_data_ptr(), outputs[2].raw_data_ptr(), a, s);
 }
 
+// dq, dk, dv into outputs on cuDNN's backward from the forward's output o
+// and row log-sum-exps. False when cuDNN does not take the problem.
+bool cudnn_saved_gradients(const array& q, const array& k, const array& v,
+                           const array& dout, const array& o_in,
+                           const array& stats, float scale, bool causal,
+                           std::vector<array>& outputs, const Stream& s) {
+  if (!cuda::cudnn_attention_available() ||
+      !cuda::cudnn_attention_fits(q, k, v, causal)) {
+    return false;
+  }
+  // The forward wrote both row-major; anything else is copied.
+  array o = o_in;
+  if (!o_in.flags().row_contiguous) {
+    o = array::uninitialized(o_in.shape(), o_in.dtype());
+    if (!cuda::copy_row_major(o_in, o, s)) return false;
+  }
+  if (!stats.flags().row_contiguous) return false;
+  for (int i = 0; i < 3; ++i) cuda::set_device_output(outputs[i], s);
+  return cuda::cudnn_attention_backward(
+      q, k, v, cuda::device_ptr(o, s), dout, cuda::device_ptr(stats, s),
+      outputs[0].raw_data_ptr(), outputs[1].raw_data_ptr(),
+      outputs[2].raw_data_ptr(), {scale, causal}, s);
+}
+
 } // namespace
+
+bool ScaledDotProductAttention::gpu_keeps_stats(Dtype dt, int64_t q_len,
+                                                int64_t k_len,
+                                                int64_t head_dim,
+                                                int64_t v_head_dim,
+                                                bool causal) {
+  return cuda::flash_sdpa_supports(dt, head_dim, v_head_dim) &&
+         cuda::cudnn_attention_shape_fits(dt, q_len, k_len, head_dim,
+                                          v_head_dim, causal) &&
+         cuda::cudnn_attention_available();
+}
 
 // The tensor-core kernel serves every query length: a block per 64 query
 // rows reads each key and value tile once for all of them. Where it does not
@@ -153,6 +241,10 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs,
   array& out = outputs[0];
   Dtype dt = out.dtype();
   const array &q = inputs[0], &k = inputs[1], &v = inputs[2];
+  if (with_stats_) {
+    forward_with_stats(q, k, v, scale_, do_causal_, out, outputs[1], s);
+    return;
+  }
   int64_t head_dim = std::max(q.shape(3), v.shape(3));
   if (!cuda::row_kernels_support(dt) || head_dim > 32 * cuda::sdpa_max_width) {
     cuda::eval_on_cpu(*this, inputs, outputs);
@@ -175,15 +267,9 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs,
                          q, k, v, po, nullptr, {scale_, do_causal_}, s)) {
       return;
     }
-    int d = static_cast<int>(p.D);
-    CUfunction f =
-        cuda::get_kernel(cuda::flash_sdpa_kernel(dt, d, p.mask_kind));
-    void* no_stats = nullptr; // nor a cotangent: the plain forward
-    void* args[] = {&pq, &pk, &pv, &pm, &po, &no_stats, &no_stats, &p};
-    int64_t tiles = (p.Lq + cuda::flash_rows - 1) / cuda::flash_rows;
-    cuda::launch_blocks_shared(f, p.B * p.Nq * tiles, cuda::flash_threads,
-                               cuda::flash_shared_bytes(d, dt.size), args,
-                               s.index);
+    FlashForwardBuffers b;
+    b.out = po;
+    launch_flash_forward(dt, pq, pk, pv, pm, b, p, s);
     return;
   }
   void* ps = has_sinks_ ? cuda::device_ptr(inputs.back(), s) : nullptr;
@@ -195,7 +281,9 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs,
                       block_threads, args, s.index);
 }
 
-// inputs: q, k, v, the output's cotangent, then the mask if any. The
+// inputs: q, k, v, the output's cotangent, then the mask if any, then the
+// forward's output and stats when saved. With them, cuDNN's backward runs
+// alone; without, cuDNN runs its forward first. Else kiln's kernels: the
 // forward kernel recomputes each query row's max, sum and rowsum(dO * O)
 // into a float scratch; the backward kernel adds dq into a zeroed float32
 // array (atomics), rounded to q's dtype at the end, and writes dk and dv.
@@ -203,13 +291,18 @@ void ScaledDotProductAttentionVjp::eval_gpu(const std::vector<array>& inputs,
                                             std::vector<array>& outputs) {
   const Stream& s = stream();
   Dtype dt = inputs[0].dtype();
-  bool has_mask = inputs.size() > 4;
+  bool has_mask = inputs.size() - (saved_ ? 2 : 0) > 4;
   array q = inputs[0], k = inputs[1], v = inputs[2], dout = inputs[3];
   if (!cuda::flash_sdpa_supports(dt, inputs[0].shape(3), inputs[2].shape(3)) ||
       inputs[0].size() == 0 || inputs[1].size() == 0 ||
       !flash_operand(inputs[0], q, s) || !flash_operand(inputs[1], k, s) ||
       !flash_operand(inputs[2], v, s) || !flash_operand(inputs[3], dout, s)) {
     eval_fallback(inputs, outputs);
+    return;
+  }
+  if (saved_ && !has_mask &&
+      cudnn_saved_gradients(q, k, v, dout, inputs[inputs.size() - 2],
+                            inputs.back(), scale_, do_causal_, outputs, s)) {
     return;
   }
   if (!has_mask &&
@@ -237,13 +330,10 @@ void ScaledDotProductAttentionVjp::eval_gpu(const std::vector<array>& inputs,
   KILN_CHECK_CUDA(
       cudaMemsetAsync(pdq, 0, dq32.nbytes(), cuda::cuda_stream(s)));
 
-  void* no_out = nullptr;
-  void* stats_args[] = {&pq, &pk, &pv, &pm, &no_out, &pdo, &pst, &p};
-  int64_t q_tiles = (p.Lq + cuda::flash_rows - 1) / cuda::flash_rows;
-  cuda::launch_blocks_shared(
-      cuda::get_kernel(cuda::flash_sdpa_kernel(dt, d, p.mask_kind)),
-      p.B * p.Nq * q_tiles, cuda::flash_threads,
-      cuda::flash_shared_bytes(d, dt.size), stats_args, s.index);
+  FlashForwardBuffers pre_pass;
+  pre_pass.dout = pdo;
+  pre_pass.stats = pst;
+  launch_flash_forward(dt, pq, pk, pv, pm, pre_pass, p, s);
 
   void* args[] = {&pq, &pk, &pv, &pm, &pdo, &pst, &pdq, &pdk, &pdv, &p};
   int64_t k_tiles = (p.Lk + cuda::flash_keys - 1) / cuda::flash_keys;

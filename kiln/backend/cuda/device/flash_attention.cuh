@@ -204,13 +204,16 @@ __device__ __forceinline__ unsigned pack_pair(float lo, float hi) {
  *  the inverse of its sum of exp(score - m), and rowsum(dout * O) in
  *  float, O rounded to T as out would hold it; dout (B, Nq, Lq, D) is
  *  read through p.dout_strides, with unit feature strides and 16-byte
- *  aligned rows as q. */
+ *  aligned rows as q.
+ *  Without stats, lse (when not null) gets each row r's log-sum-exp of its
+ *  scaled scores, max + log(sum of exp(score - max)), as cuDNN's forward
+ *  writes its statistics for its backward. */
 template <typename T, int D, int MaskKind>
 __global__ void __launch_bounds__(flash_threads, flash_min_blocks(D))
     sdpa_flash(const T* __restrict__ q, const T* __restrict__ k,
                const T* __restrict__ v, const void* __restrict__ mask,
                T* __restrict__ out, const T* __restrict__ dout,
-               float* __restrict__ stats,
+               float* __restrict__ stats, float* __restrict__ lse,
                const __grid_constant__ SdpaParams p) {
   static_assert(D % 16 == 0 && D * sizeof(T) % 16 == 0);
   static_assert(flash_threads == 4 * warp_size && flash_rows == 4 * 16 &&
@@ -481,6 +484,14 @@ __global__ void __launch_bounds__(flash_threads, flash_min_blocks(D))
         }
       }
     } else {
+      if (lse) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          if (row[r] < p.Lq && t2 == 0) {
+            lse[bh * p.Lq + row[r]] = row_max[r] + logf(row_sum[r]);
+          }
+        }
+      }
       // O as T through the warp's own 16 rows of the Q tile, which only
       // this warp reads, then 16-byte row-major stores.
       T* staged = qs + (warp * 16) * ldt;
