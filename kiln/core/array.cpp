@@ -182,11 +182,7 @@ void array::set_data(allocator::Buffer buffer, Deleter d) {
   desc_->data_ptr = buffer.ptr;
   desc_->data_size = size();
   desc_->strides = row_major_strides(shape());
-  // Row-major, so contiguous; column-major too only when at most one axis
-  // is longer than 1 (or the array is empty), as layout_of would say.
-  int long_axes = 0;
-  for (auto d : shape()) long_axes += d > 1;
-  desc_->flags = {true, true, size() == 0 || long_axes <= 1};
+  desc_->flags = row_major_flags(shape());
 }
 
 void array::set_data(allocator::Buffer buffer, size_t data_size,

@@ -65,4 +65,14 @@ Layout layout_of(const Shape& shape, const Strides& strides) {
   return {row || col ? size : data_size, {contiguous || row || col, row, col}};
 }
 
+array::Flags row_major_flags(const Shape& shape) {
+  int long_axes = 0;
+  bool empty = false;
+  for (auto d : shape) {
+    long_axes += d > 1;
+    empty = empty || d == 0;
+  }
+  return {true, true, empty || long_axes <= 1};
+}
+
 } // namespace kiln

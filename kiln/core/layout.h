@@ -13,4 +13,10 @@ struct Layout {
 /** data_size and flags of a view with these strides (see array::Flags). */
 Layout layout_of(const Shape& shape, const Strides& strides);
 
+/** The flags of a row-major array of this shape (layout_of's answer for
+ *  row_major_strides(shape), without walking the strides): contiguous and
+ *  row-contiguous; column-contiguous too only when at most one axis is
+ *  longer than 1 or the array is empty. */
+array::Flags row_major_flags(const Shape& shape);
+
 } // namespace kiln

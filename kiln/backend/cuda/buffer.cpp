@@ -5,6 +5,7 @@
 #include "kiln/backend/cuda/allocator.h"
 #include "kiln/backend/cuda/device.h"
 #include "kiln/backend/cuda/utils.h"
+#include "kiln/core/layout.h"
 
 namespace kiln {
 
@@ -122,7 +123,7 @@ void set_device_output(array& out, size_t data_size, Strides strides,
 
 void set_device_output(array& out, const Stream& s) {
   set_device_output(out, out.size(), row_major_strides(out.shape()),
-                    {true, true, true}, s);
+                    row_major_flags(out.shape()), s);
 }
 
 bool donate_device_buffer(const array& in, array& out, const Stream& s) {
