@@ -19,9 +19,13 @@
 #include <unordered_set>
 
 #include "cuda/gpu_fixture.h"
-#include "kiln/backend/cuda/cudnn_attention.h"
+#include "kiln/config.h"
 #include "kiln/ops/fast.h"
 #include "kiln/primitives/fast.h"
+
+#if KILN_HAS_CUDA
+#include "kiln/backend/cuda/cudnn_attention.h"
+#endif
 
 namespace kiln::test {
 namespace {
@@ -36,9 +40,15 @@ class GpuSdpaOwnKernels : public GpuTest {
  protected:
   void SetUp() override {
     GpuTest::SetUp();
+#if KILN_HAS_CUDA
     was_enabled_ = cuda::set_cudnn_attention_enabled(false);
+#endif
   }
-  void TearDown() override { cuda::set_cudnn_attention_enabled(was_enabled_); }
+  void TearDown() override {
+#if KILN_HAS_CUDA
+    cuda::set_cudnn_attention_enabled(was_enabled_);
+#endif
+  }
 
  private:
   bool was_enabled_ = true;
@@ -793,6 +803,7 @@ TEST_F(GpuSdpa, GradientsOfShapesTheFusedBackwardLacks) {
   }
 }
 
+#if KILN_HAS_CUDA
 // Where cuDNN is present, the tensor-core shapes without a mask run on it,
 // forward and backward (its counters move) and agree with the CPU; a mask,
 // few query rows (decoding) and more queries than keys under the causal
@@ -889,6 +900,8 @@ TEST_F(GpuSdpa, KeptStatistics) {
     }
   }
 }
+
+#endif // KILN_HAS_CUDA
 
 } // namespace
 } // namespace kiln::test
