@@ -109,6 +109,13 @@ std::vector<array> sdpa_fallback(std::vector<array> in, Config c, Stream s) {
   return {out, astype(lse, float32, s)};
 }
 
+// The op's fallback: sdpa_fallback for configuration c on stream s.
+Fallback fallback_for(Config c, Stream s) {
+  return [c, s](std::vector<array> in) {
+    return sdpa_fallback(std::move(in), c, s);
+  };
+}
+
 } // namespace
 
 array scaled_dot_product_attention(const array& queries, const array& keys,
@@ -187,9 +194,6 @@ array scaled_dot_product_attention(const array& queries, const array& keys,
     inputs.push_back(astype(*sinks, t, s));
   }
   Config c{scale, n_q, n_kv, causal, has_mask, sinks.has_value()};
-  auto fallback = [c, s](std::vector<array> in) {
-    return sdpa_fallback(std::move(in), c, s);
-  };
 #if KILN_HAS_CUDA
   // On the GPU: the graph when the fused kernels do not serve these shapes
   // well, and under a gradient transformation whose rule for the fused
@@ -205,7 +209,7 @@ array scaled_dot_product_attention(const array& queries, const array& keys,
       (graph_for_grad || !ScaledDotProductAttention::gpu_fused_fits(
                              t, queries.shape(2), queries.shape(3),
                              values.shape(3), c.has_sinks))) {
-    return fallback(std::move(inputs))[0];
+    return sdpa_fallback(std::move(inputs), c, s)[0];
   }
 #endif
   Shape out_shape = {B, n_q, queries.shape(2), values.shape(3)};
@@ -218,21 +222,16 @@ array scaled_dot_product_attention(const array& queries, const array& keys,
                  ScaledDotProductAttention::gpu_keeps_stats(
                      t, queries.shape(2), keys.shape(2), queries.shape(3),
                      values.shape(3), causal);
-  if (c.with_stats) {
-    auto with_stats = [c, s](std::vector<array> in) {
-      return sdpa_fallback(std::move(in), c, s);
-    };
-    return array::make_arrays(
-        {out_shape, {B, n_q, queries.shape(2)}}, {t, float32},
-        std::make_shared<ScaledDotProductAttention>(
-            s, std::move(with_stats), scale, causal, false, true),
-        std::move(inputs))[0];
-  }
 #endif
-  return array(std::move(out_shape), t,
-               std::make_shared<ScaledDotProductAttention>(
-                   s, std::move(fallback), scale, causal, sinks.has_value()),
-               std::move(inputs));
+  auto primitive = std::make_shared<ScaledDotProductAttention>(
+      s, fallback_for(c, s), scale, causal, c.has_sinks, c.with_stats);
+  if (!c.with_stats) {
+    return array(std::move(out_shape), t, std::move(primitive),
+                 std::move(inputs));
+  }
+  return array::make_arrays({out_shape, {B, n_q, queries.shape(2)}},
+                            {t, float32}, std::move(primitive),
+                            std::move(inputs))[0];
 }
 
 } // namespace kiln::fast
