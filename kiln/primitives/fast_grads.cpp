@@ -371,17 +371,29 @@ void ScaledDotProductAttentionVjp::eval_fallback(
 
 std::pair<std::vector<array>, std::vector<int>> ScaledDotProductAttention::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
-  // Mapped sinks differ per batch element: only the fallback handles them;
-  // so does a forward with stats (the op makes the plain one).
-  if ((has_sinks_ && axes.back() >= 0) || with_stats_) {
-    return Custom::vmap(inputs, axes);
-  }
+  // Mapped sinks differ per batch element: only the fallback handles them.
+  if (has_sinks_ && axes.back() >= 0) return Custom::vmap(inputs, axes);
+  // The mapped axis folds into the batch axis B.
   int n = batch_size(inputs, axes);
   int B = inputs[0].shape(axes[0] == 0 ? 1 : 0);
   size_t n_folded = inputs.size() - (has_sinks_ ? 1 : 0);
   std::vector<array> in;
   for (size_t i = 0; i < n_folded; ++i) {
     in.push_back(flatten(to_batch_first(inputs[i], axes[i], n), 0, 1));
+  }
+  if (with_stats_) {
+    // The form that keeps each row's log-sum-exp (q, k, v only; made under
+    // vjp, as in grad of vmap) stays that form, so that the backward still
+    // reads the statistics: both outputs, batch-folded.
+    Shape out_shape = {n * B, in[0].shape(1), in[0].shape(2), in[2].shape(3)};
+    Shape stats_shape = {n * B, in[0].shape(1), in[0].shape(2)};
+    auto out = array::make_arrays(
+        {out_shape, stats_shape}, {in[0].dtype(), float32},
+        std::make_shared<ScaledDotProductAttention>(
+            stream(), fallback_, scale_, do_causal_, false, true),
+        std::move(in));
+    return {{unflatten(out[0], 0, {n, B}), unflatten(out[1], 0, {n, B})},
+            {0, 0}};
   }
   std::optional<array> mask, sinks;
   if (in.size() == 4) mask = in[3];

@@ -901,6 +901,45 @@ TEST_F(GpuSdpa, KeptStatistics) {
   }
 }
 
+// grad of vmap: vmap's rule keeps the form that keeps statistics (the
+// mapped axis folded into the batch), so the backward is still cuDNN's
+// backward alone, and the gradients match each batch element's own.
+TEST_F(GpuSdpa, KeptStatisticsUnderVmap) {
+  if (!cuda::cudnn_attention_available()) GTEST_SKIP() << "no cuDNN";
+  DefaultDeviceScope scope(Device::gpu);
+  for (Dtype dt : {float16, bfloat16}) {
+    // q mapped along its axis 1, k and v along axis 0; n = 3 elements.
+    array q = random_array({2, 3, 4, 128, 64}, dt, -1, 1);
+    array k = random_array({3, 2, 2, 192, 64}, dt, -1, 1);
+    array v = random_array({3, 2, 2, 192, 64}, dt, -2, 2);
+    array ct = random_array({3, 2, 4, 128, 64}, dt, -1, 1);
+    float scale = 0.125f;
+    Fn attend = [&](const std::vector<array>& in) {
+      return std::vector<array>{fast::scaled_dot_product_attention(
+          in[0], in[1], in[2], scale, "causal")};
+    };
+    Fn mapped = vmap(attend, {1, 0, 0});
+    auto before = cuda::cudnn_attention_counts();
+    auto grads = vjp(mapped, {q, k, v}, {ct}).second;
+    eval(grads);
+    auto after = cuda::cudnn_attention_counts();
+    EXPECT_EQ(after.forward - before.forward, 1) << dtype_name(dt);
+    EXPECT_EQ(after.backward - before.backward, 1) << dtype_name(dt);
+    const char* names[] = {"dq", "dk", "dv"};
+    int axis[] = {1, 0, 0};
+    for (int i = 0; i < 3; ++i) {
+      Qkv one = {take(q, i, 1), take(k, i, 0), take(v, i, 0)};
+      auto cpu = sdpa_grads(one, take(ct, i, 0), "causal", std::nullopt,
+                            Device::cpu);
+      for (int g = 0; g < 3; ++g) {
+        EXPECT_TRUE(
+            close_to_largest(take(grads[g], i, axis[g]), cpu[g], grad_tol(dt)))
+            << names[g] << " of element " << i << " " << dtype_name(dt);
+      }
+    }
+  }
+}
+
 #endif // KILN_HAS_CUDA
 
 } // namespace

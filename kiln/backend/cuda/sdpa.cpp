@@ -7,10 +7,11 @@
 // one warp per query row (device/sdpa.cuh), reading q, k, v and the mask
 // through their strides. Head dimensions past 32 * sdpa_max_width and
 // dtypes the kernels lack run on the CPU. Backward (for the tensor-core
-// shapes): cuDNN's forward (for the output and the row statistics) and
-// backward where cuDNN takes them, else kiln's forward kernel's statistics
-// pass, then device/flash_attention_bwd.cuh; operands they cannot read in
-// place are copied row-major first.
+// shapes): cuDNN's backward where cuDNN takes the problem, reading the
+// output and row statistics the forward kept under vjp (or computed by
+// cuDNN's forward first), else kiln's forward kernel's statistics pass,
+// then device/flash_attention_bwd.cuh; operands they cannot read in place
+// are copied row-major first.
 #include <cstdint>
 
 #include "kiln/backend/cuda/buffer.h"
@@ -148,51 +149,46 @@ void forward_with_stats(const array& q_in, const array& k_in,
                        nullptr, b, p, s);
 }
 
-// dq, dk, dv into outputs on cuDNN: its forward for the output and the row
-// statistics, then its backward. False when cuDNN does not take the
-// problem (nothing launched, or only the forward).
+// dq, dk, dv into outputs on cuDNN's backward. It reads the forward's
+// output and row log-sum-exps: the ones the forward kept (saved_o and
+// saved_stats), else ones cuDNN's forward computes here first. False when
+// cuDNN does not take the problem (then nothing was written to outputs).
 bool cudnn_gradients(const array& q, const array& k, const array& v,
-                     const array& dout, float scale, bool causal,
+                     const array& dout, const array* saved_o,
+                     const array* saved_stats, float scale, bool causal,
                      std::vector<array>& outputs, const Stream& s) {
   if (!cuda::cudnn_attention_available() ||
       !cuda::cudnn_attention_fits(q, k, v, causal)) {
     return false;
   }
   cuda::CudnnAttentionArgs a{scale, causal};
-  int64_t rows = q.shape(0) * q.shape(1) * q.shape(2);
-  cuda::Scratch o(rows * q.shape(3) * q.itemsize(), s);
-  cuda::Scratch stats(rows * sizeof(float), s);
-  if (!cuda::cudnn_attention_forward(q, k, v, o.ptr, stats.ptr, a, s)) {
-    return false;
+  array o = q, stats = q; // both set below
+  if (saved_o) {
+    // The forward wrote both row-major; an output read otherwise is copied.
+    o = *saved_o;
+    stats = *saved_stats;
+    if (!o.flags().row_contiguous) {
+      o = array::uninitialized(saved_o->shape(), saved_o->dtype());
+      if (!cuda::copy_row_major(*saved_o, o, s)) return false;
+    }
+    if (!stats.flags().row_contiguous) return false;
+  } else {
+    o = array::uninitialized({q.shape(0), q.shape(1), q.shape(2), v.shape(3)},
+                             q.dtype());
+    stats = array::uninitialized({q.shape(0), q.shape(1), q.shape(2)},
+                                 float32);
+    cuda::set_device_output(o, s);
+    cuda::set_device_output(stats, s);
+    if (!cuda::cudnn_attention_forward(q, k, v, o.raw_data_ptr(),
+                                       stats.raw_data_ptr(), a, s)) {
+      return false;
+    }
   }
-  for (int i = 0; i < 3; ++i) cuda::set_device_output(outputs[i], s);
-  return cuda::cudnn_attention_backward(
-      q, k, v, o.ptr, dout, stats.ptr, outputs[0].raw_data_ptr(),
-      outputs[1].raw_data_ptr(), outputs[2].raw_data_ptr(), a, s);
-}
-
-// dq, dk, dv into outputs on cuDNN's backward from the forward's output o
-// and row log-sum-exps. False when cuDNN does not take the problem.
-bool cudnn_saved_gradients(const array& q, const array& k, const array& v,
-                           const array& dout, const array& o_in,
-                           const array& stats, float scale, bool causal,
-                           std::vector<array>& outputs, const Stream& s) {
-  if (!cuda::cudnn_attention_available() ||
-      !cuda::cudnn_attention_fits(q, k, v, causal)) {
-    return false;
-  }
-  // The forward wrote both row-major; anything else is copied.
-  array o = o_in;
-  if (!o_in.flags().row_contiguous) {
-    o = array::uninitialized(o_in.shape(), o_in.dtype());
-    if (!cuda::copy_row_major(o_in, o, s)) return false;
-  }
-  if (!stats.flags().row_contiguous) return false;
   for (int i = 0; i < 3; ++i) cuda::set_device_output(outputs[i], s);
   return cuda::cudnn_attention_backward(
       q, k, v, cuda::device_ptr(o, s), dout, cuda::device_ptr(stats, s),
       outputs[0].raw_data_ptr(), outputs[1].raw_data_ptr(),
-      outputs[2].raw_data_ptr(), {scale, causal}, s);
+      outputs[2].raw_data_ptr(), a, s);
 }
 
 } // namespace
@@ -300,13 +296,12 @@ void ScaledDotProductAttentionVjp::eval_gpu(const std::vector<array>& inputs,
     eval_fallback(inputs, outputs);
     return;
   }
-  if (saved_ && !has_mask &&
-      cudnn_saved_gradients(q, k, v, dout, inputs[inputs.size() - 2],
-                            inputs.back(), scale_, do_causal_, outputs, s)) {
-    return;
-  }
-  if (!has_mask &&
-      cudnn_gradients(q, k, v, dout, scale_, do_causal_, outputs, s)) {
+  // With the forward's output and statistics kept, only cuDNN's backward
+  // is tried: a backward cuDNN declines would decline them recomputed too.
+  const array* saved_o = saved_ ? &inputs[inputs.size() - 2] : nullptr;
+  const array* saved_stats = saved_ ? &inputs.back() : nullptr;
+  if (!has_mask && cudnn_gradients(q, k, v, dout, saved_o, saved_stats,
+                                   scale_, do_causal_, outputs, s)) {
     return;
   }
   const array* mask = has_mask ? &inputs[4] : nullptr;
