@@ -158,13 +158,12 @@ TEST_F(GpuScan, ManyLinesAndLongTransposedLine) {
   EXPECT_TRUE(scan_matches(scan_ops()[0], as_transposed(wide), 1, true, true));
 }
 
-// Few long lines are scanned in one pass by tiles across blocks, each tile
-// finding its prefix by looking back at the tiles before it: one line of
-// millions, a few lines as rows and as strided columns, every op, both
-// directions, inclusive and exclusive, lengths that leave a short last tile,
-// running values of 1, 4 and 8 bytes (look-back slots hold 8), and a NaN in
-// a middle tile that must reach every later tile.
-TEST_F(GpuScan, LongLinesByTiles) {
+// Few long lines are scanned in pieces (two passes): one line of millions,
+// a few lines as rows and as strided columns, every op, both directions,
+// inclusive and exclusive, lengths that leave a short last piece, running
+// values of 1, 4 and 8 bytes, and a NaN in a middle piece that must reach
+// every later piece.
+TEST_F(GpuScan, LongLinesInPieces) {
   for (auto& op : scan_ops()) {
     for (Dtype dt : {float32, int64, bfloat16, uint8}) {
       bool floats = issubdtype(dt, floating);

@@ -72,8 +72,8 @@ TEST(NvrtcHeaders, BinaryAndTernaryFamilies) {
 }
 
 // Every scan op, and every dtype family on sum (widening ones included),
-// each in its three per-line patterns (s, r, c) and the single-pass scan of
-// long lines by tiles (b).
+// each in its three per-line patterns (s, r, c) and its two passes in
+// pieces (t, k).
 TEST(NvrtcHeaders, ScanFamily) {
   using cuda::scan_kernel;
   std::vector<JitKernel> ks;
@@ -90,12 +90,11 @@ TEST(NvrtcHeaders, ScanFamily) {
     ks.push_back(scan_kernel("Minimum", d, d, 'c'));
   }
   for (Dtype d : floats) ks.push_back(scan_kernel("LogAddExp", d, d, 'r'));
-  ks.push_back(scan_kernel("Add", float32, float32, 'b'));
-  ks.push_back(scan_kernel("Add", bool_, int64, 'b'));
-  ks.push_back(scan_kernel("Multiply", bfloat16, bfloat16, 'b'));
-  ks.push_back(scan_kernel("Maximum", bool_, bool_, 'b'));
-  ks.push_back(scan_kernel("Minimum", int8, int8, 'b'));
-  ks.push_back(scan_kernel("LogAddExp", float64, float64, 'b'));
+  ks.push_back(scan_kernel("Add", float32, float32, 't'));
+  ks.push_back(scan_kernel("Add", bool_, int64, 'k'));
+  ks.push_back(scan_kernel("Multiply", bfloat16, bfloat16, 't'));
+  ks.push_back(scan_kernel("Maximum", float16, float16, 'k'));
+  ks.push_back(scan_kernel("LogAddExp", float64, float64, 't'));
   expect_all_compile(ks);
 }
 

@@ -1,6 +1,6 @@
 // Ahead-of-time scans: cumsum and cumprod on the float types, int32 and
 // int64 (bool counting into int32), cummax and cummin on float32 and int32,
-// logcumsumexp on float32, each in its four patterns. Everything else is
+// logcumsumexp on float32, each in its three patterns. Everything else is
 // compiled by NVRTC at first use.
 #include "kiln/backend/cuda/aot.cuh"
 #include "kiln/backend/cuda/axis_kernels.h"
@@ -23,10 +23,12 @@ void scans(AotTable& t, const char* op) {
           &scan_lines<Op, In, Out, r.threads, r.items>));
   put(t, scan_kernel(op, i, o, 'c'),
       reinterpret_cast<const void*>(&scan_columns<Op, In, Out>));
-  constexpr Tile b = lookback_scan_tile;
-  put(t, scan_kernel(op, i, o, 'b'),
+  put(t, scan_kernel(op, i, o, 't'),
       reinterpret_cast<const void*>(
-          &scan_lookback<Op, In, Out, b.threads, b.items>));
+          &scan_chunk_totals<Op, In, Out, r.threads>));
+  put(t, scan_kernel(op, i, o, 'k'),
+      reinterpret_cast<const void*>(
+          &scan_chunks<Op, In, Out, r.threads, r.items>));
 }
 
 template <typename T>

@@ -1,10 +1,9 @@
 // Names and instantiations of the kernels that work along one axis, scans
 // (device/scan.cuh) and sorts (device/sort.cuh), shared by the launchers and
 // the ahead-of-time tables so both agree.
-// Scans: {s|r|c|b}Scan{op}{dtype}[_{out dtype}], op the binary functor that
+// Scans: {s|r|c}Scan{op}{dtype}[_{out dtype}], op the binary functor that
 // combines (Add, Multiply, Maximum, Minimum, LogAddExp); s and r scan one
-// line per block (short and long tiles), c one line per thread, b one tile
-// per block.
+// line per block (short and long tiles), c one line per thread.
 // Sorts: t{tile}{Sort|ArgSort}{dtype}, one line of up to tile elements per
 // block; longer lines {r|m|w}{Sort|ArgSort}{dtype} (sorted runs, merges,
 // write-out); gSearchSorted{dtype}, one value per thread.
@@ -26,20 +25,13 @@ struct Tile {
 };
 
 /** Scan tiles: 's' for lines of at most 128 elements, 'r' for longer ones
- *  (looping over tiles with a carry), 'b' for the tiles of the single-pass
- *  scan of a few long lines across blocks. */
+ *  (looping over tiles with a carry). */
 inline constexpr Tile short_scan_tile{32, 4};
 inline constexpr Tile long_scan_tile{256, 4};
-inline constexpr Tile lookback_scan_tile{256, 8};
-/** Bytes of the single-pass scan's state for `tiles` tiles (the layout is
- *  device/scan.cuh's scan_lookback's). */
-inline size_t lookback_state_bytes(int64_t tiles) {
-  return 8 + static_cast<size_t>(tiles) * (2 * 8 + 4);
-}
 
 /** pattern: 's', 'r' or 'c' (one line per block or thread; the three are
- *  compiled together), 'b' (a few long lines, one tile per block in one
- *  pass with decoupled look-back). */
+ *  compiled together), 't' or 'k' (the two passes of a long line scanned in
+ *  pieces, compiled together). */
 JitKernel scan_kernel(const std::string& op, Dtype in, Dtype out, char pattern);
 
 /** Sort tiles, smallest first; a line longer than the last one is sorted in

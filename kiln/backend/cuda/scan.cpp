@@ -1,15 +1,11 @@
 // Scans on the GPU (device/scan.cuh). The output is row-major, as on the
 // CPU; dtype pairs the CPU does not scan, complex64 and inputs whose other
 // axes do not collapse to max_ndim dimensions run on the CPU.
-#include <limits>
-
 #include "kiln/backend/cuda/axis_kernels.h"
 #include "kiln/backend/cuda/buffer.h"
-#include "kiln/backend/cuda/device.h"
 #include "kiln/backend/cuda/fallback.h"
 #include "kiln/backend/cuda/kernels.h"
 #include "kiln/backend/cuda/strided.h"
-#include "kiln/backend/cuda/utils.h"
 #include "kiln/primitives/reduction.h"
 
 namespace kiln::cuda {
@@ -34,12 +30,13 @@ std::string scan_expression(char pattern, const std::string& op, Dtype in,
   std::string args =
       "kiln::cuda::" + op + ", " + device_type(in) + ", " + device_type(out);
   if (pattern == 'c') return "kiln::cuda::scan_columns<" + args + ">";
-  Tile t = pattern == 's'   ? short_scan_tile
-           : pattern == 'b' ? lookback_scan_tile
-                            : long_scan_tile;
-  std::string kernel = pattern == 'b' ? "scan_lookback" : "scan_lines";
-  return "kiln::cuda::" + kernel + "<" + args + ", " +
-         std::to_string(t.threads) + ", " + std::to_string(t.items) + ">";
+  Tile t = pattern == 's' ? short_scan_tile : long_scan_tile;
+  std::string threads = std::to_string(t.threads);
+  if (pattern == 't')
+    return "kiln::cuda::scan_chunk_totals<" + args + ", " + threads + ">";
+  std::string kernel = pattern == 'k' ? "scan_chunks" : "scan_lines";
+  return "kiln::cuda::" + kernel + "<" + args + ", " + threads + ", " +
+         std::to_string(t.items) + ">";
 }
 
 const char* scan_op(Scan::Type t) {
@@ -64,40 +61,49 @@ bool scans_on_gpu(Scan::Type t, Dtype in, Dtype out) {
   return in == out;
 }
 
-/** Lines at least this many tiles long, too few to fill the GPU with a
- *  block each, are scanned in one pass by tiles across blocks
- *  (scan_lookback). */
-constexpr int64_t lookback_max_lines = 512;
-constexpr int64_t lookback_min_tiles = 4;
+/** Blocks that fill an H200 a few times over: lines too few for that are
+ *  cut into pieces (scan_chunks) when each piece still gets a few tiles. */
+constexpr int64_t chunked_blocks = 1024;
+constexpr int64_t min_chunk_tiles = 4;
 
-bool scans_by_tiles(const AxisLines& l) {
-  int64_t tiles_per_line =
-      (l.n + lookback_scan_tile.size() - 1) / lookback_scan_tile.size();
-  return l.lines < lookback_max_lines &&
-         tiles_per_line >= lookback_min_tiles &&
-         l.lines * tiles_per_line < std::numeric_limits<int>::max();
+/** How many pieces a long line is cut into; 1 when one block per line
+ *  already fills the GPU or the lines are short. */
+int64_t scan_chunk_count(const AxisLines& l) {
+  int64_t tile = long_scan_tile.size();
+  if (l.lines >= chunked_blocks / 2) return 1;
+  int64_t by_length = l.n / (min_chunk_tiles * tile);
+  return std::max<int64_t>(
+      1, std::min(by_length, (chunked_blocks + l.lines - 1) / l.lines));
 }
 
-/** The single-pass scan of long lines, its state (the tile counter and
- *  each tile's flag and value slots) zeroed first. */
-void scan_by_tiles(const Scan& p, const array& in, array& out, AxisLines l,
-                   const Stream& s) {
-  int64_t tiles_per_line =
-      (l.n + lookback_scan_tile.size() - 1) / lookback_scan_tile.size();
-  int64_t tiles = l.lines * tiles_per_line;
-  CUfunction f = get_kernel(
-      scan_kernel(scan_op(p.type()), in.dtype(), out.dtype(), 'b'));
-  size_t state_bytes = lookback_state_bytes(tiles);
-  Scratch state(state_bytes, s);
-  KILN_CHECK_CUDA(
-      cudaMemsetAsync(state.ptr, 0, state_bytes, cuda_stream(s)));
+/** The scan of long lines in pieces: the pieces' totals, then each piece
+ *  from the totals before it. */
+void scan_in_chunks(const Scan& p, const array& in, array& out,
+                    AxisLines l, int64_t chunks, const Stream& s) {
+  int64_t tile = long_scan_tile.size();
+  int64_t chunk = (l.n + chunks - 1) / chunks;
+  chunk = (chunk + tile - 1) / tile * tile;
+  chunks = (l.n + chunk - 1) / chunk;
+  const char* op = scan_op(p.type());
+  CUfunction totals_kernel =
+      get_kernel(scan_kernel(op, in.dtype(), out.dtype(), 't'));
+  CUfunction pieces_kernel =
+      get_kernel(scan_kernel(op, in.dtype(), out.dtype(), 'k'));
+  // Room for the widest compute type (8 bytes) per piece.
+  Scratch totals(static_cast<size_t>(l.lines * chunks) * 8, s);
   void* src = device_ptr(in, s);
   void* dst = out.raw_data_ptr();
   bool inclusive = p.inclusive(), reverse = p.reverse();
-  void* args[] = {&src,         &dst,           &state.ptr, &tiles,
-                  &tiles_per_line, &l.n,        &l.inner,   &l.in_stride,
-                  &inclusive,   &reverse,       &l.starts};
-  launch_blocks(f, tiles, lookback_scan_tile.threads, args, s.index);
+  int64_t blocks = l.lines * chunks;
+  void* total_args[] = {&src,  &totals.ptr,  &chunks,  &chunk,
+                        &l.n, &l.in_stride, &reverse, &l.starts};
+  launch_blocks(totals_kernel, blocks, long_scan_tile.threads, 1, total_args,
+                s.index);
+  void* scan_args[] = {&src,     &dst,         &totals.ptr, &chunks,
+                       &chunk,   &l.n,         &l.inner,    &l.in_stride,
+                       &inclusive, &reverse,   &l.starts};
+  launch_blocks(pieces_kernel, blocks, long_scan_tile.threads, 1, scan_args,
+                s.index);
 }
 
 bool scan(const Scan& p, const array& in, array& out, const Stream& s) {
@@ -112,9 +118,11 @@ bool scan(const Scan& p, const array& in, array& out, const Stream& s) {
   char pattern = l.inner > 1 && l.lines >= column_min_lines ? 'c'
                  : l.n <= short_scan_tile.size()            ? 's'
                                                             : 'r';
-  if (pattern == 'r' && scans_by_tiles(l)) {
-    scan_by_tiles(p, in, out, l, s);
-    return true;
+  if (pattern == 'r') {
+    if (int64_t chunks = scan_chunk_count(l); chunks > 1) {
+      scan_in_chunks(p, in, out, l, chunks, s);
+      return true;
+    }
   }
   CUfunction f = get_kernel(
       scan_kernel(scan_op(p.type()), in.dtype(), out.dtype(), pattern));
@@ -138,9 +146,9 @@ JitKernel scan_kernel(const std::string& op, Dtype in, Dtype out,
                       char pattern) {
   JitKernel k{scan_name(pattern, op, in, out), scan_source,
               scan_expression(pattern, op, in, out)};
-  // One module for the per-line patterns; the single-pass scan of long
-  // lines has its own.
-  std::string group = pattern == 'b' ? "b" : "src";
+  // One module per group: the per-line patterns, and the two passes of
+  // the scan in pieces.
+  std::string group = pattern == 't' || pattern == 'k' ? "tk" : "src";
   for (char other : group) {
     if (other == pattern) continue;
     k.siblings.emplace_back(scan_name(other, op, in, out),

@@ -56,16 +56,14 @@ struct TileCarry {
 };
 
 /** Scans elements [begin, end) of a line, in scan order, tile by tile of
- *  Threads x Items, continuing from carry (a CUB block prefix callback:
- *  TileCarry, or LookbackPrefix for one tile). Loads and stores go through
+ *  Threads x Items, continuing from carry. Loads and stores go through
  *  shared memory in scan order, so a contiguous line is read and written
  *  coalesced whatever the direction. */
-template <typename Op, typename In, typename Out, int Threads, int Items,
-          typename Carry>
+template <typename Op, typename In, typename Out, int Threads, int Items>
 __device__ void scan_range(
     const In* x, Out* y, int64_t begin, int64_t end, int64_t n,
     int64_t inner, int64_t in_stride, bool inclusive, bool reverse,
-    Carry& carry,
+    TileCarry<Op, compute_t<Out>>& carry,
     typename cub::BlockScan<compute_t<Out>, Threads>::TempStorage& storage,
     compute_t<Out>* staged) {
   using A = compute_t<Out>;
@@ -122,167 +120,65 @@ __global__ void __launch_bounds__(Threads)
   }
 }
 
-/** A running value (a float, a double, an integer or a bool: the compute
- *  types) as the bits of a look-back slot, and back. */
-template <typename A>
-__device__ __forceinline__ unsigned long long to_slot(A v) {
-  if constexpr (is_same_v<A, double>) {
-    return static_cast<unsigned long long>(__double_as_longlong(v));
-  } else if constexpr (is_same_v<A, float>) {
-    return __float_as_uint(v);
-  } else if constexpr (sizeof(A) <= 4) {
-    return static_cast<unsigned>(v); // from_slot truncates back
-  } else {
-    return static_cast<unsigned long long>(v);
-  }
+/** Long lines, too few to fill the GPU with a block each, are cut into
+ *  `chunks` pieces of `chunk` elements (in scan order) and scanned in two
+ *  passes, block b = line * chunks + piece: scan_chunk_totals reduces each
+ *  piece; scan_chunks then scans each piece from the total of the pieces
+ *  before it. The ops are associative and commutative, so only rounding
+ *  differs from one sequential pass. */
+template <typename Op, typename In, typename Out, int Threads>
+__global__ void __launch_bounds__(Threads)
+    scan_chunk_totals(const In* __restrict__ in,
+                      compute_t<Out>* __restrict__ totals, int64_t chunks,
+                      int64_t chunk, int64_t n, int64_t in_stride,
+                      bool reverse, const __grid_constant__ Strided<1> l) {
+  using A = compute_t<Out>;
+  using BlockReduce = cub::BlockReduce<A, Threads>;
+  __shared__ typename BlockReduce::TempStorage storage;
+  int64_t line = blockIdx.x / chunks, piece = blockIdx.x % chunks;
+  int64_t off[1];
+  strided_offsets(line, l, off);
+  const In* x = in + off[0];
+  int64_t begin = piece * chunk, end = min(n, begin + chunk);
+  A acc = scan_identity<Op, A>();
+#pragma unroll 4
+  for (int64_t k = begin + threadIdx.x; k < end; k += Threads)
+    acc = Op{}(acc, scan_load<Out>(x + scan_position(k, n, reverse) * in_stride));
+  A total = BlockReduce(storage).Reduce(acc, Op{});
+  if (threadIdx.x == 0) totals[blockIdx.x] = total;
 }
 
-template <typename A>
-__device__ __forceinline__ A from_slot(unsigned long long bits) {
-  if constexpr (is_same_v<A, double>) {
-    return __longlong_as_double(static_cast<long long>(bits));
-  } else if constexpr (is_same_v<A, float>) {
-    return __uint_as_float(static_cast<unsigned>(bits));
-  } else {
-    return static_cast<A>(bits);
-  }
-}
-
-/** Tile states of the single-pass scan. */
-enum LookbackFlag : unsigned { lookback_none = 0, lookback_aggregate = 1,
-                               lookback_prefix = 2 };
-
-/** The prefix of one tile of a long line in the single-pass scan (decoupled
- *  look-back, Merrill and Garland 2016), as a CUB block prefix callback,
- *  which the first warp calls with the tile's aggregate. Lane 0 publishes
- *  the aggregate, then the warp reads the states of the 32 tiles before it
- *  at once, waiting (with a growing sleep, so that waiting warps do not
- *  flood the memory system) until each has published something; it
- *  combines them up to the nearest one whose inclusive prefix is
- *  published, or all 32 and looks further back. Lane 0 then publishes this
- *  tile's inclusive prefix. The ops are commutative and associative, so
- *  only rounding differs from one sequential pass.
- *  A running value of up to 4 bytes is published with its flag in one
- *  64-bit word (value slot 2t: flag high, bits low), written and read
- *  whole, so no fence is needed. Wider ones are stored in slot 2t
- *  (aggregate) or 2t + 1 (inclusive prefix) before their flag, with a fence
- *  between, and read after it. Reads are volatile, past the L1 cache, which
- *  is not coherent across the GPU. */
-template <typename Op, typename A>
-struct LookbackPrefix {
-  static constexpr bool packed = sizeof(A) <= 4;
-  unsigned long long* values;
-  unsigned* flags;
-  int64_t tile;  // this tile
-  int64_t first; // the first tile of its line
-
-  __device__ void publish(unsigned flag, A v) const {
-    auto* slots = reinterpret_cast<volatile unsigned long long*>(values);
-    if constexpr (packed) {
-      slots[2 * tile] = static_cast<unsigned long long>(flag) << 32 | to_slot(v);
-    } else {
-      slots[2 * tile + (flag == lookback_prefix)] = to_slot(v);
-      __threadfence();
-      reinterpret_cast<volatile unsigned*>(flags)[tile] = flag;
-    }
-  }
-
-  /** Tile t's state, waiting until it has one (all lanes together). */
-  __device__ unsigned wait_state(int64_t t, A& v) const {
-    unsigned flag = lookback_prefix;
-    unsigned long long word = 0;
-    auto* slots = reinterpret_cast<volatile unsigned long long*>(values);
-    for (unsigned sleep = 32;; sleep = min(sleep * 2, 512u)) {
-      if (t >= first) {
-        if constexpr (packed) {
-          word = slots[2 * t];
-          flag = static_cast<unsigned>(word >> 32);
-        } else {
-          flag = reinterpret_cast<volatile unsigned*>(flags)[t];
-        }
-      }
-      if (!__any_sync(0xffffffffu, flag == lookback_none)) break;
-#if __CUDA_ARCH__ >= 700
-      __nanosleep(sleep);
-#endif
-    }
-    v = scan_identity<Op, A>();
-    if (t >= first) {
-      if constexpr (packed) {
-        v = from_slot<A>(word & 0xffffffffull);
-      } else {
-        __threadfence();
-        v = from_slot<A>(slots[2 * t + (flag == lookback_prefix)]);
-      }
-    }
-    return flag;
-  }
-
-  __device__ A operator()(A aggregate) {
-    int lane = threadIdx.x % 32;
-    if (tile == first) {
-      if (lane == 0) publish(lookback_prefix, aggregate);
-      return scan_identity<Op, A>();
-    }
-    if (lane == 0) publish(lookback_aggregate, aggregate);
-    A prefix = scan_identity<Op, A>();
-    for (int64_t end = tile;; end -= 32) {
-      // Lane i reads tile end - 1 - i; tiles before the line's first read
-      // as a published identity (the first tile always stops the walk).
-      A v;
-      unsigned flag = wait_state(end - 1 - lane, v);
-      unsigned done = __ballot_sync(0xffffffffu, flag == lookback_prefix);
-      int stop = done ? __ffs(done) - 1 : 31;
-      if (lane > stop) v = scan_identity<Op, A>();
-#pragma unroll
-      for (int m = 16; m > 0; m /= 2) {
-        v = Op{}(v, from_slot<A>(__shfl_xor_sync(0xffffffffu, to_slot(v), m)));
-      }
-      prefix = Op{}(prefix, v);
-      if (done) break;
-    }
-    if (lane == 0) publish(lookback_prefix, Op{}(prefix, aggregate));
-    return prefix;
-  }
-};
-
-/** Long lines, too few to fill the GPU with a block each, in one pass:
- *  tiles of Threads x Items in scan order, `tiles_per_line` per line, taken
- *  in order from a counter, so every tile a block waits for belongs to a
- *  block already running; each scans its tile from the prefix its
- *  look-back finds. state (axis_kernels.h's lookback_state_bytes), zeroed
- *  before the launch: the tile counter (8 bytes), two 8-byte value slots
- *  per tile, then one 4-byte flag per tile. Any number of blocks. */
 template <typename Op, typename In, typename Out, int Threads, int Items>
 __global__ void __launch_bounds__(Threads)
-    scan_lookback(const In* __restrict__ in, Out* __restrict__ out,
-                  void* state, int64_t tiles, int64_t tiles_per_line,
-                  int64_t n, int64_t inner, int64_t in_stride, bool inclusive,
-                  bool reverse, const __grid_constant__ Strided<1> l) {
+    scan_chunks(const In* __restrict__ in, Out* __restrict__ out,
+                const compute_t<Out>* __restrict__ totals, int64_t chunks,
+                int64_t chunk, int64_t n, int64_t inner, int64_t in_stride,
+                bool inclusive, bool reverse,
+                const __grid_constant__ Strided<1> l) {
   using A = compute_t<Out>;
-  __shared__ typename cub::BlockScan<A, Threads>::TempStorage scan_storage;
+  using BlockReduce = cub::BlockReduce<A, Threads>;
+  __shared__ union {
+    typename BlockReduce::TempStorage reduce;
+    typename cub::BlockScan<A, Threads>::TempStorage scan;
+  } storage;
   __shared__ A staged[Threads * Items];
-  __shared__ int64_t taken;
-  constexpr int64_t size = Threads * Items;
-  auto* counter = static_cast<unsigned long long*>(state);
-  auto* values = counter + 1;
-  auto* flags = reinterpret_cast<unsigned*>(values + 2 * tiles);
-  for (;;) {
-    if (threadIdx.x == 0) taken = static_cast<int64_t>(atomicAdd(counter, 1ull));
-    __syncthreads();
-    int64_t tile = taken;
-    __syncthreads(); // everyone has read `taken`
-    if (tile >= tiles) return;
-    int64_t line = tile / tiles_per_line, piece = tile % tiles_per_line;
-    int64_t off[1];
-    strided_offsets(line, l, off);
-    LookbackPrefix<Op, A> prefix{values, flags, tile, tile - piece};
-    int64_t begin = piece * size;
-    scan_range<Op, In, Out, Threads, Items>(
-        in + off[0], out + (line / inner) * n * inner + line % inner, begin,
-        min(n, begin + size), n, inner, in_stride, inclusive, reverse,
-        prefix, scan_storage, staged);
-  }
+  __shared__ A before;
+  int64_t line = blockIdx.x / chunks, piece = blockIdx.x % chunks;
+  // The pieces before this one, reduced by the whole block.
+  A acc = scan_identity<Op, A>();
+  for (int64_t p = threadIdx.x; p < piece; p += Threads)
+    acc = Op{}(acc, totals[line * chunks + p]);
+  A sum = BlockReduce(storage.reduce).Reduce(acc, Op{});
+  if (threadIdx.x == 0) before = sum;
+  __syncthreads(); // `before` is set; storage.reduce is free for the scan
+  int64_t off[1];
+  strided_offsets(line, l, off);
+  TileCarry<Op, A> carry{before};
+  int64_t begin = piece * chunk;
+  scan_range<Op, In, Out, Threads, Items>(
+      in + off[0], out + (line / inner) * n * inner + line % inner, begin,
+      min(n, begin + chunk), n, inner, in_stride, inclusive, reverse, carry,
+      storage.scan, staged);
 }
 
 /** One thread per line, scanning sequentially as the CPU does: for lines
