@@ -2,6 +2,7 @@
 // conv1d/2d/3d and conv_general, and the scatter form for transposed
 // convolutions, on strided, broadcast and half-precision inputs.
 #include <functional>
+#include <tuple>
 
 #include "linalg_helpers.h"
 
@@ -240,6 +241,37 @@ TEST(Conv, ConvGeneralDilationFlipAndAsymmetricPadding) {
     got = conv_general(as_transposed(x2), w2, {2, 1}, {1, 0}, {0, 2}, {1, 2},
                        {2, 1}, 1, true);
     expect_matches(got, want, shape, 18, "2d");
+  }
+}
+
+// Many input channels, few output channels (an input gradient's shape):
+// the CPU then sums over the taps after the product where the input is
+// row-major (im2col elsewhere). 1-d, 2-d (LeNet's first input gradient:
+// 16 channels to 1) and 3-d, with strides, asymmetric padding, both
+// dilations, flips and groups, every layout, against the loops.
+TEST(Conv, FewOutputChannelsMatchDirectLoops) {
+  for (Dtype dt : float_dtypes()) {
+    auto x1 = random_array({3, 9, 16}, dt), w1 = random_array({2, 3, 8}, dt);
+    Params p1{{2}, {2}, {1}, {2}, {2}, 2, true};
+    auto x2 = random_array({4, 8, 8, 16}, dt),
+         w2 = random_array({1, 3, 3, 16}, dt);
+    Params p2{{1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, false};
+    auto x3 = random_array({2, 4, 3, 5, 12}, dt),
+         w3 = random_array({3, 2, 2, 3, 12}, dt);
+    Params p3{{1, 2, 1}, {1, 0, 1}, {0, 1, 1}, {1, 1, 2}, {1, 2, 1}, 1, false};
+    for (auto& [x, w, p, what] :
+         {std::tuple{x1, w1, p1, "1d"}, std::tuple{x2, w2, p2, "2d"},
+          std::tuple{x3, w3, p3, "3d"}}) {
+      for (auto& [name, xv] : layouts(x)) {
+        Shape shape;
+        auto want = ref_conv(xv, w, p, shape);
+        auto got = conv_general(xv, w, p.stride, p.lo, p.hi, p.kdil, p.idil,
+                                p.groups, p.flip);
+        expect_matches(got, want, shape,
+                       static_cast<int>(w.size() / w.shape(0)),
+                       std::string(what) + " " + name);
+      }
+    }
   }
 }
 

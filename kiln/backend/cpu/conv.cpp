@@ -1,6 +1,12 @@
-// Convolution on the CPU: im2col (unfold the receptive fields of a block of
-// output positions into rows) then one GEMM per group against the weight.
-// float16/bfloat16 unfold straight into float32 and run sgemm.
+// Convolution on the CPU, one GEMM per group either way:
+// - im2col: unfold the receptive fields of a block of output positions into
+//   rows (K * cg values each), then multiply by the weight;
+// - taps after the product, for inputs with more channels than the output
+//   (input gradients): multiply every input position by every tap's
+//   weights (K * cog values each), then sum each output position's taps.
+// Which input element a tap reads comes from per-axis tables (padding,
+// strides, dilations and flips resolved once per call). float16/bfloat16
+// convert to float32 and run sgemm.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -8,6 +14,7 @@
 #include "kiln/backend/common/conv_geometry.h"
 #include "kiln/backend/common/strided.h"
 #include "kiln/backend/cpu/gemm.h"
+#include "kiln/core/allocator.h"
 #include "kiln/core/dispatch.h"
 #include "kiln/core/thread_pool.h"
 #include "kiln/primitives/conv.h"
@@ -22,49 +29,137 @@ constexpr int64_t block_elems = int64_t(1) << 22;
 
 using detail::ConvGeometry;
 
+// A temporary array of G from kiln's allocator, whose cache keeps freed
+// blocks for the next call: glibc maps an allocation this large afresh each
+// time and unmaps it on free, and the page faults of refilling it cost more
+// than the convolution's small GEMMs.
+template <typename G>
+class Temp {
+ public:
+  Temp() = default;
+  explicit Temp(size_t n) { allocate(n); }
+  Temp(const Temp&) = delete;
+  Temp& operator=(const Temp&) = delete;
+  ~Temp() {
+    if (buf_.ptr) allocator::free(buf_);
+  }
+  G* allocate(size_t n) {
+    buf_ = allocator::malloc(std::max<size_t>(n, 1) * sizeof(G));
+    return get();
+  }
+  G* get() const { return static_cast<G*>(buf_.ptr); }
+
+ private:
+  allocator::Buffer buf_;
+};
+
+// For each spatial dimension d, the input index that output position o
+// reads through kernel tap k, or -1 where that falls in the padding or
+// between the elements of a dilated input: taps[d][o * k_len[d] + k]. The
+// divisions happen here, once per (o, k) pair, not once per copied value.
+std::vector<std::vector<int64_t>> tap_tables(const Convolution& p,
+                                             const ConvGeometry& g) {
+  std::vector<std::vector<int64_t>> taps(g.nd);
+  for (int d = 0; d < g.nd; ++d) {
+    int64_t kl = g.k_len[d], idil = p.input_dilation()[d];
+    taps[d].resize(static_cast<size_t>(g.out_len[d] * kl));
+    for (int64_t o = 0; o < g.out_len[d]; ++o) {
+      for (int64_t k = 0; k < kl; ++k) {
+        int64_t kd = p.flip() ? kl - 1 - k : k;
+        int64_t v = o * p.stride()[d] + kd * p.kernel_dilation()[d] -
+                    p.padding_lo()[d];
+        bool valid = v >= 0 && v % idil == 0 && v / idil < g.in_len[d];
+        taps[d][o * kl + k] = valid ? v / idil : -1;
+      }
+    }
+  }
+  return taps;
+}
+
 // Unfold rows [r0, r1) (output positions) for group grp into cols, each row
-// holding kernel_size * cg values in the weight's (K..., C) order.
+// holding kernel_size * cg values in the weight's (K..., C) order. The taps
+// of the innermost spatial dimension run in a loop of their own; the outer
+// ones step like an odometer.
 template <typename T, typename G>
 void im2col(const Convolution& p, const ConvGeometry& g, const T* in,
             int64_t grp, int64_t r0, int64_t r1, G* cols) {
   int64_t kc = g.kernel_size * g.cg;
+  int nd = g.nd;
+  auto taps = tap_tables(p, g);
+  int64_t k_inner = nd > 0 ? g.k_len[nd - 1] : 1;
+  int64_t outer_taps = g.kernel_size / std::max<int64_t>(k_inner, 1);
+  int64_t cg = g.cg, cs = g.in_chan_stride;
+  auto copy_channels = [&](G* dst, const T* src) {
+    if (cg == 1) {
+      dst[0] = cast_to<G>(src[0]);
+      return;
+    }
+    if constexpr (std::is_same_v<T, G>) {
+      if (cs == 1) {
+        std::memcpy(dst, src, static_cast<size_t>(cg) * sizeof(G));
+        return;
+      }
+    }
+    for (int64_t c = 0; c < cg; ++c) dst[c] = cast_to<G>(src[c * cs]);
+  };
   auto unfold = [&](size_t b, size_t e) {
-    std::vector<int64_t> pos(g.nd), o(g.nd), k(g.nd);
+    // The first row's output position and batch; later rows step them.
+    std::vector<int64_t> o(nd), k(nd);
+    int64_t batch = r0 + static_cast<int64_t>(b);
+    for (int d = nd - 1; d >= 0; --d) {
+      o[d] = batch % g.out_len[d];
+      batch /= g.out_len[d];
+    }
     for (int64_t r = r0 + b; r < r0 + static_cast<int64_t>(e); ++r) {
       G* row = cols + (r - r0) * kc;
-      int64_t rest = r;
-      for (int d = g.nd - 1; d >= 0; --d) {
-        o[d] = rest % g.out_len[d];
-        rest /= g.out_len[d];
+      const T* base = in + batch * g.in_batch_stride + grp * cg * cs;
+      if (nd == 0) {
+        copy_channels(row, base);
+        ++batch;
+        continue;
       }
-      const T* base =
-          in + rest * g.in_batch_stride + grp * g.cg * g.in_chan_stride;
+      const int64_t* inner = taps[nd - 1].data() + o[nd - 1] * k_inner;
+      int64_t inner_stride = g.in_stride[nd - 1];
       std::fill(k.begin(), k.end(), 0);
-      for (int64_t kk = 0; kk < g.kernel_size; ++kk) {
+      for (int64_t t = 0; t < outer_taps; ++t) {
         int64_t off = 0;
         bool valid = true;
-        for (int d = 0; d < g.nd && valid; ++d) {
-          int64_t kd = p.flip() ? g.k_len[d] - 1 - k[d] : k[d];
-          int64_t v = o[d] * p.stride()[d] + kd * p.kernel_dilation()[d] -
-                      p.padding_lo()[d];
-          int64_t idil = p.input_dilation()[d];
-          valid = v >= 0 && v % idil == 0 && v / idil < g.in_len[d];
-          off += (v / idil) * g.in_stride[d];
+        for (int d = 0; d < nd - 1 && valid; ++d) {
+          int64_t i = taps[d][o[d] * g.k_len[d] + k[d]];
+          valid = i >= 0;
+          off += i * g.in_stride[d];
         }
-        G* dst = row + kk * g.cg;
+        G* dst = row + t * k_inner * cg;
         if (!valid) {
-          std::fill(dst, dst + g.cg, G(0));
-        } else {
+          std::fill(dst, dst + k_inner * cg, G(0));
+        } else if (cg == 1) {
           const T* src = base + off;
-          for (int64_t c = 0; c < g.cg; ++c) {
-            dst[c] = cast_to<G>(src[c * g.in_chan_stride]);
+          for (int64_t kk = 0; kk < k_inner; ++kk) {
+            int64_t i = inner[kk];
+            dst[kk] = i < 0 ? G(0) : cast_to<G>(src[i * inner_stride]);
+          }
+        } else {
+          for (int64_t kk = 0; kk < k_inner; ++kk, dst += cg) {
+            int64_t i = inner[kk];
+            if (i < 0) {
+              std::fill(dst, dst + cg, G(0));
+            } else {
+              copy_channels(dst, base + off + i * inner_stride);
+            }
           }
         }
-        for (int d = g.nd - 1; d >= 0; --d) {
+        for (int d = nd - 2; d >= 0; --d) {
           if (++k[d] < g.k_len[d]) break;
           k[d] = 0;
         }
       }
+      // The next row's output position (row-major over batch, then O...).
+      int d = nd - 1;
+      for (; d >= 0; --d) {
+        if (++o[d] < g.out_len[d]) break;
+        o[d] = 0;
+      }
+      if (d < 0) ++batch;
     }
   };
   size_t rows = static_cast<size_t>(r1 - r0);
@@ -72,24 +167,138 @@ void im2col(const Convolution& p, const ConvGeometry& g, const T* in,
       rows, std::max<size_t>(1, 4096 / std::max<int64_t>(kc, 1)), unfold);
 }
 
-// The weight as a row-major (C_out, K... * C/groups) matrix of G.
+// x's elements in row-major order as G: x itself when it is already that,
+// else a converted copy in scratch. The weight becomes a (C_out, K... *
+// C/groups) matrix, the input a (N * S..., C_in) one.
 template <typename T, typename G>
-const G* weight_matrix(const array& w, std::vector<G>& scratch) {
+const G* as_row_major(const array& w, Temp<G>& scratch) {
   if constexpr (std::is_same_v<T, G>) {
     if (w.flags().row_contiguous) return w.data<G>();
   }
-  scratch.resize(w.size());
   std::array<Strides, 1> st{w.strides()};
   Shape shape = detail::collapse_dims(w.shape(), st);
   const T* src = w.data<T>();
-  G* dst = scratch.data();
+  G* dst = scratch.allocate(w.size());
+  G* start = dst;
   detail::for_each_row(shape, st, 0, detail::num_rows(shape),
                        [&](const auto& off, int64_t n) {
                          for (int64_t j = 0; j < n; ++j) {
                            *dst++ = cast_to<G>(src[off[0] + j * st[0].back()]);
                          }
                        });
-  return scratch.data();
+  return start;
+}
+
+// Whether to convolve by taps after the product (conv_by_taps) rather than
+// im2col: for a row-major input with more channels per group than the
+// output has (an input gradient, whose cotangent has C_out channels and
+// whose result C_in), where the product's rows (K * cog per input
+// position) take at most half the patch matrix's (K * cg per output
+// position), and fit the scratch bound.
+bool taps_after_product(const ConvGeometry& g, const array& in) {
+  int64_t in_rows = g.n, out_rows = g.n * g.out_spatial;
+  for (int d = 0; d < g.nd; ++d) in_rows *= g.in_len[d];
+  int64_t product = in_rows * g.kernel_size * g.cog;
+  return in.flags().row_contiguous && product <= block_elems &&
+         2 * in_rows * g.cog <= out_rows * g.cg;
+}
+
+// Convolution as a product, then a sum over taps: per group, P = X B with X
+// the (N * S..., cg) input and B the weight rearranged to (cg, K * cog), so
+// P holds every input position times every tap's weights; output position
+// o then adds, over its taps k, the cog values P[i(o, k), k] of the input
+// position i that tap reads (the tap tables: padding and dilation as
+// im2col reads them). The same products as im2col's GEMM, summed over the
+// channels first and the taps after.
+template <typename T, typename G>
+void conv_by_taps(const Convolution& p, const ConvGeometry& g,
+                  const array& in, const G* wm, T* o) {
+  int nd = g.nd;
+  int64_t K = g.kernel_size, cg = g.cg, cog = g.cog;
+  std::vector<int64_t> in_step(nd); // row step of each input axis
+  int64_t in_spatial = 1;
+  for (int d = nd - 1; d >= 0; --d) {
+    in_step[d] = in_spatial;
+    in_spatial *= g.in_len[d];
+  }
+  int64_t in_rows = g.n * in_spatial, out_rows = g.n * g.out_spatial;
+  Temp<G> x_scratch;
+  const G* x = as_row_major<T, G>(in, x_scratch);
+  auto taps = tap_tables(p, g);
+  Temp<G> b(static_cast<size_t>(cg * K * cog));
+  Temp<G> prod(static_cast<size_t>(in_rows * K * cog));
+  for (int64_t grp = 0; grp < g.groups; ++grp) {
+    // B[c, k * cog + j] = w[grp * cog + j, k, c] (wm is (C_out, K * cg)).
+    G* bm = b.get();
+    for (int64_t j = 0; j < cog; ++j) {
+      const G* wr = wm + (grp * cog + j) * K * cg;
+      for (int64_t k = 0; k < K; ++k) {
+        for (int64_t c = 0; c < cg; ++c) {
+          bm[c * K * cog + k * cog + j] = wr[k * cg + c];
+        }
+      }
+    }
+    detail::gemm(false, false, static_cast<int>(in_rows),
+                 static_cast<int>(K * cog), static_cast<int>(cg), G(1),
+                 x + grp * cg, static_cast<int>(g.c_in), b.get(),
+                 static_cast<int>(K * cog), G(0), prod.get(),
+                 static_cast<int>(K * cog));
+    // Output rows [begin, end): the taps of the innermost spatial axis in a
+    // loop of their own, the outer ones stepped like an odometer, and the
+    // output position stepped from row to row (no divisions per row).
+    auto gather = [&](size_t begin, size_t end) {
+      std::vector<int64_t> pos(nd), k(nd);
+      std::vector<G> acc(static_cast<size_t>(cog));
+      int64_t batch = static_cast<int64_t>(begin);
+      for (int d = nd - 1; d >= 0; --d) {
+        pos[d] = batch % g.out_len[d];
+        batch /= g.out_len[d];
+      }
+      int64_t k_inner = nd > 0 ? g.k_len[nd - 1] : 1;
+      int64_t outer_taps = K / std::max<int64_t>(k_inner, 1);
+      const G* pr = prod.get();
+      for (int64_t r = begin; r < static_cast<int64_t>(end); ++r) {
+        std::fill(acc.begin(), acc.end(), G(0));
+        std::fill(k.begin(), k.end(), 0);
+        const int64_t* inner =
+            nd > 0 ? taps[nd - 1].data() + pos[nd - 1] * k_inner : nullptr;
+        for (int64_t t = 0; t < outer_taps; ++t) {
+          int64_t i = batch * in_spatial;
+          bool valid = true;
+          for (int d = 0; d < nd - 1 && valid; ++d) {
+            int64_t id = taps[d][pos[d] * g.k_len[d] + k[d]];
+            valid = id >= 0;
+            i += id * in_step[d];
+          }
+          for (int64_t kk = 0; valid && kk < k_inner; ++kk) {
+            int64_t id = nd > 0 ? inner[kk] : 0;
+            if (id < 0) continue;
+            const G* src = pr + ((i + id) * K + t * k_inner + kk) * cog;
+            if (cog == 1) {
+              acc[0] += src[0];
+            } else {
+              for (int64_t j = 0; j < cog; ++j) acc[j] += src[j];
+            }
+          }
+          for (int d = nd - 2; d >= 0; --d) {
+            if (++k[d] < g.k_len[d]) break;
+            k[d] = 0;
+          }
+        }
+        T* dst = o + r * g.c_out + grp * cog;
+        for (int64_t j = 0; j < cog; ++j) dst[j] = cast_to<T>(acc[j]);
+        int d = nd - 1;
+        for (; d >= 0; --d) {
+          if (++pos[d] < g.out_len[d]) break;
+          pos[d] = 0;
+        }
+        if (d < 0) ++batch;
+      }
+    };
+    detail::parallel_for(static_cast<size_t>(out_rows),
+                         std::max<size_t>(1, 4096 / std::max<int64_t>(K * cog, 1)),
+                         gather);
+  }
 }
 
 template <typename T, typename G>
@@ -104,8 +313,8 @@ void run_conv(const Convolution& p, const array& in, const array& w,
     std::fill(o, o + out.size(), T(0));
     return;
   }
-  std::vector<G> w_scratch;
-  const G* wm = weight_matrix<T, G>(w, w_scratch);
+  Temp<G> w_scratch;
+  const G* wm = as_row_major<T, G>(w, w_scratch);
   if constexpr (std::is_same_v<T, G>) {
     if (g.groups == 1 && detail::conv_is_pointwise(p, g, in)) {
       detail::gemm(false, true, static_cast<int>(rows),
@@ -115,10 +324,15 @@ void run_conv(const Convolution& p, const array& in, const array& w,
       return;
     }
   }
+  if (taps_after_product(g, in)) {
+    conv_by_taps<T, G>(p, g, in, wm, o);
+    return;
+  }
   int64_t block = std::clamp<int64_t>(block_elems / kc, 1, rows);
-  std::vector<G> cols(static_cast<size_t>(block * kc)), acc;
+  Temp<G> cols(static_cast<size_t>(block * kc));
+  Temp<G> acc; // the GEMM's float results of a 16-bit convolution
   if constexpr (!std::is_same_v<T, G>) {
-    acc.resize(static_cast<size_t>(block * g.c_out));
+    acc.allocate(static_cast<size_t>(block * g.c_out));
   }
   for (int64_t r0 = 0; r0 < rows; r0 += block) {
     int64_t r1 = std::min(rows, r0 + block), nr = r1 - r0;
@@ -126,20 +340,21 @@ void run_conv(const Convolution& p, const array& in, const array& w,
     if constexpr (std::is_same_v<T, G>) {
       dst = o + r0 * g.c_out;
     } else {
-      dst = acc.data();
+      dst = acc.get();
     }
     for (int64_t grp = 0; grp < g.groups; ++grp) {
-      im2col<T, G>(p, g, in.data<T>(), grp, r0, r1, cols.data());
+      im2col<T, G>(p, g, in.data<T>(), grp, r0, r1, cols.get());
       // (rows x kc) @ W_g^T, W_g being rows [grp * cog, ...) of the weight.
       detail::gemm(false, true, static_cast<int>(nr), static_cast<int>(g.cog),
-                   static_cast<int>(kc), G(1), cols.data(),
+                   static_cast<int>(kc), G(1), cols.get(),
                    static_cast<int>(kc), wm + grp * g.cog * kc,
                    static_cast<int>(kc), G(0), dst + grp * g.cog,
                    static_cast<int>(g.c_out));
     }
     if constexpr (!std::is_same_v<T, G>) {
       T* od = o + r0 * g.c_out;
-      for (int64_t i = 0; i < nr * g.c_out; ++i) od[i] = cast_to<T>(acc[i]);
+      const G* a = acc.get();
+      for (int64_t i = 0; i < nr * g.c_out; ++i) od[i] = cast_to<T>(a[i]);
     }
   }
 }
