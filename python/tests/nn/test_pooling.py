@@ -143,6 +143,13 @@ def test_pooling_gradients_match_finite_differences(rng):
     check_input_grad(lambda v: (nn.AvgPool2d(2, 1, 1)(v) ** 2).sum(), x)
     x = rng.standard_normal((1, 4, 3, 4, 2))
     check_input_grad(lambda v: kc.sin(nn.AvgPool3d(2, 1)(v)).sum(), x)
+    # Windows that tile the input (the default stride), with a remainder
+    # dropped along one axis: a reshape, not a strided view.
+    x = rng.standard_normal((2, 6, 5, 2))
+    check_input_grad(lambda v: (nn.MaxPool2d(2)(v) ** 2).sum(), x)
+    check_input_grad(lambda v: kc.sin(nn.AvgPool2d((3, 2))(v)).sum(), x)
+    x = rng.standard_normal((1, 4, 5, 4, 2))
+    check_input_grad(lambda v: (nn.MaxPool3d(2, padding=1)(v) ** 2).sum(), x)
 
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)

@@ -1,8 +1,11 @@
 """Max and average pooling over the spatial axes of channels-last inputs.
 
-The input is padded, viewed as its sliding windows with ``as_strided`` (no
-copy: each window position and each tap within it is a stride of the padded
-array) and reduced over the window axes."""
+The input is padded, viewed as its windows and reduced over the window
+axes. Windows that tile the input (the stride is the window, the default)
+are a reshape: (N, P0, W0, P1, W1, ..., C), reduced over the W axes, so
+the gradient is a reshape too. Other windows are an ``as_strided`` view
+(no copy: each window position and each tap within it is a stride of the
+padded array), whose gradient adds the cotangents up by position."""
 
 import math
 from typing import Optional, Tuple, Union
@@ -35,6 +38,20 @@ def _sliding_windows(x, window, stride):
         strides[-1],
     ]
     return mx.as_strided(x, shape, view_strides)
+
+
+def _tiles(x, window):
+    """Windows that tile ``x`` (N, *spatial, C), a spatial remainder
+    dropped: the view (N, P0, W0, P1, W1, ..., C) and its window axes."""
+    spatial = x.shape[1:-1]
+    positions = [s // w for s, w in zip(spatial, window)]
+    if any(p * w != s for p, w, s in zip(positions, window, spatial)):
+        x = x[(slice(None), *(slice(0, p * w) for p, w in zip(positions, window)))]
+    shape = [x.shape[0]]
+    for p, w in zip(positions, window):
+        shape += [p, w]
+    shape.append(x.shape[-1])
+    return x.reshape(shape), tuple(range(2, 2 * len(window) + 1, 2))
 
 
 class _Pool(Module):
@@ -70,6 +87,9 @@ class _Pool(Module):
         if any(self._padding):
             pad_width = [(0, 0), *((p, p) for p in self._padding), (0, 0)]
             x = mx.pad(x, pad_width, constant_values=self._padding_value)
+        if self._stride == self._kernel_size:
+            windows, axes = _tiles(x, self._kernel_size)
+            return self._pooling_function(windows, axes)
         windows = _sliding_windows(x, self._kernel_size, self._stride)
         return self._pooling_function(windows, self._axes)
 
