@@ -22,6 +22,10 @@ enum class JitRole : char {
   strided = 'g',  // strided kernel: through its strides
   row = 'r',      // rows kernel: one value per row, element i / n
   column = 'c',   // rows kernel: one value per column, element i % n
+  // The CPU's strided kernel, by the input's stride along the innermost
+  // collapsed axis, spelled into the loop so that it vectorizes:
+  inner_unit = 'u',   // through its strides, consecutive along the row
+  inner_repeat = 'z', // through its strides, one value along the row
 };
 
 /** Everything a kernel's code depends on. */

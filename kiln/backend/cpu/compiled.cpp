@@ -33,6 +33,21 @@ std::atomic<bool>& compile_check_flag() {
 /** Elements per chunk below which a fused loop runs on one thread. */
 constexpr size_t jit_grain = 1 << 14;
 
+// The strided kernel's inputs that step by one or by zero along the
+// innermost collapsed axis (a row-major input, one broadcast along that
+// axis) get roles that spell the stride into the loop.
+void specialize_inner_strides(detail::CompiledLayout& lay) {
+  if (lay.spec.contiguous) return;
+  for (size_t k = 0; k < lay.spec.roles.size(); ++k) {
+    if (lay.spec.roles[k] != JitRole::strided || lay.strides[k].empty()) {
+      continue;
+    }
+    int64_t inner = lay.strides[k].back();
+    if (inner == 1) lay.spec.roles[k] = JitRole::inner_unit;
+    if (inner == 0) lay.spec.roles[k] = JitRole::inner_repeat;
+  }
+}
+
 // Runs the region through a generated kernel; false when none is available.
 bool eval_jit(const Compiled& c, const std::vector<array>& inputs,
               std::vector<array>& outputs) {
@@ -43,6 +58,7 @@ bool eval_jit(const Compiled& c, const std::vector<array>& inputs,
   }
   auto& constants = c.constants();
   detail::CompiledLayout lay = detail::compiled_layout(c, inputs, shape);
+  specialize_inner_strides(lay);
   const detail::JitKernelSpec& spec = lay.spec;
   if (!detail::jit_supports(spec)) return false;
   // A region too deep for the kernel's index array falls back without

@@ -176,13 +176,18 @@ std::string jit_kernel_source(const JitKernelSpec& spec, const std::string& key,
                   const std::string& out) {
     for (size_t k = 0; k < spec.roles.size(); ++k) {
       auto role = spec.roles[k];
-      if (role != JitRole::vector && role != JitRole::strided) continue;
       Dtype d = spec.input_dtypes[k];
       std::ostringstream idx;
       if (role == JitRole::vector) {
         idx << "in" << k << "[" << at << "]";
-      } else {
+      } else if (role == JitRole::strided) {
         idx << "p" << k << "[" << at << " * s" << k << "]";
+      } else if (role == JitRole::inner_unit) {
+        idx << "p" << k << "[" << at << "]";
+      } else if (role == JitRole::inner_repeat) {
+        idx << "p" << k << "[0]";
+      } else {
+        continue; // constants and scalars: hoisted above
       }
       os << indent << "const " << compute_type(d) << " x" << k << " = "
          << load(d, idx.str()) << ";\n";
@@ -203,9 +208,14 @@ std::string jit_kernel_source(const JitKernelSpec& spec, const std::string& key,
     os << "  }\n}\n";
     return os.str();
   }
+  // Inputs read through their strides (offsets stepped per row).
   std::vector<size_t> strided;
   for (size_t k = 0; k < spec.roles.size(); ++k) {
-    if (spec.roles[k] == JitRole::strided) strided.push_back(k);
+    auto r = spec.roles[k];
+    if (r == JitRole::strided || r == JitRole::inner_unit ||
+        r == JitRole::inner_repeat) {
+      strided.push_back(k);
+    }
   }
   // Emits `line` once per strided input, '#' standing for its index.
   auto each = [&](const std::string& line) {
@@ -221,8 +231,12 @@ std::string jit_kernel_source(const JitKernelSpec& spec, const std::string& key,
   // odometer over the outer dimensions.
   os << "  const int64_t inner = shape[ndim - 1];\n";
   os << "  int64_t idx[" << jit_max_dims << "] = {};\n";
-  each("  int64_t o# = 0;\n  const int64_t* st# = strides + # * ndim;\n"
-       "  const int64_t s# = st#[ndim - 1];\n");
+  each("  int64_t o# = 0;\n  const int64_t* st# = strides + # * ndim;\n");
+  for (size_t k : strided) {
+    if (spec.roles[k] == JitRole::strided) {
+      os << "  const int64_t s" << k << " = st" << k << "[ndim - 1];\n";
+    }
+  }
   os << "  int64_t r = begin;\n"
         "  for (int d = ndim - 2; d >= 0; --d) {\n"
         "    idx[d] = r % shape[d];\n"
