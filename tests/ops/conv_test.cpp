@@ -216,6 +216,14 @@ TEST(Conv, Conv2dAnd3dMatchDirectLoops) {
         ref_conv(xg, wg, forward_params(2, {1, 2}, {1, 1}, {1, 1}, 2), shape);
     expect_matches(conv2d(xg, wg, {1, 2}, {1, 1}, {1, 1}, 2), want, shape, 27,
                    "groups");
+    // One input channel, padded (a first layer, as the digits LeNet's).
+    auto x1 = random_array({3, 8, 8, 1}, dt), w1 = random_array({16, 3, 3, 1}, dt);
+    for (auto& [name, xv] : layouts(x1)) {
+      want = ref_conv(xv, w1, forward_params(2, {1, 1}, {1, 1}, {1, 1}, 1),
+                      shape);
+      expect_matches(conv2d(xv, w1, {1, 1}, {1, 1}), want, shape, 9,
+                     "one channel " + name);
+    }
   }
   auto x3 = random_array({1, 4, 5, 3, 2}, float32);
   auto w3 = random_array({3, 2, 3, 2, 2}, float32);

@@ -162,9 +162,62 @@ void im2col(const Convolution& p, const ConvGeometry& g, const T* in,
       if (d < 0) ++batch;
     }
   };
+  // Two spatial axes (conv2d, the usual case): the same walk with every
+  // table and stride in a local, two plain tap loops and no odometer.
+  auto unfold_2d = [&](size_t b, size_t e) {
+    const int64_t* tap_y = taps[0].data();
+    const int64_t* tap_x = taps[1].data();
+    const int64_t kh = g.k_len[0], kw = g.k_len[1];
+    const int64_t oh = g.out_len[0], ow = g.out_len[1];
+    const int64_t sy = g.in_stride[0], sx = g.in_stride[1];
+    int64_t r = r0 + static_cast<int64_t>(b);
+    int64_t ox = r % ow, oy = (r / ow) % oh, batch = r / ow / oh;
+    for (; r < r0 + static_cast<int64_t>(e); ++r) {
+      G* dst = cols + (r - r0) * kc;
+      const T* base = in + batch * g.in_batch_stride + grp * cg * cs;
+      const int64_t* ys = tap_y + oy * kh;
+      const int64_t* xs = tap_x + ox * kw;
+      for (int64_t ky = 0; ky < kh; ++ky) {
+        int64_t iy = ys[ky];
+        if (iy < 0) {
+          std::fill(dst, dst + kw * cg, G(0));
+          dst += kw * cg;
+          continue;
+        }
+        const T* line = base + iy * sy;
+        if (cg == 1) {
+          for (int64_t kx = 0; kx < kw; ++kx) {
+            int64_t ix = xs[kx];
+            dst[kx] = ix < 0 ? G(0) : cast_to<G>(line[ix * sx]);
+          }
+          dst += kw;
+          continue;
+        }
+        for (int64_t kx = 0; kx < kw; ++kx, dst += cg) {
+          int64_t ix = xs[kx];
+          if (ix < 0) {
+            std::fill(dst, dst + cg, G(0));
+          } else {
+            copy_channels(dst, line + ix * sx);
+          }
+        }
+      }
+      if (++ox == ow) {
+        ox = 0;
+        if (++oy == oh) {
+          oy = 0;
+          ++batch;
+        }
+      }
+    }
+  };
   size_t rows = static_cast<size_t>(r1 - r0);
-  detail::parallel_for(
-      rows, std::max<size_t>(1, 4096 / std::max<int64_t>(kc, 1)), unfold);
+  size_t grain = std::max<size_t>(1, 4096 / std::max<int64_t>(kc, 1));
+  if (nd == 2) {
+    detail::parallel_for(rows, grain, unfold_2d);
+  } else {
+    detail::parallel_for(rows, grain, unfold);
+  }
 }
 
 // x's elements in row-major order as G: x itself when it is already that,
@@ -328,6 +381,21 @@ void run_conv(const Convolution& p, const array& in, const array& w,
     conv_by_taps<T, G>(p, g, in, wm, o);
     return;
   }
+  // im2col reads each input element once per kernel tap: an input that is
+  // not row-major (a weight gradient's, a transposed view) is copied
+  // row-major once, so that those reads are runs of consecutive channels.
+  Temp<T> in_scratch;
+  const T* src = in.data<T>();
+  if (!in.flags().row_contiguous && g.kernel_size > 1) {
+    src = as_row_major<T, T>(in, in_scratch);
+    g.in_chan_stride = 1;
+    int64_t step = g.c_in;
+    for (int d = g.nd - 1; d >= 0; --d) {
+      g.in_stride[d] = step;
+      step *= g.in_len[d];
+    }
+    g.in_batch_stride = step;
+  }
   int64_t block = std::clamp<int64_t>(block_elems / kc, 1, rows);
   Temp<G> cols(static_cast<size_t>(block * kc));
   Temp<G> acc; // the GEMM's float results of a 16-bit convolution
@@ -343,7 +411,7 @@ void run_conv(const Convolution& p, const array& in, const array& w,
       dst = acc.get();
     }
     for (int64_t grp = 0; grp < g.groups; ++grp) {
-      im2col<T, G>(p, g, in.data<T>(), grp, r0, r1, cols.get());
+      im2col<T, G>(p, g, src, grp, r0, r1, cols.get());
       // (rows x kc) @ W_g^T, W_g being rows [grp * cog, ...) of the weight.
       detail::gemm(false, true, static_cast<int>(nr), static_cast<int>(g.cog),
                    static_cast<int>(kc), G(1), cols.get(),
