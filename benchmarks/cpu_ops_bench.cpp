@@ -60,6 +60,18 @@ void BM_TransposeCopy4096(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * 2LL * 4096 * 4096 * 4);
 }
 
+// A matrix minus a transposed one (a weight and its gradient in an
+// uncompiled optimizer step): mixed layouts, a row-major output.
+void BM_SubtractTransposed1024(benchmark::State& state) {
+  auto a = random_input({1024, 1024}), b = random_input({1024, 1024});
+  auto bt = transpose(b);
+  for (auto _ : state) {
+    auto c = subtract(a, bt);
+    c.eval();
+  }
+  state.SetBytesProcessed(state.iterations() * 3LL * 1024 * 1024 * 4);
+}
+
 void BM_Matmul1024(benchmark::State& state) {
   const int n = 1024;
   auto a = random_input({n, n}), b = random_input({n, n});
@@ -92,6 +104,7 @@ BENCHMARK(BM_Add16M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Sum16M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Exp16M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_TransposeCopy4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SubtractTransposed1024)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Matmul1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_OpenBLASSgemm1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 

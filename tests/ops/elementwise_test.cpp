@@ -180,15 +180,20 @@ TEST(Elementwise, BinaryOpsAllLayoutsAndDtypes) {
     for (Dtype dt : dts) {
       bool is_int = !is_inexact(dt);
       double lo = is_int ? (is_unsigned(dt) ? 1 : -9) : -3;
-      auto a = random_array({4, 6}, dt, lo, 9);
-      auto b = random_array({4, 6}, dt, 1, 9); // nonzero divisors
+      // A small matrix, and one of several 32x32 tiles with partial ones
+      // at its edges (the tiled walk of mixed layouts).
+      for (Shape shape : {Shape{4, 6}, Shape{70, 45}}) {
+      auto a = random_array(shape, dt, lo, 9);
+      auto b = random_array(shape, dt, 1, 9); // nonzero divisors
       auto b_t = as_transposed(b);
-      auto row = random_array({6}, dt, 1, 9);
+      auto row = random_array({shape[1]}, dt, 1, 9);
       auto scalar = random_array({}, dt, 1, 9);
-      // contiguous/contiguous, contiguous/transposed, transposed/transposed,
-      // vector/broadcast row, scalar/array and array/scalar.
+      // contiguous/contiguous, contiguous/transposed, transposed/contiguous,
+      // transposed/transposed, vector/broadcast row, broadcast
+      // row/transposed, scalar/array and array/scalar.
       std::vector<std::pair<array, array>> pairs = {
-          {a, b}, {a, b_t}, {as_transposed(a), b_t}, {a, row},
+          {a, b},      {a, b_t},    {as_transposed(a), b},
+          {as_transposed(a), b_t},  {a, row},    {row, b_t},
           {scalar, b}, {a, scalar}};
       for (auto& [x, y] : pairs) {
         auto out = c.op(x, y);
@@ -204,7 +209,8 @@ TEST(Elementwise, BinaryOpsAllLayoutsAndDtypes) {
         if (!c.to_bool) want = quantize(want, odt);
         double tol = c.to_bool ? 0 : tolerance(odt) * 4;
         EXPECT_TRUE(all_close(to_doubles(out), want, tol, tol))
-            << c.name << " " << dt;
+            << c.name << " " << dt << " " << out.shape(0) << "x" << out.shape(1);
+      }
       }
     }
   }

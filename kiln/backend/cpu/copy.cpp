@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kiln/backend/common/strided.h"
+#include "kiln/backend/cpu/tiles.h"
 #include "kiln/core/dispatch.h"
 #include "kiln/core/cast.h"
 #include "kiln/core/thread_pool.h"
@@ -12,8 +13,6 @@ namespace kiln::detail {
 namespace {
 
 constexpr size_t copy_grain = 1 << 16;
-constexpr int64_t tile = 32;
-
 // A 2-d transposing copy walks tiles so that both the reads and the writes
 // stay within a few cache lines.
 template <typename In, typename Out>
@@ -21,20 +20,13 @@ bool try_tiled_copy(const Shape& shape, const std::array<Strides, 2>& st,
                     const In* src, Out* dst) {
   if (shape.size() != 2 || st[1][1] != 1 || st[0][0] != 1) return false;
   int64_t rows = shape[0], cols = shape[1];
-  if (rows < tile || cols < tile) return false;
+  if (rows < tile_side || cols < tile_side) return false;
   int64_t s_col = st[0][1], d_row = st[1][0];
-  size_t row_tiles = (rows + tile - 1) / tile;
-  parallel_for(row_tiles, 4, [&](size_t b, size_t e) {
-    for (int64_t r0 = b * tile; r0 < std::min<int64_t>(rows, e * tile);
-         r0 += tile) {
-      int64_t r1 = std::min(rows, r0 + tile);
-      for (int64_t c0 = 0; c0 < cols; c0 += tile) {
-        int64_t c1 = std::min(cols, c0 + tile);
-        for (int64_t r = r0; r < r1; ++r) {
-          for (int64_t c = c0; c < c1; ++c) {
-            dst[r * d_row + c] = cast_to<Out>(src[r + c * s_col]);
-          }
-        }
+  for_each_tile(rows, cols, [&](int64_t r0, int64_t r1, int64_t c0,
+                                int64_t c1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t c = c0; c < c1; ++c) {
+        dst[r * d_row + c] = cast_to<Out>(src[r + c * s_col]);
       }
     }
   });

@@ -10,6 +10,7 @@
 #include "kiln/backend/common/elementwise_layout.h"
 #include "kiln/backend/common/strided.h"
 #include "kiln/backend/cpu/functors.h"
+#include "kiln/backend/cpu/tiles.h"
 #include "kiln/backend/cpu/vector_math.h"
 #include "kiln/core/dispatch.h"
 #include "kiln/core/thread_pool.h"
@@ -94,6 +95,26 @@ void unary_loop(const array& in, array& out, Op op) {
   });
 }
 
+/** Rows [r0, r1) and columns [c0, c1) of the 2-d operand p (strides st)
+ *  into buf, row-major with rows of tile_side: a transposed operand (unit
+ *  stride down its columns) is read column by column. */
+template <typename T>
+void stage_tile(const T* p, const Strides& st, int64_t r0, int64_t r1,
+                int64_t c0, int64_t c1, T* buf) {
+  if (st[0] == 1 && st[1] != 1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const T* col = p + c * st[1];
+      for (int64_t r = r0; r < r1; ++r) buf[(r - r0) * tile_side + c - c0] = col[r];
+    }
+    return;
+  }
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* row = p + r * st[0];
+    T* b = buf + (r - r0) * tile_side - c0;
+    for (int64_t c = c0; c < c1; ++c) b[c] = row[c * st[1]];
+  }
+}
+
 template <typename In, typename Out, typename Op>
 void binary_loop(const array& a, const array& b, array& out, Op op) {
   bool flat = set_elementwise_output({a, b}, out);
@@ -125,6 +146,34 @@ void binary_loop(const array& a, const array& b, array& out, Op op) {
   }
   std::array<Strides, 3> st{a.strides(), b.strides(), out.strides()};
   Shape shape = collapse_dims(a.shape(), st);
+  // A matrix and a transposed one (a weight and its gradient, say): the
+  // row-major output is written tile by tile.
+  bool transposed = shape.size() == 2 && shape[0] >= tile_side &&
+                    shape[1] >= tile_side &&
+                    ((st[0][0] == 1 && st[0][1] != 1) ||
+                     (st[1][0] == 1 && st[1][1] != 1));
+  if (transposed) {
+    for_each_tile(shape[0], shape[1], [&](int64_t r0, int64_t r1, int64_t c0,
+                                          int64_t c1) {
+      // Each operand's tile is staged row-major, read in the order its
+      // strides favour; the op then runs over contiguous rows.
+      In ta[tile_side * tile_side], tb[tile_side * tile_side];
+      stage_tile(pa, st[0], r0, r1, c0, c1, ta);
+      stage_tile(pb, st[1], r0, r1, c0, c1, tb);
+      int64_t w = c1 - c0;
+      for (int64_t r = r0; r < r1; ++r) {
+        const In* x = ta + (r - r0) * tile_side;
+        const In* y = tb + (r - r0) * tile_side;
+        Out* d = dst + r * st[2][0] + c0 * st[2][1];
+        if (st[2][1] == 1) {
+          for (int64_t c = 0; c < w; ++c) d[c] = f(x[c], y[c]);
+        } else {
+          for (int64_t c = 0; c < w; ++c) d[c * st[2][1]] = f(x[c], y[c]);
+        }
+      }
+    });
+    return;
+  }
   size_t grain = std::max<size_t>(1, elementwise_grain / shape.back());
   parallel_for(num_rows(shape), grain, [&](size_t lo, size_t hi) {
     for_each_row(shape, st, lo, hi, [&](const auto& off, int64_t n) {
