@@ -26,6 +26,8 @@ def numpy_peers():
     b = rng.uniform(-1, 1, 1 << 24).astype(np.float32)
     m = rng.uniform(-1, 1, (4096, 4096)).astype(np.float32)
     x = rng.uniform(-1, 1, (1024, 1024)).astype(np.float32)
+    y = rng.uniform(-1, 1, (1024, 1024)).astype(np.float32)
+    r = rng.uniform(-1, 1, (2048, 2048)).astype(np.float32)
     gelu = lambda: (np.tanh((np.square(a) * np.float32(0.0356774081)
                              + np.float32(0.7978845608)) * a) + 1) * a * 0.5
     chain = lambda: np.square(np.exp(np.tanh(a * b + 1) * 0.5 - a) - b)
@@ -38,6 +40,9 @@ def numpy_peers():
         "BM_Sum16M": best_of(lambda: np.sum(a)),
         "BM_Exp16M": best_of(lambda: np.exp(a)),
         "BM_TransposeCopy4096": best_of(lambda: np.ascontiguousarray(m.T)),
+        "BM_SubtractTransposed1024": best_of(lambda: x - y.T),
+        "BM_ArgMaxRows2048": best_of(lambda: np.argmax(r, 1)),
+        "BM_MaxRows2048": best_of(lambda: np.max(r, 1)),
         "BM_Matmul1024": best_of(lambda: x @ x),
     }
 
@@ -51,6 +56,8 @@ def torch_peers():
     b = torch.rand(1 << 24) * 2 - 1
     m = torch.rand(4096, 4096)
     x = torch.rand(1024, 1024)
+    y = torch.rand(1024, 1024)
+    r = torch.rand(2048, 2048)
     gelu = lambda: (torch.tanh((torch.square(a) * 0.0356774081
                                 + 0.7978845608) * a) + 1) * a * 0.5
     chain = lambda: torch.square(torch.exp(torch.tanh(a * b + 1) * 0.5 - a) - b)
@@ -61,6 +68,9 @@ def torch_peers():
         "BM_Sum16M": best_of(lambda: a.sum()),
         "BM_Exp16M": best_of(lambda: torch.exp(a)),
         "BM_TransposeCopy4096": best_of(lambda: m.t().contiguous()),
+        "BM_SubtractTransposed1024": best_of(lambda: x - y.t()),
+        "BM_ArgMaxRows2048": best_of(lambda: torch.argmax(r, 1)),
+        "BM_MaxRows2048": best_of(lambda: torch.amax(r, 1)),
         "BM_Matmul1024": best_of(lambda: x @ x),
     }
 
@@ -74,7 +84,9 @@ def mlx_peers():
     b = mx.random.uniform(-1, 1, (1 << 24,))
     m = mx.random.uniform(-1, 1, (4096, 4096))
     x = mx.random.uniform(-1, 1, (1024, 1024))
-    mx.eval(a, b, m, x)
+    y = mx.random.uniform(-1, 1, (1024, 1024))
+    r = mx.random.uniform(-1, 1, (2048, 2048))
+    mx.eval(a, b, m, x, y, r)
     ev = lambda f: (lambda: mx.eval(f()))
     gelu = lambda x: (mx.tanh((mx.square(x) * 0.0356774081 + 0.7978845608)
                               * x) + 1) * x * 0.5
@@ -89,6 +101,9 @@ def mlx_peers():
         "BM_Sum16M": best_of(ev(lambda: mx.sum(a))),
         "BM_Exp16M": best_of(ev(lambda: mx.exp(a))),
         "BM_TransposeCopy4096": best_of(ev(lambda: mx.contiguous(m.T))),
+        "BM_SubtractTransposed1024": best_of(ev(lambda: x - y.T)),
+        "BM_ArgMaxRows2048": best_of(ev(lambda: mx.argmax(r, 1))),
+        "BM_MaxRows2048": best_of(ev(lambda: mx.max(r, 1))),
         "BM_Matmul1024": best_of(ev(lambda: x @ x)),
     }
 

@@ -72,6 +72,26 @@ void BM_SubtractTransposed1024(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * 3LL * 1024 * 1024 * 4);
 }
 
+// Extremes along the rows of a 2048x2048 float32 matrix (argmax over
+// logits, say): contiguous lines.
+void BM_ArgMaxRows2048(benchmark::State& state) {
+  auto a = random_input({2048, 2048});
+  for (auto _ : state) {
+    auto c = argmax(a, 1);
+    c.eval();
+  }
+  state.SetBytesProcessed(state.iterations() * 2048LL * 2048 * 4);
+}
+
+void BM_MaxRows2048(benchmark::State& state) {
+  auto a = random_input({2048, 2048});
+  for (auto _ : state) {
+    auto c = max(a, 1);
+    c.eval();
+  }
+  state.SetBytesProcessed(state.iterations() * 2048LL * 2048 * 4);
+}
+
 void BM_Matmul1024(benchmark::State& state) {
   const int n = 1024;
   auto a = random_input({n, n}), b = random_input({n, n});
@@ -105,6 +125,8 @@ BENCHMARK(BM_Sum16M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Exp16M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_TransposeCopy4096)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SubtractTransposed1024)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_ArgMaxRows2048)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_MaxRows2048)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Matmul1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_OpenBLASSgemm1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -267,6 +267,73 @@ TEST(Reduction, ArgMaxArgMin) {
   EXPECT_THROW(argmax(x, 1), std::invalid_argument);
 }
 
+// Long lines (the vectorized searches of contiguous float32 lines, in
+// lanes): many ties (the first extreme wins), NaNs anywhere (the first NaN
+// wins; max and min give NaN), every line length around the lane count,
+// contiguous and strided, every family; argmax/argmin, max/min per line and
+// over everything.
+TEST(Reduction, ExtremesOfLongLinesTiesAndNaN) {
+  auto first_extreme = [](const std::vector<double>& v, int64_t begin,
+                          int64_t n, int64_t step, bool is_max) {
+    int64_t best = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      double x = v[begin + k * step];
+      if (std::isnan(x)) return k;
+      double b = v[begin + best * step];
+      if (is_max ? x > b : x < b) best = k;
+    }
+    return best;
+  };
+  for (Dtype dt : {float32, float64, bfloat16, int32, uint8, int64}) {
+    for (int n : {31, 32, 33, 47, 100, 1000, 4099}) {
+      // Values in [0, 6): ties everywhere.
+      auto x = random_array({3, n}, dt, 0, 6);
+      if (is_inexact(dt)) x = floor(x);
+      std::vector<array> inputs = {x};
+      if (is_inexact(dt)) {
+        auto v = to_doubles(x);
+        v[n + n / 2] = NAN;       // row 1: one NaN mid-line
+        v[2 * n + n - 1] = NAN;   // row 2: NaNs at the end and earlier
+        v[2 * n + n / 3] = NAN;
+        inputs.push_back(astype(array(v.begin(), {3, n}, float64), dt));
+      }
+      for (auto& in : inputs) {
+        auto xs = to_doubles(in);
+        for (bool is_max : {true, false}) {
+          auto got = to_doubles(is_max ? argmax(in, 1) : argmin(in, 1));
+          // The lines down the columns of a row-major copy: strided.
+          auto cols = contiguous(transpose(in));
+          auto got_t = to_doubles(is_max ? argmax(cols, 0) : argmin(cols, 0));
+          auto value = to_doubles(is_max ? max(in, 1) : min(in, 1));
+          auto whole = (is_max ? max(in) : min(in)).item<double>();
+          bool any_nan = false;
+          double want_whole = is_max ? -INFINITY : INFINITY;
+          for (int r = 0; r < 3; ++r) {
+            double want = first_extreme(xs, r * n, n, 1, is_max);
+            EXPECT_EQ(got[r], want) << dt << " n " << n << " row " << r
+                                    << (is_max ? " argmax" : " argmin");
+            EXPECT_EQ(got_t[r], want) << dt << " n " << n << " strided";
+            double v = xs[r * n + static_cast<int64_t>(want)];
+            if (std::isnan(v)) {
+              EXPECT_TRUE(std::isnan(value[r])) << dt << " n " << n;
+              any_nan = true;
+            } else {
+              EXPECT_EQ(value[r], v) << dt << " n " << n << " row " << r;
+              want_whole = is_max ? std::max(want_whole, v)
+                                  : std::min(want_whole, v);
+            }
+          }
+          if (any_nan) {
+            EXPECT_TRUE(std::isnan(whole)) << dt << " n " << n;
+          } else {
+            EXPECT_EQ(whole, want_whole) << dt << " n " << n;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(Reduction, Scans) {
   auto x = random_array({4, 6}, float32, 0.5, 1.5);
   for (auto& in : {x, as_transposed(x)}) {

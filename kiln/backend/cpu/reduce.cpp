@@ -12,6 +12,7 @@
 
 #include "kiln/backend/common/reduce_layout.h"
 #include "kiln/backend/cpu/elementwise.h"
+#include "kiln/backend/cpu/extremes.h"
 #include "kiln/primitives/reduction.h"
 
 namespace kiln {
@@ -111,6 +112,17 @@ typename Op::wide reduce_run(const In* p, int64_t n, int64_t s, Op op) {
   W total = W(Op::init());
   for (int64_t b = 0; b < n; b += block) {
     int64_t e = std::min(n, b + block);
+    if constexpr (std::is_same_v<In, float> &&
+                  (std::is_same_v<Op, MaxOp<float>> ||
+                   std::is_same_v<Op, MinOp<float>>)) {
+      if (s == 1) { // the SIMD clones of extremes.h
+        size_t m = static_cast<size_t>(e - b);
+        float r = std::is_same_v<Op, MaxOp<float>> ? detail::max_run_f32(p + b, m)
+                                                   : detail::min_run_f32(p + b, m);
+        total = op(total, r);
+        continue;
+      }
+    }
     A lanes[8];
     for (auto& l : lanes) l = Op::init();
     int64_t i = b;
