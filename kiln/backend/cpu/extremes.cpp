@@ -69,8 +69,9 @@ first_nan(const float* p, size_t n) {
   return n;
 }
 
-// Without NaN (first_nan found none), n >= lanes: ties between lanes go to
-// the smaller index, which makes the result the first extreme overall.
+// One pass, n >= lanes: ties between lanes go to the smaller index, which
+// makes the result the first extreme overall. A NaN anywhere (a lane mask
+// collects them) hands the answer to first_nan.
 #define KILN_ARG_EXTREME_LANES(name, cmp)                                  \
   __attribute__((target_clones("avx512f", "avx2", "default"))) uint32_t   \
   name(const float* p, size_t n) {                                         \
@@ -78,6 +79,7 @@ first_nan(const float* p, size_t n) {
     std::memcpy(&best, p, sizeof(best));                                   \
     i32x16 at = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};    \
     i32x16 idx = at;                                                       \
+    i32x16 nan = best != best;                                             \
     size_t i = lanes;                                                      \
     for (; i + lanes <= n; i += lanes) {                                   \
       idx += static_cast<int32_t>(lanes);                                  \
@@ -86,7 +88,12 @@ first_nan(const float* p, size_t n) {
       i32x16 take = v cmp best;                                            \
       best = take ? v : best;                                              \
       at = take ? idx : at;                                                \
+      nan |= v != v;                                                       \
     }                                                                      \
+    bool any_nan = false;                                                  \
+    for (size_t l = 0; l < lanes; ++l) any_nan |= nan[l] != 0;             \
+    for (size_t j = i; j < n; ++j) any_nan |= p[j] != p[j];                \
+    if (any_nan) return static_cast<uint32_t>(first_nan(p, n));            \
     float top = best[0];                                                   \
     uint32_t top_at = static_cast<uint32_t>(at[0]);                        \
     for (size_t l = 1; l < lanes; ++l) {                                   \
@@ -108,9 +115,11 @@ first_nan(const float* p, size_t n) {
 KILN_ARG_EXTREME_LANES(argmax_lanes, >)
 KILN_ARG_EXTREME_LANES(argmin_lanes, <)
 
-// A run too short for the lanes: the plain scan.
+// A run too short for the lanes: the plain scan (the first NaN wins).
 template <bool is_max>
 uint32_t arg_extreme_short(const float* p, size_t n) {
+  size_t nan = first_nan(p, n);
+  if (nan < n) return static_cast<uint32_t>(nan);
   uint32_t best = 0;
   for (size_t i = 1; i < n; ++i) {
     if (is_max ? p[i] > p[best] : p[i] < p[best]) {
@@ -126,14 +135,10 @@ KILN_EXTREME_RUN(max_run_f32, >, -std::numeric_limits<float>::infinity())
 KILN_EXTREME_RUN(min_run_f32, <, std::numeric_limits<float>::infinity())
 
 uint32_t argmax_run_f32(const float* p, size_t n) {
-  size_t nan = first_nan(p, n);
-  if (nan < n) return static_cast<uint32_t>(nan);
   return n < 2 * lanes ? arg_extreme_short<true>(p, n) : argmax_lanes(p, n);
 }
 
 uint32_t argmin_run_f32(const float* p, size_t n) {
-  size_t nan = first_nan(p, n);
-  if (nan < n) return static_cast<uint32_t>(nan);
   return n < 2 * lanes ? arg_extreme_short<false>(p, n) : argmin_lanes(p, n);
 }
 
