@@ -72,8 +72,8 @@ void BM_SubtractTransposed1024(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * 3LL * 1024 * 1024 * 4);
 }
 
-// Extremes along the rows of a 2048x2048 float32 matrix (argmax over
-// logits, say): contiguous lines.
+// Reductions and scans of a 2048x2048 float32 matrix: extremes along its
+// rows (argmax over logits, say), a running sum down its columns.
 template <typename Reduce>
 void rows_2048(benchmark::State& state, Reduce reduce) {
   auto a = random_input({2048, 2048});
@@ -82,6 +82,10 @@ void rows_2048(benchmark::State& state, Reduce reduce) {
     c.eval();
   }
   state.SetBytesProcessed(state.iterations() * 2048LL * 2048 * 4);
+}
+
+void BM_CumsumColumns2048(benchmark::State& state) {
+  rows_2048(state, [](const array& a) { return cumsum(a, 0); });
 }
 
 void BM_ArgMaxRows2048(benchmark::State& state) {
@@ -125,6 +129,7 @@ BENCHMARK(BM_Sum16M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Exp16M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_TransposeCopy4096)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SubtractTransposed1024)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_CumsumColumns2048)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_ArgMaxRows2048)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_MaxRows2048)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Matmul1024)->Unit(benchmark::kMillisecond)->UseRealTime();

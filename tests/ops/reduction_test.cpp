@@ -373,6 +373,96 @@ TEST(Reduction, Scans) {
   EXPECT_THROW(cumsum(x, 2), std::invalid_argument);
 }
 
+// Scans along outer axes step blocks of lines together (a row at a time):
+// the middle and first axes of 3-d arrays wider than a block of 512 lines,
+// contiguous, transposed (whose axes may not collapse: the line-by-line
+// path) and sliced, every direction and mode, widening integer sums,
+// 16-bit floats, and a NaN that cummax and logcumsumexp carry down.
+TEST(Reduction, ScansAlongOuterAxes) {
+  // The reference: each line of `in` (row-major doubles, shape sh) along
+  // axis scanned with op from init.
+  auto reference = [](const std::vector<double>& xs, const Shape& sh, int axis,
+                      bool reverse, bool inclusive, double init,
+                      double (*op)(double, double)) {
+    int64_t n = sh[axis], inner = 1, outer = 1;
+    for (size_t d = axis + 1; d < sh.size(); ++d) inner *= sh[d];
+    for (int d = 0; d < axis; ++d) outer *= sh[d];
+    std::vector<double> out(xs.size());
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t w = 0; w < inner; ++w) {
+        double acc = init;
+        for (int64_t k = 0; k < n; ++k) {
+          int64_t i = reverse ? n - 1 - k : k;
+          int64_t at = (o * n + i) * inner + w;
+          if (!inclusive) out[at] = acc;
+          acc = op(acc, xs[at]);
+          if (inclusive) out[at] = acc;
+        }
+      }
+    }
+    return out;
+  };
+  auto add = [](double a, double b) { return a + b; };
+  auto max_nan = [](double a, double b) {
+    return std::isnan(a) || a > b ? a : b;
+  };
+  auto lae = [](double a, double b) {
+    if (std::isnan(a) || std::isnan(b)) return a + b;
+    double m = std::max(a, b);
+    return std::isinf(m) ? m : m + std::log1p(std::exp(-std::abs(a - b)));
+  };
+  auto base = random_array({3, 5, 700}, float32, 0.5, 1.5);
+  std::vector<array> inputs = {
+      base, transpose(random_array({700, 5, 3}, float32, 0.5, 1.5)),
+      slice(random_array({3, 9, 1400}, float32, 0.5, 1.5), Shape{0, 1, 0},
+            Shape{3, 6, 1400}, Shape{1, 1, 2})};
+  auto with_nan_values = to_doubles(base);
+  with_nan_values[1 * 700 + 3] = NAN; // [0, 1, 3]
+  inputs.push_back(array(with_nan_values.begin(), {3, 5, 700}, float32));
+  for (auto& in : inputs) {
+    auto xs = to_doubles(in);
+    for (int axis : {0, 1}) {
+      for (bool reverse : {false, true}) {
+        for (bool inclusive : {true, false}) {
+          std::string what = "axis " + std::to_string(axis) + " reverse " +
+                             std::to_string(reverse) + " inclusive " +
+                             std::to_string(inclusive);
+          EXPECT_TRUE(all_close(to_doubles(cumsum(in, axis, reverse, inclusive)),
+                                reference(xs, in.shape(), axis, reverse,
+                                          inclusive, 0.0, add),
+                                1e-5, 1e-5))
+              << "cumsum " << what;
+          if (inclusive) {
+            EXPECT_TRUE(all_close(to_doubles(cummax(in, axis, reverse)),
+                                  reference(xs, in.shape(), axis, reverse, true,
+                                            -INFINITY, max_nan),
+                                  0, 0))
+                << "cummax " << what;
+          }
+          EXPECT_TRUE(all_close(
+              to_doubles(logcumsumexp(in, axis, reverse, inclusive)),
+              reference(xs, in.shape(), axis, reverse, inclusive, -INFINITY,
+                        lae),
+              1e-5, 1e-5))
+              << "logcumsumexp " << what;
+        }
+      }
+    }
+  }
+  // Integer sums widen (int8 into int32), exactly; 16-bit floats keep their
+  // dtype and round once per step as the line-by-line path does.
+  auto ints = random_array({4, 600}, int8, -100, 100);
+  auto isum = cumsum(ints, 0);
+  EXPECT_EQ(isum.dtype(), int32);
+  EXPECT_EQ(to_doubles(isum),
+            reference(to_doubles(ints), ints.shape(), 0, false, true, 0.0, add));
+  auto halves = random_array({6, 530}, float16, 0.5, 1.5);
+  auto hsum = cumsum(halves, 0);
+  EXPECT_EQ(hsum.dtype(), float16);
+  EXPECT_EQ(to_doubles(hsum),
+            to_doubles(transpose(cumsum(contiguous(transpose(halves)), 1))));
+}
+
 TEST(Reduction, BadAxes) {
   auto x = random_array({2, 3}, float32);
   EXPECT_THROW(sum(x, 2), std::invalid_argument);
