@@ -385,13 +385,11 @@ std::pair<std::vector<array>, std::vector<int>> ScaledDotProductAttention::vmap(
     // The form that keeps each row's log-sum-exp (q, k, v only; made under
     // vjp, as in grad of vmap) stays that form, so that the backward still
     // reads the statistics: both outputs, batch-folded.
-    Shape out_shape = {n * B, in[0].shape(1), in[0].shape(2), in[2].shape(3)};
-    Shape stats_shape = {n * B, in[0].shape(1), in[0].shape(2)};
-    auto out = array::make_arrays(
-        {out_shape, stats_shape}, {in[0].dtype(), float32},
-        std::make_shared<ScaledDotProductAttention>(
-            stream(), fallback_, scale_, do_causal_, false, true),
-        std::move(in));
+    auto p = std::make_shared<ScaledDotProductAttention>(
+        stream(), fallback_, scale_, do_causal_, false, true);
+    auto shapes = p->output_shapes(in);
+    auto out = array::make_arrays(std::move(shapes), {in[0].dtype(), float32},
+                                  std::move(p), std::move(in));
     return {{unflatten(out[0], 0, {n, B}), unflatten(out[1], 0, {n, B})},
             {0, 0}};
   }

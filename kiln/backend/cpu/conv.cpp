@@ -13,6 +13,7 @@
 
 #include "kiln/backend/common/conv_geometry.h"
 #include "kiln/backend/common/strided.h"
+#include "kiln/backend/cpu/copy.h"
 #include "kiln/backend/cpu/gemm.h"
 #include "kiln/core/allocator.h"
 #include "kiln/core/dispatch.h"
@@ -57,9 +58,10 @@ class Temp {
 // reads through kernel tap k, or -1 where that falls in the padding or
 // between the elements of a dilated input: taps[d][o * k_len[d] + k]. The
 // divisions happen here, once per (o, k) pair, not once per copied value.
-std::vector<std::vector<int64_t>> tap_tables(const Convolution& p,
-                                             const ConvGeometry& g) {
-  std::vector<std::vector<int64_t>> taps(g.nd);
+using TapTables = std::vector<std::vector<int64_t>>;
+
+TapTables tap_tables(const Convolution& p, const ConvGeometry& g) {
+  TapTables taps(g.nd);
   for (int d = 0; d < g.nd; ++d) {
     int64_t kl = g.k_len[d], idil = p.input_dilation()[d];
     taps[d].resize(static_cast<size_t>(g.out_len[d] * kl));
@@ -76,18 +78,74 @@ std::vector<std::vector<int64_t>> tap_tables(const Convolution& p,
   return taps;
 }
 
+// Output positions in row-major order (batch, then O...): row r's position
+// unravelled once, then stepped from row to row without divisions.
+struct PositionWalk {
+  const std::vector<int64_t>& len;
+  std::vector<int64_t> o;
+  int64_t batch;
+  PositionWalk(const std::vector<int64_t>& out_len, int64_t r)
+      : len(out_len), o(out_len.size()), batch(r) {
+    for (int d = static_cast<int>(len.size()) - 1; d >= 0; --d) {
+      o[d] = batch % len[d];
+      batch /= len[d];
+    }
+  }
+  void next() {
+    int d = static_cast<int>(len.size()) - 1;
+    for (; d >= 0; --d) {
+      if (++o[d] < len[d]) return;
+      o[d] = 0;
+    }
+    ++batch;
+  }
+};
+
+// Calls f(t, inside, i) for every kernel tap t (flat, in the weight's K...
+// order) of output position o: whether the tap reads an input element, and
+// if so its offset i, base plus each axis's input index times step[d] (an
+// offset may be negative: strides can be). The
+// innermost axis's taps run in a loop of their own; the outer ones step
+// like an odometer (k: scratch of nd entries).
+template <typename F>
+void for_each_tap(const TapTables& taps, const ConvGeometry& g,
+                  const std::vector<int64_t>& o, int64_t base,
+                  const int64_t* step, std::vector<int64_t>& k, F&& f) {
+  int nd = g.nd;
+  if (nd == 0) {
+    f(int64_t(0), true, base);
+    return;
+  }
+  int64_t k_inner = g.k_len[nd - 1];
+  int64_t outer_taps = g.kernel_size / k_inner;
+  const int64_t* inner = taps[nd - 1].data() + o[nd - 1] * k_inner;
+  std::fill(k.begin(), k.end(), 0);
+  for (int64_t t = 0; t < outer_taps; ++t) {
+    int64_t off = base;
+    bool valid = true;
+    for (int d = 0; d < nd - 1 && valid; ++d) {
+      int64_t i = taps[d][o[d] * g.k_len[d] + k[d]];
+      valid = i >= 0;
+      off += i * step[d];
+    }
+    for (int64_t kk = 0; kk < k_inner; ++kk) {
+      int64_t i = inner[kk];
+      f(t * k_inner + kk, valid && i >= 0, off + i * step[nd - 1]);
+    }
+    for (int d = nd - 2; d >= 0; --d) {
+      if (++k[d] < g.k_len[d]) break;
+      k[d] = 0;
+    }
+  }
+}
+
 // Unfold rows [r0, r1) (output positions) for group grp into cols, each row
-// holding kernel_size * cg values in the weight's (K..., C) order. The taps
-// of the innermost spatial dimension run in a loop of their own; the outer
-// ones step like an odometer.
+// holding kernel_size * cg values in the weight's (K..., C) order.
 template <typename T, typename G>
-void im2col(const Convolution& p, const ConvGeometry& g, const T* in,
+void im2col(const ConvGeometry& g, const TapTables& taps, const T* in,
             int64_t grp, int64_t r0, int64_t r1, G* cols) {
   int64_t kc = g.kernel_size * g.cg;
   int nd = g.nd;
-  auto taps = tap_tables(p, g);
-  int64_t k_inner = nd > 0 ? g.k_len[nd - 1] : 1;
-  int64_t outer_taps = g.kernel_size / std::max<int64_t>(k_inner, 1);
   int64_t cg = g.cg, cs = g.in_chan_stride;
   auto copy_channels = [&](G* dst, const T* src) {
     if (cg == 1) {
@@ -103,63 +161,21 @@ void im2col(const Convolution& p, const ConvGeometry& g, const T* in,
     for (int64_t c = 0; c < cg; ++c) dst[c] = cast_to<G>(src[c * cs]);
   };
   auto unfold = [&](size_t b, size_t e) {
-    // The first row's output position and batch; later rows step them.
-    std::vector<int64_t> o(nd), k(nd);
-    int64_t batch = r0 + static_cast<int64_t>(b);
-    for (int d = nd - 1; d >= 0; --d) {
-      o[d] = batch % g.out_len[d];
-      batch /= g.out_len[d];
-    }
-    for (int64_t r = r0 + b; r < r0 + static_cast<int64_t>(e); ++r) {
+    PositionWalk pos(g.out_len, r0 + static_cast<int64_t>(b));
+    std::vector<int64_t> k(nd);
+    for (int64_t r = r0 + b; r < r0 + static_cast<int64_t>(e);
+         ++r, pos.next()) {
       G* row = cols + (r - r0) * kc;
-      const T* base = in + batch * g.in_batch_stride + grp * cg * cs;
-      if (nd == 0) {
-        copy_channels(row, base);
-        ++batch;
-        continue;
-      }
-      const int64_t* inner = taps[nd - 1].data() + o[nd - 1] * k_inner;
-      int64_t inner_stride = g.in_stride[nd - 1];
-      std::fill(k.begin(), k.end(), 0);
-      for (int64_t t = 0; t < outer_taps; ++t) {
-        int64_t off = 0;
-        bool valid = true;
-        for (int d = 0; d < nd - 1 && valid; ++d) {
-          int64_t i = taps[d][o[d] * g.k_len[d] + k[d]];
-          valid = i >= 0;
-          off += i * g.in_stride[d];
-        }
-        G* dst = row + t * k_inner * cg;
-        if (!valid) {
-          std::fill(dst, dst + k_inner * cg, G(0));
-        } else if (cg == 1) {
-          const T* src = base + off;
-          for (int64_t kk = 0; kk < k_inner; ++kk) {
-            int64_t i = inner[kk];
-            dst[kk] = i < 0 ? G(0) : cast_to<G>(src[i * inner_stride]);
-          }
-        } else {
-          for (int64_t kk = 0; kk < k_inner; ++kk, dst += cg) {
-            int64_t i = inner[kk];
-            if (i < 0) {
-              std::fill(dst, dst + cg, G(0));
-            } else {
-              copy_channels(dst, base + off + i * inner_stride);
-            }
-          }
-        }
-        for (int d = nd - 2; d >= 0; --d) {
-          if (++k[d] < g.k_len[d]) break;
-          k[d] = 0;
-        }
-      }
-      // The next row's output position (row-major over batch, then O...).
-      int d = nd - 1;
-      for (; d >= 0; --d) {
-        if (++o[d] < g.out_len[d]) break;
-        o[d] = 0;
-      }
-      if (d < 0) ++batch;
+      int64_t base = pos.batch * g.in_batch_stride + grp * cg * cs;
+      for_each_tap(taps, g, pos.o, base, g.in_stride.data(), k,
+                   [&](int64_t t, bool inside, int64_t i) {
+                     G* dst = row + t * cg;
+                     if (!inside) {
+                       std::fill(dst, dst + cg, G(0));
+                     } else {
+                       copy_channels(dst, in + i);
+                     }
+                   });
     }
   };
   // Two spatial axes (conv2d, the usual case): the same walk with every
@@ -220,28 +236,6 @@ void im2col(const Convolution& p, const ConvGeometry& g, const T* in,
   }
 }
 
-// x's elements in row-major order as G: x itself when it is already that,
-// else a converted copy in scratch. The weight becomes a (C_out, K... *
-// C/groups) matrix, the input a (N * S..., C_in) one.
-template <typename T, typename G>
-const G* as_row_major(const array& w, Temp<G>& scratch) {
-  if constexpr (std::is_same_v<T, G>) {
-    if (w.flags().row_contiguous) return w.data<G>();
-  }
-  std::array<Strides, 1> st{w.strides()};
-  Shape shape = detail::collapse_dims(w.shape(), st);
-  const T* src = w.data<T>();
-  G* dst = scratch.allocate(w.size());
-  G* start = dst;
-  detail::for_each_row(shape, st, 0, detail::num_rows(shape),
-                       [&](const auto& off, int64_t n) {
-                         for (int64_t j = 0; j < n; ++j) {
-                           *dst++ = cast_to<G>(src[off[0] + j * st[0].back()]);
-                         }
-                       });
-  return start;
-}
-
 // Whether to convolve by taps after the product (conv_by_taps) rather than
 // im2col: for a row-major input with more channels per group than the
 // output has (an input gradient, whose cotangent has C_out channels and
@@ -264,7 +258,7 @@ bool taps_after_product(const ConvGeometry& g, const array& in) {
 // im2col reads them). The same products as im2col's GEMM, summed over the
 // channels first and the taps after.
 template <typename T, typename G>
-void conv_by_taps(const Convolution& p, const ConvGeometry& g,
+void conv_by_taps(const ConvGeometry& g, const TapTables& taps,
                   const array& in, const G* wm, T* o) {
   int nd = g.nd;
   int64_t K = g.kernel_size, cg = g.cg, cog = g.cog;
@@ -275,9 +269,8 @@ void conv_by_taps(const Convolution& p, const ConvGeometry& g,
     in_spatial *= g.in_len[d];
   }
   int64_t in_rows = g.n * in_spatial, out_rows = g.n * g.out_spatial;
-  Temp<G> x_scratch;
-  const G* x = as_row_major<T, G>(in, x_scratch);
-  auto taps = tap_tables(p, g);
+  array xa = detail::row_major(in, TypeToDtype<G>::value);
+  const G* x = xa.data<G>();
   Temp<G> b(static_cast<size_t>(cg * K * cog));
   Temp<G> prod(static_cast<size_t>(in_rows * K * cog));
   for (int64_t grp = 0; grp < g.groups; ++grp) {
@@ -296,56 +289,24 @@ void conv_by_taps(const Convolution& p, const ConvGeometry& g,
                  x + grp * cg, static_cast<int>(g.c_in), b.get(),
                  static_cast<int>(K * cog), G(0), prod.get(),
                  static_cast<int>(K * cog));
-    // Output rows [begin, end): the taps of the innermost spatial axis in a
-    // loop of their own, the outer ones stepped like an odometer, and the
-    // output position stepped from row to row (no divisions per row).
+    // Output rows [begin, end), each the sum over its taps of the product
+    // rows those taps read.
     auto gather = [&](size_t begin, size_t end) {
-      std::vector<int64_t> pos(nd), k(nd);
+      PositionWalk pos(g.out_len, static_cast<int64_t>(begin));
+      std::vector<int64_t> k(nd);
       std::vector<G> acc(static_cast<size_t>(cog));
-      int64_t batch = static_cast<int64_t>(begin);
-      for (int d = nd - 1; d >= 0; --d) {
-        pos[d] = batch % g.out_len[d];
-        batch /= g.out_len[d];
-      }
-      int64_t k_inner = nd > 0 ? g.k_len[nd - 1] : 1;
-      int64_t outer_taps = K / std::max<int64_t>(k_inner, 1);
       const G* pr = prod.get();
-      for (int64_t r = begin; r < static_cast<int64_t>(end); ++r) {
+      for (int64_t r = begin; r < static_cast<int64_t>(end);
+           ++r, pos.next()) {
         std::fill(acc.begin(), acc.end(), G(0));
-        std::fill(k.begin(), k.end(), 0);
-        const int64_t* inner =
-            nd > 0 ? taps[nd - 1].data() + pos[nd - 1] * k_inner : nullptr;
-        for (int64_t t = 0; t < outer_taps; ++t) {
-          int64_t i = batch * in_spatial;
-          bool valid = true;
-          for (int d = 0; d < nd - 1 && valid; ++d) {
-            int64_t id = taps[d][pos[d] * g.k_len[d] + k[d]];
-            valid = id >= 0;
-            i += id * in_step[d];
-          }
-          for (int64_t kk = 0; valid && kk < k_inner; ++kk) {
-            int64_t id = nd > 0 ? inner[kk] : 0;
-            if (id < 0) continue;
-            const G* src = pr + ((i + id) * K + t * k_inner + kk) * cog;
-            if (cog == 1) {
-              acc[0] += src[0];
-            } else {
-              for (int64_t j = 0; j < cog; ++j) acc[j] += src[j];
-            }
-          }
-          for (int d = nd - 2; d >= 0; --d) {
-            if (++k[d] < g.k_len[d]) break;
-            k[d] = 0;
-          }
-        }
+        for_each_tap(taps, g, pos.o, pos.batch * in_spatial, in_step.data(),
+                     k, [&](int64_t t, bool inside, int64_t i) {
+                       if (!inside) return;
+                       const G* src = pr + (i * K + t) * cog;
+                       for (int64_t j = 0; j < cog; ++j) acc[j] += src[j];
+                     });
         T* dst = o + r * g.c_out + grp * cog;
         for (int64_t j = 0; j < cog; ++j) dst[j] = cast_to<T>(acc[j]);
-        int d = nd - 1;
-        for (; d >= 0; --d) {
-          if (++pos[d] < g.out_len[d]) break;
-          pos[d] = 0;
-        }
-        if (d < 0) ++batch;
       }
     };
     detail::parallel_for(static_cast<size_t>(out_rows),
@@ -366,8 +327,8 @@ void run_conv(const Convolution& p, const array& in, const array& w,
     std::fill(o, o + out.size(), T(0));
     return;
   }
-  Temp<G> w_scratch;
-  const G* wm = as_row_major<T, G>(w, w_scratch);
+  array wa = detail::row_major(w, TypeToDtype<G>::value); // (C_out, K * cg)
+  const G* wm = wa.data<G>();
   if constexpr (std::is_same_v<T, G>) {
     if (g.groups == 1 && detail::conv_is_pointwise(p, g, in)) {
       detail::gemm(false, true, static_cast<int>(rows),
@@ -377,17 +338,17 @@ void run_conv(const Convolution& p, const array& in, const array& w,
       return;
     }
   }
+  TapTables taps = tap_tables(p, g);
   if (taps_after_product(g, in)) {
-    conv_by_taps<T, G>(p, g, in, wm, o);
+    conv_by_taps<T, G>(g, taps, in, wm, o);
     return;
   }
   // im2col reads each input element once per kernel tap: an input that is
   // not row-major (a weight gradient's, a transposed view) is copied
   // row-major once, so that those reads are runs of consecutive channels.
-  Temp<T> in_scratch;
-  const T* src = in.data<T>();
+  array ia = in;
   if (!in.flags().row_contiguous && g.kernel_size > 1) {
-    src = as_row_major<T, T>(in, in_scratch);
+    ia = detail::row_major(in, in.dtype());
     g.in_chan_stride = 1;
     int64_t step = g.c_in;
     for (int d = g.nd - 1; d >= 0; --d) {
@@ -411,7 +372,7 @@ void run_conv(const Convolution& p, const array& in, const array& w,
       dst = acc.get();
     }
     for (int64_t grp = 0; grp < g.groups; ++grp) {
-      im2col<T, G>(p, g, src, grp, r0, r1, cols.get());
+      im2col<T, G>(g, taps, ia.data<T>(), grp, r0, r1, cols.get());
       // (rows x kc) @ W_g^T, W_g being rows [grp * cog, ...) of the weight.
       detail::gemm(false, true, static_cast<int>(nr), static_cast<int>(g.cog),
                    static_cast<int>(kc), G(1), cols.get(),

@@ -71,6 +71,13 @@ void copy_row_major(const array& in, array& out) {
   copy_into(in, out, out.strides(), 0);
 }
 
+array row_major(const array& a, Dtype dt) {
+  if (a.dtype() == dt && a.flags().row_contiguous) return a;
+  auto tmp = array::uninitialized(a.shape(), dt);
+  copy_row_major(a, tmp);
+  return tmp;
+}
+
 void copy_into(const array& src, array& dst, const Strides& dst_strides,
                int64_t dst_offset) {
   if (src.size() == 0) return;

@@ -160,16 +160,13 @@ void binary_loop(const array& a, const array& b, array& out, Op op) {
       In ta[tile_side * tile_side], tb[tile_side * tile_side];
       stage_tile(pa, st[0], r0, r1, c0, c1, ta);
       stage_tile(pb, st[1], r0, r1, c0, c1, tb);
+      // Mixed layouts give a row-major output (unit column stride).
       int64_t w = c1 - c0;
       for (int64_t r = r0; r < r1; ++r) {
         const In* x = ta + (r - r0) * tile_side;
         const In* y = tb + (r - r0) * tile_side;
-        Out* d = dst + r * st[2][0] + c0 * st[2][1];
-        if (st[2][1] == 1) {
-          for (int64_t c = 0; c < w; ++c) d[c] = f(x[c], y[c]);
-        } else {
-          for (int64_t c = 0; c < w; ++c) d[c * st[2][1]] = f(x[c], y[c]);
-        }
+        Out* d = dst + r * st[2][0] + c0;
+        for (int64_t c = 0; c < w; ++c) d[c] = f(x[c], y[c]);
       }
     });
     return;

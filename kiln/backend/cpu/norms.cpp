@@ -14,13 +14,6 @@ namespace kiln::fast {
 
 namespace {
 
-array row_major(const array& a) {
-  if (a.flags().row_contiguous) return a;
-  auto tmp = array::uninitialized(a.shape(), a.dtype());
-  kiln::detail::copy_row_major(a, tmp);
-  return tmp;
-}
-
 // A weight or bias: 1-d over the last axis, or a 0-d stand-in (stride 0).
 int64_t param_stride(const array& p) {
   return p.ndim() == 0 ? 0 : p.strides()[0];
@@ -142,7 +135,7 @@ void normalize_vjp(const array& x, const array& w, const array& g, array& dx,
 
 void run(const char* name, const std::vector<array>& inputs, array& out,
          float eps, bool rms) {
-  auto x = row_major(inputs[0]);
+  auto x = kiln::detail::row_major(inputs[0]);
   out.set_data(allocator::malloc(out.nbytes()));
   dispatch_type(x.dtype(), [&](auto tag) {
     using T = KILN_TYPE(tag);
@@ -161,8 +154,8 @@ void run(const char* name, const std::vector<array>& inputs, array& out,
 // inputs: x, weight, the cotangent g; outputs: dx, dweight.
 void NormVjp::eval_cpu(const std::vector<array>& inputs,
                        std::vector<array>& outputs) {
-  auto x = row_major(inputs[0]);
-  auto g = row_major(inputs[2]);
+  auto x = kiln::detail::row_major(inputs[0]);
+  auto g = kiln::detail::row_major(inputs[2]);
   for (auto& o : outputs) o.set_data(allocator::malloc(o.nbytes()));
   dispatch_type(x.dtype(), [&](auto tag) {
     using T = KILN_TYPE(tag);

@@ -155,11 +155,7 @@ void RandomBits::eval_cpu(const std::vector<array>& inputs, array& out) {
   size_t nbytes = out.nbytes();
   size_t num_keys = keys.size() / 2;
   if (nbytes == 0 || num_keys == 0) return;
-  if (!keys.flags().row_contiguous) {
-    auto tmp = array::uninitialized(keys.shape(), keys.dtype());
-    detail::copy_row_major(keys, tmp);
-    keys = tmp;
-  }
+  keys = detail::row_major(keys);
   const uint32_t* kp = keys.data<uint32_t>();
   char* dst = out.data<char>();
   size_t per_key = nbytes / num_keys;

@@ -48,12 +48,7 @@ void rotate(const array& x, const std::vector<double>& cos_t,
 
 void RoPE::eval_cpu(const std::vector<array>& inputs,
                     std::vector<array>& outputs) {
-  array x = inputs[0];
-  if (!x.flags().row_contiguous) {
-    auto tmp = array::uninitialized(x.shape(), x.dtype());
-    kiln::detail::copy_row_major(x, tmp);
-    x = tmp;
-  }
+  array x = kiln::detail::row_major(inputs[0]);
   array& out = outputs[0];
   out.set_data(allocator::malloc(out.nbytes()));
   if (out.size() == 0) return;

@@ -49,8 +49,10 @@ bool scan_columns(const array& in, Out* dst, int axis, bool reverse,
   int64_t n = in.shape(axis), a_stride = in.strides()[axis];
   const In* src = in.data<In>();
   int64_t blocks = (width + column_block - 1) / column_block;
+  size_t grain = std::max<size_t>(
+      1, detail::elementwise_grain / static_cast<size_t>(n * column_block));
   detail::parallel_for(
-      static_cast<size_t>(outer * blocks), 1, [&](size_t b, size_t e) {
+      static_cast<size_t>(outer * blocks), grain, [&](size_t b, size_t e) {
         A acc[column_block];
         for (size_t t = b; t < e; ++t) {
           int64_t o = static_cast<int64_t>(t) / blocks;
