@@ -2,7 +2,10 @@
 // the CPU backend on random inputs of every dtype and layout: values, and
 // the output layout rule (a shared contiguous layout is inherited).
 #include <climits>
+#include <cmath>
+#include <cstring>
 #include <functional>
+#include <numeric>
 
 #include "cuda/gpu_fixture.h"
 
@@ -57,6 +60,60 @@ TEST_F(GpuElementwise, UnaryFloatEveryLayout) {
       }
     }
   }
+}
+
+// tanh of bfloat16 takes the SFU's approximation (OpFor in unary_ops.cuh),
+// claimed to round as tanhf does for every input: all 65536 bit patterns,
+// unfused and in a fused region, against tanh in double rounded to
+// bfloat16 (only values within 2^-20 of a rounding midpoint may round
+// either way), and the two bit for bit.
+TEST_F(GpuElementwise, TanhBfloat16EveryValue) {
+  std::vector<uint16_t> bits(65536);
+  std::iota(bits.begin(), bits.end(), uint16_t(0));
+  array x = view(array(bits, {65536}, uint16), bfloat16);
+  array g = tanh(x, Device::gpu);
+  auto region = compile([](const std::vector<array>& v) {
+    return std::vector<array>{tanh(multiply(v[0], array(1.0f, bfloat16)))};
+  });
+  array f = [&] {
+    DefaultDeviceScope scope(Device::gpu);
+    return region({x})[0];
+  }();
+  array gb = view(g, uint16), fb = view(f, uint16);
+  eval({gb, fb});
+  const uint16_t* got = gb.data<uint16_t>();
+  const uint16_t* fused = fb.data<uint16_t>();
+  auto value = [](uint16_t b) {
+    uint32_t u = uint32_t(b) << 16;
+    float v;
+    std::memcpy(&v, &u, 4);
+    return double(v);
+  };
+  int wrong = 0, differ = 0;
+  for (uint32_t i = 0; i < 65536; ++i) {
+    double in = value(uint16_t(i)), exact = std::tanh(in);
+    double out = value(got[i]);
+    differ += got[i] != fused[i];
+    if (std::isnan(in)) {
+      wrong += !std::isnan(out);
+      continue;
+    }
+    // One bfloat16 ulp at the result: 2^(exponent - 7), subnormals 2^-133.
+    int e;
+    std::frexp(exact == 0 ? 1e-300 : exact, &e);
+    double ulp = std::ldexp(1.0, std::max(e - 8, -133));
+    double err = std::fabs(out - exact);
+    bool ok = err <= 0.5 * ulp ||
+              (err <= 0.5 * ulp + std::fabs(exact) * std::ldexp(1.0, -20));
+    // tanh(+-0) keeps the zero's sign.
+    if (exact == 0) ok = out == 0 && std::signbit(out) == std::signbit(in);
+    if (!ok && wrong++ < 5) {
+      ADD_FAILURE() << "tanh(bfloat16 0x" << std::hex << i << std::dec
+                    << " = " << in << ") = " << out << ", exact " << exact;
+    }
+  }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(differ, 0) << "fused and unfused tanh differ";
 }
 
 TEST_F(GpuElementwise, UnaryIntegerAndBool) {

@@ -7,6 +7,7 @@
 #if KILN_HAS_CUDA
 
 #include "cuda/gpu_fixture.h"
+#include "kiln/backend/cuda/device.h"
 #include "kiln/backend/cuda/launch_queue.h"
 
 namespace kiln::test {
@@ -40,6 +41,12 @@ TEST_F(GpuLaunchQueue, SmallChainsMatchTheCpuAndReuseTheirGraph) {
   if (cuda::graphs_enabled()) {
     EXPECT_GE(after.in_graphs - before.in_graphs, 128);
     EXPECT_GE(after.graphs - before.graphs, 2);
+    // On Hopper, the elementwise kernels of new graphs follow each other
+    // through programmatic edges.
+    if (cuda::device_info().major >= 9 &&
+        after.instantiated > before.instantiated) {
+      EXPECT_GT(after.programmatic, before.programmatic);
+    }
   }
   // The same chain on new inputs, the first ones still alive so every
   // buffer differs: the cached graphs are patched, not rebuilt.
@@ -53,6 +60,25 @@ TEST_F(GpuLaunchQueue, SmallChainsMatchTheCpuAndReuseTheirGraph) {
     EXPECT_EQ(again.instantiated, after.instantiated);
     EXPECT_GT(again.graphs, after.graphs);
   }
+  EXPECT_TRUE(all_close(to_doubles(g), to_doubles(c), 1e-5, 1e-5));
+}
+
+TEST_F(GpuLaunchQueue, ReductionsBetweenElementwiseKernels) {
+  // Small reductions (plain edges) between elementwise kernels
+  // (programmatic edges) in one graph: each reads what the one before
+  // wrote, in both directions.
+  array x = random_array({6, 9}, float32);
+  auto run = [&](Device d) {
+    array y = x;
+    for (int i = 0; i < 24; ++i) {
+      array m = sum(y, std::vector<int>{1}, true, d);
+      y = tanh(subtract(y, multiply(m, array(0.1f), d), d), d);
+      if (i % 3 == 0) y = add(y, max(y, std::vector<int>{0}, true, d), d);
+    }
+    return y;
+  };
+  array g = run(Device::gpu);
+  array c = run(Device::cpu);
   EXPECT_TRUE(all_close(to_doubles(g), to_doubles(c), 1e-5, 1e-5));
 }
 

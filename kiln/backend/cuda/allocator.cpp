@@ -9,6 +9,7 @@
 #include "kiln/backend/cuda/device.h"
 #include "kiln/backend/cuda/launch_queue.h"
 #include "kiln/backend/cuda/utils.h"
+#include "kiln/transforms/host_profile.h"
 
 namespace kiln {
 
@@ -207,10 +208,12 @@ DeviceAllocator& allocator() {
 } // namespace
 
 void* device_malloc(size_t nbytes, int stream) {
+  kiln::detail::HostTimer timer("cuda: allocate");
   return allocator().malloc(nbytes, stream);
 }
 
 void device_free(void* ptr, uint64_t used_streams) {
+  kiln::detail::HostTimer timer("cuda: free");
   allocator().free(ptr, used_streams);
 }
 

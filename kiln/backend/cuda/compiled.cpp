@@ -220,7 +220,8 @@ bool eval_compiled(const Compiled& c, const std::vector<array>& inputs,
       layout.shape[layout.ndim - 1] % strided_run_length == 0) {
     per_thread = strided_run_length; // the kernel's row runs
   }
-  launch(kernel.f, n, per_thread, args, s.index);
+  // Fused kernels declare a GridDependency (compiled_source.cpp).
+  launch(kernel.f, n, per_thread, args, s.index, true);
   return true;
 }
 

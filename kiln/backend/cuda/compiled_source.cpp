@@ -114,13 +114,24 @@ void emit_region(std::string& s, const JitKernelSpec& spec, int lanes) {
     auto& op = ops[j];
     std::string name = op.primitive->name();
     std::string t = "t" + std::to_string(j), dt = device_type(op.dtype);
+    // Every value of a 16-bit dtype here is one of that dtype (rounded as
+    // it was made), so an op whose operands share its dtype takes that
+    // dtype's form (op_for), as the unfused kernels do.
+    bool same_dtype = true;
+    for (int a : op.args) {
+      same_dtype &=
+          (a < 0 ? spec.input_dtypes[-a - 1] : ops[a].dtype) == op.dtype;
+    }
+    std::string functor = is_half(op.dtype) && same_dtype
+                              ? "op_for<" + name + ", " + dt + ">"
+                              : name;
     std::vector<std::string> value(lanes);
     for (int l = 0; l < lanes; ++l) {
       if (name == "AsType") {
         value[l] = arg(op.args[0], l); // the rounding is the conversion
         continue;
       }
-      value[l] = name + "{}(";
+      value[l] = functor + "{}(";
       for (size_t k = 0; k < op.args.size(); ++k) {
         value[l] += (k ? ", " : "") + arg(op.args[k], l);
       }
@@ -190,7 +201,9 @@ void emit_signature(std::string& s, const JitKernelSpec& spec,
     s += ", const __grid_constant__ Strided<" +
          std::to_string(strided_inputs) + "> l";
   }
-  s += ") {\n";
+  // Launched with a programmatic dependency (launch_queue.h): nothing is
+  // read before the previous kernel has finished.
+  s += ") {\n  const GridDependency dependency;\n";
   for (size_t k = 0; k < spec.roles.size(); ++k) {
     if (spec.roles[k] != JitRole::scalar) continue;
     Dtype d = spec.input_dtypes[k];

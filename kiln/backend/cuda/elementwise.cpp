@@ -135,8 +135,9 @@ bool run(const char* op, const std::array<const array*, N>& in,
   args[K] = &n;
   args[K + 1] = &layout; // a parameter of the general kernels only
   int per_thread = lay.flat ? vec_width(in_dt, out.dtype()) : 1;
+  // The elementwise kernels declare a GridDependency.
   launch(f, n, per_thread, KernelArgs(args, lay.flat ? K + 1 : K + 2),
-         s.index);
+         s.index, true);
   return true;
 }
 
@@ -193,7 +194,7 @@ void copy_into(const array& src, array& dst, const Strides& dst_strides,
   CUfunction f =
       kernel_for<1>("AsType", in_dt, out_dt, "g", src.size() > UINT32_MAX);
   void* args[] = {&in, &out, &n, &l};
-  launch(f, n, 1, args, s.index);
+  launch(f, n, 1, args, s.index, true);
 }
 
 bool row_contiguous(const array& x, array& out, const Stream& s) {

@@ -8,6 +8,7 @@
 #include "kiln/backend/cuda/device.h"
 #include "kiln/backend/cuda/launch_queue.h"
 #include "kiln/backend/cuda/utils.h"
+#include "kiln/transforms/host_profile.h"
 #include "kiln/config.h"
 
 namespace kiln::cuda {
@@ -100,37 +101,50 @@ KernelKey& KernelKey::add(uint32_t bits) {
   return *this;
 }
 
-CUfunction find_kernel(const KernelKey& key,
-                       const std::function<JitKernel()>& make) {
-  struct Hash {
-    using is_transparent = void; // finds by string_view: no copy per lookup
-    size_t operator()(std::string_view v) const {
-      return std::hash<std::string_view>{}(v);
-    }
-  };
-  struct Found {
-    std::mutex mutex;
-    std::unordered_map<std::string, CUfunction, Hash, std::equal_to<>> by_key;
-  };
-  static auto* found = new Found; // outlives static destructors
-  if (key.view().empty()) return get_kernel(make());
-  {
-    std::lock_guard<std::mutex> lock(found->mutex);
-    auto it = found->by_key.find(key.view());
-    if (it != found->by_key.end()) return it->second;
+namespace {
+
+struct KeyHash {
+  using is_transparent = void; // finds by string_view: no copy per lookup
+  size_t operator()(std::string_view v) const {
+    return std::hash<std::string_view>{}(v);
   }
-  CUfunction f = get_kernel(make()); // may compile: not under the lock
-  std::lock_guard<std::mutex> lock(found->mutex);
-  found->by_key.emplace(std::string(key.view()), f);
+};
+struct FoundKernels {
+  std::mutex mutex;
+  std::unordered_map<std::string, CUfunction, KeyHash, std::equal_to<>>
+      by_key;
+};
+FoundKernels& found_kernels() {
+  static auto* found = new FoundKernels; // outlives static destructors
+  return *found;
+}
+
+} // namespace
+
+CUfunction cached_kernel(const KernelKey& key) {
+  if (key.view().empty()) return nullptr;
+  kiln::detail::HostTimer timer("cuda: find a kernel");
+  auto& found = found_kernels();
+  std::lock_guard<std::mutex> lock(found.mutex);
+  auto it = found.by_key.find(key.view());
+  return it == found.by_key.end() ? nullptr : it->second;
+}
+
+CUfunction cache_kernel(const KernelKey& key, const JitKernel& k) {
+  CUfunction f = get_kernel(k); // may compile: not under the lock
+  if (key.view().empty()) return f;
+  auto& found = found_kernels();
+  std::lock_guard<std::mutex> lock(found.mutex);
+  found.by_key.emplace(std::string(key.view()), f);
   return f;
 }
 
 void launch(CUfunction f, int64_t n, int per_thread, KernelArgs args,
-            int stream) {
+            int stream, bool programmatic) {
   if (n <= 0) return;
   int64_t threads = (n + per_thread - 1) / per_thread;
-  launch_blocks(f, (threads + block_size - 1) / block_size, block_size, args,
-                stream);
+  launch_blocks_shared(f, (threads + block_size - 1) / block_size, block_size,
+                       0, args, stream, programmatic);
 }
 
 void launch_blocks(CUfunction f, int64_t blocks, int threads, KernelArgs args,
@@ -139,7 +153,8 @@ void launch_blocks(CUfunction f, int64_t blocks, int threads, KernelArgs args,
 }
 
 void launch_blocks_shared(CUfunction f, int64_t blocks, int threads,
-                          int shared_bytes, KernelArgs args, int stream) {
+                          int shared_bytes, KernelArgs args, int stream,
+                          bool programmatic) {
   if (blocks <= 0) return;
   set_current_device(); // the driver API needs the context on this thread
   // Kernels loop grid-stride: a grid of many full waves is enough for any n.
@@ -161,6 +176,7 @@ void launch_blocks_shared(CUfunction f, int64_t blocks, int threads,
   shape.grid[0] = static_cast<unsigned>(blocks);
   shape.block[0] = static_cast<unsigned>(threads);
   shape.shared_bytes = static_cast<unsigned>(shared_bytes);
+  shape.programmatic = programmatic;
   submit_kernel(f, shape, args, stream);
 }
 

@@ -38,8 +38,17 @@ class KernelKey {
   char text_[32];
   uint8_t size_ = 0;
 };
-CUfunction find_kernel(const KernelKey& key,
-                       const std::function<JitKernel()>& make);
+/** The kernel cached under key, or null (always for an empty key). */
+CUfunction cached_kernel(const KernelKey& key);
+/** get_kernel(k), cached under key unless that is empty. */
+CUfunction cache_kernel(const KernelKey& key, const JitKernel& k);
+/** A template, so a hit builds no std::function (a heap allocation for a
+ *  lambda holding more than two references). */
+template <typename Make>
+CUfunction find_kernel(const KernelKey& key, Make&& make) {
+  if (CUfunction f = cached_kernel(key)) return f;
+  return cache_kernel(key, make());
+}
 
 /** True when get_kernel would find k.name among the nvcc-compiled kernels. */
 bool has_aot_kernel(const std::string& name);
@@ -50,9 +59,10 @@ using AotTable = std::unordered_map<std::string, const void*>;
 AotTable& aot_table();
 
 /** Launches f over n work items of `per_thread` elements each, with args
- *  pointing at the kernel's parameters, on kiln stream `stream`. */
+ *  pointing at the kernel's parameters, on kiln stream `stream`.
+ *  `programmatic`: f declares a GridDependency first (LaunchShape). */
 void launch(CUfunction f, int64_t n, int per_thread, KernelArgs args,
-            int stream);
+            int stream, bool programmatic = false);
 /** Launches f with `threads` per block over `blocks` blocks, or fewer (a
  *  few full waves) for a kernel that loops grid-stride over its blocks'
  *  work, on kiln stream `stream`. */
@@ -63,7 +73,8 @@ void launch_blocks(CUfunction f, int64_t blocks, int threads, KernelArgs args,
  *  past the default 48 KiB it first raises the kernel's limit (once per
  *  kernel). */
 void launch_blocks_shared(CUfunction f, int64_t blocks, int threads,
-                          int shared_bytes, KernelArgs args, int stream);
+                          int shared_bytes, KernelArgs args, int stream,
+                          bool programmatic = false);
 
 /** Launches f on a grid of `blocks` blocks of (bx, by) threads; for kernels
  *  that choose their own shape (reductions). */

@@ -12,6 +12,7 @@
 
 #include "kiln/backend/cuda/device.h"
 #include "kiln/backend/cuda/utils.h"
+#include "kiln/transforms/host_profile.h"
 
 namespace kiln::cuda {
 
@@ -30,6 +31,9 @@ struct GraphApi {
   decltype(&::cuGraphExecDestroy) exec_destroy = nullptr;
   decltype(&::cuGraphDestroy) destroy = nullptr;
   bool complete = false;
+  // Edges with data (programmatic ones): a CUDA 12.3 driver; plain edges
+  // where it is missing.
+  decltype(&::cuGraphAddDependencies) add_dependencies = nullptr;
 };
 
 template <typename F>
@@ -50,6 +54,7 @@ const GraphApi& graph_api() {
                  find("cuGraphLaunch", 12000, g.launch) &&
                  find("cuGraphExecDestroy", 12000, g.exec_destroy) &&
                  find("cuGraphDestroy", 12000, g.destroy);
+    find("cuGraphAddDependencies", 12030, g.add_dependencies);
     return g;
   }();
   return api;
@@ -117,6 +122,7 @@ bool env_allows_graphs() {
 
 void launch_now(CUfunction f, const LaunchShape& s, KernelArgs args,
                 cudaStream_t stream) {
+  kiln::detail::HostTimer timer("cuda: launch a kernel");
   KILN_CHECK_CU(driver().launch_kernel(
       f, s.grid[0], s.grid[1], s.grid[2], s.block[0], s.block[1], s.block[2],
       s.shared_bytes, stream, args.ptr, nullptr));
@@ -199,18 +205,39 @@ void evict_oldest(State& st) {
 
 // Builds the executable graph of q (its kernels in a chain, as a stream
 // orders them); false, leaving nothing behind, when the driver refuses.
-bool build_graph(const Queue& q, Graph& g) {
+// A kernel that declares a GridDependency follows its predecessor through
+// a programmatic edge on Hopper and later (the dependency's griddepcontrol
+// is compiled for sm_90 up): it may start while that one ends.
+bool build_graph(State& st, const Queue& q, Graph& g) {
   auto& api = graph_api();
+  static const bool hopper = device_info().major >= 9;
   if (api.create(&g.graph, 0) != CUDA_SUCCESS) return false;
   g.data = q.data;
   std::vector<void*> args;
+  int programmatic = 0;
   for (auto& r : q.items) {
     param_pointers(r, g.data.data(), args);
     CUDA_KERNEL_NODE_PARAMS p = node_params(r, args.data());
     CUgraphNode node;
     CUgraphNode* dep = g.nodes.empty() ? nullptr : &g.nodes.back();
-    if (api.add_kernel_node(&node, g.graph, dep, dep ? 1 : 0, &p) !=
-        CUDA_SUCCESS) {
+    bool early =
+        hopper && dep && r.shape.programmatic && api.add_dependencies;
+    bool added = api.add_kernel_node(&node, g.graph, early ? nullptr : dep,
+                                     dep && !early ? 1 : 0,
+                                     &p) == CUDA_SUCCESS;
+    if (added && early) {
+      CUgraphEdgeData edge{};
+      edge.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+      edge.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+      if (api.add_dependencies(g.graph, dep, &node, &edge, 1) ==
+          CUDA_SUCCESS) {
+        ++programmatic;
+      } else {
+        added = api.add_dependencies(g.graph, dep, &node, nullptr, 1) ==
+                CUDA_SUCCESS;
+      }
+    }
+    if (!added) {
       api.destroy(g.graph);
       return false;
     }
@@ -220,11 +247,12 @@ bool build_graph(const Queue& q, Graph& g) {
     api.destroy(g.graph);
     return false;
   }
+  st.stats.programmatic += programmatic;
   return true;
 }
 
 // Points the cached graph g at q's parameters where they changed.
-void update_graph(const Queue& q, Graph& g) {
+void update_graph(State& st, const Queue& q, Graph& g) {
   if (std::memcmp(q.data.data(), g.data.data(), q.data.size()) == 0) return;
   std::vector<void*> args;
   for (size_t k = 0; k < q.items.size(); ++k) {
@@ -233,6 +261,8 @@ void update_graph(const Queue& q, Graph& g) {
     char* held = g.data.data() + r.at;
     if (std::memcmp(now, held, r.params->bytes) == 0) continue;
     std::memcpy(held, now, r.params->bytes);
+    kiln::detail::HostTimer timer("cuda: patch a graph node");
+    ++st.stats.patched;
     param_pointers(r, g.data.data(), args);
     CUDA_KERNEL_NODE_PARAMS p = node_params(r, args.data());
     KILN_CHECK_CU(graph_api().set_params(g.exec, g.nodes[k], &p));
@@ -261,11 +291,12 @@ void flush_locked(State& st, int stream, bool full = false) {
     one_by_one();
     return;
   }
+  kiln::detail::HostTimer timer("cuda: send a graph");
   std::string key = sequence_key(stream, q);
   auto it = st.graphs.find(key);
   if (it == st.graphs.end()) {
     Graph g;
-    if (!build_graph(q, g)) {
+    if (!build_graph(st, q, g)) {
       one_by_one();
       return;
     }
@@ -273,7 +304,7 @@ void flush_locked(State& st, int stream, bool full = false) {
     it = st.graphs.emplace(std::move(key), std::move(g)).first;
     ++st.stats.instantiated;
   } else {
-    update_graph(q, it->second);
+    update_graph(st, q, it->second);
   }
   it->second.last_use = ++st.clock;
   KILN_CHECK_CU(graph_api().launch(it->second.exec, cs));
@@ -295,6 +326,7 @@ bool graphs_enabled() {
 
 void submit_kernel(CUfunction f, const LaunchShape& shape, KernelArgs args,
                    int stream) {
+  kiln::detail::HostTimer timer("cuda: queue a kernel");
   set_current_device(); // the driver API needs the context on this thread
   if (!graphs_enabled() || stream < 0) {
     launch_now(f, shape, args, raw_stream(stream));

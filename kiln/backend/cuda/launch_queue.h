@@ -36,6 +36,11 @@ struct LaunchShape {
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
   unsigned shared_bytes = 0;
+  // Nonzero when the kernel declares a GridDependency (device/utils.cuh)
+  // before touching memory: in a graph it may then start before the
+  // previous kernel ends (a programmatic edge). An unsigned, not a bool,
+  // so the struct has no padding: its bytes are part of graph keys.
+  unsigned programmatic = 0;
 };
 
 /** Runs kernel f with `args` on kiln stream `stream`, now or recorded for a
@@ -56,6 +61,8 @@ struct LaunchStats {
   int64_t in_graphs = 0;    // kernels sent inside graphs
   int64_t graphs = 0;       // graph launches
   int64_t instantiated = 0; // executable graphs built (cache misses)
+  int64_t patched = 0;      // kernel nodes of cached graphs given new values
+  int64_t programmatic = 0; // graph edges built as programmatic ones
 };
 LaunchStats launch_stats();
 

@@ -2,7 +2,8 @@
 // and ternary, each as a contiguous variant over data_size elements with
 // 16-byte accesses ("v"), and a general strided variant over the collapsed
 // shape ("g"), whose IdxT is 32-bit unless the array passes 2^32 elements.
-// Every kernel loops grid-stride, so any launch size covers any n.
+// Every kernel loops grid-stride, so any launch size covers any n, and may
+// start before the previous kernel ends (GridDependency).
 #pragma once
 
 #include "kiln/backend/cuda/device/binary_ops.cuh"
@@ -11,12 +12,16 @@ namespace kiln::cuda {
 
 template <typename Op, typename Out, typename... In>
 __device__ __forceinline__ Out apply(In... x) {
-  return cast_to<Out>(Op{}(cast_to<compute_t<In>>(x)...));
+  // Where the operands and the result share a dtype, that dtype's form of
+  // Op (the fused regions use it too).
+  using F = conditional_t<(is_same_v<In, Out> && ...), op_for<Op, Out>, Op>;
+  return cast_to<Out>(F{}(cast_to<compute_t<In>>(x)...));
 }
 
 template <typename Op, typename In, typename Out, int N>
 __global__ void unary_v(const In* __restrict__ in, Out* __restrict__ out,
                         int64_t n) {
+  const GridDependency dependency;
   bool vec = is_aligned<In, N>(in) && is_aligned<Out, N>(out);
   for (int64_t i = first_index<N>(); i < n; i += grid_step<N>()) {
     if (vec && i + N <= n) {
@@ -38,6 +43,7 @@ __global__ void unary_v(const In* __restrict__ in, Out* __restrict__ out,
 template <typename Op, typename In, typename Out, typename IdxT>
 __global__ void unary_g(const In* __restrict__ in, Out* __restrict__ out,
                         int64_t n, const __grid_constant__ Strided<2> l) {
+  const GridDependency dependency;
   for (int64_t i = first_index<1>(); i < n; i += grid_step<1>()) {
     int64_t off[2];
     strided_offsets(static_cast<IdxT>(i), l, off);
@@ -63,6 +69,7 @@ __device__ __forceinline__ Vec<T, N> load(const T* p, int64_t i) {
 template <typename Op, typename In, typename Out, int N, bool SA, bool SB>
 __global__ void binary_v(const In* __restrict__ a, const In* __restrict__ b,
                          Out* __restrict__ out, int64_t n) {
+  const GridDependency dependency;
   bool vec = (SA || is_aligned<In, N>(a)) && (SB || is_aligned<In, N>(b)) &&
              is_aligned<Out, N>(out);
   for (int64_t i = first_index<N>(); i < n; i += grid_step<N>()) {
@@ -87,6 +94,7 @@ template <typename Op, typename In, typename Out, typename IdxT>
 __global__ void binary_g(const In* __restrict__ a, const In* __restrict__ b,
                          Out* __restrict__ out, int64_t n,
                          const __grid_constant__ Strided<3> l) {
+  const GridDependency dependency;
   for (int64_t i = first_index<1>(); i < n; i += grid_step<1>()) {
     int64_t off[3];
     strided_offsets(static_cast<IdxT>(i), l, off);
@@ -98,6 +106,7 @@ template <typename Op, typename T, int N, bool SC, bool SA, bool SB>
 __global__ void ternary_v(const bool* __restrict__ c, const T* __restrict__ a,
                           const T* __restrict__ b, T* __restrict__ out,
                           int64_t n) {
+  const GridDependency dependency;
   bool vec = (SC || is_aligned<bool, N>(c)) && (SA || is_aligned<T, N>(a)) &&
              (SB || is_aligned<T, N>(b)) && is_aligned<T, N>(out);
   for (int64_t i = first_index<N>(); i < n; i += grid_step<N>()) {
@@ -123,6 +132,7 @@ template <typename Op, typename T, typename IdxT>
 __global__ void ternary_g(const bool* __restrict__ c, const T* __restrict__ a,
                           const T* __restrict__ b, T* __restrict__ out,
                           int64_t n, const __grid_constant__ Strided<4> l) {
+  const GridDependency dependency;
   for (int64_t i = first_index<1>(); i < n; i += grid_step<1>()) {
     int64_t off[4];
     strided_offsets(static_cast<IdxT>(i), l, off);

@@ -271,4 +271,37 @@ struct Float32ErfInv {
   }
 };
 
+/** tanh of a bfloat16 value, for a result rounded to bfloat16: the SFU's
+ *  tanh.approx.f32 (one instruction; tanhf is about twenty with two SFU
+ *  calls) rounds to the same bfloat16 as tanhf for every one of the 65536
+ *  inputs (GpuElementwise.TanhBfloat16EveryValue checks all of them). A
+ *  bfloat16 region of the fused `tanh(x*y+1)*0.5+x` is bound by its
+ *  instructions, not its bytes, with tanhf. */
+struct TanhOfBfloat16 {
+  __device__ float operator()(float x) const {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+    float y;
+    asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+#else
+    return math::tanh(x);
+#endif
+  }
+};
+
+/** The functor that computes Op where its arguments are values of T and its
+ *  result is rounded to T: Op itself unless a cheaper one gives the same
+ *  results there. Unfused kernels and fused regions both use it, so they
+ *  agree bit for bit. */
+template <typename Op, typename T>
+struct OpFor {
+  using type = Op;
+};
+template <>
+struct OpFor<Tanh, __nv_bfloat16> {
+  using type = TanhOfBfloat16;
+};
+template <typename Op, typename T>
+using op_for = typename OpFor<Op, T>::type;
+
 } // namespace kiln::cuda
