@@ -158,7 +158,13 @@ void launch_blocks_shared(CUfunction f, int64_t blocks, int threads,
   if (blocks <= 0) return;
   set_current_device(); // the driver API needs the context on this thread
   // Kernels loop grid-stride: a grid of many full waves is enough for any n.
-  int64_t max_blocks = int64_t(device_info().sm_count) * 64;
+  // The elementwise and fused ones (those that declare a GridDependency)
+  // take up to 256 blocks per SM, so a 64M-element bfloat16 kernel runs
+  // each thread once: on an H200 the fused tanh(x*y+1)*0.5+x took 97.6 us
+  // against 98.7-99.0 us with 64 per SM, exp of a transposed 8192x8192
+  // float32 131 against 135-137 us, float32 fused 188-194 against 191 us.
+  int64_t max_blocks =
+      int64_t(device_info().sm_count) * (programmatic ? 256 : 64);
   blocks = std::min(blocks, max_blocks);
   constexpr int default_shared_limit = 48 * 1024;
   if (shared_bytes > default_shared_limit) {
