@@ -44,6 +44,9 @@ def numpy_peers():
         "BM_CumsumColumns2048": best_of(lambda: np.cumsum(r, 0)),
         "BM_ArgMaxRows2048": best_of(lambda: np.argmax(r, 1)),
         "BM_MaxRows2048": best_of(lambda: np.max(r, 1)),
+        "BM_SortRows2048": best_of(lambda: np.sort(r, 1)),
+        "BM_Sort4M": best_of(lambda: np.sort(a[: 1 << 22])),
+        "BM_ArgSort4M": best_of(lambda: np.argsort(a[: 1 << 22], kind="stable")),
         "BM_Matmul1024": best_of(lambda: x @ x),
     }
 
@@ -73,6 +76,9 @@ def torch_peers():
         "BM_CumsumColumns2048": best_of(lambda: torch.cumsum(r, 0)),
         "BM_ArgMaxRows2048": best_of(lambda: torch.argmax(r, 1)),
         "BM_MaxRows2048": best_of(lambda: torch.amax(r, 1)),
+        "BM_SortRows2048": best_of(lambda: torch.sort(r, 1)),
+        "BM_Sort4M": best_of(lambda: torch.sort(a[: 1 << 22])),
+        "BM_ArgSort4M": best_of(lambda: torch.argsort(a[: 1 << 22], stable=True)),
         "BM_Matmul1024": best_of(lambda: x @ x),
     }
 
@@ -107,6 +113,9 @@ def mlx_peers():
         "BM_CumsumColumns2048": best_of(ev(lambda: mx.cumsum(r, 0))),
         "BM_ArgMaxRows2048": best_of(ev(lambda: mx.argmax(r, 1))),
         "BM_MaxRows2048": best_of(ev(lambda: mx.max(r, 1))),
+        "BM_SortRows2048": best_of(ev(lambda: mx.sort(r, 1))),
+        "BM_Sort4M": best_of(ev(lambda: mx.sort(a[: 1 << 22]))),
+        "BM_ArgSort4M": best_of(ev(lambda: mx.argsort(a[: 1 << 22]))),
         "BM_Matmul1024": best_of(ev(lambda: x @ x)),
     }
 

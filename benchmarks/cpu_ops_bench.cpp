@@ -96,6 +96,21 @@ void BM_MaxRows2048(benchmark::State& state) {
   rows_2048(state, [](const array& a) { return max(a, 1); });
 }
 
+void BM_SortRows2048(benchmark::State& state) {
+  rows_2048(state, [](const array& a) { return sort(a, 1); });
+}
+
+// A flat sort of 4M float32 values and their stable argsort.
+void BM_Sort4M(benchmark::State& state) {
+  auto a = random_input({1 << 22});
+  for (auto _ : state) sort(a).eval();
+}
+
+void BM_ArgSort4M(benchmark::State& state) {
+  auto a = random_input({1 << 22});
+  for (auto _ : state) argsort(a).eval();
+}
+
 void BM_Matmul1024(benchmark::State& state) {
   const int n = 1024;
   auto a = random_input({n, n}), b = random_input({n, n});
@@ -132,6 +147,9 @@ BENCHMARK(BM_SubtractTransposed1024)->Unit(benchmark::kMicrosecond)->UseRealTime
 BENCHMARK(BM_CumsumColumns2048)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_ArgMaxRows2048)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_MaxRows2048)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_SortRows2048)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Sort4M)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ArgSort4M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Matmul1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_OpenBLASSgemm1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 

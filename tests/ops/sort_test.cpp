@@ -134,6 +134,45 @@ TEST(Sort, LongLinesWithSpecialValues) {
   }
 }
 
+TEST(Sort, LinesSplitByTheirTopBits) {
+  // Lines of 64Ki elements and more are split by their keys' top bits,
+  // then each part is sorted by the rest on whichever core is free: every
+  // dtype, one line (parts spread over the cores) and two lines (sorted
+  // within one core each), values over a wide range (many parts) and over
+  // a few (one part holding most), with ties, NaN, +-inf and -0 next to +0.
+  const int n = 70001;
+  for (Dtype dt : all_dtypes()) {
+    for (double spread : {1e6, 3.0}) {
+      double lo = dt == bool_ || is_unsigned(dt) ? 0 : -spread;
+      double hi = dt == bool_ ? 2 : spread;
+      auto vals = to_doubles(random_array({2, n}, dt, lo, hi));
+      if (is_floating_point(dt)) {
+        for (size_t i : {5, 777, 30000, 70001 + 9}) vals[i] = NAN;
+        vals[9] = INFINITY, vals[10] = -INFINITY, vals[11] = -0.0;
+        vals[13] = 0.0, vals[15] = -0.0, vals[n + 1] = -INFINITY;
+      }
+      auto a = array(vals.begin(), {2, n}, dt);
+      for (auto& x : {a, reshape(slice(a, Shape{0, 0}, Shape{1, n}), {n})}) {
+        int axis = static_cast<int>(x.ndim()) - 1;
+        Ref r(x), rs(sort(x, axis)), ras(argsort(x, axis));
+        for_each_line(r, axis, [&](auto& pos, auto line) {
+          std::vector<size_t> order(line.size());
+          std::iota(order.begin(), order.end(), 0);
+          std::stable_sort(order.begin(), order.end(), [&](size_t i, size_t j) {
+            return nan_last(line[i], line[j]);
+          });
+          for (size_t j = 0; j < pos.size(); ++j) {
+            ASSERT_TRUE(same(rs.v[pos[j]], line[order[j]]))
+                << dt << " spread " << spread << " at " << j;
+            ASSERT_EQ(ras.v[pos[j]], order[j])
+                << dt << " spread " << spread << " at " << j;
+          }
+        });
+      }
+    }
+  }
+}
+
 TEST(Sort, LargeInputsSplitAcrossCores) {
   auto a = random_array({300, 400}, float32, -1000, 1000);
   for (int axis : {0, 1}) {

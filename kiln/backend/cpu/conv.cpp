@@ -15,6 +15,7 @@
 #include "kiln/backend/common/strided.h"
 #include "kiln/backend/cpu/copy.h"
 #include "kiln/backend/cpu/gemm.h"
+#include "kiln/backend/cpu/scratch.h"
 #include "kiln/core/allocator.h"
 #include "kiln/core/dispatch.h"
 #include "kiln/core/thread_pool.h"
@@ -29,30 +30,7 @@ namespace {
 constexpr int64_t block_elems = int64_t(1) << 22;
 
 using detail::ConvGeometry;
-
-// A temporary array of G from kiln's allocator, whose cache keeps freed
-// blocks for the next call: glibc maps an allocation this large afresh each
-// time and unmaps it on free, and the page faults of refilling it cost more
-// than the convolution's small GEMMs.
-template <typename G>
-class Temp {
- public:
-  Temp() = default;
-  explicit Temp(size_t n) { allocate(n); }
-  Temp(const Temp&) = delete;
-  Temp& operator=(const Temp&) = delete;
-  ~Temp() {
-    if (buf_.ptr) allocator::free(buf_);
-  }
-  G* allocate(size_t n) {
-    buf_ = allocator::malloc(std::max<size_t>(n, 1) * sizeof(G));
-    return get();
-  }
-  G* get() const { return static_cast<G*>(buf_.ptr); }
-
- private:
-  allocator::Buffer buf_;
-};
+using detail::Temp;
 
 // For each spatial dimension d, the input index that output position o
 // reads through kernel tap k, or -1 where that falls in the padding or

@@ -1,10 +1,13 @@
 // LSD radix sort for long lines: every dtype maps to unsigned keys whose
 // order is the sort order, sorted one byte per pass (passes where all keys
-// share the byte are skipped). Several times faster than comparison sorts
-// on 1e3..1e5 elements, and stable, which argsort needs.
+// share the byte are skipped); the longest lines are split by their top
+// bits first. Several times faster than comparison sorts on 1e3..1e5
+// elements, and stable, which argsort needs.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -12,7 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "kiln/backend/cpu/scratch.h"
 #include "kiln/core/dispatch.h"
+#include "kiln/core/thread_pool.h"
 
 namespace kiln::detail {
 
@@ -76,35 +81,123 @@ bool radix_isnan(T v) {
 /** Reusable buffers, one set per thread. */
 template <typename U>
 struct RadixScratch {
-  std::vector<U> keys, keys_tmp;
-  std::vector<uint32_t> idx_tmp;
+  scratch_vector<U> keys, keys_tmp;
+  scratch_vector<uint32_t> idx_tmp;
 };
+
+/** Stable sort of keys[0, n) by their low `bits` bits, carrying idx along
+ *  when not null, one byte per pass between keys and tmp (passes where
+ *  all keys share the byte are skipped). True when the result ended in
+ *  tmp (and itmp). */
+template <typename U>
+bool radix_lsd(U* keys, U* tmp, uint32_t* idx, uint32_t* itmp, size_t n,
+               int bits) {
+  const int passes = (bits + 7) / 8;
+  std::array<std::array<uint32_t, 256>, sizeof(U)> hist{};
+  for (size_t i = 0; i < n; ++i) {
+    for (int p = 0; p < passes; ++p) ++hist[p][(keys[i] >> (8 * p)) & 255];
+  }
+  bool in_tmp = false;
+  for (int p = 0; p < passes; ++p) {
+    auto& h = hist[p];
+    U* from = in_tmp ? tmp : keys;
+    U* to = in_tmp ? keys : tmp;
+    uint32_t* ifrom = in_tmp ? itmp : idx;
+    uint32_t* ito = in_tmp ? idx : itmp;
+    if (h[(from[0] >> (8 * p)) & 255] == n) continue; // one digit: no-op
+    uint32_t sum = 0;
+    for (auto& c : h) sum += std::exchange(c, sum);
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t pos = h[(from[i] >> (8 * p)) & 255]++;
+      to[pos] = from[i];
+      if (idx) ito[pos] = ifrom[i];
+    }
+    in_tmp = !in_tmp;
+  }
+  return in_tmp;
+}
+
+/** Lines at least this long are first split by their keys' top 11 bits
+ *  (one pass over memory), then each part is sorted by the remaining bits
+ *  where it fits in cache, the parts spread over the cores. Sorting every
+ *  byte of a long line in place scatters over the whole line at each pass:
+ *  28 against 10 ns per float32 at 4M elements. */
+inline constexpr size_t radix_split_min_length = size_t(1) << 16;
+inline constexpr int radix_split_bits = 11;
+
+/** radix_sort_keys for long lines of 32- and 64-bit keys (tmp and itmp
+ *  already sized): split by the top bits, then each part by the rest. */
+template <typename U>
+void radix_split_sort(scratch_vector<U>& keys, scratch_vector<U>& tmp,
+                      scratch_vector<uint32_t>* idx,
+                      scratch_vector<uint32_t>* itmp, size_t n) {
+  uint32_t* ip = idx ? idx->data() : nullptr;
+  uint32_t* itp = idx ? itmp->data() : nullptr;
+  // Split by the top bits into tmp (stably), then sort each part.
+  constexpr int shift = 8 * sizeof(U) - radix_split_bits;
+  constexpr size_t parts = size_t(1) << radix_split_bits;
+  std::vector<uint32_t> start(parts + 1, 0);
+  for (size_t i = 0; i < n; ++i) ++start[(keys[i] >> shift) + 1];
+  for (size_t b = 0; b < parts; ++b) start[b + 1] += start[b];
+  std::vector<uint32_t> next(start.begin(), start.end() - 1);
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t pos = next[keys[i] >> shift]++;
+    tmp[pos] = keys[i];
+    if (idx) itp[pos] = ip[i];
+  }
+  // Largest parts first, taken by whichever thread is free.
+  std::vector<uint32_t> order;
+  size_t largest = 0;
+  for (size_t b = 0; b < parts; ++b) {
+    size_t len = start[b + 1] - start[b];
+    if (len > 1) order.push_back(static_cast<uint32_t>(b));
+    largest = std::max(largest, len);
+  }
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return start[a + 1] - start[a] > start[b + 1] - start[b];
+  });
+  std::atomic<size_t> taken{0};
+  parallel_for(num_threads(), 1, [&](size_t, size_t) {
+    scratch_vector<U> part_tmp(largest);
+    scratch_vector<uint32_t> part_itmp(idx ? largest : 0);
+    for (size_t j; (j = taken.fetch_add(1)) < order.size();) {
+      uint32_t b = order[j], off = start[b], len = start[b + 1] - off;
+      uint32_t* pi = idx ? itp + off : nullptr;
+      if (radix_lsd(tmp.data() + off, part_tmp.data(), pi,
+                    part_itmp.data(), len, shift)) {
+        std::memcpy(tmp.data() + off, part_tmp.data(), len * sizeof(U));
+        if (idx) {
+          std::memcpy(pi, part_itmp.data(), len * sizeof(uint32_t));
+        }
+      }
+    }
+  });
+  keys.swap(tmp);
+  if (idx) idx->swap(*itmp);
+}
 
 /** Stable sort of keys[0, n) (carrying idx along when not null); the result
  *  ends in keys/idx (the scratch buffers are swapped in as needed). */
 template <typename U>
-void radix_sort_keys(std::vector<U>& keys, std::vector<U>& tmp,
-                     std::vector<uint32_t>* idx, std::vector<uint32_t>* itmp,
-                     size_t n) {
-  constexpr int passes = sizeof(U);
-  std::array<std::array<uint32_t, 256>, passes> hist{};
-  for (size_t i = 0; i < n; ++i) {
-    for (int p = 0; p < passes; ++p) ++hist[p][(keys[i] >> (8 * p)) & 255];
-  }
+void radix_sort_keys(scratch_vector<U>& keys, scratch_vector<U>& tmp,
+                     scratch_vector<uint32_t>* idx,
+                     scratch_vector<uint32_t>* itmp, size_t n) {
   tmp.resize(n);
   if (idx) itmp->resize(n);
-  for (int p = 0; p < passes; ++p) {
-    auto& h = hist[p];
-    if (h[(keys[0] >> (8 * p)) & 255] == n) continue; // one digit: no-op
-    uint32_t sum = 0;
-    for (auto& c : h) sum += std::exchange(c, sum);
-    for (size_t i = 0; i < n; ++i) {
-      uint32_t pos = h[(keys[i] >> (8 * p)) & 255]++;
-      tmp[pos] = keys[i];
-      if (idx) (*itmp)[pos] = (*idx)[i];
+  uint32_t* ip = idx ? idx->data() : nullptr;
+  uint32_t* itp = idx ? itmp->data() : nullptr;
+  auto lsd_only = [&] {
+    if (radix_lsd(keys.data(), tmp.data(), ip, itp, n, 8 * sizeof(U))) {
+      keys.swap(tmp);
+      if (idx) idx->swap(*itmp);
     }
-    keys.swap(tmp);
-    if (idx) idx->swap(*itmp);
+  };
+  if constexpr (sizeof(U) < 4) {
+    lsd_only(); // two passes at most: nothing to split
+  } else if (n < radix_split_min_length) {
+    lsd_only();
+  } else {
+    radix_split_sort(keys, tmp, idx, itmp, n);
   }
 }
 
@@ -130,7 +223,7 @@ void radix_sort_values(S* v, size_t n, RadixScratch<radix_key_t<T>>& s) {
 
 /** Stable argsort of v[0, n) into idx (NaNs last; -0 and +0 tie). */
 template <typename T, typename S>
-void radix_argsort(const S* v, std::vector<uint32_t>& idx, size_t n,
+void radix_argsort(const S* v, scratch_vector<uint32_t>& idx, size_t n,
                    RadixScratch<radix_key_t<T>>& s) {
   using U = radix_key_t<T>;
   s.keys.resize(n);

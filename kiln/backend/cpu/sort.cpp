@@ -71,7 +71,7 @@ void for_each_line(const array& in, array& out, int axis,
 template <typename T>
 void sort_values(const array& in, array& out, int axis, int kth) {
   for_each_line<T, T>(in, out, axis, [kth] {
-    return [kth, v = std::vector<storage_t<T>>(),
+    return [kth, v = detail::scratch_vector<storage_t<T>>(),
             s = detail::RadixScratch<detail::radix_key_t<T>>()](
                const T* x, T* y, int64_t n, int64_t xs, int64_t ys) mutable {
       v.resize(n);
@@ -92,7 +92,8 @@ void sort_values(const array& in, array& out, int axis, int kth) {
 template <typename T>
 void sort_indices(const array& in, array& out, int axis, int kth) {
   for_each_line<T, uint32_t>(in, out, axis, [kth] {
-    return [kth, v = std::vector<storage_t<T>>(), idx = std::vector<uint32_t>(),
+    return [kth, v = detail::scratch_vector<storage_t<T>>(),
+            idx = detail::scratch_vector<uint32_t>(),
             s = detail::RadixScratch<detail::radix_key_t<T>>()](
                const T* x, uint32_t* y, int64_t n, int64_t xs,
                int64_t ys) mutable {
