@@ -28,6 +28,7 @@ def numpy_peers():
     x = rng.uniform(-1, 1, (1024, 1024)).astype(np.float32)
     y = rng.uniform(-1, 1, (1024, 1024)).astype(np.float32)
     r = rng.uniform(-1, 1, (2048, 2048)).astype(np.float32)
+    pos = np.abs(a[: 1 << 22])
     gelu = lambda: (np.tanh((np.square(a) * np.float32(0.0356774081)
                              + np.float32(0.7978845608)) * a) + 1) * a * 0.5
     chain = lambda: np.square(np.exp(np.tanh(a * b + 1) * 0.5 - a) - b)
@@ -44,6 +45,9 @@ def numpy_peers():
         "BM_CumsumColumns2048": best_of(lambda: np.cumsum(r, 0)),
         "BM_ArgMaxRows2048": best_of(lambda: np.argmax(r, 1)),
         "BM_MaxRows2048": best_of(lambda: np.max(r, 1)),
+        "BM_Power4M": best_of(lambda: np.power(pos, np.float32(1.5))),
+        "BM_PowerSquare4M": best_of(lambda: a[: 1 << 22] ** 2),
+        "BM_ArcTan2_4M": best_of(lambda: np.arctan2(a[: 1 << 22], b[: 1 << 22])),
         "BM_SortRows2048": best_of(lambda: np.sort(r, 1)),
         "BM_Sort4M": best_of(lambda: np.sort(a[: 1 << 22])),
         "BM_ArgSort4M": best_of(lambda: np.argsort(a[: 1 << 22], kind="stable")),
@@ -62,6 +66,7 @@ def torch_peers():
     x = torch.rand(1024, 1024)
     y = torch.rand(1024, 1024)
     r = torch.rand(2048, 2048)
+    pos = a[: 1 << 22].abs()
     gelu = lambda: (torch.tanh((torch.square(a) * 0.0356774081
                                 + 0.7978845608) * a) + 1) * a * 0.5
     chain = lambda: torch.square(torch.exp(torch.tanh(a * b + 1) * 0.5 - a) - b)
@@ -76,6 +81,9 @@ def torch_peers():
         "BM_CumsumColumns2048": best_of(lambda: torch.cumsum(r, 0)),
         "BM_ArgMaxRows2048": best_of(lambda: torch.argmax(r, 1)),
         "BM_MaxRows2048": best_of(lambda: torch.amax(r, 1)),
+        "BM_Power4M": best_of(lambda: torch.pow(pos, 1.5)),
+        "BM_PowerSquare4M": best_of(lambda: a[: 1 << 22] ** 2),
+        "BM_ArcTan2_4M": best_of(lambda: torch.atan2(a[: 1 << 22], b[: 1 << 22])),
         "BM_SortRows2048": best_of(lambda: torch.sort(r, 1)),
         "BM_Sort4M": best_of(lambda: torch.sort(a[: 1 << 22])),
         "BM_ArgSort4M": best_of(lambda: torch.argsort(a[: 1 << 22], stable=True)),
@@ -94,7 +102,8 @@ def mlx_peers():
     x = mx.random.uniform(-1, 1, (1024, 1024))
     y = mx.random.uniform(-1, 1, (1024, 1024))
     r = mx.random.uniform(-1, 1, (2048, 2048))
-    mx.eval(a, b, m, x, y, r)
+    pos = mx.abs(a[: 1 << 22])
+    mx.eval(a, b, m, x, y, r, pos)
     ev = lambda f: (lambda: mx.eval(f()))
     gelu = lambda x: (mx.tanh((mx.square(x) * 0.0356774081 + 0.7978845608)
                               * x) + 1) * x * 0.5
@@ -113,6 +122,9 @@ def mlx_peers():
         "BM_CumsumColumns2048": best_of(ev(lambda: mx.cumsum(r, 0))),
         "BM_ArgMaxRows2048": best_of(ev(lambda: mx.argmax(r, 1))),
         "BM_MaxRows2048": best_of(ev(lambda: mx.max(r, 1))),
+        "BM_Power4M": best_of(ev(lambda: mx.power(pos, 1.5))),
+        "BM_PowerSquare4M": best_of(ev(lambda: a[: 1 << 22] ** 2)),
+        "BM_ArcTan2_4M": best_of(ev(lambda: mx.arctan2(a[: 1 << 22], b[: 1 << 22]))),
         "BM_SortRows2048": best_of(ev(lambda: mx.sort(r, 1))),
         "BM_Sort4M": best_of(ev(lambda: mx.sort(a[: 1 << 22]))),
         "BM_ArgSort4M": best_of(ev(lambda: mx.argsort(a[: 1 << 22]))),

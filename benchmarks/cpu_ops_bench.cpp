@@ -96,6 +96,25 @@ void BM_MaxRows2048(benchmark::State& state) {
   rows_2048(state, [](const array& a) { return max(a, 1); });
 }
 
+// x ** 1.5 and x ** 2 over 4M positive float32 values, atan2 of two arrays.
+void BM_Power4M(benchmark::State& state) {
+  auto a = abs(random_input({1 << 22}));
+  auto e = array(1.5f);
+  eval(a);
+  for (auto _ : state) power(a, e).eval();
+}
+
+void BM_PowerSquare4M(benchmark::State& state) {
+  auto a = random_input({1 << 22});
+  auto e = array(2.0f);
+  for (auto _ : state) power(a, e).eval();
+}
+
+void BM_ArcTan2_4M(benchmark::State& state) {
+  auto a = random_input({1 << 22}), b = random_input({1 << 22});
+  for (auto _ : state) arctan2(a, b).eval();
+}
+
 void BM_SortRows2048(benchmark::State& state) {
   rows_2048(state, [](const array& a) { return sort(a, 1); });
 }
@@ -147,6 +166,9 @@ BENCHMARK(BM_SubtractTransposed1024)->Unit(benchmark::kMicrosecond)->UseRealTime
 BENCHMARK(BM_CumsumColumns2048)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_ArgMaxRows2048)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_MaxRows2048)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Power4M)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PowerSquare4M)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ArcTan2_4M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SortRows2048)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Sort4M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_ArgSort4M)->Unit(benchmark::kMillisecond)->UseRealTime();

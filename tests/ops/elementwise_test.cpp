@@ -1,6 +1,7 @@
 // Elementwise ops against float64 references, on contiguous, transposed and
 // broadcast inputs, for each dtype family.
 #include <cmath>
+#include <functional>
 
 #include "test_utils.h"
 
@@ -212,6 +213,75 @@ TEST(Elementwise, BinaryOpsAllLayoutsAndDtypes) {
             << c.name << " " << dt << " " << out.shape(0) << "x" << out.shape(1);
       }
       }
+    }
+  }
+}
+
+// power and arctan2 run through libmvec's SIMD pow and atan2 on contiguous
+// float runs (x ** 2 as x * x): special values in every operand pattern,
+// against the scalar functions in double, NaN for NaN, and signed zeros
+// and infinities exactly.
+TEST(Elementwise, PowerAndArcTan2SpecialValues) {
+  const double inf = INFINITY, nan = NAN;
+  std::vector<double> xs = {0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5,
+                            inf, -inf, nan, 3.0, -3.0, 1e-3, 7.25};
+  std::vector<double> ys = {0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 3.0, -3.0,
+                            0.5, -0.5, inf, -inf, nan, 1.5, 100.0};
+  std::vector<double> a, b;
+  for (double x : xs) {
+    for (double y : ys) a.push_back(x), b.push_back(y);
+  }
+  size_t n = a.size();
+  auto same = [](double got, double want, Dtype dt) {
+    if (std::isnan(want)) return std::isnan(got);
+    if (want == 0 || std::isinf(want)) {
+      return got == want && std::signbit(got) == std::signbit(want);
+    }
+    return std::abs(got - want) <= 4 * tolerance(dt) * std::abs(want);
+  };
+  for (Dtype dt : {float32, float64, float16, bfloat16}) {
+    auto qa = quantize(a, dt), qb = quantize(b, dt);
+    array x(qa.begin(), {int(n)}, dt), y(qb.begin(), {int(n)}, dt);
+    struct Op {
+      const char* name;
+      std::function<array(const array&, const array&)> f;
+      double (*ref)(double, double);
+    };
+    for (auto& op : {Op{"power", [](auto& p, auto& q) { return power(p, q); },
+                        [](double p, double q) { return std::pow(p, q); }},
+                     Op{"arctan2",
+                        [](auto& p, auto& q) { return arctan2(p, q); },
+                        [](double p, double q) { return std::atan2(p, q); }}}) {
+      // Both operands arrays, then each side one element.
+      auto got = to_doubles(op.f(x, y));
+      for (size_t i = 0; i < n; ++i) {
+        double want = quantize({op.ref(qa[i], qb[i])}, dt)[0];
+        ASSERT_TRUE(same(got[i], want, dt))
+            << op.name << "(" << qa[i] << ", " << qb[i] << ") " << dt
+            << ": " << got[i] << ", want " << want;
+      }
+      for (size_t k = 0; k < xs.size(); ++k) {
+        array s(quantize({xs[k]}, dt)[0], dt);
+        auto left = to_doubles(op.f(s, y)), right = to_doubles(op.f(y, s));
+        double v = to_doubles(s)[0];
+        for (size_t i = 0; i < n; ++i) {
+          double wl = quantize({op.ref(v, qb[i])}, dt)[0];
+          double wr = quantize({op.ref(qb[i], v)}, dt)[0];
+          ASSERT_TRUE(same(left[i], wl, dt)) << op.name << " scalar left " << v
+                                             << ", " << qb[i] << " " << dt;
+          ASSERT_TRUE(same(right[i], wr, dt)) << op.name << " " << qb[i]
+                                              << ", scalar right " << v << " "
+                                              << dt;
+        }
+      }
+    }
+    // x ** 2 is x * x, bit for bit.
+    auto sq = to_doubles(power(x, array(2.0, dt)));
+    auto xx = to_doubles(multiply(x, x));
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_TRUE((std::isnan(sq[i]) && std::isnan(xx[i])) ||
+                  (sq[i] == xx[i] && !std::signbit(sq[i])))
+          << qa[i] << " ** 2 = " << sq[i] << " " << dt;
     }
   }
 }

@@ -64,6 +64,62 @@ bool vector_unary(const In* src, Out* dst, size_t n) {
   }
 }
 
+/** vector_unary for binary ops (a_one, b_one: that operand is one element
+ *  used throughout). */
+template <typename In, typename Out, typename Op>
+bool vector_binary(const In* a, const In* b, Out* dst, size_t n, bool a_one,
+                   bool b_one) {
+  constexpr VectorFn2 fn = vector_fn2<Op>;
+  // Where elements [lo, ...) of an operand start.
+  auto from = [](const In* p, bool one, size_t lo) { return one ? p : p + lo; };
+  if constexpr (!std::is_same_v<In, Out> || fn.f32 == nullptr) {
+    return false;
+  } else if constexpr (std::is_same_v<In, float> ||
+                       std::is_same_v<In, double>) {
+    if constexpr (std::is_same_v<Op, Power>) {
+      // x ** 2 (a squared error, a variance) is x * x: the correctly
+      // rounded square, with pow's results for NaN, inf and -0, for a
+      // multiply instead of a pow call (NumPy takes the same shortcut).
+      if (b_one && b[0] == In(2)) {
+        parallel_for(n, elementwise_grain, [&](size_t lo, size_t hi) {
+          for (size_t i = lo; i < hi; ++i) dst[i] = a[i] * a[i];
+        });
+        return true;
+      }
+    }
+    parallel_for(n, elementwise_grain, [&](size_t lo, size_t hi) {
+      if constexpr (std::is_same_v<In, float>) {
+        fn.f32(from(a, a_one, lo), from(b, b_one, lo), dst + lo, hi - lo,
+               a_one, b_one);
+      } else {
+        fn.f64(from(a, a_one, lo), from(b, b_one, lo), dst + lo, hi - lo,
+               a_one, b_one);
+      }
+    });
+    return true;
+  } else if constexpr (is_half_v<In>) {
+    parallel_for(n, elementwise_grain, [&](size_t lo, size_t hi) {
+      float x[1024], y[1024], r[1024];
+      if (a_one) x[0] = static_cast<float>(a[0]);
+      if (b_one) y[0] = static_cast<float>(b[0]);
+      for (size_t i = lo; i < hi; i += 1024) {
+        size_t m = std::min<size_t>(1024, hi - i);
+        if (!a_one) {
+          for (size_t j = 0; j < m; ++j) x[j] = static_cast<float>(a[i + j]);
+        }
+        if (!b_one) {
+          for (size_t j = 0; j < m; ++j) y[j] = static_cast<float>(b[i + j]);
+        }
+        fn.f32(x, y, r, m, a_one, b_one);
+        for (size_t j = 0; j < m; ++j) dst[i + j] = In(r[j]);
+      }
+    });
+    return true;
+  } else {
+    return false;
+  }
+}
+
 template <typename In, typename Out, typename Op>
 void unary_loop(const array& in, array& out, Op op) {
   bool flat = set_elementwise_output({in}, out);
@@ -127,6 +183,9 @@ void binary_loop(const array& a, const array& b, array& out, Op op) {
   if (flat) {
     bool sa = a.data_size() == 1, sb = b.data_size() == 1;
     size_t n = out.data_size();
+    if (!(sa && sb) && vector_binary<In, Out, Op>(pa, pb, dst, n, sa, sb)) {
+      return;
+    }
     // Separate loops per scalar/vector combination let the compiler
     // vectorize each one.
     parallel_for(n, elementwise_grain, [&](size_t lo, size_t hi) {

@@ -26,7 +26,36 @@ namespace kiln::detail {
       v##fn##_f64(const double* in, double* out, size_t n) {\
     KILN_MAP_LOOP(fn)                                                   \
   }
+
+// One loop per operand pattern, so each is a plain map GCC vectorizes (a
+// scalar operand is broadcast, not read with step 0).
+#define KILN_MAP2_LOOPS(fn)                                              \
+  if (a_one) {                                                           \
+    const auto x = a[0];                                                 \
+    _Pragma("GCC ivdep") for (size_t i = 0; i < n; ++i) out[i] =        \
+        std::fn(x, b[i]);                                                \
+  } else if (b_one) {                                                    \
+    const auto y = b[0];                                                 \
+    _Pragma("GCC ivdep") for (size_t i = 0; i < n; ++i) out[i] =        \
+        std::fn(a[i], y);                                                \
+  } else {                                                               \
+    _Pragma("GCC ivdep") for (size_t i = 0; i < n; ++i) out[i] =        \
+        std::fn(a[i], b[i]);                                             \
+  }
+
+#define KILN_VECTOR_MATH2(Name, fn)                                       \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void      \
+      v##fn##_f32(const float* a, const float* b, float* out, size_t n,   \
+                  bool a_one, bool b_one) {                               \
+    KILN_MAP2_LOOPS(fn)                                                   \
+  }                                                                       \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void      \
+      v##fn##_f64(const double* a, const double* b, double* out,          \
+                  size_t n, bool a_one, bool b_one) {                     \
+    KILN_MAP2_LOOPS(fn)                                                   \
+  }
 #include "kiln/backend/cpu/vector_math_list.h"
 #undef KILN_VECTOR_MATH
+#undef KILN_VECTOR_MATH2
 
 } // namespace kiln::detail

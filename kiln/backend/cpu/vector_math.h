@@ -22,12 +22,33 @@ struct VectorFn {
 template <typename Op>
 inline constexpr VectorFn vector_fn{nullptr, nullptr};
 
+/** Binary forms: out[i] = fn(a[i], b[i]) over n elements, where a scalar
+ *  operand (a_one, b_one) is its element 0 throughout. */
+template <typename T>
+using Vec2 = void (*)(const T*, const T*, T*, size_t, bool, bool);
+
+struct VectorFn2 {
+  Vec2<float> f32;
+  Vec2<double> f64;
+};
+
+template <typename Op>
+inline constexpr VectorFn2 vector_fn2{nullptr, nullptr};
+
 #define KILN_VECTOR_MATH(Name, fn)                                \
   void v##fn##_f32(const float* in, float* out, size_t n);        \
   void v##fn##_f64(const double* in, double* out, size_t n);      \
   template <>                                                     \
   inline constexpr VectorFn vector_fn<Name>{v##fn##_f32, v##fn##_f64};
+#define KILN_VECTOR_MATH2(Name, fn)                                       \
+  void v##fn##_f32(const float* a, const float* b, float* out, size_t n,  \
+                   bool a_one, bool b_one);                               \
+  void v##fn##_f64(const double* a, const double* b, double* out,         \
+                   size_t n, bool a_one, bool b_one);                     \
+  template <>                                                             \
+  inline constexpr VectorFn2 vector_fn2<Name>{v##fn##_f32, v##fn##_f64};
 #include "kiln/backend/cpu/vector_math_list.h"
 #undef KILN_VECTOR_MATH
+#undef KILN_VECTOR_MATH2
 
 } // namespace kiln::detail

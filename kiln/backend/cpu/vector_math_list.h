@@ -1,5 +1,6 @@
 // The functors with a libmvec form: (functor, libm name). Included with
-// KILN_VECTOR_MATH defined by vector_math.h and vector_math.cpp.
+// KILN_VECTOR_MATH (unary) and KILN_VECTOR_MATH2 (binary) defined by
+// vector_math.h and vector_math.cpp.
 KILN_VECTOR_MATH(Exp, exp)
 KILN_VECTOR_MATH(Expm1, expm1)
 KILN_VECTOR_MATH(Log, log)
@@ -19,3 +20,5 @@ KILN_VECTOR_MATH(ArcSinh, asinh)
 KILN_VECTOR_MATH(ArcCosh, acosh)
 KILN_VECTOR_MATH(ArcTanh, atanh)
 KILN_VECTOR_MATH(Erf, erf)
+KILN_VECTOR_MATH2(Power, pow)
+KILN_VECTOR_MATH2(ArcTan2, atan2)
