@@ -426,6 +426,40 @@ TEST_F(CpuJit, DebugLogNamesKernelAndReadableSource) {
   EXPECT_NE(text.str().find("/* 4.5 */"), std::string::npos);
 }
 
+TEST_F(CpuJit, SquareByAConstantTwoAsUnfused) {
+  // x ** 2 runs as x * x unfused (a multiply, not a pow call); fused, a
+  // power by a constant 2 does the same, bit for bit, so compiling a
+  // squared error never makes it slower. Another exponent stays a pow.
+  for (Dtype dt : {float32, float64, float16, bfloat16}) {
+    auto sq = [dt](const std::vector<array>& in) {
+      return std::vector<array>{
+          power(subtract(in[0], in[1]), array(2.0, dt))};
+    };
+    auto cube = [dt](const std::vector<array>& in) {
+      return std::vector<array>{
+          power(subtract(in[0], in[1]), array(3.0, dt))};
+    };
+    std::vector<array> in = {random_array({33, 7}, dt),
+                             random_array({33, 7}, dt)};
+    expect_matches_unfused(sq, in, 0);
+    expect_matches_unfused(cube, in);
+  }
+  clear_compile_log();
+  auto f = [](const std::vector<array>& in) {
+    return std::vector<array>{power(multiply(in[0], array(1.5f)), array(2.0f))};
+  };
+  compile(f)({random_array({3}, float32)})[0].eval();
+  std::string path;
+  for (auto& l : compile_log()) {
+    if (l.rfind("jit kernel ", 0) == 0) path = l.substr(l.rfind(' ') + 1);
+  }
+  ASSERT_FALSE(path.empty());
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  EXPECT_NE(text.str().find("Square{}("), std::string::npos) << text.str();
+  EXPECT_EQ(text.str().find("Power{}("), std::string::npos) << text.str();
+}
+
 TEST_F(CpuJit, TranscendentalsUseVectorMath) {
   // GCC maps the kernel's exp and tanh onto libmvec's SIMD forms: the
   // library references one of their vector symbols.

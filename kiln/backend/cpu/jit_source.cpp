@@ -95,6 +95,16 @@ Dtype arg_dtype(const JitKernelSpec& spec, int arg) {
   return arg < 0 ? spec.input_dtypes[-arg - 1] : spec.region->ops()[arg].dtype;
 }
 
+// Whether arg is a baked constant 2 of a floating dtype.
+bool is_constant_two(const JitKernelSpec& spec, int arg) {
+  if (arg >= 0 || spec.roles[-arg - 1] != JitRole::constant) return false;
+  const auto& c = spec.region->constants()[-arg - 1];
+  if (!c) return false;
+  if (c->dtype == float32) return c->bits == 0x40000000u;
+  if (c->dtype == float64) return c->bits == 0x4000000000000000ull;
+  return is_half(c->dtype) && c->bits == 0x4000u; // 2 in both 16-bit forms
+}
+
 // One statement per op: `const T tj = Op{}(args);`.
 void emit_ops(std::ostringstream& os, const JitKernelSpec& spec,
               const char* indent) {
@@ -102,6 +112,16 @@ void emit_ops(std::ostringstream& os, const JitKernelSpec& spec,
   for (size_t j = 0; j < ops.size(); ++j) {
     auto& op = ops[j];
     std::string name = op.primitive->name();
+    // x ** 2 as x * x, as the unfused CPU kernel runs it (elementwise.h).
+    if (name == "Power" && is_inexact(op.dtype) && !is_complex(op.dtype) &&
+        is_constant_two(spec, op.args[1])) {
+      std::string ct = compute_type(op.dtype);
+      os << indent << "const " << ct << " t" << j << " = "
+         << round_to(op.dtype, "static_cast<" + ct + ">(Square{}(" +
+                                   var(op.args[0]) + "))")
+         << ";\n";
+      continue;
+    }
     std::string e;
     if (name == "AsType") {
       Dtype from = arg_dtype(spec, op.args[0]);
