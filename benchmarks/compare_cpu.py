@@ -20,6 +20,16 @@ def best_of(fn, repeat=7, inner=3):
     return best * 1e3
 
 
+def softmax_np(r):
+    e = np.exp(r - r.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+def logsumexp_np(r):
+    m = r.max(1, keepdims=True)
+    return np.log(np.exp(r - m).sum(1)) + m[:, 0]
+
+
 def numpy_peers():
     rng = np.random.default_rng(0)
     a = rng.uniform(-1, 1, 1 << 24).astype(np.float32)
@@ -48,6 +58,8 @@ def numpy_peers():
         "BM_Power4M": best_of(lambda: np.power(pos, np.float32(1.5))),
         "BM_PowerSquare4M": best_of(lambda: a[: 1 << 22] ** 2),
         "BM_ArcTan2_4M": best_of(lambda: np.arctan2(a[: 1 << 22], b[: 1 << 22])),
+        "BM_SoftmaxRows2048": best_of(lambda: softmax_np(r)),
+        "BM_LogSumExpRows2048": best_of(lambda: logsumexp_np(r)),
         "BM_SortRows2048": best_of(lambda: np.sort(r, 1)),
         "BM_Sort4M": best_of(lambda: np.sort(a[: 1 << 22])),
         "BM_ArgSort4M": best_of(lambda: np.argsort(a[: 1 << 22], kind="stable")),
@@ -84,6 +96,8 @@ def torch_peers():
         "BM_Power4M": best_of(lambda: torch.pow(pos, 1.5)),
         "BM_PowerSquare4M": best_of(lambda: a[: 1 << 22] ** 2),
         "BM_ArcTan2_4M": best_of(lambda: torch.atan2(a[: 1 << 22], b[: 1 << 22])),
+        "BM_SoftmaxRows2048": best_of(lambda: torch.softmax(r, -1)),
+        "BM_LogSumExpRows2048": best_of(lambda: torch.logsumexp(r, 1)),
         "BM_SortRows2048": best_of(lambda: torch.sort(r, 1)),
         "BM_Sort4M": best_of(lambda: torch.sort(a[: 1 << 22])),
         "BM_ArgSort4M": best_of(lambda: torch.argsort(a[: 1 << 22], stable=True)),
@@ -125,6 +139,8 @@ def mlx_peers():
         "BM_Power4M": best_of(ev(lambda: mx.power(pos, 1.5))),
         "BM_PowerSquare4M": best_of(ev(lambda: a[: 1 << 22] ** 2)),
         "BM_ArcTan2_4M": best_of(ev(lambda: mx.arctan2(a[: 1 << 22], b[: 1 << 22]))),
+        "BM_SoftmaxRows2048": best_of(ev(lambda: mx.softmax(r, -1))),
+        "BM_LogSumExpRows2048": best_of(ev(lambda: mx.logsumexp(r, 1))),
         "BM_SortRows2048": best_of(ev(lambda: mx.sort(r, 1))),
         "BM_Sort4M": best_of(ev(lambda: mx.sort(a[: 1 << 22]))),
         "BM_ArgSort4M": best_of(ev(lambda: mx.argsort(a[: 1 << 22]))),

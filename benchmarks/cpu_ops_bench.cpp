@@ -115,6 +115,14 @@ void BM_ArcTan2_4M(benchmark::State& state) {
   for (auto _ : state) arctan2(a, b).eval();
 }
 
+void BM_SoftmaxRows2048(benchmark::State& state) {
+  rows_2048(state, [](const array& a) { return softmax(a, -1); });
+}
+
+void BM_LogSumExpRows2048(benchmark::State& state) {
+  rows_2048(state, [](const array& a) { return logsumexp(a, 1); });
+}
+
 void BM_SortRows2048(benchmark::State& state) {
   rows_2048(state, [](const array& a) { return sort(a, 1); });
 }
@@ -169,6 +177,8 @@ BENCHMARK(BM_MaxRows2048)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Power4M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PowerSquare4M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_ArcTan2_4M)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SoftmaxRows2048)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LogSumExpRows2048)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SortRows2048)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Sort4M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_ArgSort4M)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -1,6 +1,7 @@
 // softmax, layer_norm and rms_norm against float64 loops, on contiguous,
 // transposed and broadcast inputs, for each float dtype; the fast ops'
 // fallback graphs must agree with their kernels.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -133,6 +134,63 @@ TEST(Softmax, IntegersScalarsAndEmpty) {
       softmax(array({1.0f, NAN, 0.0f, 1.0f, 2.0f, 3.0f}, {2, 3}), -1));
   EXPECT_TRUE(std::isnan(n[0]) && std::isnan(n[2]));
   EXPECT_FALSE(std::isnan(n[3]));
+}
+
+// Long rows go through the 16-lane max and libmvec's exp: rows of 1000
+// and of 37 elements (a vector tail) in every float dtype, with a row
+// holding a NaN, one holding +inf and one of -inf only (NaN throughout,
+// as exp and the sum give), against float64; logsumexp of the same rows.
+TEST(Softmax, LongRowsWithSpecialValues) {
+  for (int n : {1000, 37}) {
+    for (Dtype dt : float_dtypes()) {
+      auto vals = to_doubles(random_array({5, n}, dt, -8, 8));
+      vals[n + 3] = NAN;
+      vals[2 * n + 5] = INFINITY;
+      for (int j = 0; j < n; ++j) vals[3 * n + j] = -INFINITY;
+      vals[4 * n + 1] = 60; // dominates its row
+      auto x = array(vals.begin(), {5, n}, dt);
+      auto xs = to_doubles(x);
+      for (bool precise : {false, true}) {
+        auto got = to_doubles(softmax(x, -1, precise));
+        for (int r = 0; r < 5; ++r) {
+          std::vector<double> row(xs.begin() + r * n, xs.begin() + (r + 1) * n);
+          bool nan_row = r == 1 || r == 2 || r == 3;
+          auto want = nan_row ? std::vector<double>(n, NAN)
+                              : softmax_ref(row, {n}, {0});
+          for (int j = 0; j < n; ++j) {
+            double g = got[r * n + j], w = want[j];
+            if (nan_row) {
+              ASSERT_TRUE(std::isnan(g)) << dt << " row " << r << " at " << j;
+            } else {
+              // Without precise, 16-bit rows sum in their own dtype, as
+              // MLX's do: a few percent off over long rows.
+              bool half_sum = !precise && (dt == float16 || dt == bfloat16);
+              double rel = half_sum ? 0.15 : 4 * tolerance(dt);
+              ASSERT_NEAR(g, w, rel * std::max(w, 1e-3))
+                  << dt << " n " << n << " precise " << precise;
+            }
+          }
+        }
+      }
+      auto lse = to_doubles(logsumexp(x, std::vector<int>{1}));
+      for (int r = 0; r < 5; ++r) {
+        if (r == 1) {
+          EXPECT_TRUE(std::isnan(lse[r])) << dt;
+          continue;
+        }
+        if (r == 2 || r == 3) {
+          EXPECT_EQ(lse[r], r == 2 ? INFINITY : -INFINITY) << dt;
+          continue;
+        }
+        double m = -INFINITY, sum = 0;
+        for (int j = 0; j < n; ++j) m = std::max(m, xs[r * n + j]);
+        for (int j = 0; j < n; ++j) sum += std::exp(xs[r * n + j] - m);
+        EXPECT_NEAR(lse[r], m + std::log(sum),
+                    4 * tolerance(dt) * std::abs(m + std::log(sum)) + 1e-6)
+            << dt << " n " << n;
+      }
+    }
+  }
 }
 
 TEST(Softmax, BadArguments) {
