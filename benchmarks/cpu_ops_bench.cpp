@@ -123,6 +123,12 @@ void BM_LogSumExpRows2048(benchmark::State& state) {
   rows_2048(state, [](const array& a) { return logsumexp(a, 1); });
 }
 
+// sigmoid of 4M float32 (SiLU and gates call it).
+void BM_Sigmoid4M(benchmark::State& state) {
+  auto a = random_input({1 << 22});
+  for (auto _ : state) sigmoid(a).eval();
+}
+
 void BM_SortRows2048(benchmark::State& state) {
   rows_2048(state, [](const array& a) { return sort(a, 1); });
 }
@@ -179,6 +185,7 @@ BENCHMARK(BM_PowerSquare4M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_ArcTan2_4M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SoftmaxRows2048)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LogSumExpRows2048)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Sigmoid4M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SortRows2048)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Sort4M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_ArgSort4M)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -76,6 +76,33 @@ TEST(Elementwise, UnaryFloatOpsMatchFloat64) {
   }
 }
 
+// sigmoid is 1 / (1 + exp(-x)) throughout (libmvec's exp on contiguous
+// float runs): where exp(-x) overflows the result is 0, not NaN; +-0 give
+// 0.5; NaN stays NaN; contiguous and transposed inputs, every float dtype.
+TEST(Elementwise, SigmoidAtTheEnds) {
+  std::vector<double> xs = {-INFINITY, -1000, -100, -88.5, -20, -1, -0.0,
+                            0.0,       1e-30, 0.75, 20,    100, 1000,
+                            INFINITY,  NAN,   -3.5};
+  for (Dtype dt : float_dtypes()) {
+    auto q = quantize(xs, dt);
+    auto x = array(q.begin(), {4, 4}, dt);
+    for (auto& in : {x, as_transposed(transpose(x))}) {
+      auto got = to_doubles(sigmoid(in));
+      auto vals = to_doubles(in);
+      for (size_t i = 0; i < got.size(); ++i) {
+        double v = vals[i];
+        double want = quantize({1 / (1 + std::exp(-v))}, dt)[0];
+        if (std::isnan(v)) {
+          EXPECT_TRUE(std::isnan(got[i])) << dt;
+        } else {
+          EXPECT_NEAR(got[i], want, 4 * tolerance(dt) * want + 1e-300)
+              << "sigmoid(" << v << ") " << dt;
+        }
+      }
+    }
+  }
+}
+
 TEST(Elementwise, ErfInvInvertsErf) {
   auto x = random_array({100}, float64, -0.99, 0.99);
   auto want = to_doubles(x);

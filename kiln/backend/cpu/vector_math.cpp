@@ -58,4 +58,21 @@ namespace kiln::detail {
 #undef KILN_VECTOR_MATH
 #undef KILN_VECTOR_MATH2
 
+// Sigmoid's form (functors.h) around libmvec's exp: exp(-|x|) is at most
+// 1, so no inf arises here (this file may assume there is none).
+#define KILN_SIGMOID(T)                                                 \
+  _Pragma("GCC ivdep") for (size_t i = 0; i < n; ++i) {                \
+    T x = in[i], t = std::exp(-std::abs(x));                            \
+    out[i] = x >= T(0) ? T(1) / (T(1) + t) : t / (T(1) + t);            \
+  }
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+vsigmoid_f32(const float* in, float* out, size_t n) {
+  KILN_SIGMOID(float)
+}
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+vsigmoid_f64(const double* in, double* out, size_t n) {
+  KILN_SIGMOID(double)
+}
+#undef KILN_SIGMOID
+
 } // namespace kiln::detail

@@ -51,4 +51,9 @@ inline constexpr VectorFn2 vector_fn2{nullptr, nullptr};
 #undef KILN_VECTOR_MATH
 #undef KILN_VECTOR_MATH2
 
+void vsigmoid_f32(const float* in, float* out, size_t n);
+void vsigmoid_f64(const double* in, double* out, size_t n);
+template <>
+inline constexpr VectorFn vector_fn<Sigmoid>{vsigmoid_f32, vsigmoid_f64};
+
 } // namespace kiln::detail
