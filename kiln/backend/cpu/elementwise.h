@@ -64,6 +64,16 @@ bool vector_unary(const In* src, Out* dst, size_t n) {
   }
 }
 
+/** Whether y is an integer that a float of its type holds exactly, and if
+ *  so whether it is odd. */
+template <typename T>
+bool integer_exponent(T y, bool& odd) {
+  constexpr T limit = std::is_same_v<T, double> ? T(1LL << 53) : T(1 << 24);
+  if (!(std::abs(y) < limit) || std::trunc(y) != y) return false;
+  odd = std::fmod(y, T(2)) != T(0);
+  return true;
+}
+
 /** vector_unary for binary ops (a_one, b_one: that operand is one element
  *  used throughout). */
 template <typename In, typename Out, typename Op>
@@ -83,6 +93,16 @@ bool vector_binary(const In* a, const In* b, Out* dst, size_t n, bool a_one,
       if (b_one && b[0] == In(2)) {
         parallel_for(n, elementwise_grain, [&](size_t lo, size_t hi) {
           for (size_t i = lo; i < hi; ++i) dst[i] = a[i] * a[i];
+        });
+        return true;
+      }
+      if (bool odd; b_one && integer_exponent(b[0], odd)) {
+        parallel_for(n, elementwise_grain, [&](size_t lo, size_t hi) {
+          if constexpr (std::is_same_v<In, float>) {
+            vpow_integer_f32(a + lo, b[0], odd, dst + lo, hi - lo);
+          } else {
+            vpow_integer_f64(a + lo, b[0], odd, dst + lo, hi - lo);
+          }
         });
         return true;
       }
@@ -110,7 +130,12 @@ bool vector_binary(const In* a, const In* b, Out* dst, size_t n, bool a_one,
         if (!b_one) {
           for (size_t j = 0; j < m; ++j) y[j] = static_cast<float>(b[i + j]);
         }
-        fn.f32(x, y, r, m, a_one, b_one);
+        bool odd = false;
+        if (std::is_same_v<Op, Power> && b_one && integer_exponent(y[0], odd)) {
+          vpow_integer_f32(x, y[0], odd, r, m);
+        } else {
+          fn.f32(x, y, r, m, a_one, b_one);
+        }
         for (size_t j = 0; j < m; ++j) dst[i + j] = In(r[j]);
       }
     });

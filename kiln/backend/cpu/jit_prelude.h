@@ -95,6 +95,8 @@ inline bool isinf(float x) { return __builtin_isinf(x); }
 inline bool isinf(double x) { return __builtin_isinf(x); }
 inline float abs(float x) { return __builtin_fabsf(x); }
 inline double abs(double x) { return __builtin_fabs(x); }
+inline float copysign(float x, float s) { return __builtin_copysignf(x, s); }
+inline double copysign(double x, double s) { return __builtin_copysign(x, s); }
 
 } // namespace std
 

@@ -1,5 +1,6 @@
 #include "kiln/backend/cpu/jit_source.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -95,14 +96,39 @@ Dtype arg_dtype(const JitKernelSpec& spec, int arg) {
   return arg < 0 ? spec.input_dtypes[-arg - 1] : spec.region->ops()[arg].dtype;
 }
 
-// Whether arg is a baked constant 2 of a floating dtype.
-bool is_constant_two(const JitKernelSpec& spec, int arg) {
+// The value of arg when it is a baked constant of a floating dtype.
+bool float_constant(const JitKernelSpec& spec, int arg, double& value) {
   if (arg >= 0 || spec.roles[-arg - 1] != JitRole::constant) return false;
   const auto& c = spec.region->constants()[-arg - 1];
   if (!c) return false;
-  if (c->dtype == float32) return c->bits == 0x40000000u;
-  if (c->dtype == float64) return c->bits == 0x4000000000000000ull;
-  return is_half(c->dtype) && c->bits == 0x4000u; // 2 in both 16-bit forms
+  if (c->dtype == float32) {
+    value = bits_float(static_cast<uint32_t>(c->bits));
+  } else if (c->dtype == float64) {
+    std::memcpy(&value, &c->bits, 8);
+  } else if (c->dtype == float16 || c->dtype == bfloat16) {
+    uint16_t b = static_cast<uint16_t>(c->bits);
+    value = c->dtype == float16 ? half_bits_to_float(b)
+                                : bfloat16_bits_to_float(b);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// x ** y for a constant y as the unfused CPU kernel runs it
+// (elementwise.h): a square for 2, pow(|x|, y) with x's sign for odd y
+// and without for even y when y is another integer; empty otherwise.
+std::string power_by_constant(const JitKernelSpec& spec, const FusedOp& op) {
+  double y;
+  if (is_complex(op.dtype) || !float_constant(spec, op.args[1], y) ||
+      !(std::abs(y) < (op.dtype == float64 ? 0x1p53 : 0x1p24)) ||
+      std::trunc(y) != y) {
+    return "";
+  }
+  std::string x = var(op.args[0]);
+  if (y == 2) return "Square{}(" + x + ")";
+  std::string p = "std::pow(std::abs(" + x + "), " + var(op.args[1]) + ")";
+  return std::fmod(y, 2.0) != 0 ? "std::copysign(" + p + ", " + x + ")" : p;
 }
 
 // One statement per op: `const T tj = Op{}(args);`.
@@ -112,14 +138,11 @@ void emit_ops(std::ostringstream& os, const JitKernelSpec& spec,
   for (size_t j = 0; j < ops.size(); ++j) {
     auto& op = ops[j];
     std::string name = op.primitive->name();
-    // x ** 2 as x * x, as the unfused CPU kernel runs it (elementwise.h).
-    if (name == "Power" && is_inexact(op.dtype) && !is_complex(op.dtype) &&
-        is_constant_two(spec, op.args[1])) {
+    if (std::string p; name == "Power" && is_inexact(op.dtype) &&
+                       !(p = power_by_constant(spec, op)).empty()) {
       std::string ct = compute_type(op.dtype);
       os << indent << "const " << ct << " t" << j << " = "
-         << round_to(op.dtype, "static_cast<" + ct + ">(Square{}(" +
-                                   var(op.args[0]) + "))")
-         << ";\n";
+         << round_to(op.dtype, "static_cast<" + ct + ">(" + p + ")") << ";\n";
       continue;
     }
     std::string e;

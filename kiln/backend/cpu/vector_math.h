@@ -51,6 +51,12 @@ inline constexpr VectorFn2 vector_fn2{nullptr, nullptr};
 #undef KILN_VECTOR_MATH
 #undef KILN_VECTOR_MATH2
 
+/** pow(a[i], y) for an integer-valued y (`odd` when it is odd). */
+void vpow_integer_f32(const float* a, float y, bool odd, float* out,
+                      size_t n);
+void vpow_integer_f64(const double* a, double y, bool odd, double* out,
+                      size_t n);
+
 void vsigmoid_f32(const float* in, float* out, size_t n);
 void vsigmoid_f64(const double* in, double* out, size_t n);
 template <>
