@@ -129,6 +129,12 @@ void BM_Sigmoid4M(benchmark::State& state) {
   for (auto _ : state) sigmoid(a).eval();
 }
 
+// logaddexp of two 4M float32 arrays (softplus is logaddexp(x, 0)).
+void BM_LogAddExp4M(benchmark::State& state) {
+  auto a = random_input({1 << 22}), b = random_input({1 << 22});
+  for (auto _ : state) logaddexp(a, b).eval();
+}
+
 void BM_SortRows2048(benchmark::State& state) {
   rows_2048(state, [](const array& a) { return sort(a, 1); });
 }
@@ -186,6 +192,7 @@ BENCHMARK(BM_ArcTan2_4M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SoftmaxRows2048)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LogSumExpRows2048)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Sigmoid4M)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LogAddExp4M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SortRows2048)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Sort4M)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_ArgSort4M)->Unit(benchmark::kMillisecond)->UseRealTime();

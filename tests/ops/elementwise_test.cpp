@@ -244,8 +244,9 @@ TEST(Elementwise, BinaryOpsAllLayoutsAndDtypes) {
   }
 }
 
-// power and arctan2 run through libmvec's SIMD pow and atan2 on contiguous
-// float runs (x ** 2 as x * x): special values in every operand pattern,
+// power, arctan2 and logaddexp run through libmvec's SIMD pow, atan2, exp
+// and log1p on contiguous float runs (x ** 2 as x * x, other integer
+// powers on |x|): special values in every operand pattern,
 // against the scalar functions in double, NaN for NaN, and signed zeros
 // and infinities exactly.
 TEST(Elementwise, PowerAndArcTan2SpecialValues) {
@@ -278,7 +279,15 @@ TEST(Elementwise, PowerAndArcTan2SpecialValues) {
                         [](double p, double q) { return std::pow(p, q); }},
                      Op{"arctan2",
                         [](auto& p, auto& q) { return arctan2(p, q); },
-                        [](double p, double q) { return std::atan2(p, q); }}}) {
+                        [](double p, double q) { return std::atan2(p, q); }},
+                     Op{"logaddexp",
+                        [](auto& p, auto& q) { return logaddexp(p, q); },
+                        [](double p, double q) {
+                          if (std::isnan(p) || std::isnan(q)) return p + q;
+                          double m = std::max(p, q);
+                          if (std::isinf(m)) return m;
+                          return m + std::log1p(std::exp(-std::abs(p - q)));
+                        }}}) {
       // Both operands arrays, then each side one element.
       auto got = to_doubles(op.f(x, y));
       for (size_t i = 0; i < n; ++i) {

@@ -74,11 +74,49 @@ bool integer_exponent(T y, bool& odd) {
   return true;
 }
 
+/** logaddexp over n elements in blocks: log1p(exp(-|a - b|)) through
+ *  libmvec, then the functor's NaN and infinity cases and the max. */
+template <typename T>
+void vector_logaddexp(const T* a, const T* b, T* dst, size_t n, bool a_one,
+                      bool b_one) {
+  using C = compute_t<T>;
+  constexpr VectorFn exp = vector_fn<Exp>, log1p = vector_fn<Log1p>;
+  parallel_for(n, elementwise_grain, [&](size_t lo, size_t hi) {
+    C t[1024];
+    for (size_t i = lo; i < hi; i += 1024) {
+      size_t m = std::min<size_t>(1024, hi - i);
+      auto x = [&](size_t j) { return static_cast<C>(a[a_one ? 0 : i + j]); };
+      auto y = [&](size_t j) { return static_cast<C>(b[b_one ? 0 : i + j]); };
+      for (size_t j = 0; j < m; ++j) t[j] = -std::abs(x(j) - y(j));
+      if constexpr (std::is_same_v<C, float>) {
+        exp.f32(t, t, m);
+        log1p.f32(t, t, m);
+      } else {
+        exp.f64(t, t, m);
+        log1p.f64(t, t, m);
+      }
+      for (size_t j = 0; j < m; ++j) {
+        C p = x(j), q = y(j), mx = p > q ? p : q;
+        C r = std::isnan(p) || std::isnan(q) ? p + q
+              : std::isinf(mx)               ? mx
+                                             : mx + t[j];
+        dst[i + j] = static_cast<T>(r);
+      }
+    }
+  });
+}
+
 /** vector_unary for binary ops (a_one, b_one: that operand is one element
  *  used throughout). */
 template <typename In, typename Out, typename Op>
 bool vector_binary(const In* a, const In* b, Out* dst, size_t n, bool a_one,
                    bool b_one) {
+  if constexpr (std::is_same_v<Op, LogAddExp> && std::is_same_v<In, Out> &&
+                !is_complex_v<In> &&
+                std::is_floating_point_v<compute_t<In>>) {
+    vector_logaddexp(a, b, dst, n, a_one, b_one);
+    return true;
+  }
   constexpr VectorFn2 fn = vector_fn2<Op>;
   // Where elements [lo, ...) of an operand start.
   auto from = [](const In* p, bool one, size_t lo) { return one ? p : p + lo; };

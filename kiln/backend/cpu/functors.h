@@ -343,10 +343,12 @@ struct LogAddExp {
   static constexpr bool complex = false;
   template <typename T>
   T operator()(T a, T b) const {
-    if (std::isnan(a) || std::isnan(b)) return a + b;
+    // The exp and log1p run for every element and selects pick the
+    // special cases, so fused loops of it vectorize.
     T m = a > b ? a : b;
-    if (std::isinf(m)) return m; // both -inf, or one is +inf
-    return m + std::log1p(std::exp(-std::abs(a - b)));
+    T r = m + std::log1p(std::exp(-std::abs(a - b)));
+    r = std::isinf(m) ? m : r; // both -inf, or one is +inf
+    return std::isnan(a) || std::isnan(b) ? a + b : r;
   }
 };
 
