@@ -64,16 +64,6 @@ bool vector_unary(const In* src, Out* dst, size_t n) {
   }
 }
 
-/** Whether y is an integer that a float of its type holds exactly, and if
- *  so whether it is odd. */
-template <typename T>
-bool integer_exponent(T y, bool& odd) {
-  constexpr T limit = std::is_same_v<T, double> ? T(1LL << 53) : T(1 << 24);
-  if (!(std::abs(y) < limit) || std::trunc(y) != y) return false;
-  odd = std::fmod(y, T(2)) != T(0);
-  return true;
-}
-
 /** logaddexp over n elements in blocks: log1p(exp(-|a - b|)) through
  *  libmvec, then the functor's NaN and infinity cases and the max. */
 template <typename T>

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "kiln/backend/cpu/vector_math.h"
 #include "kiln/core/half.h"
 
 namespace kiln::detail {
@@ -120,15 +121,17 @@ bool float_constant(const JitKernelSpec& spec, int arg, double& value) {
 // and without for even y when y is another integer; empty otherwise.
 std::string power_by_constant(const JitKernelSpec& spec, const FusedOp& op) {
   double y;
+  bool odd = false;
   if (is_complex(op.dtype) || !float_constant(spec, op.args[1], y) ||
-      !(std::abs(y) < (op.dtype == float64 ? 0x1p53 : 0x1p24)) ||
-      std::trunc(y) != y) {
+      !(op.dtype == float64
+            ? integer_exponent(y, odd)
+            : integer_exponent(static_cast<float>(y), odd))) {
     return "";
   }
   std::string x = var(op.args[0]);
   if (y == 2) return "Square{}(" + x + ")";
   std::string p = "std::pow(std::abs(" + x + "), " + var(op.args[1]) + ")";
-  return std::fmod(y, 2.0) != 0 ? "std::copysign(" + p + ", " + x + ")" : p;
+  return odd ? "std::copysign(" + p + ", " + x + ")" : p;
 }
 
 // One statement per op: `const T tj = Op{}(args);`.

@@ -4,7 +4,9 @@
 // with NaN/Inf handled, selected per CPU (SSE2, AVX2, AVX-512) at load time.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
+#include <type_traits>
 
 #include "kiln/backend/cpu/functors.h"
 
@@ -50,6 +52,17 @@ inline constexpr VectorFn2 vector_fn2{nullptr, nullptr};
 #include "kiln/backend/cpu/vector_math_list.h"
 #undef KILN_VECTOR_MATH
 #undef KILN_VECTOR_MATH2
+
+/** Whether y is an integer that a float of its type holds exactly, and if
+ *  so whether it is odd: the exponents vpow_integer takes (unfused, and in
+ *  the CPU JIT's fused kernels). */
+template <typename T>
+bool integer_exponent(T y, bool& odd) {
+  constexpr T limit = std::is_same_v<T, double> ? T(1LL << 53) : T(1 << 24);
+  if (!(std::abs(y) < limit) || std::trunc(y) != y) return false;
+  odd = std::fmod(y, T(2)) != T(0);
+  return true;
+}
 
 /** pow(a[i], y) for an integer-valued y (`odd` when it is odd). */
 void vpow_integer_f32(const float* a, float y, bool odd, float* out,
