@@ -96,23 +96,36 @@ void BM_MaxRows2048(benchmark::State& state) {
   rows_2048(state, [](const array& a) { return max(a, 1); });
 }
 
-// x ** 1.5 and x ** 2 over 4M positive float32 values, atan2 of two arrays.
+// Ops over 4M float32 values: fn of one input (flat_4m) or two
+// (flat_4m_pair), evaluated each iteration.
+template <typename Fn>
+void flat_4m(benchmark::State& state, Fn fn) {
+  auto a = random_input({1 << 22});
+  for (auto _ : state) fn(a).eval();
+}
+
+template <typename Fn>
+void flat_4m_pair(benchmark::State& state, Fn fn) {
+  auto a = random_input({1 << 22}), b = random_input({1 << 22});
+  for (auto _ : state) fn(a, b).eval();
+}
+
+// x ** 1.5 of positive values, x ** 2, atan2 of two arrays.
 void BM_Power4M(benchmark::State& state) {
-  auto a = abs(random_input({1 << 22}));
   auto e = array(1.5f);
-  eval(a);
-  for (auto _ : state) power(a, e).eval();
+  auto positive = abs(random_input({1 << 22}));
+  eval(positive);
+  for (auto _ : state) power(positive, e).eval();
 }
 
 void BM_PowerSquare4M(benchmark::State& state) {
-  auto a = random_input({1 << 22});
-  auto e = array(2.0f);
-  for (auto _ : state) power(a, e).eval();
+  flat_4m(state, [](const array& a) { return power(a, array(2.0f)); });
 }
 
 void BM_ArcTan2_4M(benchmark::State& state) {
-  auto a = random_input({1 << 22}), b = random_input({1 << 22});
-  for (auto _ : state) arctan2(a, b).eval();
+  flat_4m_pair(state, [](const array& a, const array& b) {
+    return arctan2(a, b);
+  });
 }
 
 void BM_SoftmaxRows2048(benchmark::State& state) {
@@ -123,16 +136,16 @@ void BM_LogSumExpRows2048(benchmark::State& state) {
   rows_2048(state, [](const array& a) { return logsumexp(a, 1); });
 }
 
-// sigmoid of 4M float32 (SiLU and gates call it).
+// sigmoid (SiLU and gates call it), logaddexp (softplus is
+// logaddexp(x, 0)).
 void BM_Sigmoid4M(benchmark::State& state) {
-  auto a = random_input({1 << 22});
-  for (auto _ : state) sigmoid(a).eval();
+  flat_4m(state, [](const array& a) { return sigmoid(a); });
 }
 
-// logaddexp of two 4M float32 arrays (softplus is logaddexp(x, 0)).
 void BM_LogAddExp4M(benchmark::State& state) {
-  auto a = random_input({1 << 22}), b = random_input({1 << 22});
-  for (auto _ : state) logaddexp(a, b).eval();
+  flat_4m_pair(state, [](const array& a, const array& b) {
+    return logaddexp(a, b);
+  });
 }
 
 void BM_SortRows2048(benchmark::State& state) {
@@ -141,13 +154,11 @@ void BM_SortRows2048(benchmark::State& state) {
 
 // A flat sort of 4M float32 values and their stable argsort.
 void BM_Sort4M(benchmark::State& state) {
-  auto a = random_input({1 << 22});
-  for (auto _ : state) sort(a).eval();
+  flat_4m(state, [](const array& a) { return sort(a); });
 }
 
 void BM_ArgSort4M(benchmark::State& state) {
-  auto a = random_input({1 << 22});
-  for (auto _ : state) argsort(a).eval();
+  flat_4m(state, [](const array& a) { return argsort(a); });
 }
 
 void BM_Matmul1024(benchmark::State& state) {
