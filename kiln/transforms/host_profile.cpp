@@ -21,7 +21,8 @@ struct Totals {
   std::map<std::string, std::pair<long, double>> by_name; // calls, seconds
 
   explicit Totals(const char* t) : title(t) {}
-  ~Totals() {
+  void print() {
+    std::lock_guard<std::mutex> lock(mutex);
     if (by_name.empty()) return;
     std::vector<std::pair<std::string, std::pair<long, double>>> rows(
         by_name.begin(), by_name.end());
@@ -37,15 +38,28 @@ struct Totals {
   }
 };
 
-Totals& host_totals() {
-  static Totals t("host time (KILN_HOST_PROFILE)");
-  return t;
+struct Tables {
+  Totals gpu{"GPU time (KILN_GPU_PROFILE)"};
+  Totals host{"host time (KILN_HOST_PROFILE)"};
+};
+
+/** Never destroyed: timers run in other statics' destructors at exit (the
+ *  CUDA allocator freeing its blocks), after a static table would be gone.
+ *  The tables are printed by an exit handler instead. */
+Tables& tables() {
+  static Tables* t = [] {
+    auto* made = new Tables;
+    std::atexit([] {
+      tables().gpu.print();
+      tables().host.print();
+    });
+    return made;
+  }();
+  return *t;
 }
 
-Totals& gpu_totals() {
-  static Totals t("GPU time (KILN_GPU_PROFILE)");
-  return t;
-}
+Totals& host_totals() { return tables().host; }
+Totals& gpu_totals() { return tables().gpu; }
 
 bool env_flag(const char* name) {
   const char* v = std::getenv(name);
