@@ -112,14 +112,14 @@ TEST_F(GpuScan, EveryOpDtypeLayoutAndDirection) {
   }
 }
 
-// Line lengths around the tiles (128 and 1024 elements) and far beyond, as
+// Line lengths around the tiles (128 and 2048 elements) and far beyond, as
 // one block per line (last axis; first axis of a few columns) and one
 // thread per line (first axis of many columns).
 TEST_F(GpuScan, LineLengths) {
   for (auto& op : scan_ops()) {
     for (Dtype dt : {float32, float16, int32}) {
       if (is_prod(op) && dt != int32) continue; // products of 1e5 floats
-      for (int n : {1, 31, 128, 129, 1024, 1025, 5000, 100000}) {
+      for (int n : {1, 31, 128, 129, 2047, 2048, 2049, 5000, 100000}) {
         for (bool reverse : {false, true}) {
           for (bool inclusive : {true, false}) {
             std::string what = scan_case(op, dt, n, reverse, inclusive);
@@ -183,6 +183,26 @@ TEST_F(GpuScan, LongLinesInPieces) {
                 << what << " strided columns";
           }
         }
+      }
+    }
+  }
+  // Lines whose full tiles go through vector loads, and the same lines one
+  // element off their alignment (sliced), which must not.
+  for (Dtype dt : {float32, bfloat16, int64}) {
+    array line = scan_input(scan_ops()[0], {1 << 20}, dt);
+    array shifted = slice(line, Shape{1}, Shape{1 << 20});
+    for (bool reverse : {false, true}) {
+      for (bool inclusive : {true, false}) {
+        std::string what = scan_case(scan_ops()[0], dt, 1 << 20, reverse,
+                                     inclusive);
+        EXPECT_TRUE(scan_matches(scan_ops()[0], line, 0, reverse, inclusive))
+            << what;
+        EXPECT_TRUE(
+            scan_matches(scan_ops()[0], shifted, 0, reverse, inclusive))
+            << what << " sliced by one";
+        EXPECT_TRUE(scan_matches(scan_ops()[2], reshape(shifted, {3, -1}), 1,
+                                 reverse, inclusive))
+            << what << " cummax, rows of a sliced line";
       }
     }
   }

@@ -14,7 +14,7 @@ template <typename Op, typename In, typename Out>
 void scans(AotTable& t, const char* op) {
   using namespace aot;
   Dtype i = dtype_v<In>, o = dtype_v<Out>;
-  constexpr Tile s = short_scan_tile, r = long_scan_tile;
+  constexpr Tile s = short_scan_tile, r = long_scan_tile(sizeof(In));
   put(t, scan_kernel(op, i, o, 's'),
       reinterpret_cast<const void*>(
           &scan_lines<Op, In, Out, s.threads, s.items>));

@@ -25,9 +25,14 @@ struct Tile {
 };
 
 /** Scan tiles: 's' for lines of at most 128 elements, 'r' for longer ones
- *  (looping over tiles with a carry). */
+ *  (looping over tiles with a carry), whose threads take 16 bytes of 1-,
+ *  2- and 4-byte inputs (one vector load), 32 of 8-byte ones. On an H200,
+ *  cumsum of 16M elements: 8 bfloat16 per thread 38.6-44.6 us, 4 per
+ *  thread 51-56 us; float32 4 per thread 71-76 us, 8 per thread 74-79. */
 inline constexpr Tile short_scan_tile{32, 4};
-inline constexpr Tile long_scan_tile{256, 4};
+constexpr Tile long_scan_tile(int in_bytes) {
+  return {256, in_bytes >= 4 ? 4 : 8};
+}
 
 /** pattern: 's', 'r' or 'c' (one line per block or thread; the three are
  *  compiled together), 't' or 'k' (the two passes of a long line scanned in

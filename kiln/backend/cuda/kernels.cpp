@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string_view>
 
@@ -196,6 +197,23 @@ void launch_blocks(CUfunction f, int64_t blocks, int bx, int by, KernelArgs args
   shape.block[0] = static_cast<unsigned>(bx);
   shape.block[1] = static_cast<unsigned>(by);
   submit_kernel(f, shape, args, stream);
+}
+
+int resident_blocks(CUfunction f, int threads) {
+  using Occupancy = decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor);
+  static const auto occupancy = reinterpret_cast<Occupancy>(
+      driver_entry("cuOccupancyMaxActiveBlocksPerMultiprocessor", 6050));
+  static std::mutex m;
+  static auto* known = new std::map<std::pair<CUfunction, int>, int>;
+  std::lock_guard<std::mutex> lock(m);
+  auto [it, added] = known->try_emplace({f, threads}, 1);
+  if (added && occupancy) {
+    int blocks = 0;
+    set_current_device();
+    if (occupancy(&blocks, f, threads, 0) == CUDA_SUCCESS && blocks > 0)
+      it->second = blocks;
+  }
+  return it->second;
 }
 
 const char* device_type(Dtype dt) {

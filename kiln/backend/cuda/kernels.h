@@ -81,6 +81,10 @@ void launch_blocks_shared(CUfunction f, int64_t blocks, int threads,
 void launch_blocks(CUfunction f, int64_t blocks, int bx, int by, KernelArgs args,
                    int stream);
 
+/** How many blocks of `threads` threads of f one SM holds at once (the
+ *  driver's occupancy calculator, asked once per kernel and block size). */
+int resident_blocks(CUfunction f, int threads);
+
 /** The device type spelled for instantiation expressions ("float",
  *  "__nv_bfloat16", "long long", ...). */
 const char* device_type(Dtype dt);

@@ -55,10 +55,100 @@ struct TileCarry {
   }
 };
 
+/** Elements per vector access of a packed tile: 16 bytes at most, and a
+ *  divisor of Items. */
+template <typename T, int Items>
+inline constexpr int packed_width =
+    sizeof(T) * Items <= 16 ? Items : 16 / static_cast<int>(sizeof(T));
+
+/** Whether a line's tiles are packed in memory (in_stride and inner 1) and
+ *  their vectors aligned. Tiles start at multiples of the tile in scan
+ *  order, and a tile's bytes are a multiple of 16, so the first one's
+ *  alignment is every one's. */
+template <typename In, typename Out, int Tile, int Items>
+__device__ __forceinline__ bool tiles_packed(const In* x, Out* y,
+                                             int64_t begin, int64_t n,
+                                             int64_t inner, int64_t in_stride,
+                                             bool reverse) {
+  if (in_stride != 1 || inner != 1) return false;
+  int64_t first = reverse ? n - begin - Tile : begin;
+  return is_aligned<In, packed_width<In, Items>>(x + first) &&
+         is_aligned<Out, packed_width<Out, Items>>(y + first);
+}
+
+/** Thread t's Items elements of the packed tile that starts at `start` in
+ *  scan order: a blocked arrangement (thread t holds elements t * Items ..
+ *  t * Items + Items - 1 in scan order), accessed as vectors. Reversed
+ *  lines hold them mirrored: the tile spans memory [n - start - Tile,
+ *  n - start) and element i of thread t sits at its end minus t * Items + i. */
+template <typename T, int Tile, int Items>
+__device__ __forceinline__ T* packed_items(T* p, int64_t start, int64_t n,
+                                           bool reverse) {
+  int t = threadIdx.x;
+  return reverse ? p + (n - start - Tile) + (Tile - (t + 1) * Items)
+                 : p + start + t * Items;
+}
+
+/** A thread's share of a packed tile as loaded, before conversion: kept in
+ *  registers while the tile before it is scanned. */
+template <typename In, int Items>
+struct PackedLoad {
+  static constexpr int W = packed_width<In, Items>;
+  Vec<In, W> v[Items / W];
+
+  __device__ __forceinline__ void load(const In* p) {
+#pragma unroll
+    for (int w = 0; w < Items / W; ++w)
+      v[w] = *reinterpret_cast<const Vec<In, W>*>(p + w * W);
+  }
+
+  template <typename A>
+  __device__ __forceinline__ void unpack(bool reverse, A (&items)[Items]) const {
+#pragma unroll
+    for (int i = 0; i < Items; ++i) {
+      A x = cast_to<A>(cast_to<compute_t<In>>(v[i / W].v[i % W]));
+      items[reverse ? Items - 1 - i : i] = x;
+    }
+  }
+};
+
+template <typename Out, int Items>
+__device__ __forceinline__ void store_packed(
+    Out* p, bool reverse, const compute_t<Out> (&items)[Items]) {
+  constexpr int W = packed_width<Out, Items>;
+#pragma unroll
+  for (int w = 0; w < Items / W; ++w) {
+    Vec<Out, W> v;
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      int i = w * W + j;
+      v.v[j] = cast_to<Out>(items[reverse ? Items - 1 - i : i]);
+    }
+    *reinterpret_cast<Vec<Out, W>*>(p + w * W) = v;
+  }
+}
+
+template <typename Op, typename A, int Threads, int Items>
+__device__ __forceinline__ void scan_items(
+    A (&items)[Items], bool inclusive, TileCarry<Op, A>& carry,
+    typename cub::BlockScan<A, Threads>::TempStorage& storage) {
+  using BlockScan = cub::BlockScan<A, Threads>;
+  // `inclusive` is the same for the whole block: no divergent barrier.
+  if (inclusive) {
+    BlockScan(storage).InclusiveScan(items, items, Op{}, carry);
+  } else {
+    BlockScan(storage).ExclusiveScan(items, items, Op{}, carry);
+  }
+}
+
 /** Scans elements [begin, end) of a line, in scan order, tile by tile of
- *  Threads x Items, continuing from carry. Loads and stores go through
- *  shared memory in scan order, so a contiguous line is read and written
- *  coalesced whatever the direction. */
+ *  Threads x Items, continuing from carry. The full tiles of a packed,
+ *  aligned line go from vector loads into registers and back, each tile's
+ *  loads issued before the tile ahead of it is scanned (a block walks its
+ *  tiles in order, so without that it waits for memory on every tile).
+ *  The rest load and store through shared memory in scan order, so a
+ *  strided or misaligned line is still read and written coalesced
+ *  whatever the direction. */
 template <typename Op, typename In, typename Out, int Threads, int Items>
 __device__ void scan_range(
     const In* x, Out* y, int64_t begin, int64_t end, int64_t n,
@@ -67,9 +157,27 @@ __device__ void scan_range(
     typename cub::BlockScan<compute_t<Out>, Threads>::TempStorage& storage,
     compute_t<Out>* staged) {
   using A = compute_t<Out>;
-  using BlockScan = cub::BlockScan<A, Threads>;
   constexpr int tile = Threads * Items;
-  for (int64_t start = begin; start < end; start += tile) {
+  int64_t start = begin;
+  int64_t full_end = begin + (end - begin) / tile * tile;
+  if (start < full_end && tiles_packed<In, Out, tile, Items>(
+                              x, y, begin, n, inner, in_stride, reverse)) {
+    PackedLoad<In, Items> next;
+    next.load(packed_items<const In, tile, Items>(x, start, n, reverse));
+    for (; start < full_end; start += tile) {
+      A items[Items];
+      next.unpack(reverse, items);
+      if (start + tile < full_end)
+        next.load(
+            packed_items<const In, tile, Items>(x, start + tile, n, reverse));
+      scan_items<Op, A, Threads, Items>(items, inclusive, carry, storage);
+      store_packed<Out, Items>(
+          packed_items<Out, tile, Items>(y, start, n, reverse), reverse,
+          items);
+      __syncthreads(); // `storage` is reused next tile
+    }
+  }
+  for (; start < end; start += tile) {
     for (int j = threadIdx.x; j < tile; j += Threads) {
       int64_t k = start + j;
       staged[j] =
@@ -80,12 +188,7 @@ __device__ void scan_range(
     A items[Items];
 #pragma unroll
     for (int i = 0; i < Items; ++i) items[i] = staged[threadIdx.x * Items + i];
-    // `inclusive` is the same for the whole block: no divergent barrier.
-    if (inclusive) {
-      BlockScan(storage).InclusiveScan(items, items, Op{}, carry);
-    } else {
-      BlockScan(storage).ExclusiveScan(items, items, Op{}, carry);
-    }
+    scan_items<Op, A, Threads, Items>(items, inclusive, carry, storage);
     __syncthreads(); // everyone has read `staged`
 #pragma unroll
     for (int i = 0; i < Items; ++i) staged[threadIdx.x * Items + i] = items[i];
@@ -141,9 +244,26 @@ __global__ void __launch_bounds__(Threads)
   const In* x = in + off[0];
   int64_t begin = piece * chunk, end = min(n, begin + chunk);
   A acc = scan_identity<Op, A>();
+  // The op is associative and commutative, so a packed piece is reduced
+  // in memory order, in vectors: elements [lo, hi) whichever the direction.
+  constexpr int W = sizeof(In) >= 2 ? 16 / static_cast<int>(sizeof(In)) : 8;
+  int64_t lo = reverse ? n - end : begin, hi = reverse ? n - begin : end;
+  if (in_stride == 1 && is_aligned<In, W>(x + lo)) {
+    int64_t vectors_end = lo + (hi - lo) / W * W;
 #pragma unroll 4
-  for (int64_t k = begin + threadIdx.x; k < end; k += Threads)
-    acc = Op{}(acc, scan_load<Out>(x + scan_position(k, n, reverse) * in_stride));
+    for (int64_t k = lo + threadIdx.x * W; k < vectors_end; k += Threads * W) {
+      auto v = *reinterpret_cast<const Vec<In, W>*>(x + k);
+#pragma unroll
+      for (int j = 0; j < W; ++j) acc = Op{}(acc, scan_load<Out>(&v.v[j]));
+    }
+    for (int64_t k = vectors_end + threadIdx.x; k < hi; k += Threads)
+      acc = Op{}(acc, scan_load<Out>(x + k));
+  } else {
+#pragma unroll 4
+    for (int64_t k = begin + threadIdx.x; k < end; k += Threads)
+      acc = Op{}(acc,
+                 scan_load<Out>(x + scan_position(k, n, reverse) * in_stride));
+  }
   A total = BlockReduce(storage).Reduce(acc, Op{});
   if (threadIdx.x == 0) totals[blockIdx.x] = total;
 }
