@@ -173,6 +173,36 @@ TEST(Sort, LinesSplitByTheirTopBits) {
   }
 }
 
+TEST(Sort, ThirtyTwoBitLinesOfEveryLength) {
+  // float32, int32 and uint32 lines sort as keys (through the AVX-512 sort
+  // where the CPU has it): lengths around 16 and 256 and past them, rows
+  // and strided columns, few distinct values, and for float32 NaN, +-inf
+  // and -0 next to +0.
+  for (Dtype dt : {float32, int32, uint32}) {
+    for (int n : {1, 15, 16, 17, 255, 256, 257, 1000, 4099}) {
+      for (double spread : {1e6, 2.0}) {
+        double lo = dt == uint32 ? 0 : -spread;
+        auto vals = to_doubles(random_array({3, n}, dt, lo, spread));
+        if (dt == float32) {
+          vals[0] = NAN, vals[n / 2] = INFINITY, vals[n - 1] = -0.0;
+          vals[n] = -INFINITY, vals[n + n / 3] = 0.0, vals[2 * n] = NAN;
+        }
+        auto a = array(vals.begin(), {3, n}, dt);
+        for (auto& [x, axis] : {std::pair{a, 1}, std::pair{transpose(a), 0}}) {
+          Ref r(x), rs(sort(x, axis));
+          for_each_line(r, axis, [&](auto& pos, auto line) {
+            std::stable_sort(line.begin(), line.end(), nan_last);
+            for (size_t j = 0; j < pos.size(); ++j) {
+              ASSERT_TRUE(same(rs.v[pos[j]], line[j]))
+                  << dt << " n " << n << " spread " << spread << " at " << j;
+            }
+          });
+        }
+      }
+    }
+  }
+}
+
 TEST(Sort, LargeInputsSplitAcrossCores) {
   auto a = random_array({300, 400}, float32, -1000, 1000);
   for (int axis : {0, 1}) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kiln/backend/cpu/scratch.h"
+#include "kiln/backend/cpu/vector_sort.h"
 #include "kiln/core/dispatch.h"
 #include "kiln/core/thread_pool.h"
 
@@ -126,25 +127,47 @@ inline constexpr size_t radix_split_min_length = size_t(1) << 16;
 inline constexpr int radix_split_bits = 11;
 
 /** radix_sort_keys for long lines of 32- and 64-bit keys (tmp and itmp
- *  already sized): split by the top bits, then each part by the rest. */
+ *  already sized): split by the top bits, then each part by the rest
+ *  (32-bit keys without indices: by the AVX-512 sort where there is one). */
 template <typename U>
 void radix_split_sort(scratch_vector<U>& keys, scratch_vector<U>& tmp,
                       scratch_vector<uint32_t>* idx,
                       scratch_vector<uint32_t>* itmp, size_t n) {
   uint32_t* ip = idx ? idx->data() : nullptr;
   uint32_t* itp = idx ? itmp->data() : nullptr;
-  // Split by the top bits into tmp (stably), then sort each part.
+  // Split by the top bits into tmp (stably), then sort each part. The
+  // split runs on every core: each counts its share of the line, then
+  // scatters it from where the shares before it end in each part.
   constexpr int shift = 8 * sizeof(U) - radix_split_bits;
   constexpr size_t parts = size_t(1) << radix_split_bits;
+  const size_t shares = std::max<size_t>(
+      1, std::min<size_t>(num_threads(), n / radix_split_min_length));
+  auto share = [&](size_t t) { return std::pair{t * n / shares, (t + 1) * n / shares}; };
+  std::vector<std::vector<uint32_t>> next(shares,
+                                          std::vector<uint32_t>(parts, 0));
+  parallel_for(shares, 1, [&](size_t b, size_t e) {
+    for (size_t t = b; t < e; ++t) {
+      auto [lo, hi] = share(t);
+      for (size_t i = lo; i < hi; ++i) ++next[t][keys[i] >> shift];
+    }
+  });
   std::vector<uint32_t> start(parts + 1, 0);
-  for (size_t i = 0; i < n; ++i) ++start[(keys[i] >> shift) + 1];
-  for (size_t b = 0; b < parts; ++b) start[b + 1] += start[b];
-  std::vector<uint32_t> next(start.begin(), start.end() - 1);
-  for (size_t i = 0; i < n; ++i) {
-    uint32_t pos = next[keys[i] >> shift]++;
-    tmp[pos] = keys[i];
-    if (idx) itp[pos] = ip[i];
+  for (size_t b = 0, at = 0; b < parts; ++b) {
+    start[b] = static_cast<uint32_t>(at);
+    for (size_t t = 0; t < shares; ++t) at += std::exchange(next[t][b], at);
+    start[b + 1] = static_cast<uint32_t>(at);
   }
+  parallel_for(shares, 1, [&](size_t b, size_t e) {
+    for (size_t t = b; t < e; ++t) {
+      auto [lo, hi] = share(t);
+      uint32_t* to = next[t].data();
+      for (size_t i = lo; i < hi; ++i) {
+        uint32_t pos = to[keys[i] >> shift]++;
+        tmp[pos] = keys[i];
+        if (idx) itp[pos] = ip[i];
+      }
+    }
+  });
   // Largest parts first, taken by whichever thread is free.
   std::vector<uint32_t> order;
   size_t largest = 0;
@@ -162,6 +185,12 @@ void radix_split_sort(scratch_vector<U>& keys, scratch_vector<U>& tmp,
     scratch_vector<uint32_t> part_itmp(idx ? largest : 0);
     for (size_t j; (j = taken.fetch_add(1)) < order.size();) {
       uint32_t b = order[j], off = start[b], len = start[b + 1] - off;
+      if constexpr (std::is_same_v<U, uint32_t>) {
+        if (!idx && vector_sort_available()) {
+          vector_sort_keys(tmp.data() + off, part_tmp.data(), len);
+          continue;
+        }
+      }
       uint32_t* pi = idx ? itp + off : nullptr;
       if (radix_lsd(tmp.data() + off, part_tmp.data(), pi,
                     part_itmp.data(), len, shift)) {

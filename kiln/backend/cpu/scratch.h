@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 #include "kiln/core/allocator.h"
@@ -44,6 +45,17 @@ struct CachedAllocator {
     return static_cast<T*>(allocator::malloc(n * sizeof(T)).ptr);
   }
   void deallocate(T* p, size_t) { allocator::free(allocator::Buffer{p}); }
+  /** resize() leaves new elements default-initialized (no zero fill):
+   *  scratch is written before it is read, and zeroing the 16 MiB key
+   *  buffers of a 4M-element sort cost 7% of it. */
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
   template <typename U>
   bool operator==(const CachedAllocator<U>&) const {
     return true;
