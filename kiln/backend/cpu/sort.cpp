@@ -9,8 +9,8 @@
 #include <numeric>
 
 #include "kiln/backend/common/strided.h"
+#include "kiln/backend/cpu/key_sorts.h"
 #include "kiln/backend/cpu/radix_sort.h"
-#include "kiln/backend/cpu/vector_sort.h"
 #include "kiln/core/dispatch.h"
 #include "kiln/core/thread_pool.h"
 #include "kiln/primitives/sort.h"
@@ -70,125 +70,19 @@ void for_each_line(const array& in, array& out, int axis,
       });
 }
 
-// The 32-bit dtypes sort as keys through the AVX-512 sort where the CPU has
-// it (partitions keep nth_element: its order within each side is MLX's).
-template <typename T>
-constexpr bool has_vector_sort =
-    std::is_same_v<T, float> || std::is_same_v<T, int32_t> ||
-    std::is_same_v<T, uint32_t>;
-
-// A float32 NaN from its bits (the integer test vectorizes; ints have none).
-template <typename T>
-bool is_nan_bits(uint32_t b) {
-  if constexpr (std::is_same_v<T, float>) {
-    return (b & 0x7fffffffu) > 0x7f800000u;
-  } else {
-    return false;
-  }
-}
-
-// One line through the vector sort. The keys are made in one branch-free
-// pass (it vectorizes on contiguous lines); a line with NaNs is then
-// compacted: the keys of its numbers to the front, its NaNs (their bits)
-// from the back, so they follow the numbers in their original order, as
-// NanLast puts them.
-template <typename T>
-void vector_sort_line(const T* x, T* y, int64_t n, int64_t xs, int64_t ys,
-                      detail::scratch_vector<uint32_t>& keys,
-                      detail::scratch_vector<uint32_t>& tmp) {
-  keys.resize(n);
-  tmp.resize(n);
-  uint32_t* k = keys.data();
-  // A long line (one that is split by its top bits) makes its keys and
-  // values on every core: the passes are bound by one core's memory
-  // traffic (4M float32: 6.4 ms of 27).
-  bool long_line = n >= int64_t(detail::radix_split_min_length);
-  auto in_ranges = [&](auto fn) {
-    if (long_line) {
-      detail::parallel_for(n, size_t(1) << 16, fn);
-    } else {
-      fn(size_t(0), size_t(n));
-    }
-  };
-  std::atomic<bool> nans{false};
-  in_ranges([&](size_t b, size_t e) {
-    uint32_t seen = 0; // an integer, so that the loop vectorizes
-    auto make_keys = [&](auto step) {
-      for (size_t j = b; j < e; ++j) {
-        T v = x[int64_t(j) * step];
-        uint32_t bits;
-        std::memcpy(&bits, &v, sizeof(bits));
-        seen |= is_nan_bits<T>(bits);
-        k[j] = detail::radix_key(v);
-      }
-    };
-    if (xs == 1) {
-      make_keys(std::integral_constant<int64_t, 1>{});
-    } else {
-      make_keys(xs);
-    }
-    if (seen) nans = true;
-  });
-  int64_t m = n, back = n;
-  if (nans) {
-    m = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      T v = x[j * xs];
-      uint32_t b;
-      std::memcpy(&b, &v, sizeof(b));
-      if (is_nan_bits<T>(b)) {
-        k[--back] = b;
-      } else {
-        k[m++] = detail::radix_key(v);
-      }
-    }
-  }
-  if (m >= int64_t(detail::radix_split_min_length)) {
-    // Split by the top bits first, the parts sorted in cache on every core
-    // (radix_split_sort, which swaps the buffers: the NaNs move across).
-    std::vector<uint32_t> nan_bits(keys.begin() + back, keys.end());
-    detail::radix_split_sort(keys, tmp, nullptr, nullptr, m);
-    std::copy(nan_bits.begin(), nan_bits.end(), keys.begin() + back);
-    k = keys.data();
-  } else {
-    detail::vector_sort_keys(k, tmp.data(), m);
-  }
-  in_ranges([&](size_t b, size_t e) {
-    e = std::min<size_t>(e, m);
-    if (ys == 1) {
-      for (size_t j = b; j < e; ++j) y[j] = detail::radix_value<T>(k[j]);
-    } else {
-      for (size_t j = b; j < e; ++j)
-        y[int64_t(j) * ys] = detail::radix_value<T>(k[j]);
-    }
-  });
-  for (int64_t j = m; j < n; ++j) {
-    T v;
-    std::memcpy(&v, &k[n - 1 - (j - m)], sizeof(T));
-    y[j * ys] = v;
-  }
-}
-
 // Sorts (or partitions at kth, when kth >= 0) the values of each line.
 template <typename T>
 void sort_values(const array& in, array& out, int axis, int kth) {
-  if constexpr (has_vector_sort<T>) {
-    if (kth < 0 && detail::vector_sort_available()) {
-      for_each_line<T, T>(in, out, axis, [] {
-        return [keys = detail::scratch_vector<uint32_t>(),
-                tmp = detail::scratch_vector<uint32_t>()](
-                   const T* x, T* y, int64_t n, int64_t xs,
-                   int64_t ys) mutable {
-          vector_sort_line(x, y, n, xs, ys, keys, tmp);
-        };
-      });
-      return;
-    }
-  }
   for_each_line<T, T>(in, out, axis, [kth] {
     return [kth, v = detail::scratch_vector<storage_t<T>>(),
-            s = detail::RadixScratch<detail::radix_key_t<T>>()](
+            s = detail::RadixScratch<detail::radix_key_t<T>>(),
+            keys = detail::scratch_vector<uint32_t>(),
+            tmp = detail::scratch_vector<uint32_t>()](
                const T* x, T* y, int64_t n, int64_t xs, int64_t ys) mutable {
+      // Partitions keep nth_element: its order within each side is MLX's.
+      if (kth < 0 && detail::sort_line_by_keys(x, y, n, xs, ys, keys, tmp)) {
+        return;
+      }
       v.resize(n);
       for (int64_t j = 0; j < n; ++j) v[j] = x[j * xs];
       if (kth < 0 && n >= detail::radix_min_length) {

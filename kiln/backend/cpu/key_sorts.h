@@ -1,0 +1,223 @@
+// Sorting one line's values by their order-preserving keys (radix_key):
+// by counting for 8-bit dtypes and long lines of 16-bit ones (a table of
+// every key), else through the AVX-512 sort (vector_sort.h) for 32- and
+// 16-bit dtypes on CPUs that have it. NaNs follow the numbers in their
+// original order, as NanLast puts them. sort_line_by_keys returns false
+// where neither applies, and the caller's radix and comparison sorts run.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "kiln/backend/cpu/radix_sort.h"
+#include "kiln/backend/cpu/scratch.h"
+#include "kiln/backend/cpu/vector_sort.h"
+#include "kiln/core/thread_pool.h"
+
+namespace kiln::detail {
+
+/** Lines at least this long are counted: 8-bit dtypes (256 counts), and
+ *  16-bit ones (65536 counts, which shorter lines do not pay for). */
+inline constexpr int64_t counting_min_length_8 = 64;
+inline constexpr int64_t counting_min_length_16 = 16384;
+
+template <typename T>
+constexpr bool sorts_by_vector_keys =
+    std::is_same_v<T, float> || std::is_same_v<T, int32_t> ||
+    std::is_same_v<T, uint32_t> || std::is_same_v<T, float16_t> ||
+    std::is_same_v<T, bfloat16_t> || std::is_same_v<T, int16_t> ||
+    std::is_same_v<T, uint16_t>;
+
+/** v's bits, zero-extended to 32. */
+template <typename T>
+uint32_t bits_of(T v) {
+  static_assert(sizeof(T) <= 4);
+  if constexpr (sizeof(T) == 4) {
+    uint32_t b;
+    std::memcpy(&b, &v, 4);
+    return b;
+  } else {
+    radix_key_t<T> b;
+    std::memcpy(&b, &v, sizeof(T));
+    return b;
+  }
+}
+
+template <typename T>
+T value_of_bits(uint32_t b) {
+  T v;
+  radix_key_t<T> narrow = static_cast<radix_key_t<T>>(b);
+  std::memcpy(&v, &narrow, sizeof(T));
+  return v;
+}
+
+/** Whether bits (from bits_of) are a NaN's; integer tests, so the loops
+ *  that make keys vectorize. */
+template <typename T>
+bool nan_bits(uint32_t b) {
+  if constexpr (std::is_same_v<T, float>) {
+    return (b & 0x7fffffffu) > 0x7f800000u;
+  } else if constexpr (std::is_same_v<T, float16_t>) {
+    return (b & 0x7fffu) > 0x7c00u;
+  } else if constexpr (std::is_same_v<T, bfloat16_t>) {
+    return (b & 0x7fffu) > 0x7f80u;
+  } else {
+    return false;
+  }
+}
+
+/** The 32-bit key of a number: a 16-bit key goes in the top half, so that
+ *  a split by the top bits sees it. */
+template <typename T>
+uint32_t sort_key(T v) {
+  uint32_t k = radix_key(v);
+  return sizeof(T) == 2 ? k << 16 : k;
+}
+
+template <typename T>
+T from_sort_key(uint32_t k) {
+  return radix_value<T>(static_cast<radix_key_t<T>>(sizeof(T) == 2 ? k >> 16 : k));
+}
+
+/** fn(begin, end) over [0, n): on every core for a line long enough to be
+ *  split by its top bits (the passes over it are bound by one core's
+ *  memory traffic: 4M float32, 6.4 ms of 27), else in one call. */
+template <typename Fn>
+void over_line(int64_t n, Fn&& fn) {
+  if (n >= int64_t(radix_split_min_length)) {
+    parallel_for(n, size_t(1) << 16, fn);
+  } else {
+    fn(size_t(0), size_t(n));
+  }
+}
+
+/** Sorts a line of an 8- or 16-bit dtype by counting its keys: each
+ *  core counts its share of a long line, then the sorted values are
+ *  written out key by key. */
+template <typename T>
+void counting_sort_line(const T* x, T* y, int64_t n, int64_t xs, int64_t ys,
+                        scratch_vector<uint32_t>& counts) {
+  constexpr size_t keys = size_t(1) << (8 * sizeof(T));
+  const size_t shares =
+      n >= int64_t(radix_split_min_length)
+          ? std::max<size_t>(1, std::min<size_t>(num_threads(), n >> 16))
+          : 1;
+  counts.assign(shares * keys, 0);
+  std::vector<std::vector<T>> nans(shares);
+  parallel_for(shares, 1, [&](size_t b, size_t e) {
+    for (size_t t = b; t < e; ++t) {
+      uint32_t* c = counts.data() + t * keys;
+      for (int64_t j = int64_t(t) * n / int64_t(shares),
+                   end = int64_t(t + 1) * n / int64_t(shares);
+           j < end; ++j) {
+        T v = x[j * xs];
+        if (nan_bits<T>(bits_of(v))) {
+          nans[t].push_back(v);
+        } else {
+          ++c[radix_key(v)];
+        }
+      }
+    }
+  });
+  for (size_t t = 1; t < shares; ++t) {
+    for (size_t k = 0; k < keys; ++k) counts[k] += counts[t * keys + k];
+  }
+  int64_t j = 0;
+  for (size_t k = 0; k < keys; ++k) {
+    T v = radix_value<T>(static_cast<radix_key_t<T>>(k));
+    for (uint32_t c = counts[k]; c > 0; --c) y[j++ * ys] = v;
+  }
+  for (auto& share : nans) {
+    for (T v : share) y[j++ * ys] = v;
+  }
+}
+
+/** Sorts a line of a 32- or 16-bit dtype through the AVX-512 sort. The
+ *  keys are made in one branch-free pass; a line with NaNs is then
+ *  compacted: its numbers' keys to the front, its NaNs' bits from the
+ *  back (in reverse), read back in their original order at the end. */
+template <typename T>
+void vector_sort_line(const T* x, T* y, int64_t n, int64_t xs, int64_t ys,
+                      scratch_vector<uint32_t>& keys,
+                      scratch_vector<uint32_t>& tmp) {
+  keys.resize(n);
+  tmp.resize(n);
+  uint32_t* k = keys.data();
+  std::atomic<bool> nans{false};
+  over_line(n, [&](size_t b, size_t e) {
+    uint32_t seen = 0; // an integer, so that the loop vectorizes
+    auto make_keys = [&](auto step) {
+      for (size_t j = b; j < e; ++j) {
+        T v = x[int64_t(j) * step];
+        seen |= nan_bits<T>(bits_of(v));
+        k[j] = sort_key(v);
+      }
+    };
+    if (xs == 1) {
+      make_keys(std::integral_constant<int64_t, 1>{});
+    } else {
+      make_keys(xs);
+    }
+    if (seen) nans = true;
+  });
+  int64_t m = n, back = n;
+  if (nans) {
+    m = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      T v = x[j * xs];
+      uint32_t b = bits_of(v);
+      if (nan_bits<T>(b)) {
+        k[--back] = b;
+      } else {
+        k[m++] = sort_key(v);
+      }
+    }
+  }
+  if (m >= int64_t(radix_split_min_length)) {
+    // Split by the top bits first, the parts sorted in cache on every core
+    // (radix_split_sort, which swaps the buffers: the NaNs move across).
+    std::vector<uint32_t> nan_keys(keys.begin() + back, keys.end());
+    radix_split_sort(keys, tmp, nullptr, nullptr, m);
+    std::copy(nan_keys.begin(), nan_keys.end(), keys.begin() + back);
+    k = keys.data();
+  } else {
+    vector_sort_keys(k, tmp.data(), m);
+  }
+  over_line(n, [&](size_t b, size_t e) {
+    e = std::min<size_t>(e, m);
+    if (ys == 1) {
+      for (size_t j = b; j < e; ++j) y[j] = from_sort_key<T>(k[j]);
+    } else {
+      for (size_t j = b; j < e; ++j) y[int64_t(j) * ys] = from_sort_key<T>(k[j]);
+    }
+  });
+  for (int64_t j = m; j < n; ++j) y[j * ys] = value_of_bits<T>(k[n - 1 - (j - m)]);
+}
+
+/** Sorts one line by keys where a method here applies; false otherwise. */
+template <typename T>
+bool sort_line_by_keys(const T* x, T* y, int64_t n, int64_t xs, int64_t ys,
+                       scratch_vector<uint32_t>& keys,
+                       scratch_vector<uint32_t>& tmp) {
+  if constexpr (sizeof(T) == 1) {
+    if (n < counting_min_length_8) return false;
+    counting_sort_line(x, y, n, xs, ys, keys);
+    return true;
+  } else if constexpr (sorts_by_vector_keys<T>) {
+    if (sizeof(T) == 2 && n >= counting_min_length_16) {
+      counting_sort_line(x, y, n, xs, ys, keys);
+      return true;
+    }
+    if (!vector_sort_available()) return false;
+    vector_sort_line(x, y, n, xs, ys, keys, tmp);
+    return true;
+  } else {
+    return false;
+  }
+}
+
+} // namespace kiln::detail
