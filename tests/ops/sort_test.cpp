@@ -174,15 +174,15 @@ TEST(Sort, LinesSplitByTheirTopBits) {
 }
 
 TEST(Sort, KeySortedLinesOfEveryLength) {
-  // The dtypes sorted by their keys (backend/cpu/key_sorts.h): 32- and
-  // 16-bit ones through the AVX-512 sort where the CPU has it, 16-bit lines
+  // The dtypes sorted by their keys (backend/cpu/key_sorts.h): 16-, 32- and
+  // 64-bit ones through the AVX-512 sort where the CPU has it, 16-bit lines
   // of 16384 and more and 8-bit lines of 64 and more by counting. Lengths
-  // around 16, 64, 256 and 16384 and past them, rows and strided columns,
+  // around 8, 16, 64, 128, 256 and 16384 and past them, rows and strided columns,
   // few distinct values, and for floats NaN, +-inf and -0 next to +0.
   for (Dtype dt : {float32, int32, uint32, float16, bfloat16, int16, uint16,
-                   int8, uint8, bool_}) {
-    for (int n : {1, 15, 16, 17, 63, 64, 255, 256, 257, 1000, 4099, 16383,
-                  16384, 20000}) {
+                   int8, uint8, bool_, float64, int64, uint64}) {
+    for (int n : {1, 7, 8, 9, 15, 16, 17, 63, 64, 127, 128, 129, 255, 256,
+                  257, 1000, 4099, 16383, 16384, 20000}) {
       if (n > 4099 && dt.size > 2) continue; // counting is 8- and 16-bit
       for (double spread : {1e6, 2.0}) {
         double lo = is_unsigned(dt) || dt == bool_ ? 0 : -spread;

@@ -1,7 +1,7 @@
 // Sorting one line's values by their order-preserving keys (radix_key):
 // by counting for 8-bit dtypes and long lines of 16-bit ones (a table of
-// every key), else through the AVX-512 sort (vector_sort.h) for 32- and
-// 16-bit dtypes on CPUs that have it. NaNs follow the numbers in their
+// every key), else through the AVX-512 sort (vector_sort.h) for 16-, 32-
+// and 64-bit dtypes on CPUs that have it. NaNs follow the numbers in their
 // original order, as NanLast puts them. sort_line_by_keys returns false
 // where neither applies, and the caller's radix and comparison sorts run.
 #pragma once
@@ -30,25 +30,23 @@ constexpr bool sorts_by_vector_keys =
     std::is_same_v<T, float> || std::is_same_v<T, int32_t> ||
     std::is_same_v<T, uint32_t> || std::is_same_v<T, float16_t> ||
     std::is_same_v<T, bfloat16_t> || std::is_same_v<T, int16_t> ||
-    std::is_same_v<T, uint16_t>;
+    std::is_same_v<T, uint16_t> || std::is_same_v<T, double> ||
+    std::is_same_v<T, int64_t> || std::is_same_v<T, uint64_t>;
 
-/** v's bits, zero-extended to 32. */
+/** The vector sort's key of T: 64 bits for 8-byte dtypes, else 32. */
 template <typename T>
-uint32_t bits_of(T v) {
-  static_assert(sizeof(T) <= 4);
-  if constexpr (sizeof(T) == 4) {
-    uint32_t b;
-    std::memcpy(&b, &v, 4);
-    return b;
-  } else {
-    radix_key_t<T> b;
-    std::memcpy(&b, &v, sizeof(T));
-    return b;
-  }
+using sort_key_t = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
+
+/** v's bits, zero-extended to its sort key's width. */
+template <typename T>
+sort_key_t<T> bits_of(T v) {
+  radix_key_t<T> b;
+  std::memcpy(&b, &v, sizeof(T));
+  return b;
 }
 
 template <typename T>
-T value_of_bits(uint32_t b) {
+T value_of_bits(sort_key_t<T> b) {
   T v;
   radix_key_t<T> narrow = static_cast<radix_key_t<T>>(b);
   std::memcpy(&v, &narrow, sizeof(T));
@@ -58,8 +56,10 @@ T value_of_bits(uint32_t b) {
 /** Whether bits (from bits_of) are a NaN's; integer tests, so the loops
  *  that make keys vectorize. */
 template <typename T>
-bool nan_bits(uint32_t b) {
-  if constexpr (std::is_same_v<T, float>) {
+bool nan_bits(sort_key_t<T> b) {
+  if constexpr (std::is_same_v<T, double>) {
+    return (b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
+  } else if constexpr (std::is_same_v<T, float>) {
     return (b & 0x7fffffffu) > 0x7f800000u;
   } else if constexpr (std::is_same_v<T, float16_t>) {
     return (b & 0x7fffu) > 0x7c00u;
@@ -73,13 +73,13 @@ bool nan_bits(uint32_t b) {
 /** The 32-bit key of a number: a 16-bit key goes in the top half, so that
  *  a split by the top bits sees it. */
 template <typename T>
-uint32_t sort_key(T v) {
-  uint32_t k = radix_key(v);
+sort_key_t<T> sort_key(T v) {
+  sort_key_t<T> k = radix_key(v);
   return sizeof(T) == 2 ? k << 16 : k;
 }
 
 template <typename T>
-T from_sort_key(uint32_t k) {
+T from_sort_key(sort_key_t<T> k) {
   return radix_value<T>(static_cast<radix_key_t<T>>(sizeof(T) == 2 ? k >> 16 : k));
 }
 
@@ -140,13 +140,12 @@ void counting_sort_line(const T* x, T* y, int64_t n, int64_t xs, int64_t ys,
  *  keys are made in one branch-free pass; a line with NaNs is then
  *  compacted: its numbers' keys to the front, its NaNs' bits from the
  *  back (in reverse), read back in their original order at the end. */
-template <typename T>
+template <typename T, typename K = sort_key_t<T>>
 void vector_sort_line(const T* x, T* y, int64_t n, int64_t xs, int64_t ys,
-                      scratch_vector<uint32_t>& keys,
-                      scratch_vector<uint32_t>& tmp) {
+                      scratch_vector<K>& keys, scratch_vector<K>& tmp) {
   keys.resize(n);
   tmp.resize(n);
-  uint32_t* k = keys.data();
+  K* k = keys.data();
   std::atomic<bool> nans{false};
   over_line(n, [&](size_t b, size_t e) {
     uint32_t seen = 0; // an integer, so that the loop vectorizes
@@ -169,7 +168,7 @@ void vector_sort_line(const T* x, T* y, int64_t n, int64_t xs, int64_t ys,
     m = 0;
     for (int64_t j = 0; j < n; ++j) {
       T v = x[j * xs];
-      uint32_t b = bits_of(v);
+      K b = bits_of(v);
       if (nan_bits<T>(b)) {
         k[--back] = b;
       } else {
@@ -180,7 +179,7 @@ void vector_sort_line(const T* x, T* y, int64_t n, int64_t xs, int64_t ys,
   if (m >= int64_t(radix_split_min_length)) {
     // Split by the top bits first, the parts sorted in cache on every core
     // (radix_split_sort, which swaps the buffers: the NaNs move across).
-    std::vector<uint32_t> nan_keys(keys.begin() + back, keys.end());
+    std::vector<K> nan_keys(keys.begin() + back, keys.end());
     radix_split_sort(keys, tmp, nullptr, nullptr, m);
     std::copy(nan_keys.begin(), nan_keys.end(), keys.begin() + back);
     k = keys.data();
@@ -201,16 +200,18 @@ void vector_sort_line(const T* x, T* y, int64_t n, int64_t xs, int64_t ys,
 /** Sorts one line by keys where a method here applies; false otherwise. */
 template <typename T>
 bool sort_line_by_keys(const T* x, T* y, int64_t n, int64_t xs, int64_t ys,
-                       scratch_vector<uint32_t>& keys,
-                       scratch_vector<uint32_t>& tmp) {
+                       scratch_vector<sort_key_t<T>>& keys,
+                       scratch_vector<sort_key_t<T>>& tmp) {
   if constexpr (sizeof(T) == 1) {
     if (n < counting_min_length_8) return false;
     counting_sort_line(x, y, n, xs, ys, keys);
     return true;
   } else if constexpr (sorts_by_vector_keys<T>) {
-    if (sizeof(T) == 2 && n >= counting_min_length_16) {
-      counting_sort_line(x, y, n, xs, ys, keys);
-      return true;
+    if constexpr (sizeof(T) == 2) {
+      if (n >= counting_min_length_16) {
+        counting_sort_line(x, y, n, xs, ys, keys);
+        return true;
+      }
     }
     if (!vector_sort_available()) return false;
     vector_sort_line(x, y, n, xs, ys, keys, tmp);

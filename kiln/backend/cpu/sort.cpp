@@ -76,8 +76,8 @@ void sort_values(const array& in, array& out, int axis, int kth) {
   for_each_line<T, T>(in, out, axis, [kth] {
     return [kth, v = detail::scratch_vector<storage_t<T>>(),
             s = detail::RadixScratch<detail::radix_key_t<T>>(),
-            keys = detail::scratch_vector<uint32_t>(),
-            tmp = detail::scratch_vector<uint32_t>()](
+            keys = detail::scratch_vector<detail::sort_key_t<T>>(),
+            tmp = detail::scratch_vector<detail::sort_key_t<T>>()](
                const T* x, T* y, int64_t n, int64_t xs, int64_t ys) mutable {
       // Partitions keep nth_element: its order within each side is MLX's.
       if (kth < 0 && detail::sort_line_by_keys(x, y, n, xs, ys, keys, tmp)) {
