@@ -136,7 +136,7 @@ void counting_sort_line(const T* x, T* y, int64_t n, int64_t xs, int64_t ys,
   }
 }
 
-/** Sorts a line of a 32- or 16-bit dtype through the AVX-512 sort. The
+/** Sorts a line of a 16-, 32- or 64-bit dtype through the AVX-512 sort. The
  *  keys are made in one branch-free pass; a line with NaNs is then
  *  compacted: its numbers' keys to the front, its NaNs' bits from the
  *  back (in reverse), read back in their original order at the end. */

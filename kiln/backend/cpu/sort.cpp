@@ -1,11 +1,11 @@
 // eval_cpu of the sorts. Each line along the axis is copied into scratch
 // (so strided inputs sort as fast as contiguous ones), sorted with a
-// NaN-last ordering, and written to a row-major output. Independent lines
-// are split across cores.
+// NaN-last ordering, and written to a row-major output. Values sort by
+// their keys where key_sorts.h has a method for the dtype (counting, the
+// AVX-512 sort), else by radix or comparison; independent lines are split
+// across cores.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <cstring>
 #include <numeric>
 
 #include "kiln/backend/common/strided.h"
