@@ -285,7 +285,8 @@ TEST(Reduction, ExtremesOfLongLinesTiesAndNaN) {
     return best;
   };
   for (Dtype dt : {float32, float64, bfloat16, int32, uint8, int64}) {
-    for (int n : {31, 32, 33, 47, 100, 1000, 4099}) {
+    for (int n : {31, 32, 33, 47, 48, 63, 64, 65, 79, 80, 100, 127, 128, 129,
+                  1000, 4099}) {
       // Values in [0, 6): ties everywhere.
       auto x = random_array({3, n}, dt, 0, 6);
       if (is_inexact(dt)) x = floor(x);
