@@ -7,6 +7,9 @@
 #include "kiln/backend/cpu/extremes.h"
 
 #include <cstring>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 #include <limits>
 
 namespace kiln::detail {
@@ -115,6 +118,87 @@ first_nan(const float* p, size_t n) {
 KILN_ARG_EXTREME_LANES(argmax_lanes, >)
 KILN_ARG_EXTREME_LANES(argmin_lanes, <)
 
+#if defined(__x86_64__) && defined(__GNUC__)
+// The same search with AVX-512 intrinsics and four accumulators taking
+// vectors in turn, so four compare-and-select chains run at once: one
+// chain is bound by its latency (argmax along 2048x2048 float32 rows 0.97
+// ms, against 0.45-0.5 ms for max). GCC's vector extensions turned the
+// four-chain form into scalar compares, so it is written out here. For
+// runs of at least 64 elements; ties go to the smaller index, a NaN to
+// first_nan.
+template <bool is_max>
+__attribute__((target("avx512f"))) uint32_t arg_extreme_avx512(const float* p,
+                                                               size_t n) {
+  constexpr int better_than = is_max ? _CMP_GT_OQ : _CMP_LT_OQ;
+  const __m512i step = _mm512_set1_epi32(16);
+  __m512 b[4];
+  __m512i a[4];
+  __m512i idx = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+                                  13, 14, 15);
+  __mmask16 nan = 0;
+  for (int k = 0; k < 4; ++k) {
+    b[k] = _mm512_loadu_ps(p + 16 * k);
+    a[k] = idx;
+    idx = _mm512_add_epi32(idx, step);
+    nan |= _mm512_cmp_ps_mask(b[k], b[k], _CMP_UNORD_Q);
+  }
+  size_t i = 64;
+  for (; i + 64 <= n; i += 64) {
+    for (int k = 0; k < 4; ++k) {
+      __m512 v = _mm512_loadu_ps(p + i + 16 * k);
+      __mmask16 take = _mm512_cmp_ps_mask(v, b[k], better_than);
+      b[k] = _mm512_mask_mov_ps(b[k], take, v);
+      a[k] = _mm512_mask_mov_epi32(a[k], take, idx);
+      nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+      idx = _mm512_add_epi32(idx, step);
+    }
+  }
+  for (; i + 16 <= n; i += 16) {
+    __m512 v = _mm512_loadu_ps(p + i);
+    __mmask16 take = _mm512_cmp_ps_mask(v, b[0], better_than);
+    b[0] = _mm512_mask_mov_ps(b[0], take, v);
+    a[0] = _mm512_mask_mov_epi32(a[0], take, idx);
+    nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    idx = _mm512_add_epi32(idx, step);
+  }
+  for (int k = 1; k < 4; ++k) {
+    __mmask16 take =
+        _mm512_cmp_ps_mask(b[k], b[0], better_than) |
+        (_mm512_cmp_ps_mask(b[k], b[0], _CMP_EQ_OQ) &
+         _mm512_cmplt_epi32_mask(a[k], a[0]));
+    b[0] = _mm512_mask_mov_ps(b[0], take, b[k]);
+    a[0] = _mm512_mask_mov_epi32(a[0], take, a[k]);
+  }
+  bool any_nan = nan != 0;
+  for (size_t j = i; j < n; ++j) any_nan |= p[j] != p[j];
+  if (any_nan) return static_cast<uint32_t>(first_nan(p, n));
+  alignas(64) float best[16];
+  alignas(64) int32_t at[16];
+  _mm512_store_ps(best, b[0]);
+  _mm512_store_si512(at, a[0]);
+  float top = best[0];
+  uint32_t top_at = static_cast<uint32_t>(at[0]);
+  for (int l = 1; l < 16; ++l) {
+    uint32_t x = static_cast<uint32_t>(at[l]);
+    bool better = is_max ? best[l] > top : best[l] < top;
+    if (better || (best[l] == top && x < top_at)) top = best[l], top_at = x;
+  }
+  for (; i < n; ++i) {
+    if (is_max ? p[i] > top : p[i] < top) top = p[i], top_at = uint32_t(i);
+  }
+  return top_at;
+}
+
+bool has_avx512() {
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+}
+#else
+template <bool is_max>
+uint32_t arg_extreme_avx512(const float*, size_t) { return 0; }
+bool has_avx512() { return false; }
+#endif
+
 // A run too short for the lanes: the plain scan (the first NaN wins).
 template <bool is_max>
 uint32_t arg_extreme_short(const float* p, size_t n) {
@@ -135,10 +219,12 @@ KILN_EXTREME_RUN(max_run_f32, >, -std::numeric_limits<float>::infinity())
 KILN_EXTREME_RUN(min_run_f32, <, std::numeric_limits<float>::infinity())
 
 uint32_t argmax_run_f32(const float* p, size_t n) {
+  if (n >= 4 * lanes && has_avx512()) return arg_extreme_avx512<true>(p, n);
   return n < 2 * lanes ? arg_extreme_short<true>(p, n) : argmax_lanes(p, n);
 }
 
 uint32_t argmin_run_f32(const float* p, size_t n) {
+  if (n >= 4 * lanes && has_avx512()) return arg_extreme_avx512<false>(p, n);
   return n < 2 * lanes ? arg_extreme_short<false>(p, n) : argmin_lanes(p, n);
 }
 
