@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <type_traits>
 #include <vector>
 
@@ -136,6 +137,42 @@ void counting_sort_line(const T* x, T* y, int64_t n, int64_t xs, int64_t ys,
   }
 }
 
+/** Sorts the keys k[0, n), all within [least, most] (a span under 2^16),
+ *  by counting them (each core counts its share of a long line), and
+ *  writes their values to y in order. */
+template <typename T, typename K>
+void counting_sort_keys(const K* k, int64_t n, K least, K most, T* y,
+                        int64_t ys) {
+  const size_t span = size_t(most - least) + 1;
+  const size_t shares =
+      std::max<size_t>(1, std::min<size_t>(num_threads(), n >> 16));
+  std::vector<std::vector<uint32_t>> counts(shares,
+                                            std::vector<uint32_t>(span));
+  parallel_for(shares, 1, [&](size_t b, size_t e) {
+    for (size_t t = b; t < e; ++t) {
+      uint32_t* c = counts[t].data();
+      for (int64_t j = int64_t(t) * n / int64_t(shares),
+                   end = int64_t(t + 1) * n / int64_t(shares);
+           j < end; ++j) {
+        ++c[k[j] - least];
+      }
+    }
+  });
+  int64_t j = 0;
+  for (size_t key = 0; key < span; ++key) {
+    uint32_t c = 0;
+    for (size_t t = 0; t < shares; ++t) c += counts[t][key];
+    if (c == 0) continue;
+    T v = from_sort_key<T>(K(least + key));
+    if (ys == 1) {
+      std::fill(y + j, y + j + c, v);
+      j += c;
+    } else {
+      for (; c > 0; --c) y[j++ * ys] = v;
+    }
+  }
+}
+
 /** Sorts a line of a 16-, 32- or 64-bit dtype through the AVX-512 sort. The
  *  keys are made in one branch-free pass; a line with NaNs is then
  *  compacted: its numbers' keys to the front, its NaNs' bits from the
@@ -147,13 +184,20 @@ void vector_sort_line(const T* x, T* y, int64_t n, int64_t xs, int64_t ys,
   tmp.resize(n);
   K* k = keys.data();
   std::atomic<bool> nans{false};
+  // The keys' span, for long lines (the split and the counting below).
+  std::mutex span_mutex;
+  K least = K(~K(0)), most = 0;
   over_line(n, [&](size_t b, size_t e) {
     uint32_t seen = 0; // an integer, so that the loop vectorizes
+    K lo = K(~K(0)), hi = 0;
     auto make_keys = [&](auto step) {
       for (size_t j = b; j < e; ++j) {
         T v = x[int64_t(j) * step];
         seen |= nan_bits<T>(bits_of(v));
-        k[j] = sort_key(v);
+        K key = sort_key(v);
+        k[j] = key;
+        lo = std::min(lo, key);
+        hi = std::max(hi, key);
       }
     };
     if (xs == 1) {
@@ -162,7 +206,14 @@ void vector_sort_line(const T* x, T* y, int64_t n, int64_t xs, int64_t ys,
       make_keys(xs);
     }
     if (seen) nans = true;
+    std::lock_guard<std::mutex> lock(span_mutex);
+    least = std::min(least, lo), most = std::max(most, hi);
   });
+  if (!nans && n >= counting_min_length_16 && most - least < K(1) << 16) {
+    // Few distinct keys (labels, token ids): counted, as 16-bit dtypes are.
+    counting_sort_keys(k, n, least, most, y, ys);
+    return;
+  }
   int64_t m = n, back = n;
   if (nans) {
     m = 0;
@@ -180,7 +231,8 @@ void vector_sort_line(const T* x, T* y, int64_t n, int64_t xs, int64_t ys,
     // Split by the top bits first, the parts sorted in cache on every core
     // (radix_split_sort, which swaps the buffers: the NaNs move across).
     std::vector<K> nan_keys(keys.begin() + back, keys.end());
-    radix_split_sort(keys, tmp, nullptr, nullptr, m);
+    std::pair<K, K> span{least, most};
+    radix_split_sort(keys, tmp, nullptr, nullptr, m, nans ? nullptr : &span);
     std::copy(nan_keys.begin(), nan_keys.end(), keys.begin() + back);
     k = keys.data();
   } else {
