@@ -186,8 +186,9 @@ TEST(Sort, KeySortedLinesOfEveryLength) {
   // The dtypes sorted by their keys (backend/cpu/key_sorts.h): 16-, 32- and
   // 64-bit ones through the AVX-512 sort where the CPU has it, 16-bit lines
   // of 16384 and more and 8-bit lines of 64 and more by counting. Lengths
-  // around 8, 16, 64, 128, 256 and 16384 and past them, rows and strided columns,
-  // few distinct values, and for floats NaN, +-inf and -0 next to +0.
+  // around 8, 16, 64, 128, 256 and 16384 and past them, rows and strided
+  // columns, few distinct values, and for floats NaN, +-inf and -0 next to
+  // +0.
   for (Dtype dt : {float32, int32, uint32, float16, bfloat16, int16, uint16,
                    int8, uint8, bool_, float64, int64, uint64}) {
     for (int n : {1, 7, 8, 9, 15, 16, 17, 63, 64, 127, 128, 129, 255, 256,

@@ -71,8 +71,9 @@ bool nan_bits(sort_key_t<T> b) {
   }
 }
 
-/** The 32-bit key of a number: a 16-bit key goes in the top half, so that
- *  a split by the top bits sees it. */
+/** The sort key of a number (radix_key, widened to sort_key_t): a 16-bit
+ *  key goes in the top half of its 32 bits, so that a split by the top
+ *  bits sees it. */
 template <typename T>
 sort_key_t<T> sort_key(T v) {
   sort_key_t<T> k = radix_key(v);
@@ -81,7 +82,8 @@ sort_key_t<T> sort_key(T v) {
 
 template <typename T>
 T from_sort_key(sort_key_t<T> k) {
-  return radix_value<T>(static_cast<radix_key_t<T>>(sizeof(T) == 2 ? k >> 16 : k));
+  return radix_value<T>(
+      static_cast<radix_key_t<T>>(sizeof(T) == 2 ? k >> 16 : k));
 }
 
 /** fn(begin, end) over [0, n): on every core for a line long enough to be
@@ -243,10 +245,14 @@ void vector_sort_line(const T* x, T* y, int64_t n, int64_t xs, int64_t ys,
     if (ys == 1) {
       for (size_t j = b; j < e; ++j) y[j] = from_sort_key<T>(k[j]);
     } else {
-      for (size_t j = b; j < e; ++j) y[int64_t(j) * ys] = from_sort_key<T>(k[j]);
+      for (size_t j = b; j < e; ++j) {
+        y[int64_t(j) * ys] = from_sort_key<T>(k[j]);
+      }
     }
   });
-  for (int64_t j = m; j < n; ++j) y[j * ys] = value_of_bits<T>(k[n - 1 - (j - m)]);
+  for (int64_t j = m; j < n; ++j) {
+    y[j * ys] = value_of_bits<T>(k[n - 1 - (j - m)]);
+  }
 }
 
 /** Sorts one line by keys where a method here applies; false otherwise. */

@@ -151,7 +151,9 @@ void radix_split_sort(scratch_vector<U>& keys, scratch_vector<U>& tmp,
   constexpr size_t parts = size_t(1) << radix_split_bits;
   const size_t shares = std::max<size_t>(
       1, std::min<size_t>(num_threads(), n / radix_split_min_length));
-  auto share = [&](size_t t) { return std::pair{t * n / shares, (t + 1) * n / shares}; };
+  auto share = [&](size_t t) {
+    return std::pair{t * n / shares, (t + 1) * n / shares};
+  };
   std::vector<std::vector<uint32_t>> next(shares, std::vector<uint32_t>(parts));
   int shift = 8 * sizeof(U) - radix_split_bits;
   U base = 0;

@@ -23,7 +23,8 @@ namespace kiln::detail {
 
 namespace {
 
-#define KILN_AVX512 __attribute__((target("avx512f,popcnt"), always_inline)) inline
+#define KILN_AVX512 \
+  __attribute__((target("avx512f,popcnt"), always_inline)) inline
 
 /** The AVX-512 operations on a register of K keys (16 of 32 bits or 8 of
  *  64 bits), unsigned. */
@@ -33,8 +34,12 @@ struct Keys;
 template <>
 struct Keys<uint32_t> {
   static constexpr int lanes = 16;
-  KILN_AVX512 static __m512i min(__m512i a, __m512i b) { return _mm512_min_epu32(a, b); }
-  KILN_AVX512 static __m512i max(__m512i a, __m512i b) { return _mm512_max_epu32(a, b); }
+  KILN_AVX512 static __m512i min(__m512i a, __m512i b) {
+    return _mm512_min_epu32(a, b);
+  }
+  KILN_AVX512 static __m512i max(__m512i a, __m512i b) {
+    return _mm512_max_epu32(a, b);
+  }
   KILN_AVX512 static __m512i permute(__m512i index, __m512i v) {
     return _mm512_permutexvar_epi32(index, v);
   }
@@ -62,8 +67,12 @@ struct Keys<uint32_t> {
 template <>
 struct Keys<uint64_t> {
   static constexpr int lanes = 8;
-  KILN_AVX512 static __m512i min(__m512i a, __m512i b) { return _mm512_min_epu64(a, b); }
-  KILN_AVX512 static __m512i max(__m512i a, __m512i b) { return _mm512_max_epu64(a, b); }
+  KILN_AVX512 static __m512i min(__m512i a, __m512i b) {
+    return _mm512_min_epu64(a, b);
+  }
+  KILN_AVX512 static __m512i max(__m512i a, __m512i b) {
+    return _mm512_max_epu64(a, b);
+  }
   KILN_AVX512 static __m512i permute(__m512i index, __m512i v) {
     return _mm512_permutexvar_epi64(index, v);
   }

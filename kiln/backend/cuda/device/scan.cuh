@@ -103,7 +103,8 @@ struct PackedLoad {
   }
 
   template <typename A>
-  __device__ __forceinline__ void unpack(bool reverse, A (&items)[Items]) const {
+  __device__ __forceinline__ void unpack(bool reverse,
+                                         A (&items)[Items]) const {
 #pragma unroll
     for (int i = 0; i < Items; ++i) {
       A x = cast_to<A>(cast_to<compute_t<In>>(v[i / W].v[i % W]));
