@@ -98,74 +98,36 @@ void over_line(int64_t n, Fn&& fn) {
   }
 }
 
-/** Sorts a line of an 8- or 16-bit dtype by counting its keys: each
- *  core counts its share of a long line, then the sorted values are
- *  written out key by key. */
-template <typename T>
-void counting_sort_line(const T* x, T* y, int64_t n, int64_t xs, int64_t ys,
-                        scratch_vector<uint32_t>& counts) {
-  constexpr size_t keys = size_t(1) << (8 * sizeof(T));
+/** Sorting by counting: element j of [0, n) falls in slot slot_of(j) of
+ *  [0, slots], slot `slots` for one left out (a NaN); each core counts its
+ *  share of a long line. Then value_of(slot) is written to y as often as
+ *  it was counted, in slot order. Returns how many were written (all but
+ *  those left out). */
+template <typename T, typename SlotOf, typename ValueOf>
+int64_t count_and_write(int64_t n, size_t slots, SlotOf slot_of,
+                        ValueOf value_of, T* y, int64_t ys) {
   const size_t shares =
       n >= int64_t(radix_split_min_length)
           ? std::max<size_t>(1, std::min<size_t>(num_threads(), n >> 16))
           : 1;
-  counts.assign(shares * keys, 0);
-  std::vector<std::vector<T>> nans(shares);
+  const size_t stride = slots + 1;
+  scratch_vector<uint32_t> counts(shares * stride, 0);
   parallel_for(shares, 1, [&](size_t b, size_t e) {
     for (size_t t = b; t < e; ++t) {
-      uint32_t* c = counts.data() + t * keys;
+      uint32_t* c = counts.data() + t * stride;
       for (int64_t j = int64_t(t) * n / int64_t(shares),
                    end = int64_t(t + 1) * n / int64_t(shares);
            j < end; ++j) {
-        T v = x[j * xs];
-        if (nan_bits<T>(bits_of(v))) {
-          nans[t].push_back(v);
-        } else {
-          ++c[radix_key(v)];
-        }
-      }
-    }
-  });
-  for (size_t t = 1; t < shares; ++t) {
-    for (size_t k = 0; k < keys; ++k) counts[k] += counts[t * keys + k];
-  }
-  int64_t j = 0;
-  for (size_t k = 0; k < keys; ++k) {
-    T v = radix_value<T>(static_cast<radix_key_t<T>>(k));
-    for (uint32_t c = counts[k]; c > 0; --c) y[j++ * ys] = v;
-  }
-  for (auto& share : nans) {
-    for (T v : share) y[j++ * ys] = v;
-  }
-}
-
-/** Sorts the keys k[0, n), all within [least, most] (a span under 2^16),
- *  by counting them (each core counts its share of a long line), and
- *  writes their values to y in order. */
-template <typename T, typename K>
-void counting_sort_keys(const K* k, int64_t n, K least, K most, T* y,
-                        int64_t ys) {
-  const size_t span = size_t(most - least) + 1;
-  const size_t shares =
-      std::max<size_t>(1, std::min<size_t>(num_threads(), n >> 16));
-  std::vector<std::vector<uint32_t>> counts(shares,
-                                            std::vector<uint32_t>(span));
-  parallel_for(shares, 1, [&](size_t b, size_t e) {
-    for (size_t t = b; t < e; ++t) {
-      uint32_t* c = counts[t].data();
-      for (int64_t j = int64_t(t) * n / int64_t(shares),
-                   end = int64_t(t + 1) * n / int64_t(shares);
-           j < end; ++j) {
-        ++c[k[j] - least];
+        ++c[slot_of(j)];
       }
     }
   });
   int64_t j = 0;
-  for (size_t key = 0; key < span; ++key) {
+  for (size_t slot = 0; slot < slots; ++slot) {
     uint32_t c = 0;
-    for (size_t t = 0; t < shares; ++t) c += counts[t][key];
+    for (size_t t = 0; t < shares; ++t) c += counts[t * stride + slot];
     if (c == 0) continue;
-    T v = from_sort_key<T>(K(least + key));
+    T v = value_of(slot);
     if (ys == 1) {
       std::fill(y + j, y + j + c, v);
       j += c;
@@ -173,6 +135,38 @@ void counting_sort_keys(const K* k, int64_t n, K least, K most, T* y,
       for (; c > 0; --c) y[j++ * ys] = v;
     }
   }
+  return j;
+}
+
+/** Sorts a line of an 8- or 16-bit dtype by counting its keys; its NaNs
+ *  follow in their original order. */
+template <typename T>
+void counting_sort_line(const T* x, T* y, int64_t n, int64_t xs,
+                        int64_t ys) {
+  constexpr size_t keys = size_t(1) << (8 * sizeof(T));
+  int64_t m = count_and_write(
+      n, keys,
+      [&](int64_t j) {
+        T v = x[j * xs];
+        return nan_bits<T>(bits_of(v)) ? keys : size_t(radix_key(v));
+      },
+      [](size_t k) { return radix_value<T>(static_cast<radix_key_t<T>>(k)); },
+      y, ys);
+  for (int64_t j = 0; m < n; ++j) {
+    T v = x[j * xs];
+    if (nan_bits<T>(bits_of(v))) y[m++ * ys] = v;
+  }
+}
+
+/** Sorts the keys k[0, n), all within [least, most] (a span under 2^16),
+ *  by counting them, and writes their values to y in order. */
+template <typename T, typename K>
+void counting_sort_keys(const K* k, int64_t n, K least, K most, T* y,
+                        int64_t ys) {
+  count_and_write(
+      n, size_t(most - least) + 1,
+      [&](int64_t j) { return size_t(k[j] - least); },
+      [&](size_t slot) { return from_sort_key<T>(K(least + slot)); }, y, ys);
 }
 
 /** Sorts a line of a 16-, 32- or 64-bit dtype through the AVX-512 sort. The
@@ -262,12 +256,12 @@ bool sort_line_by_keys(const T* x, T* y, int64_t n, int64_t xs, int64_t ys,
                        scratch_vector<sort_key_t<T>>& tmp) {
   if constexpr (sizeof(T) == 1) {
     if (n < counting_min_length_8) return false;
-    counting_sort_line(x, y, n, xs, ys, keys);
+    counting_sort_line(x, y, n, xs, ys);
     return true;
   } else if constexpr (sorts_by_vector_keys<T>) {
     if constexpr (sizeof(T) == 2) {
       if (n >= counting_min_length_16) {
-        counting_sort_line(x, y, n, xs, ys, keys);
+        counting_sort_line(x, y, n, xs, ys);
         return true;
       }
     }

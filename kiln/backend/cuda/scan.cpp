@@ -80,9 +80,9 @@ int64_t scan_chunk_count(const AxisLines& l, int64_t wave, Tile tile) {
 /** The scan of long lines in pieces, `chunks` per line: the pieces'
  *  totals, then each piece from the totals before it. */
 void scan_in_chunks(const Scan& p, const array& in, array& out,
-                    AxisLines l, int64_t chunks, CUfunction pieces_kernel,
-                    const Stream& s) {
-  int64_t tile = long_scan_tile(in.itemsize()).size();
+                    AxisLines l, int64_t chunks, Tile long_tile,
+                    CUfunction pieces_kernel, const Stream& s) {
+  int64_t tile = long_tile.size();
   int64_t chunk = (l.n + chunks - 1) / chunks;
   chunk = (chunk + tile - 1) / tile * tile;
   chunks = (l.n + chunk - 1) / chunk;
@@ -97,7 +97,7 @@ void scan_in_chunks(const Scan& p, const array& in, array& out,
   int64_t blocks = l.lines * chunks;
   void* total_args[] = {&src,  &totals.ptr,  &chunks,  &chunk,
                         &l.n, &l.in_stride, &reverse, &l.starts};
-  int threads = long_scan_tile(in.itemsize()).threads;
+  int threads = long_tile.threads;
   launch_blocks(totals_kernel, blocks, threads, 1, total_args, s.index);
   void* scan_args[] = {&src,     &dst,         &totals.ptr, &chunks,
                        &chunk,   &l.n,         &l.inner,    &l.in_stride,
@@ -129,7 +129,7 @@ bool scan(const Scan& p, const array& in, array& out, const Stream& s) {
     int64_t wave = int64_t(device_info().sm_count) *
                    resident_blocks(pieces, long_tile.threads);
     if (int64_t chunks = scan_chunk_count(l, wave, long_tile); chunks > 1) {
-      scan_in_chunks(p, in, out, l, chunks, pieces, s);
+      scan_in_chunks(p, in, out, l, chunks, long_tile, pieces, s);
       return true;
     }
   }
