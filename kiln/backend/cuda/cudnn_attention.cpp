@@ -14,6 +14,7 @@
 #if KILN_HAS_CUDNN_FRONTEND
 #include <dlfcn.h>
 
+#include <chrono>
 #include <iostream>
 #include <list>
 #include <memory>
@@ -123,6 +124,7 @@ void* load_cudnn() {
   }
   names.push_back("libcudnn.so.9");
   names.push_back("libcudnn_graph.so.9");
+  auto t = std::chrono::steady_clock::now();
   for (const auto& name : names) {
     void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) continue;
@@ -131,7 +133,11 @@ void* load_cudnn() {
     if (get_version && get_version() >= 90000) {
       if (debug_enabled()) {
         std::cerr << "[kiln] cuDNN " << get_version() << " from " << name
-                  << " for attention\n";
+                  << " for attention, loaded in "
+                  << std::chrono::duration<double, std::milli>(
+                         std::chrono::steady_clock::now() - t)
+                         .count()
+                  << " ms\n";
       }
       return h;
     }
@@ -192,8 +198,16 @@ Cudnn* cudnn() {
     auto* c = new Cudnn;
     try {
       set_current_device();
+      auto t = std::chrono::steady_clock::now();
       if (fe::detail::create_handle(&c->handle) != CUDNN_STATUS_SUCCESS) {
         throw std::runtime_error("cudnnCreate failed");
+      }
+      if (debug_enabled()) {
+        std::cerr << "[kiln] cudnnCreate: "
+                  << std::chrono::duration<double, std::milli>(
+                         std::chrono::steady_clock::now() - t)
+                         .count()
+                  << " ms\n";
       }
     } catch (const std::exception& e) {
       if (debug_enabled()) std::cerr << "[kiln] cuDNN: " << e.what() << "\n";
@@ -337,12 +351,35 @@ fe::graph::Graph* graph_for(Cudnn& c, const std::string& key, Dtype dt,
   if (c.graphs.find(key, g)) return g.get();
   g = new_graph(dt);
   std::string why;
+  // Graph::build's steps one by one, so KILN_DEBUG can say where a first
+  // call's time goes (a new graph takes tens to hundreds of milliseconds).
+  using Clock = std::chrono::steady_clock;
+  double ms[4] = {};
   try {
     build(*g);
-    auto st = g->build(c.handle, {fe::HeurMode_t::A});
+    auto t = Clock::now();
+    auto lap = [&](int i) {
+      auto now = Clock::now();
+      ms[i] = std::chrono::duration<double, std::milli>(now - t).count();
+      t = now;
+    };
+    fe::error_t st = g->validate();
+    if (st.is_good()) st = g->build_operation_graph(c.handle);
+    lap(0);
+    if (st.is_good()) st = g->create_execution_plans({fe::HeurMode_t::A});
+    lap(1);
+    if (st.is_good()) st = g->check_support();
+    lap(2);
+    if (st.is_good()) st = g->build_plans(fe::BuildPlanPolicy_t::HEURISTICS_CHOICE);
+    lap(3);
     if (!st.is_good()) why = st.get_message();
   } catch (const std::exception& e) {
     why = e.what();
+  }
+  if (debug_enabled()) {
+    std::cerr << "[kiln] cuDNN attention graph " << key << ": operation graph "
+              << ms[0] << " ms, heuristics " << ms[1] << " ms, support "
+              << ms[2] << " ms, plan " << ms[3] << " ms\n";
   }
   if (!why.empty()) {
     if (debug_enabled()) {
