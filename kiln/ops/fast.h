@@ -1,11 +1,15 @@
 // Fused ops for transformers, as mlx.core.fast: normalization over the last
 // axis, rotary position embedding, scaled dot-product attention, the
-// cross-entropy loss and the gated delta rule.
+// cross-entropy loss and the gated delta rule; and custom CUDA kernels.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
+#include <variant>
+#include <vector>
 
 #include "kiln/core/array.h"
 #include "kiln/core/device.h"
@@ -77,5 +81,67 @@ std::pair<array, array> gated_delta_update(
     const array& q, const array& k, const array& v, const array& gamma,
     const array& beta, const std::optional<array>& state = std::nullopt,
     const std::optional<array>& mask = std::nullopt, StreamOrDevice s = {});
+
+/** A custom kernel's template argument: a type (`using name = type;` in the
+ *  kernel), an int or a bool (`constexpr`). */
+using TemplateArg = std::variant<int, bool, Dtype>;
+using TemplateArgs = std::vector<std::pair<std::string, TemplateArg>>;
+
+/** A custom kernel made by cuda_kernel: called with its inputs, its
+ *  outputs' shapes and dtypes, the grid in threads (not blocks, as MLX's
+ *  Metal and CUDA kernels count it) and the block shape, template arguments,
+ *  an optional value every output starts from, and whether to print the
+ *  generated source. Returns the outputs. */
+using CustomKernelFunction = std::function<std::vector<array>(
+    const std::vector<array>& inputs, const std::vector<Shape>& output_shapes,
+    const std::vector<Dtype>& output_dtypes, std::tuple<int, int, int> grid,
+    std::tuple<int, int, int> threadgroup, const TemplateArgs& template_args,
+    std::optional<float> init_value, bool verbose, StreamOrDevice s)>;
+
+/** A custom CUDA kernel from the body of its function, as
+ *  mlx.core.fast.cuda_kernel: the signature is generated from the inputs
+ *  (`const T* name`, and `name_shape`, `name_strides`, `name_ndim` when the
+ *  body uses them) and the outputs (`T* name`); `header` goes before the
+ *  function. NVRTC compiles it at its first evaluation (cached in memory and
+ *  on disk like kiln's own kernels). GPU only; it has no gradient or
+ *  batching rule (wrap it in custom_function for those). */
+CustomKernelFunction cuda_kernel(const std::string& name,
+                                 const std::vector<std::string>& input_names,
+                                 const std::vector<std::string>& output_names,
+                                 const std::string& source,
+                                 const std::string& header = "",
+                                 bool ensure_row_contiguous = true,
+                                 int shared_memory = 0);
+
+/** A scalar argument of a precompiled kernel, passed by value after the
+ *  outputs. */
+using ScalarArg = std::variant<bool, int, float>;
+
+/** Runs the kernel `name` of a precompiled module (PTX text or a cubin), as
+ *  mlx.core.fast.precompiled_cuda_kernel: its parameters are the inputs'
+ *  pointers, the outputs' pointers, then the scalars. */
+std::vector<array> precompiled_cuda_kernel(
+    const std::string& name, const std::string& compiled_source,
+    const std::vector<array>& inputs, const std::vector<Shape>& output_shapes,
+    const std::vector<Dtype>& output_dtypes,
+    const std::vector<ScalarArg>& scalars, std::tuple<int, int, int> grid,
+    std::tuple<int, int, int> threadgroup, int shared_memory = 0,
+    std::optional<float> init_value = std::nullopt,
+    bool ensure_row_contiguous = false, StreamOrDevice s = {});
+
+/** Which of an input's shape, strides and ndim a kernel body uses. */
+struct CustomKernelShapeInfo {
+  bool shape = false, strides = false, ndim = false;
+};
+
+/** The full source cuda_kernel generates for one call, and the kernel's
+ *  name in it (exposed for tests). */
+std::pair<std::string, std::string> custom_kernel_source(
+    const std::string& name, const std::vector<std::string>& input_names,
+    const std::vector<array>& inputs,
+    const std::vector<CustomKernelShapeInfo>& shape_infos,
+    const std::vector<std::string>& output_names,
+    const std::vector<Dtype>& output_dtypes, const TemplateArgs& template_args,
+    const std::string& source, const std::string& header);
 
 } // namespace kiln::fast

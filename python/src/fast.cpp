@@ -1,4 +1,5 @@
-// kiln.core.fast: fused normalization, rotary embedding and attention.
+// kiln.core.fast: fused normalization, rotary embedding and attention, and
+// custom CUDA kernels.
 #include "kiln_py.h"
 
 namespace kiln::py {
@@ -8,6 +9,78 @@ std::optional<array> opt_array(nb::handle h) {
   if (h.is_none()) return std::nullopt;
   return to_array(h);
 }
+
+// A custom kernel's arguments from Python: arrays or scalars, shapes as
+// sequences of ints, dtypes, and template arguments as (name, value) pairs
+// with a bool, int or Dtype value.
+std::vector<array> kernel_inputs(nb::handle inputs) {
+  std::vector<array> out;
+  for (nb::handle h : inputs) out.push_back(to_array(h));
+  return out;
+}
+
+std::vector<Shape> kernel_shapes(nb::handle shapes, const char* op) {
+  std::vector<Shape> out;
+  for (nb::handle h : shapes) {
+    out.push_back(to_shape(cast_arg<ShapeArg>(h, op, "output_shapes")));
+  }
+  return out;
+}
+
+std::vector<Dtype> kernel_dtypes(nb::handle dtypes, const char* op) {
+  std::vector<Dtype> out;
+  for (nb::handle h : dtypes) {
+    out.push_back(cast_arg<Dtype>(h, op, "output_dtypes"));
+  }
+  return out;
+}
+
+fast::TemplateArgs template_args(nb::handle t) {
+  fast::TemplateArgs out;
+  if (t.is_none()) return out;
+  for (nb::handle item : t) {
+    auto pair = cast_arg<std::pair<std::string, nb::object>>(
+        item, "cuda_kernel", "template (a list of (name, value) pairs)");
+    nb::handle v = pair.second;
+    if (PyBool_Check(v.ptr())) {
+      out.emplace_back(pair.first, nb::cast<bool>(v));
+    } else if (PyLong_Check(v.ptr())) {
+      out.emplace_back(pair.first, cast_arg<int>(v, "cuda_kernel", "template"));
+    } else if (nb::isinstance<Dtype>(v)) {
+      out.emplace_back(pair.first, nb::cast<Dtype>(v));
+    } else {
+      throw nb::type_error(("[cuda_kernel] template argument '" + pair.first +
+                            "' must be a bool, an int or a Dtype, not " +
+                            py_type_name(v) + ".")
+                               .c_str());
+    }
+  }
+  return out;
+}
+
+nb::list as_list(const std::vector<array>& arrays) {
+  nb::list l;
+  for (const array& a : arrays) l.append(a);
+  return l;
+}
+
+const char* cuda_kernel_doc = R"(A custom CUDA kernel from the body of its function.
+
+The signature is generated from the inputs (``const T* name``, and
+``name_shape``, ``name_strides`` and ``name_ndim`` where the body uses them)
+and the outputs (``T* name``); template arguments become ``using`` and
+``constexpr`` lines at the top of the body; ``header`` goes before the
+function. NVRTC compiles it at its first evaluation, cached in memory and
+on disk like kiln's own kernels. Returns a callable taking, by keyword:
+inputs, output_shapes, output_dtypes, grid (in threads, not blocks),
+threadgroup, template, init_value, verbose and stream; it returns the list
+of outputs. GPU only; no gradient or batching rule.)";
+
+const char* precompiled_doc = R"(Runs the kernel ``name`` of a precompiled module
+(PTX text or a cubin, as bytes). Its parameters are the inputs' pointers,
+the outputs' pointers, then the scalars (bool, int or float). The grid is in
+threads, not blocks.)";
+
 } // namespace
 
 void init_fast(nb::module_& parent) {
@@ -63,6 +136,71 @@ void init_fast(nb::module_& parent) {
       "q"_a, "k"_a, "v"_a, nb::kw_only(), "scale"_a, "mask"_a = nb::none(),
       "sinks"_a = nb::none(), "force_fused"_a = false, "stream"_a = nb::none(),
       "softmax(scale * q @ k^T + mask) @ v.");
+  m.def(
+      "cuda_kernel",
+      [](const std::string& name, const std::vector<std::string>& input_names,
+         const std::vector<std::string>& output_names,
+         const std::string& source, const std::string& header,
+         bool ensure_row_contiguous, int shared_memory) {
+        auto kernel =
+            fast::cuda_kernel(name, input_names, output_names, source, header,
+                              ensure_row_contiguous, shared_memory);
+        return nb::cpp_function(
+            [kernel](nb::handle inputs, nb::handle output_shapes,
+                     nb::handle output_dtypes, std::tuple<int, int, int> grid,
+                     std::tuple<int, int, int> threadgroup, nb::handle tmpl,
+                     std::optional<float> init_value, bool verbose,
+                     const StreamArg& s) {
+              const char* op = "cuda_kernel";
+              return as_list(kernel(
+                  kernel_inputs(inputs), kernel_shapes(output_shapes, op),
+                  kernel_dtypes(output_dtypes, op), grid, threadgroup,
+                  template_args(tmpl), init_value, verbose, to_sod(s)));
+            },
+            nb::kw_only(), "inputs"_a, "output_shapes"_a, "output_dtypes"_a,
+            "grid"_a, "threadgroup"_a, "template"_a = nb::none(),
+            "init_value"_a = nb::none(), "verbose"_a = false,
+            "stream"_a = nb::none(), "Runs the kernel: the list of outputs.");
+      },
+      "name"_a, "input_names"_a, "output_names"_a, "source"_a,
+      "header"_a = "", "ensure_row_contiguous"_a = true,
+      "shared_memory"_a = 0, cuda_kernel_doc);
+  m.def(
+      "precompiled_cuda_kernel",
+      [](const std::string& name, nb::bytes compiled_source, nb::handle inputs,
+         nb::handle output_shapes, nb::handle output_dtypes, nb::handle scalars,
+         std::tuple<int, int, int> grid, std::tuple<int, int, int> threadgroup,
+         int shared_memory, std::optional<float> init_value,
+         bool ensure_row_contiguous, const StreamArg& s) {
+        const char* op = "precompiled_cuda_kernel";
+        std::vector<fast::ScalarArg> values;
+        for (nb::handle v : scalars) {
+          if (PyBool_Check(v.ptr())) {
+            values.push_back(nb::cast<bool>(v));
+          } else if (PyLong_Check(v.ptr())) {
+            values.push_back(cast_arg<int>(v, op, "scalars"));
+          } else if (PyFloat_Check(v.ptr())) {
+            values.push_back(nb::cast<float>(v));
+          } else {
+            throw nb::type_error(
+                ("[precompiled_cuda_kernel] a scalar must be a bool, an int "
+                 "or a float, not " + py_type_name(v) + ".")
+                    .c_str());
+          }
+        }
+        return as_list(fast::precompiled_cuda_kernel(
+            name,
+            std::string(static_cast<const char*>(compiled_source.data()),
+                        compiled_source.size()),
+            kernel_inputs(inputs), kernel_shapes(output_shapes, op),
+            kernel_dtypes(output_dtypes, op), values, grid, threadgroup,
+            shared_memory, init_value, ensure_row_contiguous, to_sod(s)));
+      },
+      nb::kw_only(), "name"_a, "compiled_source"_a, "inputs"_a,
+      "output_shapes"_a, "output_dtypes"_a, "scalars"_a, "grid"_a,
+      "threadgroup"_a, "shared_memory"_a = 0, "init_value"_a = nb::none(),
+      "ensure_row_contiguous"_a = false, "stream"_a = nb::none(),
+      precompiled_doc);
   m.def(
       "cross_entropy",
       [](ArrayLike logits, ArrayLike targets, const StreamArg& s) {

@@ -167,24 +167,27 @@ void launch_blocks_shared(CUfunction f, int64_t blocks, int threads,
   int64_t max_blocks =
       int64_t(device_info().sm_count) * (programmatic ? 256 : 64);
   blocks = std::min(blocks, max_blocks);
-  constexpr int default_shared_limit = 48 * 1024;
-  if (shared_bytes > default_shared_limit) {
-    static std::mutex m;
-    static auto* limits = new std::unordered_map<CUfunction, int>;
-    std::lock_guard<std::mutex> lock(m);
-    int& limit = (*limits)[f];
-    if (limit < shared_bytes) {
-      KILN_CHECK_CU(driver().func_set_attribute(
-          f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes));
-      limit = shared_bytes;
-    }
-  }
+  allow_shared_bytes(f, shared_bytes);
   LaunchShape shape;
   shape.grid[0] = static_cast<unsigned>(blocks);
   shape.block[0] = static_cast<unsigned>(threads);
   shape.shared_bytes = static_cast<unsigned>(shared_bytes);
   shape.programmatic = programmatic;
   submit_kernel(f, shape, args, stream);
+}
+
+void allow_shared_bytes(CUfunction f, int bytes) {
+  constexpr int default_shared_limit = 48 * 1024;
+  if (bytes <= default_shared_limit) return;
+  static std::mutex m;
+  static auto* limits = new std::unordered_map<CUfunction, int>;
+  std::lock_guard<std::mutex> lock(m);
+  int& limit = (*limits)[f];
+  if (limit < bytes) {
+    KILN_CHECK_CU(driver().func_set_attribute(
+        f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
+    limit = bytes;
+  }
 }
 
 void launch_blocks(CUfunction f, int64_t blocks, int bx, int by, KernelArgs args,

@@ -76,6 +76,10 @@ void launch_blocks_shared(CUfunction f, int64_t blocks, int threads,
                           int shared_bytes, KernelArgs args, int stream,
                           bool programmatic = false);
 
+/** Raises f's dynamic shared memory limit to at least `bytes` when that is
+ *  past the default 48 KiB (once per kernel and size). */
+void allow_shared_bytes(CUfunction f, int bytes);
+
 /** Launches f on a grid of `blocks` blocks of (bx, by) threads; for kernels
  *  that choose their own shape (reductions). */
 void launch_blocks(CUfunction f, int64_t blocks, int bx, int by, KernelArgs args,

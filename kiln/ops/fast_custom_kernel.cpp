@@ -1,0 +1,363 @@
+// fast.cuda_kernel and fast.precompiled_cuda_kernel: argument checks, the
+// generated kernel source, and the CustomKernel node. The GPU backend
+// compiles and launches it (backend/cuda/custom_kernel.cpp).
+#include <cctype>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+#include "kiln/backend/common/jit_disk.h"
+#include "kiln/ops/creation.h"
+#include "kiln/ops/fast.h"
+#include "kiln/ops/utils.h"
+#include "kiln/primitives/custom_kernel.h"
+
+namespace kiln::fast {
+
+namespace {
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) ||
+                     s[0] == '_')) {
+    return false;
+  }
+  for (char c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void check_identifier(const char* op, const char* what,
+                      const std::string& s) {
+  if (!is_identifier(s)) {
+    throw std::invalid_argument(std::string("[") + op + "] the " + what +
+                                " '" + s +
+                                "' is not a C identifier (letters, digits "
+                                "and underscores, not starting with a digit).");
+  }
+}
+
+// The CUDA spelling of dt in a generated signature.
+const char* cuda_type(Dtype dt, const char* op, const std::string& who) {
+  switch (dt.val) {
+    case Dtype::Val::bool_: return "bool";
+    case Dtype::Val::uint8: return "uint8_t";
+    case Dtype::Val::uint16: return "uint16_t";
+    case Dtype::Val::uint32: return "uint32_t";
+    case Dtype::Val::uint64: return "uint64_t";
+    case Dtype::Val::int8: return "int8_t";
+    case Dtype::Val::int16: return "int16_t";
+    case Dtype::Val::int32: return "int32_t";
+    case Dtype::Val::int64: return "int64_t";
+    case Dtype::Val::float16: return "__half";
+    case Dtype::Val::bfloat16: return "__nv_bfloat16";
+    case Dtype::Val::float32: return "float";
+    case Dtype::Val::float64: return "double";
+    default:
+      throw std::invalid_argument(std::string("[") + op + "] " + who +
+                                  " has dtype " + dtype_name(dt) +
+                                  ", which GPU kernels do not take.");
+  }
+}
+
+// What the kernel's name adds for its template arguments, so different
+// instantiations are different functions.
+std::string template_suffix(const TemplateArgs& args) {
+  std::string s;
+  for (const auto& [name, arg] : args) {
+    s += '_';
+    if (auto* i = std::get_if<int>(&arg)) {
+      s += *i < 0 ? "m" + std::to_string(-static_cast<int64_t>(*i))
+                  : std::to_string(*i);
+    } else if (auto* b = std::get_if<bool>(&arg)) {
+      s += *b ? 't' : 'f';
+    } else {
+      s += dtype_name(std::get<Dtype>(arg));
+    }
+  }
+  return s;
+}
+
+std::string dims(std::tuple<int, int, int> t) {
+  auto [x, y, z] = t;
+  return "(" + std::to_string(x) + ", " + std::to_string(y) + ", " +
+         std::to_string(z) + ")";
+}
+
+// CUDA's launch limits: blocks of at most 1024 threads (z at most 64), a grid
+// of at most 2^31 - 1 blocks along x and 65535 along y and z.
+void check_launch(const char* op, std::tuple<int, int, int> grid,
+                  std::tuple<int, int, int> threadgroup, int shared_memory) {
+  auto [gx, gy, gz] = grid;
+  auto [tx, ty, tz] = threadgroup;
+  if (gx < 0 || gy < 0 || gz < 0) {
+    throw std::invalid_argument(std::string("[") + op + "] grid " +
+                                dims(grid) + " has a negative size.");
+  }
+  if (tx < 1 || ty < 1 || tz < 1 || tz > 64 ||
+      int64_t(tx) * ty * tz > 1024) {
+    throw std::invalid_argument(
+        std::string("[") + op + "] threadgroup " + dims(threadgroup) +
+        ": a CUDA block has 1 to 1024 threads, at most 64 along z.");
+  }
+  int64_t bx = (int64_t(gx) + tx - 1) / tx, by = (int64_t(gy) + ty - 1) / ty,
+          bz = (int64_t(gz) + tz - 1) / tz;
+  if (bx > 2147483647 || by > 65535 || bz > 65535) {
+    throw std::invalid_argument(
+        std::string("[") + op + "] grid " + dims(grid) + " in blocks of " +
+        dims(threadgroup) + " needs more blocks than CUDA launches (2^31 - 1 "
+        "along x, 65535 along y and z).");
+  }
+  if (shared_memory < 0) {
+    throw std::invalid_argument(std::string("[") + op +
+                                "] shared_memory is negative (" +
+                                std::to_string(shared_memory) + ").");
+  }
+}
+
+void check_outputs(const char* op, size_t n_names,
+                   const std::vector<Shape>& shapes,
+                   const std::vector<Dtype>& dtypes) {
+  if (shapes.size() != n_names || dtypes.size() != n_names) {
+    throw std::invalid_argument(
+        std::string("[") + op + "] " + std::to_string(n_names) +
+        " outputs, but " + std::to_string(shapes.size()) +
+        " output_shapes and " + std::to_string(dtypes.size()) +
+        " output_dtypes.");
+  }
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    for (int32_t d : shapes[i]) {
+      if (d < 0) {
+        throw std::invalid_argument(std::string("[") + op + "] output " +
+                                    std::to_string(i) + " has shape " +
+                                    kiln::detail::shape_str(shapes[i]) +
+                                    " with a negative size.");
+      }
+    }
+    cuda_type(dtypes[i], op, "output " + std::to_string(i));
+  }
+}
+
+Stream gpu_stream(const char* op, StreamOrDevice s) {
+  Stream st = to_stream(s);
+  if (st.device.type != Device::gpu) {
+    throw std::invalid_argument(std::string("[") + op +
+                                "] runs on the GPU only; the stream given is "
+                                "on the CPU.");
+  }
+  return st;
+}
+
+std::vector<array> make_node(Stream st, CustomKernel::Spec spec,
+                             std::vector<array> inputs,
+                             const std::vector<Shape>& output_shapes,
+                             const std::vector<Dtype>& output_dtypes,
+                             std::optional<float> init_value) {
+  if (init_value) {
+    spec.init = true;
+    for (size_t i = 0; i < output_shapes.size(); ++i) {
+      inputs.push_back(full(output_shapes[i], *init_value, output_dtypes[i],
+                            st));
+    }
+  }
+  spec.output_shapes = output_shapes;
+  return array::make_arrays(
+      output_shapes, output_dtypes,
+      std::make_shared<CustomKernel>(st, std::move(spec)), inputs);
+}
+
+} // namespace
+
+std::pair<std::string, std::string> custom_kernel_source(
+    const std::string& name, const std::vector<std::string>& input_names,
+    const std::vector<array>& inputs,
+    const std::vector<CustomKernelShapeInfo>& shape_infos,
+    const std::vector<std::string>& output_names,
+    const std::vector<Dtype>& output_dtypes, const TemplateArgs& template_args,
+    const std::string& source, const std::string& header) {
+  const char* op = "cuda_kernel";
+  std::string fn = "custom_kernel_" + name + template_suffix(template_args);
+  std::vector<std::string> params;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string& n = input_names[i];
+    params.push_back(std::string("const ") +
+                     cuda_type(inputs[i].dtype(), op, "input '" + n + "'") +
+                     "* " + n);
+    if (inputs[i].ndim() == 0) continue;
+    if (shape_infos[i].shape) {
+      params.push_back("const __grid_constant__ Shape " + n + "_shape");
+    }
+    if (shape_infos[i].strides) {
+      params.push_back("const __grid_constant__ Strides " + n + "_strides");
+    }
+    if (shape_infos[i].ndim) params.push_back("const int " + n + "_ndim");
+  }
+  for (size_t i = 0; i < output_names.size(); ++i) {
+    params.push_back(std::string(cuda_type(output_dtypes[i], op,
+                                           "output '" + output_names[i] +
+                                               "'")) +
+                     "* " + output_names[i]);
+  }
+  std::ostringstream s;
+  s << "// custom kernel " << fn << " (fast.cuda_kernel)\n"
+    << "#include \"kiln/backend/cuda/device/custom_kernel.cuh\"\n";
+  if (!header.empty()) s << header << "\n";
+  s << "\nnamespace kiln::cuda::custom {\n\n__global__ void " << fn << "(";
+  for (size_t i = 0; i < params.size(); ++i) {
+    s << (i ? ",\n    " : "\n    ") << params[i];
+  }
+  s << ") {\n";
+  for (const auto& [tname, arg] : template_args) {
+    if (auto* i = std::get_if<int>(&arg)) {
+      s << "  constexpr int " << tname << " = " << *i << ";\n";
+    } else if (auto* b = std::get_if<bool>(&arg)) {
+      s << "  constexpr bool " << tname << " = " << (*b ? "true" : "false")
+        << ";\n";
+    } else {
+      s << "  using " << tname << " = "
+        << cuda_type(std::get<Dtype>(arg), op,
+                     "template argument '" + tname + "'")
+        << ";\n";
+    }
+  }
+  s << source << "\n}\n\n} // namespace kiln::cuda::custom\n";
+  return {s.str(), fn};
+}
+
+CustomKernelFunction cuda_kernel(const std::string& name,
+                                 const std::vector<std::string>& input_names,
+                                 const std::vector<std::string>& output_names,
+                                 const std::string& source,
+                                 const std::string& header,
+                                 bool ensure_row_contiguous,
+                                 int shared_memory) {
+  const char* op = "cuda_kernel";
+  check_identifier(op, "kernel name", name);
+  if (output_names.empty()) {
+    throw std::invalid_argument("[cuda_kernel] a kernel needs at least one "
+                                "output.");
+  }
+  std::vector<std::string> all = input_names;
+  all.insert(all.end(), output_names.begin(), output_names.end());
+  for (size_t i = 0; i < all.size(); ++i) {
+    check_identifier(op, i < input_names.size() ? "input name" : "output name",
+                     all[i]);
+    for (size_t j = 0; j < i; ++j) {
+      if (all[i] == all[j]) {
+        throw std::invalid_argument("[cuda_kernel] the parameter name '" +
+                                    all[i] + "' appears twice.");
+      }
+    }
+  }
+  if (shared_memory < 0) {
+    throw std::invalid_argument("[cuda_kernel] shared_memory is negative (" +
+                                std::to_string(shared_memory) + ").");
+  }
+  // Which inputs' shape, strides and ndim the body uses: only those become
+  // parameters (as MLX decides it, by the names appearing in the source).
+  std::vector<CustomKernelShapeInfo> shape_infos;
+  for (const auto& n : input_names) {
+    shape_infos.push_back({source.find(n + "_shape") != std::string::npos,
+                           source.find(n + "_strides") != std::string::npos,
+                           source.find(n + "_ndim") != std::string::npos});
+  }
+  return [=](const std::vector<array>& inputs,
+             const std::vector<Shape>& output_shapes,
+             const std::vector<Dtype>& output_dtypes,
+             std::tuple<int, int, int> grid,
+             std::tuple<int, int, int> threadgroup,
+             const TemplateArgs& template_args,
+             std::optional<float> init_value, bool verbose,
+             StreamOrDevice s) {
+    if (inputs.size() != input_names.size()) {
+      throw std::invalid_argument(
+          "[cuda_kernel] kernel '" + name + "' takes " +
+          std::to_string(input_names.size()) + " inputs, got " +
+          std::to_string(inputs.size()) + ".");
+    }
+    check_outputs(op, output_names.size(), output_shapes, output_dtypes);
+    check_launch(op, grid, threadgroup, shared_memory);
+    for (const auto& [tname, arg] : template_args) {
+      check_identifier(op, "template argument name", tname);
+    }
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      bool uses = shape_infos[i].shape || shape_infos[i].strides;
+      if (uses && inputs[i].ndim() > 8) {
+        throw std::invalid_argument(
+            "[cuda_kernel] input '" + input_names[i] + "' " +
+            kiln::detail::describe(inputs[i]) +
+            " has more than 8 dimensions; a kernel reading its shape or "
+            "strides takes at most 8.");
+      }
+    }
+    Stream st = gpu_stream(op, s);
+    auto [text, fn] = custom_kernel_source(
+        name, input_names, inputs, shape_infos, output_names, output_dtypes,
+        template_args, source, header);
+    if (verbose) {
+      std::cout << "Generated source code for `" << fn << "`:\n```\n"
+                << text << "```" << std::endl;
+    }
+    CustomKernel::Spec spec;
+    // The function's name, then a hash of the whole source: two kernels of
+    // one name but different bodies never share a cache entry.
+    char hash[17];
+    std::snprintf(hash, sizeof(hash), "%016llx",
+                  static_cast<unsigned long long>(kiln::detail::jit_hash(text)));
+    spec.name = fn + "|" + hash;
+    spec.source = std::move(text);
+    spec.shape_infos = shape_infos;
+    spec.grid = grid;
+    spec.threadgroup = threadgroup;
+    spec.shared_memory = shared_memory;
+    spec.ensure_row_contiguous = ensure_row_contiguous;
+    return make_node(st, std::move(spec), inputs, output_shapes,
+                     output_dtypes, init_value);
+  };
+}
+
+std::vector<array> precompiled_cuda_kernel(
+    const std::string& name, const std::string& compiled_source,
+    const std::vector<array>& inputs, const std::vector<Shape>& output_shapes,
+    const std::vector<Dtype>& output_dtypes,
+    const std::vector<ScalarArg>& scalars, std::tuple<int, int, int> grid,
+    std::tuple<int, int, int> threadgroup, int shared_memory,
+    std::optional<float> init_value, bool ensure_row_contiguous,
+    StreamOrDevice s) {
+  const char* op = "precompiled_cuda_kernel";
+  if (name.empty()) {
+    throw std::invalid_argument("[precompiled_cuda_kernel] the kernel's name "
+                                "is empty.");
+  }
+  if (compiled_source.empty()) {
+    throw std::invalid_argument("[precompiled_cuda_kernel] compiled_source "
+                                "is empty (PTX text or a cubin expected).");
+  }
+  if (output_shapes.empty()) {
+    throw std::invalid_argument("[precompiled_cuda_kernel] a kernel needs at "
+                                "least one output.");
+  }
+  check_outputs(op, output_shapes.size(), output_shapes, output_dtypes);
+  check_launch(op, grid, threadgroup, shared_memory);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    cuda_type(inputs[i].dtype(), op, "input " + std::to_string(i));
+  }
+  Stream st = gpu_stream(op, s);
+  CustomKernel::Spec spec;
+  spec.name = name;
+  spec.source = compiled_source;
+  spec.precompiled = true;
+  spec.shape_infos.resize(inputs.size());
+  spec.scalars = scalars;
+  spec.grid = grid;
+  spec.threadgroup = threadgroup;
+  spec.shared_memory = shared_memory;
+  spec.ensure_row_contiguous = ensure_row_contiguous;
+  return make_node(st, std::move(spec), inputs, output_shapes, output_dtypes,
+                   init_value);
+}
+
+} // namespace kiln::fast
