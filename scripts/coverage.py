@@ -42,7 +42,7 @@ CLASSES = [
 DEFERRED = re.compile(
     r"(quantiz|qmm|qqmm|QQLinear|Quantized|fp8|^fft$|distributed|Sharded|"
     r"fully_shard|_sharded$|^export|^import_function|exporter|FunctionExporter|"
-    r"metal_kernel|^gather_qmm|^gather_qqmm|^to_fp8|^from_fp8)"
+    r"^gather_qmm|^gather_qqmm|^to_fp8|^from_fp8)"
 )
 # Names that are imports inside MLX's Python modules, not its API.
 NOT_API = {
@@ -281,7 +281,7 @@ def main():
         "A name is *ok* when kiln has it with MLX's parameters (names, kinds, "
         "defaults); *differs* when the parameters disagree; *missing* when kiln "
         "lacks it; *deferred* for the families left out on purpose "
-        "(quantization, fft, distributed, export, custom Metal kernels).",
+        "(quantization, fft, distributed, export).",
         "",
         "Totals: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())),
         "",

@@ -165,6 +165,29 @@ void init_fast(nb::module_& parent) {
       "name"_a, "input_names"_a, "output_names"_a, "source"_a,
       "header"_a = "", "ensure_row_contiguous"_a = true,
       "shared_memory"_a = 0, cuda_kernel_doc);
+  // MLX's metal_kernel off Apple silicon: the kernel object is made, and
+  // running it raises (so a program that only defines one still imports).
+  m.def(
+      "metal_kernel",
+      [](const std::string& name, const std::vector<std::string>&,
+         const std::vector<std::string>&, const std::string&,
+         const std::string&, bool, bool, nb::handle) {
+        return nb::cpp_function(
+            [name](nb::handle, nb::handle, nb::handle, nb::handle, nb::handle,
+                   nb::handle, nb::handle, bool, const StreamArg&) -> nb::list {
+              throw std::runtime_error(
+                  "[metal_kernel] kiln has no Metal backend (kernel '" + name +
+                  "'); fast.cuda_kernel runs CUDA kernels on NVIDIA GPUs.");
+            },
+            nb::kw_only(), "inputs"_a, "output_shapes"_a, "output_dtypes"_a,
+            "grid"_a, "threadgroup"_a, "template"_a = nb::none(),
+            "init_value"_a = nb::none(), "verbose"_a = false,
+            "stream"_a = nb::none(), "Raises: kiln has no Metal backend.");
+      },
+      "name"_a, "input_names"_a, "output_names"_a, "source"_a,
+      "header"_a = "", "ensure_row_contiguous"_a = true,
+      "atomic_outputs"_a = false, "compile_options"_a = nb::none(),
+      "A custom Metal kernel, as MLX's off Apple silicon: running it raises.");
   m.def(
       "precompiled_cuda_kernel",
       [](const std::string& name, nb::bytes compiled_source, nb::handle inputs,

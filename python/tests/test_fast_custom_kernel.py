@@ -119,3 +119,11 @@ def test_compile_error_raises_and_verbose_prints(capfd):
     with pytest.raises(RuntimeError, match="not_declared_anywhere"):
         mx.eval(y)
     assert mx.exp(mx.array([0.0])).item() == 1.0
+
+
+def test_metal_kernel_is_made_and_raises_when_run():
+    # As MLX's off Apple silicon: defining one works, running it raises.
+    k = mx.fast.metal_kernel(name="k", input_names=["a"], output_names=["o"], source="")
+    with pytest.raises(RuntimeError, match="no Metal backend"):
+        k(inputs=[mx.array([1.0])], grid=(1, 1, 1), threadgroup=(1, 1, 1), output_shapes=[(1,)],
+          output_dtypes=[mx.float32])
