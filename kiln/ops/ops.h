@@ -7,6 +7,7 @@
 #include "kiln/ops/fast.h"
 #include "kiln/ops/indexing.h"
 #include "kiln/ops/linalg.h"
+#include "kiln/ops/quantized.h"
 #include "kiln/ops/signal.h"
 #include "kiln/ops/random.h"
 #include "kiln/ops/reduction.h"

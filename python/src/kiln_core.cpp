@@ -28,6 +28,7 @@ NB_MODULE(core, m) {
   init_ops_creation(m);
   init_ops_indexing(m);
   init_ops_matmul(m);
+  init_ops_quantized(m);
   init_ops_conv(m);
   init_ops_signal(m);
   init_transforms(m);

@@ -135,6 +135,7 @@ void init_ops_shape(nb::module_& m);
 void init_ops_creation(nb::module_& m);
 void init_ops_indexing(nb::module_& m);
 void init_ops_matmul(nb::module_& m);
+void init_ops_quantized(nb::module_& m);
 void init_ops_conv(nb::module_& m);
 void init_ops_signal(nb::module_& m);
 void init_transforms(nb::module_& m);

@@ -206,7 +206,12 @@ def test_recurrent_parameters_and_init(name, shapes):
     bound = 1 / np.sqrt(4)
     for _, v in _flat(layer):
         v = np.array(v)
-        assert np.all(np.abs(v) <= bound) and np.abs(v).max() > 0.3 * bound
+        assert np.all(np.abs(v) <= bound)
+        # Uniform over [-bound, bound]: some value reaches past 0.3 bound,
+        # except with probability 0.3^size (checked where that is < 1e-6:
+        # a 4-value bias misses one run in 120).
+        if v.size >= 12:
+            assert np.abs(v).max() > 0.3 * bound
     no_bias = getattr(nn, name)(3, 4, bias=False)
     assert parameter_names(no_bias) == sorted(k for k in shapes if k[0] == "W")
 

@@ -25,3 +25,11 @@ class Embedding(Module):
         """Use the table as a linear layer, ``x @ weight.T`` (the output
         projection of a model with tied embeddings)."""
         return x @ self.weight.T
+
+    def to_quantized(self, group_size: int = None, bits: int = None, mode: str = "affine",
+                     quantize_input: bool = False):
+        """This layer as a QuantizedEmbedding (nn.quantize calls it)."""
+        from .quantized import QuantizedEmbedding, _check_input_quantization
+
+        _check_input_quantization(quantize_input)
+        return QuantizedEmbedding.from_embedding(self, group_size, bits, mode)

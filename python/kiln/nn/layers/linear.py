@@ -42,6 +42,14 @@ class Linear(Module):
             return mx.addmm(self["bias"], x, self["weight"].T)
         return x @ self["weight"].T
 
+    def to_quantized(self, group_size: int = None, bits: int = None, mode: str = "affine",
+                     quantize_input: bool = False):
+        """This layer as a QuantizedLinear (nn.quantize calls it)."""
+        from .quantized import QuantizedLinear, _check_input_quantization
+
+        _check_input_quantization(quantize_input)
+        return QuantizedLinear.from_linear(self, group_size, bits, mode)
+
 
 class Bilinear(Module):
     """``y_i = x1^T W_i x2 + b_i`` with ``W`` of shape

@@ -1,0 +1,267 @@
+// quantize, dequantize and quantized_matmul (affine mode) from existing
+// ops. Codes are a little-endian bit stream in uint32 words: 32 codes of
+// `bits` bits fill exactly `bits` words, so the stream is cut into blocks
+// of 32 codes and `bits` words, and code j of a block lies in word
+// (j * bits) / 32 at bit (j * bits) % 32, its top bits in the next word
+// when it crosses one (3, 5 and 6 bits).
+#include "kiln/ops/quantized.h"
+
+#include <stdexcept>
+#include <vector>
+
+#include "kiln/ops/creation.h"
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/indexing.h"
+#include "kiln/ops/linalg.h"
+#include "kiln/ops/reduction.h"
+#include "kiln/ops/shape.h"
+#include "kiln/ops/utils.h"
+
+namespace kiln {
+
+namespace {
+
+constexpr int block = 32; // codes per block of `bits` words
+
+void check_mode(const char* op, const std::string& mode) {
+  if (mode != "affine") {
+    throw std::invalid_argument(
+        std::string("[") + op + "] mode '" + mode +
+        "' is not supported; kiln quantizes in the 'affine' mode only.");
+  }
+}
+
+void check_params(const char* op, int group_size, int bits) {
+  if (group_size != 32 && group_size != 64 && group_size != 128) {
+    throw std::invalid_argument(std::string("[") + op + "] group_size " +
+                                std::to_string(group_size) +
+                                " is not supported (32, 64 or 128).");
+  }
+  if (bits < 1 || bits > 8 || bits == 7) {
+    throw std::invalid_argument(std::string("[") + op + "] bits " +
+                                std::to_string(bits) +
+                                " is not supported (1 to 6, or 8).");
+  }
+}
+
+// Where each code of a block lies: its word, its bit offset there, and
+// (for codes that cross into the next word) how far left the next word's
+// bits go. One row of `block` entries, broadcast over blocks.
+struct Layout {
+  array word, shift, carry_word, carry_shift, crosses;
+};
+
+Layout layout(int bits, StreamOrDevice s) {
+  std::vector<uint32_t> word(block), shift(block), carry_word(block),
+      carry_shift(block);
+  std::vector<bool> crosses(block);
+  for (int j = 0; j < block; ++j) {
+    int bit = j * bits;
+    word[j] = bit / 32;
+    shift[j] = bit % 32;
+    crosses[j] = shift[j] + bits > 32;
+    // A code that stays in its word takes nothing from the next one; its
+    // carry reads its own word with a zero shift, masked off below.
+    carry_word[j] = crosses[j] ? word[j] + 1 : word[j];
+    carry_shift[j] = crosses[j] ? 32 - shift[j] : 0;
+  }
+  auto row = [](const std::vector<uint32_t>& v) {
+    return array(v, {block}, uint32);
+  };
+  std::vector<int32_t> c(crosses.begin(), crosses.end());
+  return {row(word), row(shift), row(carry_word), row(carry_shift),
+          astype(array(c, {block}, int32), bool_, s)};
+}
+
+} // namespace
+
+std::tuple<array, array, array> quantize(const array& w, int group_size,
+                                         int bits, const std::string& mode,
+                                         StreamOrDevice s) {
+  const char* op = "quantize";
+  check_mode(op, mode);
+  check_params(op, group_size, bits);
+  if (w.ndim() < 2) {
+    throw std::invalid_argument(
+        "[quantize] the array to quantize needs at least 2 dimensions, got " +
+        detail::describe(w) + ".");
+  }
+  if (!issubdtype(w.dtype(), floating)) {
+    throw std::invalid_argument("[quantize] only floating arrays quantize, "
+                                "got " +
+                                detail::describe(w) + ".");
+  }
+  int n = w.shape(-1);
+  if (n % group_size != 0) {
+    throw std::invalid_argument(
+        "[quantize] the last axis of " + detail::describe(w) +
+        " is not a multiple of the group size " + std::to_string(group_size) +
+        ".");
+  }
+  Shape lead(w.shape().begin(), w.shape().end() - 1);
+  Shape grouped = lead;
+  grouped.push_back(n / group_size);
+  grouped.push_back(group_size);
+  array g = reshape(astype(w, float32, s), grouped, s);
+  array levels(static_cast<float>((1 << bits) - 1));
+  array w_max = max(g, -1, true, s), w_min = min(g, -1, true, s);
+  array scale = maximum(divide(subtract(w_max, w_min, s), levels, s),
+                        array(1e-7f), s);
+  array bias = w_min;
+  array zero(0.0f);
+  if (bits > 1) {
+    // The end of larger magnitude is represented exactly, as MLX does
+    // (with one bit, codes 0 and 1 stand for the group's min and max).
+    array low_end = greater(abs(w_min, s), abs(w_max, s), s);
+    scale = where(low_end, scale, negative(scale, s), s);
+    array edge = where(low_end, w_min, w_max, s);
+    array q0 = round(divide(edge, scale, s), 0, s);
+    scale = where(not_equal(q0, zero, s), divide(edge, q0, s), scale, s);
+    bias = where(equal(q0, zero, s), zero, edge, s);
+  }
+  array codes = astype(
+      clip(round(divide(subtract(g, bias, s), scale, s), 0, s), zero, levels,
+           s),
+      uint32, s);
+  // Pack: each block of 32 codes sums its codes' bit fields into `bits`
+  // words (the fields do not overlap, so the sum is their union).
+  Shape blocks = lead;
+  blocks.push_back(n / block);
+  blocks.push_back(block);
+  codes = expand_dims(reshape(codes, blocks, s), -1, s); // (..., B, 32, 1)
+  Layout L = layout(bits, s);
+  array words = arange(0.0, double(bits), 1.0, uint32, s); // (bits,)
+  auto column = [&](const array& a) { return expand_dims(a, -1, s); };
+  array low = multiply(
+      left_shift(codes, column(L.shift), s),
+      astype(equal(column(L.word), words, s), uint32, s), s);
+  array high = multiply(
+      right_shift(codes, column(where(L.crosses, subtract(array(32u), L.shift,
+                                                           s),
+                                      array(0u), s)),
+                  s),
+      astype(logical_and(column(L.crosses),
+                         equal(column(L.carry_word), words, s), s),
+             uint32, s),
+      s);
+  array packed = sum(add(low, high, s), -2, false, s); // (..., B, bits)
+  Shape out_shape = lead;
+  out_shape.push_back(n * bits / 32);
+  Shape param_shape = lead;
+  param_shape.push_back(n / group_size);
+  return {reshape(packed, out_shape, s),
+          astype(reshape(scale, param_shape, s), w.dtype(), s),
+          astype(reshape(bias, param_shape, s), w.dtype(), s)};
+}
+
+namespace {
+
+// The codes of w as float32, shape (..., N).
+array unpack(const array& w, int bits, StreamOrDevice s) {
+  int words = w.shape(-1);
+  int n = words * 32 / bits;
+  Shape lead(w.shape().begin(), w.shape().end() - 1);
+  Shape blocks = lead;
+  blocks.push_back(n / block);
+  blocks.push_back(bits);
+  array b = reshape(w, blocks, s); // (..., B, bits)
+  Layout L = layout(bits, s);
+  array low = right_shift(take(b, L.word, -1, s), L.shift, s);
+  array high = where(
+      L.crosses,
+      left_shift(take(b, L.carry_word, -1, s), L.carry_shift, s),
+      array(0u), s);
+  array mask((1u << bits) - 1u);
+  array codes = bitwise_and(bitwise_or(low, high, s), mask, s);
+  Shape flat = lead;
+  flat.push_back(n);
+  return reshape(astype(codes, float32, s), flat, s);
+}
+
+void check_quantized(const char* op, const array& w, const array& scales,
+                     const array& biases, int group_size, int bits) {
+  if (w.dtype() != uint32 || w.ndim() < 2) {
+    throw std::invalid_argument(
+        std::string("[") + op +
+        "] the quantized array must be uint32 with at least 2 dimensions, "
+        "got " +
+        detail::describe(w) + ".");
+  }
+  int64_t words = w.shape(-1);
+  if ((words * 32) % (int64_t(bits) * block) != 0) {
+    throw std::invalid_argument(
+        std::string("[") + op + "] " + detail::describe(w) + " does not hold "
+        "whole blocks of " + std::to_string(block) + " codes of " +
+        std::to_string(bits) + " bits.");
+  }
+  int64_t n = words * 32 / bits;
+  Shape expected(w.shape().begin(), w.shape().end() - 1);
+  expected.push_back(static_cast<int32_t>(n / group_size));
+  if (n % group_size != 0 || scales.shape() != expected ||
+      biases.shape() != expected) {
+    throw std::invalid_argument(
+        std::string("[") + op + "] " + detail::describe(w) + " holds " +
+        std::to_string(n) + " codes per row, so scales and biases should be " +
+        detail::shape_str(expected) + " for group_size " +
+        std::to_string(group_size) + "; got " + detail::describe(scales) +
+        " and " + detail::describe(biases) + ".");
+  }
+  if (!issubdtype(scales.dtype(), floating) ||
+      biases.dtype() != scales.dtype()) {
+    throw std::invalid_argument(
+        std::string("[") + op +
+        "] scales and biases must share one floating dtype, got " +
+        detail::describe(scales) + " and " + detail::describe(biases) + ".");
+  }
+}
+
+} // namespace
+
+array dequantize(const array& w, const array& scales, const array& biases,
+                 int group_size, int bits, const std::string& mode,
+                 std::optional<Dtype> dtype, StreamOrDevice s) {
+  const char* op = "dequantize";
+  check_mode(op, mode);
+  check_params(op, group_size, bits);
+  check_quantized(op, w, scales, biases, group_size, bits);
+  if (dtype && !issubdtype(*dtype, floating)) {
+    throw std::invalid_argument("[dequantize] dtype must be floating, got " +
+                                dtype_name(*dtype) + ".");
+  }
+  array codes = unpack(w, bits, s); // (..., N)
+  Shape lead(w.shape().begin(), w.shape().end() - 1);
+  int n = codes.shape(-1);
+  Shape grouped = lead;
+  grouped.push_back(n / group_size);
+  grouped.push_back(group_size);
+  // In the scales' dtype, each step rounded to it, as MLX computes it.
+  codes = reshape(astype(codes, scales.dtype(), s), grouped, s);
+  array out = add(multiply(codes, expand_dims(scales, -1, s), s),
+                  expand_dims(biases, -1, s), s);
+  Shape flat = lead;
+  flat.push_back(n);
+  return astype(reshape(out, flat, s), dtype.value_or(scales.dtype()), s);
+}
+
+array quantized_matmul(const array& x, const array& w, const array& scales,
+                       const array& biases, bool transpose, int group_size,
+                       int bits, const std::string& mode, StreamOrDevice s) {
+  const char* op = "quantized_matmul";
+  check_mode(op, mode);
+  check_params(op, group_size, bits);
+  check_quantized(op, w, scales, biases, group_size, bits);
+  int64_t rows = w.shape(-2), cols = int64_t(w.shape(-1)) * 32 / bits;
+  int64_t inner = transpose ? cols : rows;
+  if (x.ndim() < 1 || x.shape(-1) != inner) {
+    throw std::invalid_argument(
+        "[quantized_matmul] the last axis of " + detail::describe(x) +
+        " does not match the dequantized matrix (" + std::to_string(rows) +
+        ", " + std::to_string(cols) + ") with transpose=" +
+        (transpose ? "true" : "false") + ".");
+  }
+  array wd = dequantize(w, scales, biases, group_size, bits, mode,
+                        x.dtype() == float64 ? float64 : scales.dtype(), s);
+  return matmul(x, transpose ? swapaxes(wd, -1, -2, s) : wd, s);
+}
+
+} // namespace kiln

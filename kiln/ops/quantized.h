@@ -1,0 +1,47 @@
+// Quantized weights as mlx.core's affine mode: each group of group_size
+// consecutive values along the last axis shares a scale and a bias, and
+// stores bits-bit codes packed as a little-endian bit stream in uint32
+// words (value j at bit j * bits), so arrays quantized by MLX load and
+// dequantize here and back. Built from existing ops, so they run on every
+// device, inside compile, and transformations reach through them.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "kiln/core/array.h"
+#include "kiln/core/device.h"
+
+namespace kiln {
+
+/** {w_q (uint32, last axis N * bits / 32), scales, biases (last axis
+ *  N / group_size, w's dtype)} for w of at least 2 dimensions whose last
+ *  axis N is a multiple of group_size. Per group, in float32: the end of
+ *  larger magnitude (max or min) is represented exactly, scale =
+ *  (max - min) / (2^bits - 1) adjusted so, and code = round((w - bias) /
+ *  scale) clipped to [0, 2^bits - 1] (with one bit, scale = max - min and
+ *  bias = min). group_size is 32, 64 or 128; bits 1
+ *  to 6 or 8; mode "affine" (MLX's other modes are not supported yet). */
+std::tuple<array, array, array> quantize(const array& w, int group_size = 64,
+                                         int bits = 4,
+                                         const std::string& mode = "affine",
+                                         StreamOrDevice s = {});
+
+/** code * scale + bias in scales' dtype (each step rounded to it), cast
+ *  to dtype when given. */
+array dequantize(const array& w, const array& scales, const array& biases,
+                 int group_size = 64, int bits = 4,
+                 const std::string& mode = "affine",
+                 std::optional<Dtype> dtype = std::nullopt,
+                 StreamOrDevice s = {});
+
+/** x @ dequantize(w).T (transpose, w as (out, in) like a Linear's
+ *  weight), or x @ dequantize(w). */
+array quantized_matmul(const array& x, const array& w, const array& scales,
+                       const array& biases, bool transpose = true,
+                       int group_size = 64, int bits = 4,
+                       const std::string& mode = "affine",
+                       StreamOrDevice s = {});
+
+} // namespace kiln

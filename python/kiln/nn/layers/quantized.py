@@ -1,0 +1,126 @@
+"""Quantized layers (the affine mode of ``kiln.core.quantize``): a Linear
+and an Embedding whose weights are stored quantized, and ``quantize``, which
+swaps a model's quantizable layers for them, as MLX's ``nn.quantize``."""
+
+import math
+from typing import Callable, Optional, Union
+
+import kiln.core as mx
+from kiln.utils import tree_map_with_path
+
+from .base import Module
+
+
+def _check_input_quantization(quantize_input: bool):
+    if quantize_input:
+        raise ValueError(
+            "[quantize] quantize_input is for the nvfp4 and mxfp8 modes, which kiln does not support.")
+
+
+class QuantizedLinear(Module):
+    """``y = x W^T + b`` with ``W`` stored quantized (``weight``, ``scales``,
+    ``biases`` from ``kiln.core.quantize``). Its parameters start frozen, as
+    MLX's do; ``from_linear`` leaves the bias it copies trainable."""
+
+    def __init__(self, input_dims: int, output_dims: int, bias: bool = True, group_size: int = None,
+                 bits: int = None, mode: str = "affine"):
+        super().__init__()
+        self.group_size = 64 if group_size is None else group_size
+        self.bits = 4 if bits is None else bits
+        self.mode = mode
+        bound = math.sqrt(1.0 / input_dims)
+        weight = mx.random.uniform(-bound, bound, (output_dims, input_dims))
+        self.weight, self.scales, self.biases = mx.quantize(weight, self.group_size, self.bits, mode=mode)
+        if bias:
+            self.bias = mx.zeros((output_dims,))
+        self.freeze()
+
+    def _extra_repr(self) -> str:
+        out_dims, packed = self.weight.shape
+        in_dims = packed * 32 // self.bits
+        return (f"input_dims={in_dims}, output_dims={out_dims}, bias={'bias' in self}, "
+                f"group_size={self.group_size}, bits={self.bits}, mode={self.mode}")
+
+    def __call__(self, x):
+        x = mx.quantized_matmul(x, self["weight"], scales=self["scales"], biases=self["biases"], transpose=True,
+                                group_size=self.group_size, bits=self.bits, mode=self.mode)
+        if "bias" in self:
+            x = x + self["bias"]
+        return x
+
+    @classmethod
+    def from_linear(cls, linear_layer: Module, group_size: int = None, bits: int = None, mode: str = "affine"):
+        """A QuantizedLinear holding ``linear_layer``'s weight quantized (and
+        its bias as it is)."""
+        output_dims, input_dims = linear_layer.weight.shape
+        ql = cls(input_dims, output_dims, False, group_size, bits, mode)
+        ql.weight, ql.scales, ql.biases = mx.quantize(linear_layer.weight, ql.group_size, ql.bits, mode=mode)
+        if "bias" in linear_layer:
+            ql.bias = linear_layer.bias
+        return ql
+
+
+class QuantizedEmbedding(Module):
+    """An Embedding whose table is stored quantized; rows are dequantized
+    as they are looked up."""
+
+    def __init__(self, num_embeddings: int, dims: int, group_size: int = None, bits: int = None,
+                 mode: str = "affine"):
+        super().__init__()
+        self.group_size = 64 if group_size is None else group_size
+        self.bits = 4 if bits is None else bits
+        self.mode = mode
+        self.num_embeddings = num_embeddings
+        self.dims = dims
+        weight = mx.random.normal((num_embeddings, dims), scale=math.sqrt(1 / dims))
+        self.weight, self.scales, self.biases = mx.quantize(weight, self.group_size, self.bits, mode=mode)
+        self.freeze()
+
+    def _extra_repr(self):
+        return f"{self.num_embeddings}, {self.dims}, group_size={self.group_size}, bits={self.bits}, mode={self.mode}"
+
+    def __call__(self, x):
+        shape = x.shape
+        x = x.flatten()
+        out = mx.dequantize(self["weight"][x], scales=self["scales"][x], biases=self["biases"][x],
+                            group_size=self.group_size, bits=self.bits, mode=self.mode)
+        return out.reshape(*shape, -1)
+
+    def as_linear(self, x):
+        """The table as a linear layer, ``x @ weight.T`` (tied output
+        projections)."""
+        return mx.quantized_matmul(x, self["weight"], scales=self["scales"], biases=self["biases"],
+                                   transpose=True, group_size=self.group_size, bits=self.bits, mode=self.mode)
+
+    @classmethod
+    def from_embedding(cls, embedding_layer: Module, group_size: int = None, bits: int = None,
+                       mode: str = "affine"):
+        """A QuantizedEmbedding holding ``embedding_layer``'s table quantized."""
+        num_embeddings, dims = embedding_layer.weight.shape
+        qe = cls(num_embeddings, dims, group_size, bits, mode)
+        qe.weight, qe.scales, qe.biases = mx.quantize(embedding_layer.weight, qe.group_size, qe.bits, mode=mode)
+        return qe
+
+
+def quantize(model: Module, group_size: int = None, bits: int = None, *, mode: str = "affine",
+             quantize_input: bool = False,
+             class_predicate: Optional[Callable[[str, Module], Union[bool, dict]]] = None):
+    """Swaps ``model``'s leaf layers that can be quantized (those with a
+    ``to_quantized`` method: Linear, Embedding) for their quantized forms, in
+    place. ``class_predicate(path, module)`` picks the layers: False leaves
+    one alone, True quantizes it with these arguments, a dict gives its own."""
+    _check_input_quantization(quantize_input)
+    predicate = class_predicate or (lambda _, m: hasattr(m, "to_quantized"))
+
+    def maybe_quantize(path, m):
+        choice = predicate(path, m)
+        if not choice:
+            return m
+        if not hasattr(m, "to_quantized"):
+            raise ValueError(f"[quantize] cannot quantize a layer of type {type(m).__name__}")
+        if isinstance(choice, dict):
+            return m.to_quantized(**choice)
+        return m.to_quantized(group_size=group_size, bits=bits, mode=mode, quantize_input=quantize_input)
+
+    leaves = tree_map_with_path(maybe_quantize, model.leaf_modules(), is_leaf=Module.is_module)
+    model.update_modules(leaves)

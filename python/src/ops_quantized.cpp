@@ -1,0 +1,84 @@
+// Quantized weights (affine mode): quantize, dequantize, quantized_matmul.
+#include "kiln_py.h"
+
+namespace kiln::py {
+
+namespace {
+
+// MLX's None defaults for the affine mode: groups of 64, 4 bits.
+int group_of(std::optional<int> g) { return g.value_or(64); }
+int bits_of(std::optional<int> b) { return b.value_or(4); }
+
+array biases_of(nb::handle biases, const char* op) {
+  if (biases.is_none()) {
+    throw nb::value_error(
+        (std::string("[") + op +
+         "] the affine mode needs biases (from quantize).")
+            .c_str());
+  }
+  return to_array(biases);
+}
+
+void no_global_scale(nb::handle global_scale, const char* op) {
+  if (!global_scale.is_none()) {
+    throw nb::value_error((std::string("[") + op +
+                           "] global_scale is for the nvfp4 mode, which "
+                           "kiln does not support.")
+                              .c_str());
+  }
+}
+
+} // namespace
+
+void init_ops_quantized(nb::module_& m) {
+  m.def(
+      "quantize",
+      [](ArrayLike w, std::optional<int> group_size, std::optional<int> bits,
+         const std::string& mode, nb::handle global_scale,
+         const StreamArg& s) {
+        no_global_scale(global_scale, "quantize");
+        auto [q, scales, biases] = quantize(
+            to_array(w), group_of(group_size), bits_of(bits), mode, to_sod(s));
+        return nb::make_tuple(q, scales, biases);
+      },
+      "w"_a, "group_size"_a = nb::none(),
+      "bits"_a = nb::none(), "mode"_a = "affine", nb::kw_only(),
+      "global_scale"_a = nb::none(), "stream"_a = nb::none(),
+      "(w_q, scales, biases): groups of group_size values along the last "
+      "axis share a scale and a bias; codes of `bits` bits packed in uint32.");
+  m.def(
+      "dequantize",
+      [](ArrayLike w, ArrayLike scales, nb::handle biases,
+         std::optional<int> group_size, std::optional<int> bits,
+         const std::string& mode, nb::handle global_scale,
+         std::optional<Dtype> dtype, const StreamArg& s) {
+        no_global_scale(global_scale, "dequantize");
+        return dequantize(to_array(w), to_array(scales),
+                          biases_of(biases, "dequantize"),
+                          group_of(group_size), bits_of(bits), mode, dtype,
+                          to_sod(s));
+      },
+      "w"_a, "scales"_a, "biases"_a = nb::none(),
+      "group_size"_a = nb::none(), "bits"_a = nb::none(),
+      "mode"_a = "affine", "global_scale"_a = nb::none(),
+      "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(),
+      "codes * scales + biases, per group.");
+  m.def(
+      "quantized_matmul",
+      [](ArrayLike x, ArrayLike w, ArrayLike scales, nb::handle biases,
+         bool transpose, std::optional<int> group_size,
+         std::optional<int> bits, const std::string& mode,
+         const StreamArg& s) {
+        return quantized_matmul(to_array(x), to_array(w), to_array(scales),
+                                biases_of(biases, "quantized_matmul"),
+                                transpose, group_of(group_size), bits_of(bits),
+                                mode, to_sod(s));
+      },
+      "x"_a, "w"_a, "scales"_a, "biases"_a = nb::none(),
+      "transpose"_a = true, "group_size"_a = nb::none(),
+      "bits"_a = nb::none(), "mode"_a = "affine", nb::kw_only(),
+      "stream"_a = nb::none(),
+      "x @ dequantize(w).T (transpose=True) or x @ dequantize(w).");
+}
+
+} // namespace kiln::py

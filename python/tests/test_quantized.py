@@ -1,0 +1,114 @@
+"""quantize, dequantize and quantized_matmul (affine mode): against a NumPy
+reference written here (codes unpacked bit by bit), and bit for bit against
+MLX where it is installed; non-contiguous inputs; errors."""
+
+import numpy as np
+import pytest
+
+import kiln.core as kc
+from conftest import mx, needs_mlx
+
+WIDTHS = [1, 2, 3, 4, 5, 6, 8]
+
+
+def unpack(words, bits, n):
+    """Codes of a little-endian bit stream in uint32 words, bit by bit."""
+    words = np.asarray(words, dtype=np.uint64).reshape(-1)
+    bits_at = (words[:, None] >> np.arange(32, dtype=np.uint64)) & 1  # (W, 32)
+    stream = bits_at.reshape(-1)[: n * bits].reshape(n, bits)
+    return (stream << np.arange(bits, dtype=np.uint64)).sum(1)
+
+
+def reference(w, group_size, bits):
+    """MLX's affine quantization in float32 with NumPy: codes, scales, biases."""
+    g = w.astype(np.float32).reshape(-1, group_size)
+    levels = np.float32(2**bits - 1)
+    hi, lo = g.max(1), g.min(1)
+    scale = np.maximum((hi - lo) / levels, np.float32(1e-7)).astype(np.float32)
+    bias = lo
+    if bits > 1:
+        low_end = np.abs(lo) > np.abs(hi)
+        scale = np.where(low_end, scale, -scale).astype(np.float32)
+        edge = np.where(low_end, lo, hi)
+        q0 = np.round(edge / scale)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = np.where(q0 != 0, edge / q0, scale).astype(np.float32)
+        bias = np.where(q0 == 0, 0, edge).astype(np.float32)
+    codes = np.clip(np.round((g - bias[:, None]) / scale[:, None]), 0, levels)
+    return codes.astype(np.uint64).reshape(-1), scale, bias
+
+
+@pytest.mark.parametrize("bits", WIDTHS)
+@pytest.mark.parametrize("group_size", [32, 64, 128])
+def test_quantize_matches_the_reference(rng, bits, group_size):
+    w = (rng.standard_normal((3, 2, 256)) * rng.uniform(0.1, 3)).astype(np.float32)
+    q, s, b = kc.quantize(kc.array(w), group_size=group_size, bits=bits)
+    assert q.dtype == kc.uint32 and q.shape == (3, 2, 256 * bits // 32)
+    assert s.shape == b.shape == (3, 2, 256 // group_size)
+    codes, rs, rb = reference(w, group_size, bits)
+    np.testing.assert_array_equal(unpack(np.array(q), bits, w.size), codes)
+    np.testing.assert_array_equal(np.array(s).reshape(-1), rs)
+    np.testing.assert_array_equal(np.array(b).reshape(-1), rb)
+    d = np.array(kc.dequantize(q, s, b, group_size=group_size, bits=bits))
+    want = codes.reshape(-1, group_size) * rs[:, None] + rb[:, None]
+    np.testing.assert_allclose(d.reshape(-1, group_size), want, rtol=1e-6, atol=1e-6)
+
+
+def test_non_contiguous_weights(rng):
+    base = rng.standard_normal((128, 96)).astype(np.float32)
+    for w in (kc.array(base).T, kc.array(base)[::2], kc.broadcast_to(kc.array(base[:1]), (4, 96))):
+        q, s, b = kc.quantize(w, group_size=32, bits=4)
+        codes, rs, _ = reference(np.array(w), 32, 4)
+        np.testing.assert_array_equal(unpack(np.array(q), 4, w.size), codes)
+        np.testing.assert_array_equal(np.array(s).reshape(-1), rs)
+
+
+def test_quantized_matmul_both_layouts(rng):
+    w = rng.standard_normal((96, 128)).astype(np.float32)
+    x = rng.standard_normal((2, 3, 128)).astype(np.float32)
+    q, s, b = kc.quantize(kc.array(w), bits=3, group_size=32)
+    wd = np.array(kc.dequantize(q, s, b, bits=3, group_size=32))
+    got = kc.quantized_matmul(kc.array(x), q, s, b, transpose=True, bits=3, group_size=32)
+    np.testing.assert_allclose(np.array(got), x @ wd.T, rtol=1e-5, atol=1e-5)
+    qt, st, bt = kc.quantize(kc.array(w.T.copy()), bits=8, group_size=32)
+    wdt = np.array(kc.dequantize(qt, st, bt, bits=8, group_size=32))
+    x2 = rng.standard_normal((5, 128)).astype(np.float32)
+    got = kc.quantized_matmul(kc.array(x2), qt, st, bt, transpose=False, bits=8, group_size=32)
+    np.testing.assert_allclose(np.array(got), x2 @ wdt, rtol=1e-5, atol=1e-5)
+
+
+def test_bad_input_raises():
+    w = kc.ones((4, 128))
+    with pytest.raises(ValueError, match=r"\[quantize\] group_size 16"):
+        kc.quantize(w, group_size=16)
+    with pytest.raises(ValueError, match=r"\[quantize\] bits 7"):
+        kc.quantize(w, bits=7)
+    with pytest.raises(ValueError, match="'mxfp4' is not supported"):
+        kc.quantize(w, mode="mxfp4")
+    with pytest.raises(ValueError, match="at least 2 dimensions"):
+        kc.quantize(kc.ones((128,)))
+    q, s, b = kc.quantize(w)
+    with pytest.raises(ValueError, match="needs biases"):
+        kc.dequantize(q, s)
+    with pytest.raises(ValueError, match=r"\[quantized_matmul\].*does not match"):
+        kc.quantized_matmul(kc.ones((2, 100)), q, s, b)
+
+
+@needs_mlx
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("bits", WIDTHS)
+def test_bit_for_bit_with_mlx(rng, dtype, bits):
+    for group_size in (32, 64, 128):
+        w = (rng.standard_normal((4, 256)) * 2).astype(np.float32)
+        kw = kc.array(w).astype(getattr(kc, dtype))
+        mw = mx.array(w).astype(getattr(mx, dtype))
+        kq, ks, kb = kc.quantize(kw, group_size, bits)
+        mq, ms, mb = mx.quantize(mw, group_size, bits)
+        np.testing.assert_array_equal(np.array(kq), np.array(mq))
+        for k, m in ((ks, ms), (kb, mb)):
+            np.testing.assert_array_equal(np.array(k.astype(kc.float32)), np.array(m.astype(mx.float32)))
+        # Each implementation dequantizes the other's arrays the same way.
+        kd = kc.dequantize(kc.array(np.array(mq)), ks, kb, group_size, bits)
+        md = mx.dequantize(mq, ms, mb, group_size, bits)
+        assert str(kd.dtype).split(".")[-1] == str(md.dtype).split(".")[-1]
+        np.testing.assert_array_equal(np.array(kd.astype(kc.float32)), np.array(md.astype(mx.float32)))

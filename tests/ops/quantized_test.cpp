@@ -1,0 +1,191 @@
+// quantize, dequantize and quantized_matmul against loops written here
+// (float32 arithmetic as MLX's affine mode, the codes packed bit by bit),
+// for every bit width and group size, float32/bfloat16/float16 weights,
+// batched and non-contiguous inputs; the matmul's gradient; bad input.
+#include <cmath>
+#include <stdexcept>
+
+#include "kiln/ops/quantized.h"
+#include "kiln/transforms/autograd.h"
+#include "test_utils.h"
+
+namespace kiln::test {
+namespace {
+
+struct Reference {
+  std::vector<uint32_t> words;
+  std::vector<float> scales, biases;
+};
+
+float round_even(float v) { return std::nearbyint(v); }
+
+// Rows of n values (already rounded to the weight's dtype), group by group.
+Reference quantize_loops(const std::vector<double>& w, int rows, int n,
+                         int group_size, int bits) {
+  Reference r;
+  r.words.assign(size_t(rows) * n * bits / 32, 0);
+  float levels = float((1 << bits) - 1);
+  for (int row = 0; row < rows; ++row) {
+    for (int g0 = 0; g0 < n; g0 += group_size) {
+      const double* x = &w[size_t(row) * n + g0];
+      float hi = float(x[0]), lo = float(x[0]);
+      for (int j = 1; j < group_size; ++j) {
+        hi = std::max(hi, float(x[j]));
+        lo = std::min(lo, float(x[j]));
+      }
+      float scale = std::max((hi - lo) / levels, 1e-7f), bias = lo;
+      if (bits > 1) {
+        bool low_end = std::fabs(lo) > std::fabs(hi);
+        if (!low_end) scale = -scale;
+        float edge = low_end ? lo : hi;
+        float q0 = round_even(edge / scale);
+        if (q0 != 0) scale = edge / q0;
+        bias = q0 == 0 ? 0.0f : edge;
+      }
+      r.scales.push_back(scale);
+      r.biases.push_back(bias);
+      for (int j = 0; j < group_size; ++j) {
+        float q = round_even((float(x[j]) - bias) / scale);
+        uint32_t code = uint32_t(std::min(std::max(q, 0.0f), levels));
+        size_t bit = (size_t(row) * n + g0 + j) * bits;
+        for (int b = 0; b < bits; ++b, ++bit) {
+          r.words[bit / 32] |= ((code >> b) & 1u) << (bit % 32);
+        }
+      }
+    }
+  }
+  return r;
+}
+
+std::vector<double> as_doubles(const std::vector<float>& v) {
+  return {v.begin(), v.end()};
+}
+
+TEST(Quantized, MatchesLoopsForEveryWidthAndGroup) {
+  for (Dtype dt : {float32, bfloat16, float16}) {
+    for (int bits : {1, 2, 3, 4, 5, 6, 8}) {
+      for (int gs : {32, 64, 128}) {
+        int rows = 6, n = 256;
+        array w = random_array({2, 3, n}, dt, -3, 3);
+        auto [q, scales, biases] = quantize(w, gs, bits);
+        auto ref = quantize_loops(to_doubles(w), rows, n, gs, bits);
+        std::string what = dtype_name(dt) + " bits=" + std::to_string(bits) +
+                           " gs=" + std::to_string(gs);
+        ASSERT_EQ(q.shape(), (Shape{2, 3, n * bits / 32})) << what;
+        ASSERT_EQ(q.dtype(), uint32);
+        ASSERT_EQ(scales.shape(), (Shape{2, 3, n / gs})) << what;
+        ASSERT_EQ(scales.dtype(), dt);
+        auto words = to_doubles(q);
+        for (size_t i = 0; i < words.size(); ++i) {
+          ASSERT_EQ(uint32_t(words[i]), ref.words[i]) << what << " word " << i;
+        }
+        // Scales and biases: the float32 values rounded once to dt.
+        auto rs = to_doubles(astype(array(ref.scales, {rows, n / gs}, float32), dt));
+        auto rb = to_doubles(astype(array(ref.biases, {rows, n / gs}, float32), dt));
+        EXPECT_TRUE(all_close(to_doubles(scales), rs, 0, 0)) << what;
+        EXPECT_TRUE(all_close(to_doubles(biases), rb, 0, 0)) << what;
+        // Dequantized: code * scale + bias in dt, each step rounded.
+        auto dq = to_doubles(dequantize(q, scales, biases, gs, bits));
+        auto sv = to_doubles(scales), bv = to_doubles(biases);
+        std::vector<double> expect(dq.size());
+        for (size_t i = 0; i < dq.size(); ++i) {
+          uint32_t code = 0;
+          for (int b = 0; b < bits; ++b) {
+            size_t bit = i * bits + b;
+            code |= ((ref.words[bit / 32] >> (bit % 32)) & 1u) << b;
+          }
+          size_t g = i / gs;
+          double prod = quantize({double(code) * sv[g]}, dt)[0];
+          expect[i] = quantize({prod + bv[g]}, dt)[0];
+        }
+        EXPECT_TRUE(all_close(dq, expect, 0, 0)) << what;
+        // The round trip is within a step of each group: half a step of
+        // rounding, or, at the end opposite the exactly represented one,
+        // what the adjusted scale no longer reaches (under a step).
+        auto wv = to_doubles(w);
+        for (size_t i = 0; i < wv.size(); ++i) {
+          double step = std::fabs(sv[i / gs]);
+          ASSERT_LE(std::fabs(dq[i] - wv[i]), step + 2e-2 * std::fabs(wv[i]) + 1e-6)
+              << what << " element " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(Quantized, NonContiguousInputsQuantizeAsTheirValues) {
+  array base = random_array({128, 96}, float32, -1, 1);
+  for (const array& w : {transpose(base), slice(base, Shape{0, 0}, Shape{128, 96},
+                                                Shape{2, 1})}) {
+    auto [q, s, b] = quantize(w, 32, 4);
+    auto [q2, s2, b2] = quantize(contiguous(w), 32, 4);
+    EXPECT_TRUE(all_close(to_doubles(q), to_doubles(q2), 0, 0));
+    EXPECT_TRUE(all_close(to_doubles(s), to_doubles(s2), 0, 0));
+    // A broadcast bias row in dequantize.
+    EXPECT_TRUE(all_close(to_doubles(dequantize(q, s, b, 32, 4)),
+                          to_doubles(dequantize(q2, s2, b2, 32, 4)), 0, 0));
+  }
+}
+
+TEST(Quantized, MatmulAndItsGradient) {
+  array w = random_array({64, 128}, float32, -1, 1);
+  array x = random_array({2, 5, 128}, float32, -1, 1);
+  for (int bits : {3, 4, 8}) {
+    auto [q, s, b] = quantize(w, 64, bits);
+    array wd = dequantize(q, s, b, 64, bits);
+    array ref = matmul(x, transpose(wd));
+    EXPECT_TRUE(all_close(to_doubles(quantized_matmul(x, q, s, b, true, 64, bits)),
+                          to_doubles(ref), 1e-5, 1e-5));
+    // transpose = false: w quantized as (in, out).
+    auto [qt, st, bt] = quantize(transpose(w), 32, bits);
+    array xt = random_array({3, 128}, float32, -1, 1);
+    EXPECT_TRUE(all_close(
+        to_doubles(quantized_matmul(xt, qt, st, bt, false, 32, bits)),
+        to_doubles(matmul(xt, dequantize(qt, st, bt, 32, bits))), 1e-5, 1e-5));
+    // d/dx of sum(x @ W^T) is the column sums of W, through the quantized
+    // weight.
+    auto f = [&](const std::vector<array>& in) {
+      return std::vector<array>{sum(quantized_matmul(in[0], q, s, b, true, 64, bits))};
+    };
+    auto [out, grads] = vjp(f, {x}, {array(1.0f)});
+    array expect = broadcast_to(sum(wd, 0), x.shape());
+    EXPECT_TRUE(all_close(to_doubles(grads[0]), to_doubles(expect), 1e-5, 1e-5));
+  }
+}
+
+template <typename F>
+void expect_invalid(F&& f, const std::string& op, const std::string& part) {
+  try {
+    f();
+    ADD_FAILURE() << "no exception: " << part;
+  } catch (const std::invalid_argument& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("[" + op + "]"), std::string::npos) << what;
+    EXPECT_NE(what.find(part), std::string::npos) << what;
+  }
+}
+
+TEST(Quantized, BadInputRaises) {
+  array w = random_array({4, 128}, float32);
+  expect_invalid([&] { quantize(w, 16, 4); }, "quantize", "group_size 16");
+  expect_invalid([&] { quantize(w, 64, 7); }, "quantize", "bits 7");
+  expect_invalid([&] { quantize(w, 64, 4, "mxfp4"); }, "quantize", "'mxfp4'");
+  expect_invalid([&] { quantize(random_array({128}, float32)); }, "quantize",
+                 "at least 2 dimensions");
+  expect_invalid([&] { quantize(random_array({4, 96}, float32)); }, "quantize",
+                 "multiple of the group size 64");
+  expect_invalid([&] { quantize(random_array({4, 128}, int32, 0, 9)); },
+                 "quantize", "only floating");
+  auto [q, s, b] = quantize(w);
+  expect_invalid([&] { dequantize(astype(q, int32), s, b); }, "dequantize",
+                 "uint32");
+  expect_invalid([&] { dequantize(q, s, b, 32); }, "dequantize",
+                 "scales and biases should be (4, 4)");
+  expect_invalid([&] { dequantize(q, s, astype(b, float16)); }, "dequantize",
+                 "share one floating dtype");
+  expect_invalid([&] { quantized_matmul(random_array({3, 100}, float32), q, s, b); },
+                 "quantized_matmul", "does not match");
+}
+
+} // namespace
+} // namespace kiln::test
