@@ -16,6 +16,7 @@
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/utils.h"
+#include "kiln/primitives/quantized.h"
 
 namespace kiln {
 
@@ -243,6 +244,20 @@ array dequantize(const array& w, const array& scales, const array& biases,
   return astype(reshape(out, flat, s), dtype.value_or(scales.dtype()), s);
 }
 
+namespace {
+
+// x @ dequantize(w).T (or without the transpose), as a graph of ops.
+array quantized_matmul_graph(const array& x, const array& w,
+                             const array& scales, const array& biases,
+                             bool transpose, int group_size, int bits,
+                             StreamOrDevice s) {
+  array wd = dequantize(w, scales, biases, group_size, bits, "affine",
+                        x.dtype() == float64 ? float64 : scales.dtype(), s);
+  return matmul(x, transpose ? swapaxes(wd, -1, -2, s) : wd, s);
+}
+
+} // namespace
+
 array quantized_matmul(const array& x, const array& w, const array& scales,
                        const array& biases, bool transpose, int group_size,
                        int bits, const std::string& mode, StreamOrDevice s) {
@@ -259,9 +274,28 @@ array quantized_matmul(const array& x, const array& w, const array& scales,
         ", " + std::to_string(cols) + ") with transpose=" +
         (transpose ? "true" : "false") + ".");
   }
-  array wd = dequantize(w, scales, biases, group_size, bits, mode,
-                        x.dtype() == float64 ? float64 : scales.dtype(), s);
-  return matmul(x, transpose ? swapaxes(wd, -1, -2, s) : wd, s);
+  Stream st = to_stream(s);
+  Dtype dt = x.dtype();
+  bool kernel = transpose && w.ndim() == 2 && st.device.type == Device::cpu &&
+                scales.dtype() == dt &&
+                (dt == float32 || dt == float16 || dt == bfloat16);
+  if (!kernel) {
+    return quantized_matmul_graph(x, w, scales, biases, transpose, group_size,
+                                  bits, st);
+  }
+  // The CPU reads the packed codes directly; the graph is its fallback
+  // (gradients, batching).
+  auto fallback = [=](std::vector<array> in) {
+    return std::vector<array>{quantized_matmul_graph(
+        in[0], in[1], in[2], in[3], true, group_size, bits, st)};
+  };
+  Shape shape = x.shape();
+  shape.back() = w.shape(0);
+  return array(shape, dt,
+               std::make_shared<fast::QuantizedMatmul>(st, std::move(fallback),
+                                                       group_size, bits),
+               {contiguous(x, false, st), contiguous(w, false, st),
+                contiguous(scales, false, st), contiguous(biases, false, st)});
 }
 
 } // namespace kiln

@@ -153,6 +153,32 @@ TEST(Quantized, MatmulAndItsGradient) {
   }
 }
 
+// The CPU's kernel (QuantizedMatmul: per group for few rows of x, one GEMM
+// for many) against matmul with the exact dequantized weight, for every
+// width and the three float types.
+TEST(Quantized, CpuKernelMatchesTheGraph) {
+  for (Dtype dt : {float32, bfloat16, float16}) {
+    for (int bits : {1, 2, 3, 4, 5, 6, 8}) {
+      array w = random_array({40, 256}, dt, -1, 1);
+      auto [q, s, b] = quantize(w, 64, bits);
+      // The exact weight scale * code + bias (scales and biases in
+      // float32, nothing rounded to dt): what the kernel multiplies by.
+      array wd = dequantize(q, astype(s, float32), astype(b, float32), 64,
+                            bits);
+      for (int rows : {1, 3, 16}) {
+        array x = random_array({rows, 256}, dt, -1, 1);
+        array got = quantized_matmul(x, q, s, b, true, 64, bits);
+        ASSERT_EQ(got.dtype(), dt);
+        array ref = matmul(astype(x, float32), transpose(wd));
+        // float32 sums in another order; 16-bit outputs round once.
+        double tol = dt == float32 ? 1e-5 : 2 * tolerance(dt);
+        EXPECT_TRUE(all_close(to_doubles(got), to_doubles(ref), tol, tol))
+            << dtype_name(dt) << " bits=" << bits << " rows=" << rows;
+      }
+    }
+  }
+}
+
 template <typename F>
 void expect_invalid(F&& f, const std::string& op, const std::string& part) {
   try {
