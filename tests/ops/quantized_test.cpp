@@ -99,13 +99,18 @@ TEST(Quantized, MatchesLoopsForEveryWidthAndGroup) {
           expect[i] = quantize({prod + bv[g]}, dt)[0];
         }
         EXPECT_TRUE(all_close(dq, expect, 0, 0)) << what;
-        // The round trip is within a step of each group: half a step of
+        // The round trip is within a step of each group (half a step of
         // rounding, or, at the end opposite the exactly represented one,
-        // what the adjusted scale no longer reaches (under a step).
+        // what the adjusted scale no longer reaches: under a step), plus
+        // the roundings to dt of code * scale and of the sum.
         auto wv = to_doubles(w);
+        double eps = dt == float32 ? 0x1p-24 : dt == float16 ? 0x1p-11 : 0x1p-8;
+        double levels = double((1 << bits) - 1);
         for (size_t i = 0; i < wv.size(); ++i) {
           double step = std::fabs(sv[i / gs]);
-          ASSERT_LE(std::fabs(dq[i] - wv[i]), step + 2e-2 * std::fabs(wv[i]) + 1e-6)
+          double rounding =
+              eps * (levels * step + std::fabs(bv[i / gs]) + std::fabs(wv[i]));
+          ASSERT_LE(std::fabs(dq[i] - wv[i]), step + rounding + 1e-6)
               << what << " element " << i;
         }
       }
