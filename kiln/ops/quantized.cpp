@@ -76,29 +76,13 @@ Layout layout(int bits, StreamOrDevice s) {
 
 } // namespace
 
-std::tuple<array, array, array> quantize(const array& w, int group_size,
-                                         int bits, const std::string& mode,
-                                         StreamOrDevice s) {
-  const char* op = "quantize";
-  check_mode(op, mode);
-  check_params(op, group_size, bits);
-  if (w.ndim() < 2) {
-    throw std::invalid_argument(
-        "[quantize] the array to quantize needs at least 2 dimensions, got " +
-        detail::describe(w) + ".");
-  }
-  if (!issubdtype(w.dtype(), floating)) {
-    throw std::invalid_argument("[quantize] only floating arrays quantize, "
-                                "got " +
-                                detail::describe(w) + ".");
-  }
+namespace {
+
+// quantize as a graph of ops (the GPU's path, and the CPU kernel's
+// fallback); w is checked.
+std::tuple<array, array, array> quantize_graph(const array& w, int group_size,
+                                               int bits, StreamOrDevice s) {
   int n = w.shape(-1);
-  if (n % group_size != 0) {
-    throw std::invalid_argument(
-        "[quantize] the last axis of " + detail::describe(w) +
-        " is not a multiple of the group size " + std::to_string(group_size) +
-        ".");
-  }
   Shape lead(w.shape().begin(), w.shape().end() - 1);
   Shape grouped = lead;
   grouped.push_back(n / group_size);
@@ -153,6 +137,55 @@ std::tuple<array, array, array> quantize(const array& w, int group_size,
   return {reshape(packed, out_shape, s),
           astype(reshape(scale, param_shape, s), w.dtype(), s),
           astype(reshape(bias, param_shape, s), w.dtype(), s)};
+}
+
+} // namespace
+
+std::tuple<array, array, array> quantize(const array& w, int group_size,
+                                         int bits, const std::string& mode,
+                                         StreamOrDevice s_) {
+  const char* op = "quantize";
+  Stream s = to_stream(s_);
+  check_mode(op, mode);
+  check_params(op, group_size, bits);
+  if (w.ndim() < 2) {
+    throw std::invalid_argument(
+        "[quantize] the array to quantize needs at least 2 dimensions, got " +
+        detail::describe(w) + ".");
+  }
+  if (!issubdtype(w.dtype(), floating)) {
+    throw std::invalid_argument("[quantize] only floating arrays quantize, "
+                                "got " +
+                                detail::describe(w) + ".");
+  }
+  int n = w.shape(-1);
+  if (n % group_size != 0) {
+    throw std::invalid_argument(
+        "[quantize] the last axis of " + detail::describe(w) +
+        " is not a multiple of the group size " + std::to_string(group_size) +
+        ".");
+  }
+  Dtype dt = w.dtype();
+  if (s.device.type != Device::cpu ||
+      !(dt == float32 || dt == float16 || dt == bfloat16)) {
+    return quantize_graph(w, group_size, bits, s);
+  }
+  // The CPU quantizes group by group in one pass; the graph is its
+  // fallback (transformations).
+  auto fallback = [=](std::vector<array> in) {
+    auto [q, scales, biases] = quantize_graph(in[0], group_size, bits, s);
+    return std::vector<array>{q, scales, biases};
+  };
+  Shape lead(w.shape().begin(), w.shape().end() - 1);
+  Shape q_shape = lead, param_shape = lead;
+  q_shape.push_back(n * bits / 32);
+  param_shape.push_back(n / group_size);
+  auto outs = array::make_arrays(
+      {q_shape, param_shape, param_shape}, {uint32, dt, dt},
+      std::make_shared<fast::Quantize>(s, std::move(fallback), group_size,
+                                       bits),
+      {contiguous(w, false, s)});
+  return {outs[0], outs[1], outs[2]};
 }
 
 namespace {

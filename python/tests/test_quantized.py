@@ -112,3 +112,14 @@ def test_bit_for_bit_with_mlx(rng, dtype, bits):
         md = mx.dequantize(mq, ms, mb, group_size, bits)
         assert str(kd.dtype).split(".")[-1] == str(md.dtype).split(".")[-1]
         np.testing.assert_array_equal(np.array(kd.astype(kc.float32)), np.array(md.astype(mx.float32)))
+
+
+@pytest.mark.parametrize("bits", [3, 4])
+def test_graph_and_cpu_kernel_agree(rng, bits):
+    # On the CPU quantize runs a kernel; vmap transforms its fallback, the
+    # graph of ops the GPU runs. Both give the same bits.
+    w = kc.array((rng.standard_normal((3, 4, 128)) * 2).astype(np.float32))
+    direct = kc.quantize(w, 32, bits)
+    mapped = kc.vmap(lambda a: kc.quantize(a, 32, bits), in_axes=1, out_axes=1)(w)
+    for d, m in zip(direct, mapped):
+        np.testing.assert_array_equal(np.array(d), np.array(m))

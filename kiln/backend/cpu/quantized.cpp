@@ -1,4 +1,10 @@
-// QuantizedMatmul on the CPU. Per output row of the weight, group by
+// Quantize and QuantizedMatmul on the CPU.
+//
+// Quantize: one pass per group (groups fill whole words, so they run
+// apart on every core), with the float32 operations of the graph in
+// ops/quantized.cpp, so both give the same bits.
+//
+// QuantizedMatmul: per output row of the weight, group by
 // group: scale * (x . codes) + bias * sum(x over the group), for every row
 // of x; output rows are split over the cores, and the packed weight is
 // read once per call (a decode step moves bits / 32 of what a float32
@@ -6,7 +12,9 @@
 // x dealt into matching streams; 3, 5 and 6 bits are unpacked one code at
 // a time. From gemm_min_rows rows of x on, the weight is dequantized once
 // and multiplied by BLAS.
+#include <algorithm>
 #include <climits>
+#include <cmath>
 #include <type_traits>
 #include <vector>
 
@@ -189,6 +197,70 @@ void quantized_matmul(const std::vector<array>& in, array& out, int gs,
 }
 
 } // namespace
+
+namespace {
+
+template <typename T>
+void quantize_groups(const array& w, std::vector<array>& outs, int gs,
+                     int bits) {
+  const T* wp = w.data<T>();
+  uint32_t* qp = outs[0].data<uint32_t>();
+  T* sp = outs[1].data<T>();
+  T* bp = outs[2].data<T>();
+  const int64_t groups = static_cast<int64_t>(w.size()) / gs;
+  const int words = gs * bits / 32;
+  const float levels = static_cast<float>((1 << bits) - 1);
+  detail::parallel_for(groups, 64, [&](size_t g0, size_t g1) {
+    for (size_t g = g0; g < g1; ++g) {
+      const T* x = wp + g * gs;
+      float hi = static_cast<float>(x[0]), lo = hi;
+      for (int j = 1; j < gs; ++j) {
+        float v = static_cast<float>(x[j]);
+        hi = std::max(hi, v);
+        lo = std::min(lo, v);
+      }
+      float scale = std::max((hi - lo) / levels, 1e-7f), bias = lo;
+      if (bits > 1) {
+        bool low_end = std::fabs(lo) > std::fabs(hi);
+        if (!low_end) scale = -scale;
+        float edge = low_end ? lo : hi;
+        float q0 = std::nearbyint(edge / scale);
+        if (q0 != 0.0f) scale = edge / q0;
+        bias = q0 == 0.0f ? 0.0f : edge;
+      }
+      sp[g] = static_cast<T>(scale);
+      bp[g] = static_cast<T>(bias);
+      uint32_t* out = qp + g * words;
+      std::fill(out, out + words, 0u);
+      for (int j = 0; j < gs; ++j) {
+        float q = std::nearbyint((static_cast<float>(x[j]) - bias) / scale);
+        uint32_t code =
+            static_cast<uint32_t>(std::min(std::max(q, 0.0f), levels));
+        int bit = j * bits, i = bit >> 5, sh = bit & 31;
+        out[i] |= code << sh;
+        if (sh + bits > 32) out[i + 1] |= code >> (32 - sh);
+      }
+    }
+  });
+}
+
+} // namespace
+
+void Quantize::eval_cpu(const std::vector<array>& inputs,
+                        std::vector<array>& outputs) {
+  for (auto& o : outputs) o.set_data(allocator::malloc(o.nbytes()));
+  if (inputs[0].size() == 0) return;
+  dispatch_type(inputs[0].dtype(), [&](auto tag) {
+    using T = KILN_TYPE(tag);
+    if constexpr (std::is_same_v<compute_t<T>, float>) {
+      quantize_groups<T>(inputs[0], outputs, group_size_, bits_);
+    } else {
+      throw std::invalid_argument(std::string("[") + name() +
+                                  "] unsupported dtype " +
+                                  dtype_name(inputs[0].dtype()) + ".");
+    }
+  });
+}
 
 void QuantizedMatmul::eval_cpu(const std::vector<array>& inputs,
                                std::vector<array>& outputs) {
