@@ -55,28 +55,28 @@ struct Layout {
 Layout layout(int bits, StreamOrDevice s) {
   std::vector<uint32_t> word(block), shift(block), carry_word(block),
       carry_shift(block);
-  std::vector<bool> crosses(block);
   for (int j = 0; j < block; ++j) {
     int bit = j * bits;
     word[j] = bit / 32;
     shift[j] = bit % 32;
-    crosses[j] = shift[j] + bits > 32;
+    bool crosses = shift[j] + bits > 32;
     // A code that stays in its word takes nothing from the next one; its
     // carry reads its own word with a zero shift, masked off below.
-    carry_word[j] = crosses[j] ? word[j] + 1 : word[j];
-    carry_shift[j] = crosses[j] ? 32 - shift[j] : 0;
+    carry_word[j] = crosses ? word[j] + 1 : word[j];
+    carry_shift[j] = crosses ? 32 - shift[j] : 0;
   }
   auto row = [](const std::vector<uint32_t>& v) {
     return array(v, {block}, uint32);
   };
-  std::vector<int32_t> c(crosses.begin(), crosses.end());
-  return {row(word), row(shift), row(carry_word), row(carry_shift),
-          astype(array(c, {block}, int32), bool_, s)};
+  array carry = row(carry_shift);
+  return {row(word), row(shift), row(carry_word), carry,
+          not_equal(carry, array(0u), s)};
 }
 
-} // namespace
-
-namespace {
+// The dtypes the CPU's quantization kernels take (others run the graphs).
+bool cpu_kernel_dtype(Dtype dt) {
+  return dt == float32 || dt == float16 || dt == bfloat16;
+}
 
 // quantize as a graph of ops (the GPU's path, and the CPU kernel's
 // fallback); w is checked.
@@ -166,8 +166,7 @@ std::tuple<array, array, array> quantize(const array& w, int group_size,
         ".");
   }
   Dtype dt = w.dtype();
-  if (s.device.type != Device::cpu ||
-      !(dt == float32 || dt == float16 || dt == bfloat16)) {
+  if (s.device.type != Device::cpu || !cpu_kernel_dtype(dt)) {
     return quantize_graph(w, group_size, bits, s);
   }
   // The CPU quantizes group by group in one pass; the graph is its
@@ -310,8 +309,7 @@ array quantized_matmul(const array& x, const array& w, const array& scales,
   Stream st = to_stream(s);
   Dtype dt = x.dtype();
   bool kernel = transpose && w.ndim() == 2 && st.device.type == Device::cpu &&
-                scales.dtype() == dt &&
-                (dt == float32 || dt == float16 || dt == bfloat16);
+                scales.dtype() == dt && cpu_kernel_dtype(dt);
   if (!kernel) {
     return quantized_matmul_graph(x, w, scales, biases, transpose, group_size,
                                   bits, st);

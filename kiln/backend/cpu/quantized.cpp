@@ -246,19 +246,31 @@ void quantize_groups(const array& w, std::vector<array>& outs, int gs,
 
 } // namespace
 
+namespace {
+
+// f(TypeTag<T>) for the float types the kernels take (float32, float16,
+// bfloat16); any other dtype raises naming the primitive.
+template <typename F>
+void with_float_type(const Primitive& p, Dtype dt, F&& f) {
+  dispatch_type(dt, [&](auto tag) {
+    if constexpr (std::is_same_v<compute_t<KILN_TYPE(tag)>, float>) {
+      f(tag);
+    } else {
+      throw std::invalid_argument(std::string("[") + p.name() +
+                                  "] unsupported dtype " + dtype_name(dt) +
+                                  ".");
+    }
+  });
+}
+
+} // namespace
+
 void Quantize::eval_cpu(const std::vector<array>& inputs,
                         std::vector<array>& outputs) {
   for (auto& o : outputs) o.set_data(allocator::malloc(o.nbytes()));
   if (inputs[0].size() == 0) return;
-  dispatch_type(inputs[0].dtype(), [&](auto tag) {
-    using T = KILN_TYPE(tag);
-    if constexpr (std::is_same_v<compute_t<T>, float>) {
-      quantize_groups<T>(inputs[0], outputs, group_size_, bits_);
-    } else {
-      throw std::invalid_argument(std::string("[") + name() +
-                                  "] unsupported dtype " +
-                                  dtype_name(inputs[0].dtype()) + ".");
-    }
+  with_float_type(*this, inputs[0].dtype(), [&](auto tag) {
+    quantize_groups<KILN_TYPE(tag)>(inputs[0], outputs, group_size_, bits_);
   });
 }
 
@@ -267,15 +279,8 @@ void QuantizedMatmul::eval_cpu(const std::vector<array>& inputs,
   array& out = outputs[0];
   out.set_data(allocator::malloc(out.nbytes()));
   if (out.size() == 0) return;
-  dispatch_type(out.dtype(), [&](auto tag) {
-    using T = KILN_TYPE(tag);
-    if constexpr (std::is_same_v<compute_t<T>, float>) {
-      quantized_matmul<T>(inputs, out, group_size_, bits_);
-    } else {
-      throw std::invalid_argument(std::string("[") + name() +
-                                  "] unsupported dtype " +
-                                  dtype_name(out.dtype()) + ".");
-    }
+  with_float_type(*this, out.dtype(), [&](auto tag) {
+    quantized_matmul<KILN_TYPE(tag)>(inputs, out, group_size_, bits_);
   });
 }
 
