@@ -169,6 +169,22 @@ std::vector<array> make_node(Stream st, CustomKernel::Spec spec,
       std::make_shared<CustomKernel>(st, std::move(spec)), inputs);
 }
 
+// Whether `text` names cooperative groups: the `cg` alias or the namespace.
+bool names_cooperative_groups(const std::string& text) {
+  if (text.find("cooperative_groups") != std::string::npos) return true;
+  auto ident = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  };
+  for (size_t p = text.find("cg"); p != std::string::npos;
+       p = text.find("cg", p + 1)) {
+    if ((p == 0 || !ident(text[p - 1])) &&
+        (p + 2 == text.size() || !ident(text[p + 2]))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 } // namespace
 
 std::pair<std::string, std::string> custom_kernel_source(
@@ -202,8 +218,13 @@ std::pair<std::string, std::string> custom_kernel_source(
                      "* " + output_names[i]);
   }
   std::ostringstream s;
-  s << "// custom kernel " << fn << " (fast.cuda_kernel)\n"
-    << "#include \"kiln/backend/cuda/device/custom_kernel.cuh\"\n";
+  s << "// custom kernel " << fn << " (fast.cuda_kernel)\n";
+  // cooperative_groups.h costs NVRTC about 1.4 s of parsing (the rest of a
+  // small kernel about 50 ms), so only kernels that name it get it.
+  if (names_cooperative_groups(header) || names_cooperative_groups(source)) {
+    s << "#define KILN_CUSTOM_COOPERATIVE_GROUPS 1\n";
+  }
+  s << "#include \"kiln/backend/cuda/device/custom_kernel.cuh\"\n";
   if (!header.empty()) s << header << "\n";
   s << "\nnamespace kiln::cuda::custom {\n\n__global__ void " << fn << "(";
   for (size_t i = 0; i < params.size(); ++i) {

@@ -58,6 +58,33 @@ TEST(NvrtcCustomKernel, GeneratedSourcesCompile) {
                          "y[0] = NEG ? -inf : inf;");
 }
 
+// cooperative_groups.h costs NVRTC over a second, so a kernel gets it only
+// when its body or header names it.
+TEST(NvrtcCustomKernel, CooperativeGroupsOnlyWhenNamed) {
+  auto source_of = [](const std::string& body, const std::string& header) {
+    return fast::custom_kernel_source("k", {"x"}, {random_array({4}, float32)},
+                                      {{false, false, false}}, {"y"},
+                                      {float32}, {}, body, header)
+        .first;
+  };
+  const std::string flag = "KILN_CUSTOM_COOPERATIVE_GROUPS";
+  EXPECT_EQ(source_of("y[0] = x[0] * 2;", "").find(flag), std::string::npos);
+  // A name that merely contains "cg" is not the alias.
+  EXPECT_EQ(source_of("float cg_scale = 2; y[0] = x[0] * cg_scale;", "")
+                .find(flag),
+            std::string::npos);
+  EXPECT_NE(source_of("y[cg::this_grid().thread_rank()] = 1;", "").find(flag),
+            std::string::npos);
+  EXPECT_NE(source_of("y[0] = 1;", "namespace g = cooperative_groups;")
+                .find(flag),
+            std::string::npos);
+  // Both compile.
+  auto [plain, fn] = fast::custom_kernel_source(
+      "plain", {"x"}, {random_array({4}, float32)}, {{false, false, false}},
+      {"y"}, {float32}, {}, "float cg_scale = 2; y[0] = x[0] * cg_scale;", "");
+  expect_compiles({fn, plain, "kiln::cuda::custom::" + fn, {}});
+}
+
 TEST(NvrtcCustomKernel, CompileErrorsCarryTheLog) {
   auto [src, fn] = fast::custom_kernel_source(
       "broken", {"x"}, {random_array({4}, float32)}, {{false, false, false}},

@@ -33,28 +33,23 @@ CUfunction precompiled_function(const std::string& name,
   auto it = loaded->find(key);
   if (it != loaded->end()) return it->second;
   set_current_device();
-  char log[4096] = {0};
-  CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER,
-                         CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void* vals[] = {log, reinterpret_cast<void*>(sizeof(log))};
-  CUmodule mod;
+  std::string log;
   // c_str(): PTX text must end with a NUL; a cubin ignores what follows it.
-  if (driver().module_load_data_ex(&mod, image.c_str(), 2, opts, vals) !=
-      CUDA_SUCCESS) {
+  CUmodule mod = load_module_image(image.c_str(), &log);
+  if (!mod) {
     throw std::invalid_argument(
         "[precompiled_cuda_kernel] the driver cannot load compiled_source "
         "(PTX text or a cubin for this GPU expected): " +
-        std::string(log));
+        log);
   }
-  // The module stays loaded for the life of the process, as JIT modules do.
-  CUfunction f;
-  if (driver().module_get_function(&f, mod, name.c_str()) != CUDA_SUCCESS) {
-    driver().module_unload(mod);
+  auto fs = module_functions(mod, {name});
+  if (fs.empty()) {
     throw std::invalid_argument("[precompiled_cuda_kernel] the module has no "
                                 "kernel named '" +
                                 name + "' (an extern \"C\" name, or the "
                                 "mangled one).");
   }
+  CUfunction f = fs[0];
   loaded->emplace(key, f);
   return f;
 }

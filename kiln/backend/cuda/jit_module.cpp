@@ -340,31 +340,16 @@ class JitCache {
   std::vector<CUfunction> load(const std::string& cubin,
                                const std::vector<std::string>& lowered,
                                const std::string& name) {
-    char log[4096] = {0};
-    CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER,
-                           CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-    void* vals[] = {log, reinterpret_cast<void*>(sizeof(log))};
-    CUmodule mod;
-    if (driver().module_load_data_ex(&mod, cubin.data(), 2, opts, vals) !=
-        CUDA_SUCCESS) {
+    std::string log;
+    CUmodule mod = load_module_image(cubin.data(), &log);
+    if (!mod) {
       if (debug_level() >= 1) {
         std::cerr << "[kiln jit] loading " << name << " failed: " << log
                   << "\n";
       }
       return {};
     }
-    // Modules stay loaded for the life of the process: kernels may be in
-    // flight at exit.
-    std::vector<CUfunction> fs;
-    for (auto& l : lowered) {
-      CUfunction f;
-      if (driver().module_get_function(&f, mod, l.c_str()) != CUDA_SUCCESS) {
-        driver().module_unload(mod);
-        return {};
-      }
-      fs.push_back(f);
-    }
-    return fs;
+    return module_functions(mod, lowered);
   }
 
   std::mutex mutex_;

@@ -50,6 +50,34 @@ const DriverApi& driver() {
   return api;
 }
 
+CUmodule load_module_image(const void* image, std::string* error_log) {
+  char log[4096] = {0};
+  CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER,
+                         CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* vals[] = {log, reinterpret_cast<void*>(sizeof(log))};
+  CUmodule mod = nullptr;
+  if (driver().module_load_data_ex(&mod, image, 2, opts, vals) !=
+      CUDA_SUCCESS) {
+    if (error_log) *error_log = log;
+    return nullptr;
+  }
+  return mod;
+}
+
+std::vector<CUfunction> module_functions(
+    CUmodule mod, const std::vector<std::string>& names) {
+  std::vector<CUfunction> fs;
+  for (auto& n : names) {
+    CUfunction f;
+    if (driver().module_get_function(&f, mod, n.c_str()) != CUDA_SUCCESS) {
+      driver().module_unload(mod);
+      return {};
+    }
+    fs.push_back(f);
+  }
+  return fs;
+}
+
 void throw_cuda_error(const char* call, cudaError_t e) {
   throw std::runtime_error(std::string("[cuda] ") + call + " failed: " +
                            cudaGetErrorName(e) + " (" + cudaGetErrorString(e) +

@@ -9,6 +9,7 @@
 #include <nvrtc.h>
 
 #include <string>
+#include <vector>
 
 namespace kiln::cuda {
 
@@ -32,6 +33,17 @@ const DriverApi& driver();
 /** A driver function by name with the prototype of CUDA version `version`
  *  (e.g. 12040), or nullptr when this driver lacks it. */
 void* driver_entry(const char* name, int version);
+
+/** Loads a module image (a cubin, or PTX text ending in a NUL) into the
+ *  current context. Returns nullptr when the driver refuses it, with the
+ *  driver's log in `*error_log`. A loaded module stays loaded for the life
+ *  of the process: its kernels may be in flight at exit. */
+CUmodule load_module_image(const void* image, std::string* error_log);
+
+/** The module's functions named `names` (lowered or extern "C" names), in
+ *  that order; empty, with the module unloaded, when one is missing. */
+std::vector<CUfunction> module_functions(CUmodule mod,
+                                         const std::vector<std::string>& names);
 
 [[noreturn]] void throw_cuda_error(const char* call, cudaError_t e);
 [[noreturn]] void throw_cu_error(const char* call, CUresult e);

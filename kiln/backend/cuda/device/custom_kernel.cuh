@@ -1,20 +1,27 @@
 // What a custom kernel (fast.cuda_kernel) sees besides its own body: the
-// 16-bit float types, fixed-width integers, cooperative groups (as `cg`),
+// 16-bit float types, fixed-width integers, cooperative groups (as `cg`,
+// where the kernel's source or header names `cg` or cooperative_groups:
+// the header alone costs NVRTC over a second),
 // the Shape and Strides of its generated signature (8 dimensions at most,
 // indexed like arrays), `inf`, and elem_to_loc, the offset of a row-major
 // element position in a strided input. The kernel itself is generated in
 // namespace kiln::cuda::custom (ops/fast_custom_kernel.cpp).
 #pragma once
 
-#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "kiln/backend/cuda/device/traits.cuh" // fixed-width integers
 
+#ifdef KILN_CUSTOM_COOPERATIVE_GROUPS
+#include <cooperative_groups.h>
+#endif
+
 namespace kiln::cuda::custom {
 
+#ifdef KILN_CUSTOM_COOPERATIVE_GROUPS
 namespace cg = cooperative_groups;
+#endif
 
 constexpr int max_ndim = 8;
 
