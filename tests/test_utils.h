@@ -60,6 +60,20 @@ std::vector<double> map2(const std::vector<double>& x,
                          const std::vector<double>& y,
                          const std::function<double(double, double)>& f);
 
+/** f() throws std::invalid_argument whose message names "[op]" and holds
+ *  `part` (a shape, a dtype, the rule broken). */
+template <typename F>
+void expect_invalid(F&& f, const std::string& op, const std::string& part) {
+  try {
+    f();
+    ADD_FAILURE() << "no exception; expected [" << op << "] ... " << part;
+  } catch (const std::invalid_argument& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("[" + op + "]"), std::string::npos) << what;
+    EXPECT_NE(what.find(part), std::string::npos) << what;
+  }
+}
+
 /** Round each value to what dtype d can hold (the reference sees the same
  *  inputs the kernel saw). */
 std::vector<double> quantize(const std::vector<double>& x, Dtype d);

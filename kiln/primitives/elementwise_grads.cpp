@@ -49,8 +49,15 @@ std::vector<array> Elementwise::vjp(const std::vector<array>& primals,
                                     const std::vector<int>& argnums,
                                     const std::vector<array>& outputs) {
   auto d = partials(partial_operands(primals), outputs[0], argnums);
+  // MLX's convention for complex values: the gradient of a real function
+  // of z is d/dx + i d/dy, so a holomorphic op (complex output) sends back
+  // the cotangent times the conjugate of its derivative. An op with a real
+  // output of a complex input (abs) gives that gradient as its partial.
+  bool holomorphic = is_complex(outputs[0].dtype());
   std::vector<array> out;
-  for (auto& p : d) out.push_back(multiply(cotangents[0], p));
+  for (auto& p : d) {
+    out.push_back(multiply(cotangents[0], holomorphic ? conjugate(p) : p));
+  }
   return out;
 }
 

@@ -40,9 +40,11 @@ std::vector<array> Matmul::vjp(const std::vector<array>& primals,
   StreamOrDevice s = stream();
   const array& c = cotangents[0];
   std::vector<array> out;
+  // The conjugate transposes for complex operands (MLX's convention; see
+  // Elementwise::vjp); conjugate leaves a real array as it is.
   for (int i : argnums) {
-    out.push_back(i == 0 ? matmul(c, mT(primals[1], s), s)
-                         : matmul(mT(primals[0], s), c, s));
+    out.push_back(i == 0 ? matmul(c, conjugate(mT(primals[1], s), s), s)
+                         : matmul(conjugate(mT(primals[0], s), s), c, s));
   }
   return out;
 }
@@ -90,9 +92,11 @@ std::vector<array> AddMM::vjp(const std::vector<array>& primals,
       }
       out.push_back(g);
     } else if (i == 1) {
-      out.push_back(scaled(matmul(cot, mT(primals[2], s), s), alpha_, s));
+      out.push_back(scaled(
+          matmul(cot, conjugate(mT(primals[2], s), s), s), alpha_, s));
     } else {
-      out.push_back(scaled(matmul(mT(primals[1], s), cot, s), alpha_, s));
+      out.push_back(scaled(
+          matmul(conjugate(mT(primals[1], s), s), cot, s), alpha_, s));
     }
   }
   return out;

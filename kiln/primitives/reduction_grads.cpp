@@ -57,7 +57,9 @@ std::vector<array> Reduce::vjp(const std::vector<array>& primals,
     case Sum:
       return {cot};
     case Prod:
-      return {multiply(cot, product_of_others(x, axes_))};
+      // Conjugated for complex x, as every holomorphic op's (see
+      // Elementwise::vjp).
+      return {multiply(cot, conjugate(product_of_others(x, axes_)))};
     case Max:
     case Min: {
       // Ties share the gradient equally.
@@ -159,8 +161,9 @@ std::vector<array> Scan::vjp(const std::vector<array>& primals,
     case Prod:
       // d y_i / d x_j = y_i / x_j for the j that y_i includes; exact unless
       // x has zeros (then NaN, as documented).
-      return {divide(cumsum(multiply(c, outputs[0]), axis_, !reverse_, inclusive_),
-                     x)};
+      return {divide(cumsum(multiply(c, conjugate(outputs[0])), axis_,
+                            !reverse_, inclusive_),
+                     conjugate(x))};
     case LogAddExp: {
       // d y_i / d x_j = exp(x_j - y_i) for the j that y_i includes, summed
       // over the outputs in the other direction, in log space.

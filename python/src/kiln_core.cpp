@@ -35,6 +35,7 @@ NB_MODULE(core, m) {
   init_trees(m);
   init_random(m);
   init_linalg(m);
+  init_fft(m);
   init_fast(m);
   init_io(m);
 }

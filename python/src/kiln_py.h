@@ -138,6 +138,7 @@ void init_ops_matmul(nb::module_& m);
 void init_ops_quantized(nb::module_& m);
 void init_ops_conv(nb::module_& m);
 void init_ops_signal(nb::module_& m);
+void init_fft(nb::module_& m);
 void init_transforms(nb::module_& m);
 void init_trees(nb::module_& m);
 void init_random(nb::module_& m);

@@ -9,18 +9,6 @@
 namespace kiln::test {
 namespace {
 
-template <typename F>
-void expect_invalid(F&& f, const std::string& op, const std::string& part) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception for " << op << ": " << part;
-  } catch (const std::invalid_argument& e) {
-    std::string what = e.what();
-    EXPECT_NE(what.find("[" + op + "]"), std::string::npos) << what;
-    EXPECT_NE(what.find(part), std::string::npos) << what;
-  }
-}
-
 const char* exp_body = R"(
   auto elem = cg::this_grid().thread_rank();
   if (elem < inp_shape[0] * inp_shape[1]) out[elem] = exp(T(inp[elem]));

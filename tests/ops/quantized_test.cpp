@@ -187,18 +187,6 @@ TEST(Quantized, CpuKernelMatchesTheGraph) {
   }
 }
 
-template <typename F>
-void expect_invalid(F&& f, const std::string& op, const std::string& part) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception: " << part;
-  } catch (const std::invalid_argument& e) {
-    std::string what = e.what();
-    EXPECT_NE(what.find("[" + op + "]"), std::string::npos) << what;
-    EXPECT_NE(what.find(part), std::string::npos) << what;
-  }
-}
-
 TEST(Quantized, BadInputRaises) {
   array w = random_array({4, 128}, float32);
   expect_invalid([&] { quantize(w, 16, 4); }, "quantize", "group_size 16");
