@@ -40,11 +40,12 @@ CLASSES = [
 ]
 
 # Families left out on purpose so far (quantization is there in the affine
-# mode; gather_qmm, qqmm and the fp8/fp4 modes are not).
+# mode, gather_qmm and the fp8 conversions too; qqmm and the fp8/fp4
+# quantization modes are not).
 DEFERRED = re.compile(
-    r"(qmm|qqmm|QQLinear|fp8|distributed|Sharded|"
+    r"(qqmm|QQLinear|distributed|Sharded|"
     r"fully_shard|_sharded$|^export|^import_function|exporter|FunctionExporter|"
-    r"^gather_qmm|^gather_qqmm|^to_fp8|^from_fp8)"
+    r"^gather_qqmm)"
 )
 # Names that are imports inside MLX's Python modules, not its API.
 NOT_API = {

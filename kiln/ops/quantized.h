@@ -44,4 +44,12 @@ array quantized_matmul(const array& x, const array& w, const array& scales,
                        const std::string& mode = "affine",
                        StreamOrDevice s = {});
 
+/** Floats (float32, float16, bfloat16, float64) to fp8 e4m3 codes in
+ *  uint8, as MLX's to_fp8: rounded to nearest even, saturated at +-448
+ *  (infinities and NaN included, keeping their sign). */
+array to_fp8(const array& x, StreamOrDevice s = {});
+/** fp8 e4m3 codes (uint8) to `dtype` (a float type); code 0x7f / 0xff is
+ *  NaN. */
+array from_fp8(const array& x, Dtype dtype = bfloat16, StreamOrDevice s = {});
+
 } // namespace kiln

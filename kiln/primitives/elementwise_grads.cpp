@@ -68,8 +68,16 @@ std::vector<array> Elementwise::jvp(const std::vector<array>& primals,
   array out(primals[0].shape(), out_dtype(primals), shared_from_this(),
             primals);
   auto d = partials(partial_operands(primals), out, argnums);
-  array t = multiply(tangents[0], d[0]);
-  for (size_t k = 1; k < d.size(); ++k) t = add(t, multiply(tangents[k], d[k]));
+  // A real output of a complex input (abs) has the gradient g = d/dx +
+  // i d/dy as its partial (see vjp): its tangent is Re(conj(g) t).
+  bool real_of_complex = !is_complex(out.dtype());
+  auto term = [&](const array& t, const array& p) {
+    return real_of_complex && is_complex(p.dtype())
+               ? real(multiply(t, conjugate(p)))
+               : multiply(t, p);
+  };
+  array t = term(tangents[0], d[0]);
+  for (size_t k = 1; k < d.size(); ++k) t = add(t, term(tangents[k], d[k]));
   return {t};
 }
 

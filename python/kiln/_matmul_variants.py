@@ -1,6 +1,7 @@
-"""gather_mm, block_masked_mm and segmented_mm, composed from kiln.core ops
-(take, masks and matmul) with MLX's signatures and results. They cost a
-gather or a mask product more than a fused kernel would."""
+"""gather_mm, gather_qmm, block_masked_mm and segmented_mm, composed from
+kiln.core ops (take, dequantize, masks and matmul) with MLX's signatures and
+results. They cost a gather or a mask product more than a fused kernel
+would."""
 
 import math
 
@@ -8,7 +9,7 @@ import math
 def install(core):
     mx = core
 
-    def _batch_indices(x, idx, name):
+    def _batch_indices(x, idx, name, op):
         batch = x.shape[:-2]
         n = math.prod(batch)
         flat = x.reshape(n, *x.shape[-2:])
@@ -18,27 +19,62 @@ def install(core):
             idx = mx.asarray(idx)
             if not mx.issubdtype(idx.dtype, mx.integer):
                 raise ValueError(
-                    f"[gather_mm] {name} must be integers, got {idx.dtype} "
+                    f"[{op}] {name} must be integers, got {idx.dtype} "
                     f"for operands of shapes {tuple(x.shape)}."
                 )
         return flat, idx
 
+    def _pairs(a, b, lhs_indices, rhs_indices, op, stream):
+        """a's picked batch matrices (gathered), b's batch matrices with the
+        flat indices picking them, and the indices' broadcast shape."""
+        if a.ndim < 2 or b.ndim < 2:
+            raise ValueError(
+                f"[{op}] operands need at least 2 dimensions, got shapes "
+                f"{tuple(a.shape)} and {tuple(b.shape)}."
+            )
+        fa, li = _batch_indices(a, lhs_indices, "lhs_indices", op)
+        fb, ri = _batch_indices(b, rhs_indices, "rhs_indices", op)
+        li, ri = mx.broadcast_arrays(li, ri)
+        left = mx.take(fa, li.reshape(-1), axis=0, stream=stream)
+        return left, fb, ri.reshape(-1), li.shape
+
     def gather_mm(a, b, /, lhs_indices=None, rhs_indices=None, *, sorted_indices=False, stream=None):
         """Matrix multiplication of the batch matrices of ``a`` and ``b``
         picked by flat batch indices (all batch matrices when None)."""
-        a, b = mx.asarray(a), mx.asarray(b)
-        if a.ndim < 2 or b.ndim < 2:
+        left, fb, ri, shape = _pairs(mx.asarray(a), mx.asarray(b), lhs_indices, rhs_indices, "gather_mm", stream)
+        out = mx.matmul(left, mx.take(fb, ri, axis=0, stream=stream), stream=stream)
+        return out.reshape(*shape, *out.shape[-2:])
+
+    def gather_qmm(x, w, /, scales, biases=None, lhs_indices=None, rhs_indices=None, transpose=True,
+                   group_size=None, bits=None, mode="affine", global_scale=None, *, sorted_indices=False,
+                   stream=None):
+        """gather_mm with a quantized ``w`` (quantized_matmul's arguments):
+        the batch matrices of ``x`` and of the dequantized ``w`` picked by
+        flat batch indices."""
+        if global_scale is not None:
+            raise ValueError("[gather_qmm] global_scale is for the nvfp4 mode, which kiln does not support.")
+        if biases is None:
+            raise ValueError("[gather_qmm] the affine mode needs biases (from quantize).")
+        x, w = mx.asarray(x), mx.asarray(w)
+        scales, biases = mx.asarray(scales), mx.asarray(biases)
+        left, fw, ri, shape = _pairs(x, w, lhs_indices, rhs_indices, "gather_qmm", stream)
+        if scales.shape[:-2] != w.shape[:-2] or biases.shape != scales.shape:
             raise ValueError(
-                f"[gather_mm] operands need at least 2 dimensions, got shapes "
-                f"{tuple(a.shape)} and {tuple(b.shape)}."
+                f"[gather_qmm] scales {tuple(scales.shape)} and biases {tuple(biases.shape)} must share "
+                f"the batch dimensions of w {tuple(w.shape)}."
             )
-        fa, li = _batch_indices(a, lhs_indices, "lhs_indices")
-        fb, ri = _batch_indices(b, rhs_indices, "rhs_indices")
-        li, ri = mx.broadcast_arrays(li, ri)
-        shape = li.shape
-        left = mx.take(fa, li.reshape(-1), axis=0, stream=stream)
-        right = mx.take(fb, ri.reshape(-1), axis=0, stream=stream)
-        out = mx.matmul(left, right, stream=stream)
+        experts = fw.shape[0]
+        flat = lambda a: a.reshape(experts, *a.shape[-2:])
+        kw = dict(group_size=group_size, bits=bits, mode=mode, stream=stream)
+        if ri.size >= experts:
+            # More picks than matrices: dequantize each matrix once.
+            wd = mx.dequantize(fw, flat(scales), flat(biases), dtype=x.dtype, **kw)
+            right = mx.take(wd, ri, axis=0, stream=stream)
+            out = mx.matmul(left, mx.swapaxes(right, -1, -2) if transpose else right, stream=stream)
+        else:
+            pick = lambda a: mx.take(a, ri, axis=0, stream=stream)
+            out = mx.quantized_matmul(left, pick(fw), pick(flat(scales)), pick(flat(biases)),
+                                      transpose=transpose, **kw)
         return out.reshape(*shape, *out.shape[-2:])
 
     def _expand_blocks(mask, rows, cols, block_size):
@@ -94,6 +130,6 @@ def install(core):
         out = mx.matmul(a * mask[..., None, :], b, stream=stream)
         return out
 
-    for f in (gather_mm, block_masked_mm, segmented_mm):
+    for f in (gather_mm, gather_qmm, block_masked_mm, segmented_mm):
         f.__module__ = "kiln.core"
         setattr(core, f.__name__, f)

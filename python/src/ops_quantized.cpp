@@ -1,4 +1,5 @@
-// Quantized weights (affine mode): quantize, dequantize, quantized_matmul.
+// Quantized weights (affine mode): quantize, dequantize, quantized_matmul;
+// the fp8 (e4m3) conversions.
 #include "kiln_py.h"
 
 namespace kiln::py {
@@ -79,6 +80,19 @@ void init_ops_quantized(nb::module_& m) {
       "bits"_a = nb::none(), "mode"_a = "affine", nb::kw_only(),
       "stream"_a = nb::none(),
       "x @ dequantize(w).T (transpose=True) or x @ dequantize(w).");
+  m.def(
+      "to_fp8",
+      [](ArrayLike x, const StreamArg& s) { return to_fp8(to_array(x), to_sod(s)); },
+      "x"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "Floats to fp8 (e4m3) codes in uint8: rounded to nearest even, "
+      "saturated at +-448.");
+  m.def(
+      "from_fp8",
+      [](ArrayLike x, Dtype dtype, const StreamArg& s) {
+        return from_fp8(to_array(x), dtype, to_sod(s));
+      },
+      "x"_a, "dtype"_a = bfloat16, nb::kw_only(), "stream"_a = nb::none(),
+      "fp8 (e4m3) codes in uint8 to a float type.");
 }
 
 } // namespace kiln::py

@@ -203,3 +203,13 @@ def test_stft_matches_mlx(kw):
     mi = mx.fft.istft(m, n_fft=kw["n_fft"], hop_length=kw.get("hop_length"), center=kw.get("center", True),
                       onesided=kw.get("onesided"), length=50)
     close(ki, np.array(mi), rtol=1e-5)
+
+
+@needs_mlx
+@pytest.mark.parametrize("fn", ["abs", "exp", "real", "square"])
+def test_complex_jvp_matches_mlx(fn):
+    z, t = crand(6), crand(6)
+    got = kc.jvp(getattr(kc, fn), [kc.array(z)], [kc.array(t)])[1][0]
+    want = mx.jvp(getattr(mx, fn), [mx.array(z)], [mx.array(t)])[1][0]
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    close(got, np.array(want), rtol=1e-6)

@@ -211,3 +211,84 @@ TEST(Quantized, BadInputRaises) {
 
 } // namespace
 } // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// e4m3's value of a code, written out here: exponent field 0 is
+// subnormal (q * 2^-9), 0x7f / 0xff NaN.
+double e4m3_value(int c) {
+  int e = (c >> 3) & 15, q = c & 7;
+  double v = e == 0 ? q * std::ldexp(1.0, -9) : std::ldexp(1 + q / 8.0, e - 7);
+  if ((c & 0x7f) == 0x7f) v = std::nan("");
+  return c & 0x80 ? -v : v;
+}
+
+TEST(Fp8, EveryCodeDecodesAndRoundTrips) {
+  std::vector<uint8_t> all(256);
+  for (int c = 0; c < 256; ++c) all[c] = static_cast<uint8_t>(c);
+  array codes(all, Shape{256}, uint8);
+  for (Dtype dt : {float32, float16, bfloat16}) {
+    auto v = to_doubles(from_fp8(codes, dt));
+    std::vector<double> finite;
+    for (int c = 0; c < 256; ++c) {
+      double want = e4m3_value(c);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(v[c])) << c;
+        continue;
+      }
+      EXPECT_EQ(v[c], want) << c << " " << dtype_name(dt);
+    }
+    // Every finite value encodes back to its code (+-0 to 0x00 / 0x80).
+    auto back = to_doubles(to_fp8(from_fp8(codes, dt)));
+    for (int c = 0; c < 256; ++c) {
+      if ((c & 0x7f) != 0x7f) EXPECT_EQ(back[c], c) << dtype_name(dt);
+    }
+  }
+}
+
+TEST(Fp8, RoundsToNearestEvenAndSaturates) {
+  // Midpoints between neighbouring codes go to the even code; a little
+  // past them, to the nearer one.
+  std::vector<float> x, want;
+  for (int c = 0; c < 126; ++c) {
+    double lo = e4m3_value(c), hi = e4m3_value(c + 1);
+    double mid = (lo + hi) / 2;
+    x.push_back(static_cast<float>(mid));
+    want.push_back(c % 2 == 0 ? c : c + 1);
+    x.push_back(static_cast<float>(mid + (hi - lo) / 8));
+    want.push_back(c + 1);
+    x.push_back(static_cast<float>(-(mid - (hi - lo) / 8)));
+    want.push_back(128 + c);
+  }
+  // Beyond 448 (the largest value), infinities and NaN saturate with their
+  // sign.
+  float inf = std::numeric_limits<float>::infinity();
+  for (float v : {464.0f, 1e6f, inf}) {
+    x.push_back(v);
+    want.push_back(126);
+    x.push_back(-v);
+    want.push_back(254);
+  }
+  x.push_back(std::numeric_limits<float>::quiet_NaN());
+  want.push_back(126);
+  auto got = to_doubles(to_fp8(array(x, Shape{int(x.size())}, float32)));
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(got[i], want[i]) << "x = " << x[i];
+  }
+  // Non-contiguous and 16-bit inputs.
+  array y = random_array({6, 5}, bfloat16, -300, 300);
+  EXPECT_EQ(to_doubles(to_fp8(transpose(y))),
+            to_doubles(to_fp8(contiguous(transpose(y)))));
+  EXPECT_EQ(to_doubles(to_fp8(y)), to_doubles(to_fp8(astype(y, float32))));
+}
+
+TEST(Fp8, BadInput) {
+  expect_invalid([] { to_fp8(array({1, 2})); }, "to_fp8", "int32");
+  expect_invalid([] { from_fp8(array({1.0f})); }, "from_fp8", "float32");
+  expect_invalid([] { from_fp8(array({uint8_t(1)}), int32); }, "from_fp8",
+                 "int32");
+}
+
+} // namespace
+} // namespace kiln::test

@@ -104,6 +104,15 @@ TEST(ComplexGradients, HolomorphicOpsConjugateTheirDerivative) {
   for (auto& [name, loss] : losses) {
     EXPECT_TRUE(gradient_matches(loss, z)) << name;
   }
+  // jvp of |z| (real output, complex input): Re(conj(z) t) / |z|.
+  array t = complex_array({5}, -1, 1);
+  auto [out, tan] = jvp([](const array& a) { return abs(a); }, z, t);
+  auto zs = to_complex(z), ts = to_complex(t);
+  auto got = to_doubles(tan);
+  for (size_t i = 0; i < zs.size(); ++i) {
+    double want = (std::conj(zs[i]) * ts[i]).real() / std::abs(zs[i]);
+    EXPECT_NEAR(got[i], want, 1e-5) << i;
+  }
 }
 
 // The transforms are linear: vjp is the adjoint (conjugate transpose) with
