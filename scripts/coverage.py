@@ -39,9 +39,9 @@ CLASSES = [
     ("mlx.optimizers", "Optimizer", "kiln.optimizers", "Optimizer"),
 ]
 
-# Families left out on purpose so far (quantization is there in the affine
-# mode, gather_qmm and the fp8 conversions too; qqmm and the fp8/fp4
-# quantization modes are not).
+# Families left out on purpose so far (quantization is there in every mode,
+# with gather_qmm and the fp8 conversions; qqmm, which quantizes the
+# activations too, is not).
 DEFERRED = re.compile(
     r"(qqmm|QQLinear|distributed|Sharded|"
     r"fully_shard|_sharded$|^export|^import_function|exporter|FunctionExporter|"
@@ -284,7 +284,7 @@ def main():
         "A name is *ok* when kiln has it with MLX's parameters (names, kinds, "
         "defaults); *differs* when the parameters disagree; *missing* when kiln "
         "lacks it; *deferred* for the families left out on purpose "
-        "(quantization beyond the affine mode, distributed, export).",
+        "(qqmm, distributed, export).",
         "",
         "Totals: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())),
         "",

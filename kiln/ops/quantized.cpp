@@ -30,7 +30,8 @@ void check_mode(const char* op, const std::string& mode) {
   if (mode != "affine") {
     throw std::invalid_argument(
         std::string("[") + op + "] mode '" + mode +
-        "' is not supported; kiln quantizes in the 'affine' mode only.");
+        "' is not the affine mode: the microscaling modes (mxfp4, mxfp8, "
+        "nvfp4) are quantize_fp, dequantize_fp and quantized_matmul_fp.");
   }
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "kiln/core/array.h"
 #include "kiln/core/device.h"
@@ -22,7 +23,7 @@ namespace kiln {
  *  (max - min) / (2^bits - 1) adjusted so, and code = round((w - bias) /
  *  scale) clipped to [0, 2^bits - 1] (with one bit, scale = max - min and
  *  bias = min). group_size is 32, 64 or 128; bits 1
- *  to 6 or 8; mode "affine" (MLX's other modes are not supported yet). */
+ *  to 6 or 8; mode "affine" (the microscaling modes are quantize_fp). */
 std::tuple<array, array, array> quantize(const array& w, int group_size = 64,
                                          int bits = 4,
                                          const std::string& mode = "affine",
@@ -43,6 +44,21 @@ array quantized_matmul(const array& x, const array& w, const array& scales,
                        int group_size = 64, int bits = 4,
                        const std::string& mode = "affine",
                        StreamOrDevice s = {});
+
+/** The microscaling modes "mxfp4" (group_size 32, bits 4), "mxfp8" (32, 8)
+ *  and "nvfp4" (16, 4), as MLX's: {w_q (uint32, packed codes), scales
+ *  (uint8: e8m0 exponents, or e4m3 for nvfp4)}; no biases. */
+std::pair<array, array> quantize_fp(const array& w, int group_size, int bits,
+                                    const std::string& mode,
+                                    StreamOrDevice s = {});
+array dequantize_fp(const array& w, const array& scales, int group_size,
+                    int bits, const std::string& mode, Dtype dtype = bfloat16,
+                    StreamOrDevice s = {});
+/** x @ dequantize_fp(w).T (transpose) or x @ dequantize_fp(w), in x's
+ *  float type. */
+array quantized_matmul_fp(const array& x, const array& w, const array& scales,
+                          bool transpose, int group_size, int bits,
+                          const std::string& mode, StreamOrDevice s = {});
 
 /** Floats (float32, float16, bfloat16, float64) to fp8 e4m3 codes in
  *  uint8, as MLX's to_fp8: rounded to nearest even, saturated at +-448

@@ -52,27 +52,29 @@ def install(core):
         the batch matrices of ``x`` and of the dequantized ``w`` picked by
         flat batch indices."""
         if global_scale is not None:
-            raise ValueError("[gather_qmm] global_scale is for the nvfp4 mode, which kiln does not support.")
-        if biases is None:
-            raise ValueError("[gather_qmm] the affine mode needs biases (from quantize).")
-        x, w = mx.asarray(x), mx.asarray(w)
-        scales, biases = mx.asarray(scales), mx.asarray(biases)
+            raise ValueError("[gather_qmm] global_scale (nvfp4's second-level scale) is not supported by kiln.")
+        if (biases is None) != (mode != "affine"):
+            raise ValueError(f"[gather_qmm] the affine mode needs biases (from quantize) and the others have "
+                             f"none; got mode {mode!r} with biases {'None' if biases is None else 'given'}.")
+        x, w, scales = mx.asarray(x), mx.asarray(w), mx.asarray(scales)
+        biases = None if biases is None else mx.asarray(biases)
         left, fw, ri, shape = _pairs(x, w, lhs_indices, rhs_indices, "gather_qmm", stream)
-        if scales.shape[:-2] != w.shape[:-2] or biases.shape != scales.shape:
+        if scales.shape[:-2] != w.shape[:-2] or (biases is not None and biases.shape != scales.shape):
             raise ValueError(
-                f"[gather_qmm] scales {tuple(scales.shape)} and biases {tuple(biases.shape)} must share "
-                f"the batch dimensions of w {tuple(w.shape)}."
+                f"[gather_qmm] scales {tuple(scales.shape)} (and biases) must share the batch dimensions "
+                f"of w {tuple(w.shape)}."
             )
         experts = fw.shape[0]
-        flat = lambda a: a.reshape(experts, *a.shape[-2:])
+        flat = lambda a: None if a is None else a.reshape(experts, *a.shape[-2:])
         kw = dict(group_size=group_size, bits=bits, mode=mode, stream=stream)
         if ri.size >= experts:
             # More picks than matrices: dequantize each matrix once.
-            wd = mx.dequantize(fw, flat(scales), flat(biases), dtype=x.dtype, **kw)
+            dt = x.dtype if mx.issubdtype(x.dtype, mx.floating) else mx.float32
+            wd = mx.dequantize(fw, flat(scales), flat(biases), dtype=dt, **kw)
             right = mx.take(wd, ri, axis=0, stream=stream)
             out = mx.matmul(left, mx.swapaxes(right, -1, -2) if transpose else right, stream=stream)
         else:
-            pick = lambda a: mx.take(a, ri, axis=0, stream=stream)
+            pick = lambda a: None if a is None else mx.take(a, ri, axis=0, stream=stream)
             out = mx.quantized_matmul(left, pick(fw), pick(flat(scales)), pick(flat(biases)),
                                       transpose=transpose, **kw)
         return out.reshape(*shape, *out.shape[-2:])

@@ -1,4 +1,5 @@
-// Quantized weights (affine mode): quantize, dequantize, quantized_matmul;
+// Quantized weights (the affine and microscaling modes): quantize,
+// dequantize, quantized_matmul;
 // the fp8 (e4m3) conversions.
 #include "kiln_py.h"
 
@@ -6,9 +7,24 @@ namespace kiln::py {
 
 namespace {
 
-// MLX's None defaults for the affine mode: groups of 64, 4 bits.
-int group_of(std::optional<int> g) { return g.value_or(64); }
-int bits_of(std::optional<int> b) { return b.value_or(4); }
+bool microscaling(const std::string& mode) { return mode != "affine"; }
+
+// MLX's None defaults: groups of 64 and 4 bits in the affine mode; 32 and
+// 4 (mxfp4), 32 and 8 (mxfp8), 16 and 4 (nvfp4).
+int group_of(std::optional<int> g, const std::string& mode = "affine") {
+  return g.value_or(mode == "affine" ? 64 : mode == "nvfp4" ? 16 : 32);
+}
+int bits_of(std::optional<int> b, const std::string& mode = "affine") {
+  return b.value_or(mode == "mxfp8" ? 8 : 4);
+}
+
+void no_biases(nb::handle biases, const char* op, const std::string& mode) {
+  if (!biases.is_none()) {
+    throw nb::value_error((std::string("[") + op + "] the " + mode +
+                           " mode has no biases.")
+                              .c_str());
+  }
+}
 
 array biases_of(nb::handle biases, const char* op) {
   if (biases.is_none()) {
@@ -23,8 +39,8 @@ array biases_of(nb::handle biases, const char* op) {
 void no_global_scale(nb::handle global_scale, const char* op) {
   if (!global_scale.is_none()) {
     throw nb::value_error((std::string("[") + op +
-                           "] global_scale is for the nvfp4 mode, which "
-                           "kiln does not support.")
+                           "] global_scale (nvfp4's second-level scale) is "
+                           "not supported by kiln.")
                               .c_str());
   }
 }
@@ -38,6 +54,12 @@ void init_ops_quantized(nb::module_& m) {
          const std::string& mode, nb::handle global_scale,
          const StreamArg& s) {
         no_global_scale(global_scale, "quantize");
+        if (microscaling(mode)) {
+          auto [q, scales] =
+              quantize_fp(to_array(w), group_of(group_size, mode),
+                          bits_of(bits, mode), mode, to_sod(s));
+          return nb::make_tuple(q, scales);
+        }
         auto [q, scales, biases] = quantize(
             to_array(w), group_of(group_size), bits_of(bits), mode, to_sod(s));
         return nb::make_tuple(q, scales, biases);
@@ -54,6 +76,12 @@ void init_ops_quantized(nb::module_& m) {
          const std::string& mode, nb::handle global_scale,
          std::optional<Dtype> dtype, const StreamArg& s) {
         no_global_scale(global_scale, "dequantize");
+        if (microscaling(mode)) {
+          no_biases(biases, "dequantize", mode);
+          return dequantize_fp(to_array(w), to_array(scales),
+                               group_of(group_size, mode), bits_of(bits, mode),
+                               mode, dtype.value_or(bfloat16), to_sod(s));
+        }
         return dequantize(to_array(w), to_array(scales),
                           biases_of(biases, "dequantize"),
                           group_of(group_size), bits_of(bits), mode, dtype,
@@ -70,6 +98,13 @@ void init_ops_quantized(nb::module_& m) {
          bool transpose, std::optional<int> group_size,
          std::optional<int> bits, const std::string& mode,
          const StreamArg& s) {
+        if (microscaling(mode)) {
+          no_biases(biases, "quantized_matmul", mode);
+          return quantized_matmul_fp(to_array(x), to_array(w),
+                                     to_array(scales), transpose,
+                                     group_of(group_size, mode),
+                                     bits_of(bits, mode), mode, to_sod(s));
+        }
         return quantized_matmul(to_array(x), to_array(w), to_array(scales),
                                 biases_of(biases, "quantized_matmul"),
                                 transpose, group_of(group_size), bits_of(bits),

@@ -83,8 +83,13 @@ def test_bad_input_raises():
         kc.quantize(w, group_size=16)
     with pytest.raises(ValueError, match=r"\[quantize\] bits 7"):
         kc.quantize(w, bits=7)
-    with pytest.raises(ValueError, match="'mxfp4' is not supported"):
-        kc.quantize(w, mode="mxfp4")
+    with pytest.raises(ValueError, match=r"mxfp4 quantization needs group_size 32"):
+        kc.quantize(w, group_size=64, mode="mxfp4")
+    with pytest.raises(ValueError, match=r"'fp4' is not one of"):
+        kc.quantize(w, mode="fp4")
+    q4, s4 = kc.quantize(w, mode="mxfp4")
+    with pytest.raises(ValueError, match=r"mxfp4 mode has no biases"):
+        kc.dequantize(q4, s4, s4, mode="mxfp4")
     with pytest.raises(ValueError, match="at least 2 dimensions"):
         kc.quantize(kc.ones((128,)))
     q, s, b = kc.quantize(w)
@@ -168,11 +173,11 @@ def test_gather_qmm_matches_mlx():
 
 def test_gather_qmm_errors():
     w = kc.quantize(kc.ones((2, 64, 64)))
-    with pytest.raises(ValueError, match=r"\[gather_qmm\].*biases"):
+    with pytest.raises(ValueError, match=r"\[gather_qmm\].*needs biases"):
         kc.gather_qmm(kc.ones((1, 64)), w[0], w[1], None)
     with pytest.raises(ValueError, match=r"\[gather_qmm\].*2 dimensions"):
         kc.gather_qmm(kc.ones((64,)), *w)
-    with pytest.raises(ValueError, match=r"\[gather_qmm\].*nvfp4"):
+    with pytest.raises(ValueError, match=r"\[gather_qmm\].*global_scale"):
         kc.gather_qmm(kc.ones((1, 64)), *w, global_scale=kc.ones((1,)))
 
 
@@ -216,3 +221,89 @@ def test_fp8_errors():
         kc.to_fp8(kc.array([1, 2]))
     with pytest.raises(ValueError, match=r"\[from_fp8\].*float32"):
         kc.from_fp8(kc.array([1.0]))
+
+
+MODES = [("mxfp4", 32, 4), ("mxfp8", 32, 8), ("nvfp4", 16, 4)]
+E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])
+
+
+def mode_weight():
+    rng = np.random.default_rng(6)
+    w = (rng.standard_normal((32, 256)) * rng.uniform(0.001, 100, (32, 1))).astype(np.float32)
+    w[0, :32] = 0          # a group of zeros
+    w[1, :16] = 1e-30      # below nvfp4's scale range
+    w[2, :] = np.linspace(-6, 6, 256)  # ties between e2m1 values
+    return w
+
+
+@pytest.mark.parametrize("mode,group,bits", MODES)
+def test_microscaling_modes_against_numpy(mode, group, bits):
+    """Codes and scales against a NumPy reference written here: the mx
+    scale is 2^ceil(log2(max / largest code)), nvfp4's max / 6 in e4m3;
+    e2m1 rounds to nearest with ties toward zero (zero is +0); e4m3 is
+    to_fp8's."""
+    w = mode_weight()
+    q, s = kc.quantize(kc.array(w), mode=mode)
+    assert q.dtype == kc.uint32 and s.dtype == kc.uint8
+    assert q.shape == (32, 256 * bits // 32) and s.shape == (32, 256 // group)
+    g = w.reshape(32, -1, group).astype(np.float64)
+    amax = np.abs(g).max(-1)
+    if mode == "nvfp4":
+        sc_code = np.asarray(kc.to_fp8(kc.array((amax / 6).astype(np.float32))))
+        scale = np.asarray(kc.from_fp8(kc.array(sc_code), kc.float32)).astype(np.float64)
+    else:
+        with np.errstate(divide="ignore"):
+            e = np.ceil(np.log2(amax / (6 if bits == 4 else 448)))
+        e = np.where(amax == 0, 0, np.clip(e, -127, 127))
+        sc_code, scale = (e + 127).astype(np.uint8), 2.0 ** e
+    assert np.array_equal(np.asarray(s), sc_code)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = np.where(scale[..., None] == 0, 0, g / scale[..., None])
+    if bits == 4:
+        k = (np.abs(v)[..., None] > np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5])).sum(-1)
+        codes = np.where(k == 0, 0, k + 8 * (v < 0))
+    else:
+        codes = np.asarray(kc.to_fp8(kc.array(v.astype(np.float32))))
+    assert np.array_equal(unpack(q, bits, w.size).reshape(w.shape), codes.reshape(w.shape).astype(np.uint64))
+    # dequantize: code value times scale, bfloat16 unless asked.
+    d = kc.dequantize(q, s, mode=mode)
+    assert d.dtype == kc.bfloat16
+    vals = E2M1[codes] if bits == 4 else np.asarray(kc.from_fp8(kc.array(codes.astype(np.uint8)), kc.float32))
+    want = (vals * scale[..., None]).reshape(w.shape)
+    assert np.array_equal(np.asarray(kc.dequantize(q, s, mode=mode, dtype=kc.float32)), want.astype(np.float32))
+    x = np.random.default_rng(7).standard_normal((3, 256)).astype(np.float32)
+    got = kc.quantized_matmul(kc.array(x), q, s, mode=mode)
+    np.testing.assert_allclose(np.asarray(got), x @ want.T, rtol=1e-4, atol=1e-3 * np.abs(want).max())
+    # transpose=False: w as (in, out), quantized along its out axis.
+    got_t = kc.quantized_matmul(kc.array(x[:, :32]), q, s, transpose=False, mode=mode)
+    np.testing.assert_allclose(np.asarray(got_t), x[:, :32] @ want, rtol=1e-4, atol=1e-3 * np.abs(want).max())
+
+
+@needs_mlx
+@pytest.mark.parametrize("mode,group,bits", MODES)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_microscaling_modes_match_mlx_bit_for_bit(mode, group, bits, dtype):
+    w = mode_weight()
+    kq = kc.quantize(kc.array(w).astype(getattr(kc, dtype)), mode=mode)
+    mq = mx.quantize(mx.array(w).astype(getattr(mx, dtype)), mode=mode)
+    for a, b in zip(kq, mq):
+        assert np.array_equal(np.asarray(a), np.array(b))
+    kd = np.asarray(kc.dequantize(*kq, mode=mode).astype(kc.float32))
+    md = np.array(mx.dequantize(*mq, mode=mode).astype(mx.float32))
+    assert np.array_equal(kd, md)
+    x = np.random.default_rng(8).standard_normal((2, 256)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(kc.quantized_matmul(kc.array(x), *kq, mode=mode)),
+                               np.array(mx.quantized_matmul(mx.array(x), *mq, mode=mode)), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("mode,group,bits", MODES)
+def test_gather_qmm_in_microscaling_modes(mode, group, bits):
+    rng = np.random.default_rng(9)
+    w = rng.standard_normal((3, 64, 128)).astype(np.float32)
+    q, s = kc.quantize(kc.array(w), mode=mode)
+    wd = np.asarray(kc.dequantize(q, s, mode=mode, dtype=kc.float32))
+    x = rng.standard_normal((2, 1, 128)).astype(np.float32)
+    ri = np.array([2, 0], np.uint32)
+    got = kc.gather_qmm(kc.array(x), q, s, rhs_indices=kc.array(ri), mode=mode)
+    want = np.stack([x[i] @ wd[r].T for i, r in enumerate(ri)])
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)

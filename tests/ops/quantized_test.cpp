@@ -192,6 +192,12 @@ TEST(Quantized, BadInputRaises) {
   expect_invalid([&] { quantize(w, 16, 4); }, "quantize", "group_size 16");
   expect_invalid([&] { quantize(w, 64, 7); }, "quantize", "bits 7");
   expect_invalid([&] { quantize(w, 64, 4, "mxfp4"); }, "quantize", "'mxfp4'");
+  expect_invalid([&] { quantize_fp(w, 64, 4, "mxfp4"); }, "quantize",
+                 "needs group_size 32");
+  expect_invalid([&] { quantize_fp(w, 16, 4, "int4"); }, "quantize",
+                 "'int4'");
+  expect_invalid([&] { dequantize_fp(w, w, 32, 4, "mxfp4"); }, "dequantize",
+                 "uint32 codes");
   expect_invalid([&] { quantize(random_array({128}, float32)); }, "quantize",
                  "at least 2 dimensions");
   expect_invalid([&] { quantize(random_array({4, 96}, float32)); }, "quantize",
@@ -288,6 +294,77 @@ TEST(Fp8, BadInput) {
   expect_invalid([] { from_fp8(array({1.0f})); }, "from_fp8", "float32");
   expect_invalid([] { from_fp8(array({uint8_t(1)}), int32); }, "from_fp8",
                  "int32");
+}
+
+} // namespace
+} // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// The microscaling modes against loops written here (one group at a time,
+// in double): scales, codes, dequantized values and the product.
+TEST(QuantizedModes, MxAndNvAgainstAReference) {
+  const float e2m1[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+  struct Mode {
+    const char* name;
+    int group, bits;
+  };
+  for (Mode md : {Mode{"mxfp4", 32, 4}, Mode{"mxfp8", 32, 8},
+                  Mode{"nvfp4", 16, 4}}) {
+    array w = multiply(random_array({8, 128}, float32, -1, 1),
+                       random_array({8, 1}, float32, 0.01, 50));
+    auto [q, sc] = quantize_fp(w, md.group, md.bits, md.name);
+    auto wv = to_doubles(w);
+    auto sv = to_doubles(sc);
+    auto dq = to_doubles(dequantize_fp(q, sc, md.group, md.bits, md.name,
+                                       float32));
+    int groups = 128 / md.group;
+    for (int r = 0; r < 8; ++r) {
+      for (int g = 0; g < groups; ++g) {
+        double amax = 0;
+        for (int j = 0; j < md.group; ++j) {
+          amax = std::max(amax, std::abs(wv[r * 128 + g * md.group + j]));
+        }
+        double scale;
+        if (md.bits == 4 && std::string(md.name) == "nvfp4") {
+          scale = to_doubles(from_fp8(to_fp8(array(float(amax / 6))),
+                                      float32))[0];
+        } else {
+          int e = static_cast<int>(
+              std::ceil(std::log2(amax / (md.bits == 4 ? 6.0 : 448.0))));
+          EXPECT_EQ(sv[r * groups + g], e + 127) << md.name;
+          scale = std::ldexp(1.0, e);
+        }
+        for (int j = 0; j < md.group; ++j) {
+          int i = r * 128 + g * md.group + j;
+          double v = wv[i] / scale, want;
+          if (md.bits == 4) {
+            // Nearest e2m1 value, ties toward zero.
+            int k = 0;
+            for (int c = 0; c < 7; ++c) {
+              k += std::abs(v) > (e2m1[c] + e2m1[c + 1]) / 2;
+            }
+            want = (v < 0 ? -1 : 1) * e2m1[k] * scale;
+          } else {
+            want = to_doubles(from_fp8(to_fp8(array(float(v))), float32))[0] *
+                   scale;
+          }
+          EXPECT_EQ(dq[i], want) << md.name << " " << i << " v=" << v;
+        }
+      }
+    }
+    // The product against matmul with the dequantized weight; transposed
+    // x.
+    array x = transpose(random_array({128, 3}, float32, -1, 1));
+    array ref = matmul(x, transpose(dequantize_fp(q, sc, md.group, md.bits,
+                                                  md.name, float32)));
+    EXPECT_TRUE(all_close(to_doubles(quantized_matmul_fp(x, q, sc, true,
+                                                         md.group, md.bits,
+                                                         md.name)),
+                          to_doubles(ref), 1e-5, 1e-4))
+        << md.name;
+  }
 }
 
 } // namespace

@@ -59,3 +59,28 @@ def test_nn_quantize_swaps_the_chosen_layers():
     assert out.shape == (1, 3, 32)
     with pytest.raises(ValueError, match="quantize_input"):
         nn.quantize(Model(), quantize_input=True)
+
+
+@pytest.mark.parametrize("mode", ["mxfp4", "mxfp8", "nvfp4"])
+def test_microscaling_layers_have_no_biases(mode):
+    import kiln.nn as nn
+
+    rng = np.random.default_rng(2)
+    lin = nn.Linear(128, 64)
+    lin.weight = kc.array(rng.standard_normal((64, 128)).astype(np.float32))
+    ql = nn.QuantizedLinear.from_linear(lin, mode=mode)
+    assert sorted(ql.parameters()) == ["bias", "scales", "weight"]
+    assert (ql.group_size, ql.bits) == {"mxfp4": (32, 4), "mxfp8": (32, 8), "nvfp4": (16, 4)}[mode]
+    x = kc.array(rng.standard_normal((3, 128)).astype(np.float32))
+    wd = kc.dequantize(ql.weight, ql.scales, mode=mode, dtype=kc.float32)
+    np.testing.assert_allclose(np.asarray(ql(x)), np.asarray(x @ wd.T + lin.bias), rtol=1e-5, atol=1e-4)
+    emb = nn.QuantizedEmbedding(10, 64, mode=mode)
+    assert emb(kc.array([1, 3])).shape == (2, 64)
+    if mx is not None:
+        import mlx.nn as mlx_nn
+
+        ml = mlx_nn.Linear(128, 64)
+        ml.weight, ml.bias = mx.array(np.asarray(lin.weight)), mx.array(np.asarray(lin.bias))
+        mq = mlx_nn.QuantizedLinear.from_linear(ml, mode=mode)
+        assert np.array_equal(np.asarray(ql.weight), np.array(mq.weight))
+        np.testing.assert_allclose(np.asarray(ql(x)), np.array(mq(mx.array(np.asarray(x)))), rtol=1e-5, atol=1e-4)

@@ -1,6 +1,7 @@
-"""Quantized layers (the affine mode of ``kiln.core.quantize``): a Linear
-and an Embedding whose weights are stored quantized, and ``quantize``, which
-swaps a model's quantizable layers for them, as MLX's ``nn.quantize``."""
+"""Quantized layers (every mode of ``kiln.core.quantize``: affine with
+biases, mxfp4, mxfp8 and nvfp4 without): a Linear and an Embedding whose
+weights are stored quantized, and ``quantize``, which swaps a model's
+quantizable layers for them, as MLX's ``nn.quantize``."""
 
 import math
 from typing import Callable, Optional, Union
@@ -14,7 +15,34 @@ from .base import Module
 def _check_input_quantization(quantize_input: bool):
     if quantize_input:
         raise ValueError(
-            "[quantize] quantize_input is for the nvfp4 and mxfp8 modes, which kiln does not support.")
+            "[quantize] quantize_input (activations quantized for nvfp4/mxfp8 products, qqmm) is not "
+            "supported by kiln.")
+
+
+# Group size and bits when None is given, per mode (MLX's defaults).
+_DEFAULTS = {"affine": (64, 4), "mxfp4": (32, 4), "mxfp8": (32, 8), "nvfp4": (16, 4)}
+
+
+def _defaults(mode, group_size, bits):
+    if mode not in _DEFAULTS:
+        raise ValueError(f"[quantize] mode {mode!r} is not one of {', '.join(map(repr, _DEFAULTS))}.")
+    g, b = _DEFAULTS[mode]
+    return (g if group_size is None else group_size), (b if bits is None else bits)
+
+
+def _store(layer, weight):
+    """Quantizes ``weight`` into the layer's weight, scales and (affine
+    mode) biases."""
+    parts = mx.quantize(weight, layer.group_size, layer.bits, mode=layer.mode)
+    layer.weight, layer.scales = parts[0], parts[1]
+    if layer.mode == "affine":
+        layer.biases = parts[2]
+
+
+def _biases(layer, index=None):
+    if "biases" not in layer:
+        return None
+    return layer["biases"] if index is None else layer["biases"][index]
 
 
 class QuantizedLinear(Module):
@@ -25,12 +53,10 @@ class QuantizedLinear(Module):
     def __init__(self, input_dims: int, output_dims: int, bias: bool = True, group_size: int = None,
                  bits: int = None, mode: str = "affine"):
         super().__init__()
-        self.group_size = 64 if group_size is None else group_size
-        self.bits = 4 if bits is None else bits
+        self.group_size, self.bits = _defaults(mode, group_size, bits)
         self.mode = mode
         bound = math.sqrt(1.0 / input_dims)
-        weight = mx.random.uniform(-bound, bound, (output_dims, input_dims))
-        self.weight, self.scales, self.biases = mx.quantize(weight, self.group_size, self.bits, mode=mode)
+        _store(self, mx.random.uniform(-bound, bound, (output_dims, input_dims)))
         if bias:
             self.bias = mx.zeros((output_dims,))
         self.freeze()
@@ -42,7 +68,7 @@ class QuantizedLinear(Module):
                 f"group_size={self.group_size}, bits={self.bits}, mode={self.mode}")
 
     def __call__(self, x):
-        x = mx.quantized_matmul(x, self["weight"], scales=self["scales"], biases=self["biases"], transpose=True,
+        x = mx.quantized_matmul(x, self["weight"], scales=self["scales"], biases=_biases(self), transpose=True,
                                 group_size=self.group_size, bits=self.bits, mode=self.mode)
         if "bias" in self:
             x = x + self["bias"]
@@ -54,7 +80,7 @@ class QuantizedLinear(Module):
         its bias as it is)."""
         output_dims, input_dims = linear_layer.weight.shape
         ql = cls(input_dims, output_dims, False, group_size, bits, mode)
-        ql.weight, ql.scales, ql.biases = mx.quantize(linear_layer.weight, ql.group_size, ql.bits, mode=mode)
+        _store(ql, linear_layer.weight)
         if "bias" in linear_layer:
             ql.bias = linear_layer.bias
         return ql
@@ -67,13 +93,11 @@ class QuantizedEmbedding(Module):
     def __init__(self, num_embeddings: int, dims: int, group_size: int = None, bits: int = None,
                  mode: str = "affine"):
         super().__init__()
-        self.group_size = 64 if group_size is None else group_size
-        self.bits = 4 if bits is None else bits
+        self.group_size, self.bits = _defaults(mode, group_size, bits)
         self.mode = mode
         self.num_embeddings = num_embeddings
         self.dims = dims
-        weight = mx.random.normal((num_embeddings, dims), scale=math.sqrt(1 / dims))
-        self.weight, self.scales, self.biases = mx.quantize(weight, self.group_size, self.bits, mode=mode)
+        _store(self, mx.random.normal((num_embeddings, dims), scale=math.sqrt(1 / dims)))
         self.freeze()
 
     def _extra_repr(self):
@@ -82,14 +106,14 @@ class QuantizedEmbedding(Module):
     def __call__(self, x):
         shape = x.shape
         x = x.flatten()
-        out = mx.dequantize(self["weight"][x], scales=self["scales"][x], biases=self["biases"][x],
+        out = mx.dequantize(self["weight"][x], scales=self["scales"][x], biases=_biases(self, x),
                             group_size=self.group_size, bits=self.bits, mode=self.mode)
         return out.reshape(*shape, -1)
 
     def as_linear(self, x):
         """The table as a linear layer, ``x @ weight.T`` (tied output
         projections)."""
-        return mx.quantized_matmul(x, self["weight"], scales=self["scales"], biases=self["biases"],
+        return mx.quantized_matmul(x, self["weight"], scales=self["scales"], biases=_biases(self),
                                    transpose=True, group_size=self.group_size, bits=self.bits, mode=self.mode)
 
     @classmethod
@@ -98,7 +122,7 @@ class QuantizedEmbedding(Module):
         """A QuantizedEmbedding holding ``embedding_layer``'s table quantized."""
         num_embeddings, dims = embedding_layer.weight.shape
         qe = cls(num_embeddings, dims, group_size, bits, mode)
-        qe.weight, qe.scales, qe.biases = mx.quantize(embedding_layer.weight, qe.group_size, qe.bits, mode=mode)
+        _store(qe, embedding_layer.weight)
         return qe
 
 

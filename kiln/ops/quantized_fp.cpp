@@ -1,0 +1,216 @@
+// The microscaling quantization modes of mlx.core.quantize: groups of
+// floating-point codes sharing an 8-bit scale, no bias.
+//   mxfp4: 32 values of e2m1 (4 bits) per e8m0 scale (a power of two);
+//   mxfp8: 32 values of e4m3 (8 bits) per e8m0 scale;
+//   nvfp4: 16 values of e2m1 per e4m3 scale.
+// The mx scale is 2^ceil(log2(max|w| / largest code)), so no value clips;
+// nvfp4's is max|w| / 6 rounded to e4m3. e2m1 codes round to the nearest
+// value with ties toward zero, and a value that rounds to zero is +0; e4m3
+// codes are to_fp8's. Codes are packed from the low bits of uint32 words,
+// as the affine mode's. Built from existing ops, as the affine mode's
+// graph is.
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "kiln/ops/creation.h"
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/indexing.h"
+#include "kiln/ops/linalg.h"
+#include "kiln/ops/quantized.h"
+#include "kiln/ops/reduction.h"
+#include "kiln/ops/shape.h"
+#include "kiln/ops/utils.h"
+
+namespace kiln {
+
+namespace {
+
+// The non-negative e2m1 values; codes 8-15 are their negatives.
+constexpr float e2m1_values[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+
+struct FpMode {
+  int group_size;
+  int bits;
+  bool nv; // e4m3 scales (else e8m0)
+};
+
+FpMode fp_mode(const char* op, const std::string& mode, int group_size,
+               int bits) {
+  FpMode m;
+  if (mode == "mxfp4") m = {32, 4, false};
+  else if (mode == "mxfp8") m = {32, 8, false};
+  else if (mode == "nvfp4") m = {16, 4, true};
+  else {
+    throw std::invalid_argument(
+        std::string("[") + op + "] mode '" + mode +
+        "' is not one of 'affine', 'mxfp4', 'mxfp8', 'nvfp4'.");
+  }
+  if (group_size != m.group_size || bits != m.bits) {
+    throw std::invalid_argument(
+        std::string("[") + op + "] " + mode + " quantization needs group_size " +
+        std::to_string(m.group_size) + " and bits " + std::to_string(m.bits) +
+        "; got group_size " + std::to_string(group_size) + " and bits " +
+        std::to_string(bits) + ".");
+  }
+  return m;
+}
+
+// (..., n) codes in uint32 packed from the low bits: (..., n * bits / 32).
+array pack(const array& codes, int bits, StreamOrDevice s) {
+  int per = 32 / bits;
+  Shape g = codes.shape();
+  g.back() /= per;
+  g.push_back(per);
+  std::vector<uint32_t> shifts(per);
+  for (int j = 0; j < per; ++j) shifts[j] = j * bits;
+  array shifted = left_shift(reshape(astype(codes, uint32, s), g, s),
+                             array(shifts, Shape{per}, uint32), s);
+  return sum(shifted, -1, false, s); // disjoint bits: the sum is their or
+}
+
+array unpack(const array& w, int bits, StreamOrDevice s) {
+  int per = 32 / bits;
+  std::vector<uint32_t> shifts(per);
+  for (int j = 0; j < per; ++j) shifts[j] = j * bits;
+  array codes = bitwise_and(
+      right_shift(expand_dims(w, -1, s), array(shifts, Shape{per}, uint32), s),
+      array(uint32_t((1u << bits) - 1)), s);
+  Shape out = w.shape();
+  out.back() *= per;
+  return reshape(codes, out, s);
+}
+
+// e2m1 codes of v: the count of midpoints below |v| (ties go to the
+// smaller magnitude), the sign bit unless the code is zero.
+array e2m1_codes(const array& v, StreamOrDevice s) {
+  array a = abs(v, s);
+  array k = zeros(v.shape(), uint32, s);
+  for (int i = 0; i < 7; ++i) {
+    float mid = (e2m1_values[i] + e2m1_values[i + 1]) / 2;
+    k = add(k, astype(greater(a, array(mid), s), uint32, s), s);
+  }
+  array neg = logical_and(less(v, array(0.0f), s),
+                          greater(k, array(0u), s), s);
+  return add(k, multiply(astype(neg, uint32, s), array(8u), s), s);
+}
+
+// A 256-entry table of float32 values, taken at uint8 codes.
+array lookup(const std::vector<float>& table, const array& codes,
+             StreamOrDevice s) {
+  return take(array(table, Shape{int(table.size())}, float32),
+              astype(codes, uint32, s), 0, s);
+}
+
+// 2^(c - 127) for each e8m0 code c (255 is NaN in the format; MLX never
+// writes it).
+std::vector<float> e8m0_table() {
+  std::vector<float> t(256);
+  for (int c = 0; c < 256; ++c) t[c] = std::ldexp(1.0f, c - 127);
+  return t;
+}
+
+void check_weight(const char* op, const array& w, const FpMode& m) {
+  if (w.ndim() < 2 || w.shape(-1) % m.group_size != 0 ||
+      !issubdtype(w.dtype(), floating)) {
+    throw std::invalid_argument(
+        std::string("[") + op + "] needs a float array of at least 2 "
+        "dimensions whose last axis is a multiple of " +
+        std::to_string(m.group_size) + "; got " + detail::describe(w) + ".");
+  }
+}
+
+} // namespace
+
+std::pair<array, array> quantize_fp(const array& w, int group_size, int bits,
+                                    const std::string& mode,
+                                    StreamOrDevice s) {
+  const char* op = "quantize";
+  FpMode m = fp_mode(op, mode, group_size, bits);
+  check_weight(op, w, m);
+  Shape g = w.shape();
+  g.back() /= m.group_size;
+  g.push_back(m.group_size);
+  array x = reshape(astype(w, float32, s), g, s);
+  array amax = max(abs(x, s), -1, true, s);
+  array scale_code(0u), scale(0.0f);
+  if (m.nv) {
+    scale_code = to_fp8(divide(amax, array(6.0f), s), s);
+    scale = from_fp8(scale_code, float32, s);
+  } else {
+    // ceil(log2(y)) exactly from y's bits: its exponent, plus one unless
+    // y is a power of two; subnormal y take the smallest, and a group of
+    // zeros the scale 1 (as MLX).
+    array y = divide(amax, array(m.bits == 4 ? 6.0f : 448.0f), s);
+    array yb = view(y, uint32, s);
+    array expo = astype(bitwise_and(right_shift(yb, array(23u), s),
+                                    array(0xffu), s),
+                        int32, s);
+    array frac = bitwise_and(yb, array(0x7fffffu), s);
+    array e = add(subtract(expo, array(127), s),
+                  astype(not_equal(frac, array(0u), s), int32, s), s);
+    e = where(equal(expo, array(0), s),
+              where(equal(frac, array(0u), s), array(0), array(-127), s), e, s);
+    e = clip(e, array(-127), array(127), s);
+    scale_code = astype(add(e, array(127), s), uint8, s);
+    scale = lookup(e8m0_table(), scale_code, s);
+  }
+  // A zero scale (nvfp4's of a group below e4m3's range) gives zero codes.
+  array v = where(equal(scale, array(0.0f), s), array(0.0f),
+                  divide(x, scale, s), s);
+  array codes = m.bits == 4 ? e2m1_codes(v, s) : to_fp8(v, s);
+  Shape flat = w.shape();
+  array packed = pack(reshape(codes, flat, s), m.bits, s);
+  return {packed, squeeze(scale_code, -1, s)};
+}
+
+array dequantize_fp(const array& w, const array& scales, int group_size,
+                    int bits, const std::string& mode, Dtype dtype,
+                    StreamOrDevice s) {
+  const char* op = "dequantize";
+  FpMode m = fp_mode(op, mode, group_size, bits);
+  int64_t n = int64_t(w.ndim() ? w.shape(-1) : 0) * 32 / m.bits;
+  if (w.dtype() != uint32 || scales.dtype() != uint8 || w.ndim() < 1 ||
+      scales.ndim() != w.ndim() || n % m.group_size != 0 ||
+      scales.shape(-1) != n / m.group_size) {
+    throw std::invalid_argument(
+        std::string("[") + op + "] " + mode + " needs uint32 codes and uint8 "
+        "scales, one per " + std::to_string(m.group_size) + " values; got " +
+        detail::describe(w) + " and " + detail::describe(scales) + ".");
+  }
+  array codes = unpack(w, m.bits, s);
+  array values(0.0f);
+  if (m.bits == 4) {
+    std::vector<float> t(16);
+    for (int c = 0; c < 16; ++c) t[c] = c < 8 ? e2m1_values[c] : -e2m1_values[c - 8];
+    values = take(array(t, Shape{16}, float32), codes, 0, s);
+  } else {
+    values = from_fp8(astype(codes, uint8, s), float32, s);
+  }
+  array scale = m.nv ? from_fp8(scales, float32, s)
+                     : lookup(e8m0_table(), scales, s);
+  Shape g = values.shape();
+  g.back() /= m.group_size;
+  g.push_back(m.group_size);
+  array out = multiply(reshape(values, g, s), expand_dims(scale, -1, s), s);
+  Shape flat = values.shape();
+  return astype(reshape(out, flat, s), dtype, s);
+}
+
+array quantized_matmul_fp(const array& x, const array& w, const array& scales,
+                          bool transpose, int group_size, int bits,
+                          const std::string& mode, StreamOrDevice s) {
+  Dtype dt = issubdtype(x.dtype(), floating) ? x.dtype() : float32;
+  array wd = dequantize_fp(w, scales, group_size, bits, mode, dt, s);
+  int64_t inner = transpose ? wd.shape(-1) : wd.shape(-2);
+  if (x.ndim() < 1 || x.shape(-1) != inner) {
+    throw std::invalid_argument(
+        "[quantized_matmul] the last axis of " + detail::describe(x) +
+        " does not match the dequantized matrix " +
+        detail::shape_str(wd.shape()) + " with transpose=" +
+        (transpose ? "true" : "false") + ".");
+  }
+  return matmul(astype(x, dt, s), transpose ? swapaxes(wd, -1, -2, s) : wd, s);
+}
+
+} // namespace kiln
