@@ -111,13 +111,15 @@ from ._matmul_variants import install as _install_matmul_variants  # noqa: E402
 _install_matmul_variants(core)
 
 from ._fft import install as _install_fft  # noqa: E402
+from ._distributed import install as _install_distributed  # noqa: E402
 
 _install_fft(core)
+_install_distributed(core)
 
 core.cuda, core.metal = _make_backend_modules(core)
 
 # Make ``import kiln.core.random`` and friends work.
-for _sub in ("random", "linalg", "fast", "fft", "cuda", "metal"):
+for _sub in ("random", "linalg", "fast", "fft", "distributed", "cuda", "metal"):
     _sys.modules[f"kiln.core.{_sub}"] = getattr(core, _sub)
 
 core.newaxis = None

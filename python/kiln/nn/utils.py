@@ -60,9 +60,13 @@ def average_gradients(
     all_reduce_size: int = 32 * 1024**2,
     communication_stream: Optional[mx.Stream] = None,
 ):
-    """Average gradients over the processes of a distributed group. kiln runs
-    in one process (distributed is not implemented), where the average is
-    the gradients themselves."""
-    if group is not None:
-        raise NotImplementedError("average_gradients: kiln has no distributed groups.")
-    return gradients
+    """Average gradients over the processes of a distributed group (the
+    sum over the group divided by its size). kiln's groups hold one process
+    (``kiln.core.distributed``), where the average is the gradients
+    themselves."""
+    group = group or mx.distributed.init()
+    if group.size() == 1:
+        return gradients
+    from kiln.utils import tree_map
+
+    return tree_map(lambda g: mx.distributed.all_sum(g, group=group) / group.size(), gradients)
