@@ -10,26 +10,16 @@ means kiln is faster). NumPy runs one thread; kiln and MLX use the cores.
 """
 
 import argparse
-import time
 
 import numpy as np
 
 import kiln.core as kc
+from timing import best_ms
 
 try:
     import mlx.core as mc
 except ImportError:  # pragma: no cover
     mc = None
-
-
-def best_ms(fn, sync, repeat):
-    sync(fn())
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        sync(fn())
-        best = min(best, time.perf_counter() - t0)
-    return best * 1e3
 
 
 def main():

@@ -9,26 +9,16 @@ Times are the best of repeated calls, in ms; ratios are MLX/kiln (> 1
 means kiln is faster).
 """
 
-import time
 
 import numpy as np
 
 import kiln.core as kc
+from timing import best_ms
 
 try:
     import mlx.core as mc
 except ImportError:  # pragma: no cover
     mc = None
-
-
-def best_ms(fn, ev, repeat=5):
-    ev(fn())
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        ev(fn())
-        best = min(best, time.perf_counter() - t0)
-    return best * 1e3
 
 
 def main():

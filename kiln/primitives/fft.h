@@ -36,11 +36,6 @@ class FFT : public UnaryPrimitive {
   bool is_equivalent(const Primitive& other) const override;
   void print(std::ostream& os) const override;
 
-  const std::vector<int>& axes() const { return axes_; }
-  bool inverse() const { return inverse_; }
-  bool real() const { return real_; }
-  FFTNorm norm() const { return norm_; }
-  int n_last() const { return n_last_; }
   /** The factor the transform of input `in` is multiplied by. */
   double scale(const array& in) const;
   /** The output dtype: float32 for irfft, else complex64. */

@@ -3,10 +3,8 @@
 // convention for complex values (the gradient of a real function of z is
 // d/dx + i d/dy, so a complex-linear map A sends the cotangent back through
 // its conjugate transpose A^H).
-#include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/fft.h"
-#include "kiln/ops/shape.h"
 #include "kiln/ops/slicing.h"
 #include "kiln/primitives/fft.h"
 
@@ -63,8 +61,7 @@ std::vector<array> FFT::vjp(const std::vector<array>& primals,
   ones_shape[last] = m;
   std::vector<float> w(m, 1.0f);
   for (int k = 1; k < twice_end; ++k) w[k] = 2.0f;
-  array weights(w, ones_shape, float32);
-  return {multiply(g, astype(weights, complex64, s), s)};
+  return {multiply(g, array(w, ones_shape, float32), s)};
 }
 
 std::vector<array> FFT::jvp(const std::vector<array>& primals,

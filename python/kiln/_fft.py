@@ -53,8 +53,7 @@ def install(core):
             raise ValueError(f"[stft] the signal ({length} samples after padding) is shorter than n_fft = {n_fft}.")
         n_frames = 1 + (length - n_fft) // hop
         frames = core.take(x, _frame_index(n_frames, n_fft, hop), axis=-1, stream=stream)
-        frames = frames * w.astype(frames.dtype) if core.issubdtype(frames.dtype, core.complexfloating) \
-            else frames * w
+        frames = frames * w
         spec = (fft.rfft if onesided else fft.fft)(frames, axis=-1, norm=norm, stream=stream)
         return core.swapaxes(spec, -1, -2)
 
