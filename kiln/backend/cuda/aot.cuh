@@ -33,7 +33,7 @@ template <typename T>
 inline constexpr Dtype dtype_v = DtypeOf<T>::value;
 
 template <typename A, typename B>
-inline constexpr int width = 16 / (sizeof(A) > sizeof(B) ? sizeof(A) : sizeof(B));
+inline constexpr int width = elementwise_vec_width(sizeof(A), sizeof(B));
 
 inline void put(AotTable& t, const JitKernel& k, const void* stub) {
   t[k.name] = stub;

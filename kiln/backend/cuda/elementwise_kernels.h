@@ -8,13 +8,14 @@
 #include <string>
 
 #include "kiln/backend/cuda/jit_module.h"
+#include "kiln/backend/cuda/vec_width.h"
 #include "kiln/core/dtype.h"
 
 namespace kiln::cuda {
 
-/** Elements per 16-byte access of the widest of the types. */
+/** Elements per thread of a contiguous kernel (vec_width.h). */
 inline int vec_width(Dtype a, Dtype b) {
-  return 16 / (a.size > b.size ? a.size : b.size);
+  return elementwise_vec_width(a.size, b.size);
 }
 
 /** pattern: "v" (contiguous) or "g" (general). Copies are op "AsType". */
