@@ -1,12 +1,16 @@
-"""FFTs on the CPU: kiln against NumPy (pocketfft) and MLX (mlx[cpu]) in the
-same process, on complex64 / float32 inputs: one long line, many short
-lines, 2-d transforms, a non-power-of-two and a prime length, and the real
-transforms.
+"""FFTs: kiln against its peers in the same process, on complex64 / float32
+inputs: one long line, many short lines, 2-d transforms, a non-power-of-two
+and a prime length, and the real transforms.
 
     PYTHONPATH=build/python python3 benchmarks/fft_bench.py
+    PYTHONPATH=build-gpu-jit/python python3 benchmarks/fft_bench.py --gpu
 
-Times are the best of repeated calls, in ms; ratios are peer / kiln (> 1
-means kiln is faster). NumPy runs one thread; kiln and MLX use the cores.
+On the CPU the peers are NumPy (pocketfft, one thread) and MLX (mlx[cpu]);
+times are the best of repeated calls, in ms. With --gpu the peer is
+PyTorch's torch.fft on CUDA (cuFFT, as kiln's), at larger sizes; times are
+the GPU's own (kernels and copies per call, from the CUDA profiler), in us,
+with the bytes each transform must read and write as an effective
+bandwidth. Ratios are peer / kiln (> 1 means kiln is faster).
 """
 
 import argparse
@@ -25,7 +29,10 @@ except ImportError:  # pragma: no cover
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--gpu", action="store_true", help="kiln on the GPU against torch.fft")
     args = ap.parse_args()
+    if args.gpu:
+        return main_gpu()
     rng = np.random.default_rng(0)
 
     def crand(*shape):
@@ -66,6 +73,50 @@ def main():
     for label, k, n, m in rows:
         mcol = f"{m:.2f} | {m / k:.2f}x" if m else "| "
         print(f"| {label} | {k:.2f} | {n:.2f} | {n / k:.2f}x | {mcol} |")
+
+
+def main_gpu():
+    import torch
+
+    from gpu_bench import kiln_gpu_us, torch_gpu_us
+
+    kc.set_default_device(kc.gpu)
+    rng = np.random.default_rng(0)
+
+    def crand(*shape):
+        return (rng.uniform(-1, 1, shape) + 1j * rng.uniform(-1, 1, shape)).astype(np.complex64)
+
+    def rrand(*shape):
+        return rng.uniform(-1, 1, shape).astype(np.float32)
+
+    # (label, input, function name, kwargs, torch function)
+    tf = torch.fft
+    cases = [
+        ("fft, 1 x 2^24", crand(1 << 24), "fft", {}, lambda a: tf.fft(a)),
+        ("fft, 16384 lines of 1024", crand(16384, 1024), "fft", {}, lambda a: tf.fft(a)),
+        ("fft along axis 0, 4096 x 4096", crand(4096, 4096), "fft", {"axis": 0}, lambda a: tf.fft(a, dim=0)),
+        ("fft2, 4096 x 4096", crand(4096, 4096), "fft2", {}, lambda a: tf.fft2(a)),
+        ("fft, 16384 lines of 1009 (prime)", crand(16384, 1009), "fft", {}, lambda a: tf.fft(a)),
+        ("rfft, 16384 lines of 1024", rrand(16384, 1024), "rfft", {}, lambda a: tf.rfft(a)),
+        ("rfft2, 4096 x 4096", rrand(4096, 4096), "rfft2", {}, lambda a: tf.rfft2(a)),
+        ("irfft, 16384 lines of 513 -> 1024", crand(16384, 513), "irfft", {}, lambda a: tf.irfft(a)),
+    ]
+    rows = []
+    for label, x, name, kw, t_fn in cases:
+        kx = kc.array(x)
+        kc.eval(kx)
+        out = getattr(kc.fft, name)(kx, **kw)
+        moved = x.nbytes + np.asarray(out).nbytes
+        k = kiln_gpu_us(lambda: getattr(kc.fft, name)(kx, **kw))
+        tx = torch.from_numpy(x).cuda()
+        t = torch_gpu_us(lambda: t_fn(tx))
+        rows.append((label, k, t, moved / (k * 1e-6) / 1e12))
+        print(f"{label}: kiln {k:.1f} us, torch {t:.1f} us", flush=True)
+    print()
+    print("| transform (GPU time) | kiln us | torch.fft us | torch / kiln | kiln effective TB/s |")
+    print("| --- | --- | --- | --- | --- |")
+    for label, k, t, tbps in rows:
+        print(f"| {label} | {k:.1f} | {t:.1f} | {t / k:.2f}x | {tbps:.2f} |")
 
 
 if __name__ == "__main__":

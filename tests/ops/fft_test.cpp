@@ -343,6 +343,63 @@ TEST(FFT, ManyLinesAcrossThreads) {
                                 FFTNorm::backward)));
 }
 
+TEST(FFT, ManyAxesAndLargeArrays) {
+  // Four axes (past what the GPU's library takes in one call), three real
+  // axes, and a large round trip.
+  array z = complex_input({2, 3, 4, 5});
+  std::vector<int> all = {0, 1, 2, 3};
+  EXPECT_TRUE(matches(fft::fftn(z), reference(z, complex_forward, all,
+                                             {2, 3, 4, 5},
+                                             FFTNorm::backward)));
+  std::vector<int> three = {0, 1, 3};
+  EXPECT_TRUE(matches(fft::irfftn(z, std::nullopt, three),
+                      reference(z, real_inverse, three, {2, 3, 8},
+                                FFTNorm::backward)));
+  // An axis with values after it, with few and with many blocks of values
+  // before it (on the GPU: transforms where they lie, or a packed copy).
+  for (int blocks : {3, 20}) {
+    array c = complex_input({blocks, 6, 5});
+    EXPECT_TRUE(matches(fft::fft(c, std::nullopt, 1),
+                        reference(c, complex_forward, {1}, {6},
+                                  FFTNorm::backward)))
+        << blocks;
+    EXPECT_TRUE(matches(fft::irfft(c, 10, 1),
+                        reference(c, real_inverse, {1}, {10},
+                                  FFTNorm::backward)))
+        << blocks;
+    EXPECT_TRUE(matches(fft::irfft(c, 11, 1, FFTNorm::ortho),
+                        reference(c, real_inverse, {1}, {11}, FFTNorm::ortho)))
+        << blocks;
+    array r = random_array({blocks, 8, 5}, float32, -1, 1);
+    EXPECT_TRUE(matches(fft::rfft(r, std::nullopt, 1),
+                        reference(r, real_forward, {1}, {8},
+                                  FFTNorm::backward)))
+        << blocks;
+    EXPECT_TRUE(matches(fft::fftn(c, std::nullopt, std::vector<int>{0, 1}),
+                        reference(c, complex_forward, {0, 1}, {blocks, 6},
+                                  FFTNorm::backward)))
+        << blocks;
+  }
+  array x = random_array({384, 1000}, float32, -1, 1);
+  EXPECT_TRUE(matches(fft::irfft2(fft::rfft2(x), Shape{384, 1000}),
+                      values_of(x)));
+  EXPECT_TRUE(matches(fft::ifft(fft::fft(x, std::nullopt, 0), std::nullopt, 0),
+                      values_of(astype(x, complex64))));
+}
+
+TEST(FFT, InputsAreLeftAsTheyWere) {
+  // Transforms may read a row-major input in place and write over their own
+  // copies only.
+  array z = complex_input({6, 16});
+  array x = random_array({6, 16}, float32, -1, 1);
+  eval({z, x});
+  Tensor zv = values_of(z), xv = values_of(x);
+  eval({fft::fft(z), fft::ifft2(z), fft::irfft(z), fft::irfft2(z),
+        fft::rfft(x), fft::rfft2(x)});
+  EXPECT_TRUE(matches(z, zv, 0));
+  EXPECT_TRUE(matches(x, xv, 0));
+}
+
 TEST(FFT, EmptyAndSingleElementArrays) {
   array e = zeros({0, 4}, complex64);
   auto y = fft::fft(e);

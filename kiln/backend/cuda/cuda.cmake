@@ -40,6 +40,11 @@ target_sources(kiln_cuda PRIVATE ${KILN_DEVICE_EMBEDDED})
 list(GET CUDAToolkit_INCLUDE_DIRS 0 KILN_CUDA_INCLUDE_DIR)
 target_compile_definitions(kiln_cuda PRIVATE
   KILN_CUDA_INCLUDE_DIR="${KILN_CUDA_INCLUDE_DIR}")
+# cuFFT is loaded at run time (cufft.cpp); where the loader's path lacks it,
+# it is looked for in the toolkit's library directory.
+set_property(SOURCE ${CMAKE_CURRENT_SOURCE_DIR}/backend/cuda/cufft.cpp APPEND
+  PROPERTY COMPILE_DEFINITIONS
+  KILN_CUDA_LIBRARY_DIR="${CUDAToolkit_LIBRARY_DIR}")
 
 # cuDNN's fused attention through cudnn-frontend (header-only) with cuDNN
 # loaded at run time (dlopen), so neither is a link dependency and the

@@ -3,6 +3,8 @@
 #include <array>
 #include <climits>
 #include <cstring>
+#include <optional>
+#include <utility>
 
 #include "kiln/backend/common/elementwise_layout.h"
 #include "kiln/backend/common/strided.h"
@@ -69,14 +71,25 @@ CUfunction kernel_for(const char* op, Dtype in_dt, Dtype out_dt,
   });
 }
 
+// The dtype a kernel moving `in` to `out` works in: their own, or for a copy
+// of complex64 (which the kernels have no arithmetic for) the 8-byte values
+// as uint64. Empty when the GPU kernels cannot run it.
+std::optional<std::pair<Dtype, Dtype>> kernel_dtypes(const char* op, Dtype in,
+                                                     Dtype out) {
+  if (in == complex64 && out == complex64 && std::strcmp(op, "AsType") == 0) {
+    return std::pair{uint64, uint64};
+  }
+  if (!gpu_supports(in) || !gpu_supports(out)) return std::nullopt;
+  return std::pair{in, out};
+}
+
 template <size_t N>
 bool run(const char* op, const std::array<const array*, N>& in,
          array& out, const Stream& s, bool row_major) {
   for (auto* a : in) {
-    if (!gpu_supports(a->dtype())) return false;
+    if (!kernel_dtypes(op, a->dtype(), out.dtype())) return false;
   }
-  if (!gpu_supports(out.dtype())) return false;
-  Dtype in_dt = in[N - 1]->dtype();
+  auto [in_dt, out_dt] = *kernel_dtypes(op, in[N - 1]->dtype(), out.dtype());
   constexpr size_t K = N + 1;
   detail::ElementwiseLayout lay{false, nullptr};
   if (!row_major) {
@@ -123,7 +136,6 @@ bool run(const char* op, const std::array<const array*, N>& in,
   void* ptrs[K];
   for (size_t i = 0; i < N; ++i) ptrs[i] = device_ptr(*in[i], s);
   ptrs[N] = out.raw_data_ptr();
-  Dtype out_dt = out.dtype();
   if constexpr (N == 1) {
     if (!lay.flat && std::strcmp(op, "AsType") == 0) {
       as_chunks(layout, n, in_dt, out_dt, ptrs[0], ptrs[1]);
@@ -134,7 +146,7 @@ bool run(const char* op, const std::array<const array*, N>& in,
   for (size_t i = 0; i < K; ++i) args[i] = &ptrs[i];
   args[K] = &n;
   args[K + 1] = &layout; // a parameter of the general kernels only
-  int per_thread = lay.flat ? vec_width(in_dt, out.dtype()) : 1;
+  int per_thread = lay.flat ? vec_width(in_dt, out_dt) : 1;
   // The elementwise kernels declare a GridDependency.
   launch(f, n, per_thread, KernelArgs(args, lay.flat ? K + 1 : K + 2),
          s.index, true);
@@ -173,7 +185,7 @@ bool copy_or_donate(const array& src, array& out, const Stream& s) {
 
 bool can_copy_into(const array& src, Dtype to, const Strides& dst_strides) {
   Strided<2> l;
-  return gpu_supports(src.dtype()) && gpu_supports(to) &&
+  return kernel_dtypes("AsType", src.dtype(), to) &&
          collapsed(src.shape(), std::array<Strides, 2>{src.strides(),
                                                        dst_strides},
                    l);
@@ -189,7 +201,7 @@ void copy_into(const array& src, array& dst, const Strides& dst_strides,
   void* in = device_ptr(src, s);
   void* out =
       static_cast<char*>(device_ptr(dst, s)) + dst_offset * dst.itemsize();
-  Dtype in_dt = src.dtype(), out_dt = dst.dtype();
+  auto [in_dt, out_dt] = *kernel_dtypes("AsType", src.dtype(), dst.dtype());
   as_chunks(l, n, in_dt, out_dt, in, out);
   CUfunction f =
       kernel_for<1>("AsType", in_dt, out_dt, "g", src.size() > UINT32_MAX);

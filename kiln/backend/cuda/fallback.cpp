@@ -11,7 +11,6 @@
 #include "kiln/primitives/creation.h"
 #include "kiln/primitives/custom.h"
 #include "kiln/primitives/elementwise.h"
-#include "kiln/primitives/fft.h"
 #include "kiln/primitives/indexing.h"
 #include "kiln/primitives/linalg.h"
 #include "kiln/primitives/random.h"
@@ -79,7 +78,6 @@ KILN_GPU_FALLBACK_UNARY(TriangularInverse)
 KILN_GPU_FALLBACK_UNARY(Real)
 KILN_GPU_FALLBACK_UNARY(Imag)
 KILN_GPU_FALLBACK_UNARY(Conjugate)
-KILN_GPU_FALLBACK_UNARY(FFT)
 KILN_GPU_FALLBACK_UNARY(Cholesky)
 KILN_GPU_FALLBACK_UNARY(Solve)
 KILN_GPU_FALLBACK_UNARY(RandomPermutation)

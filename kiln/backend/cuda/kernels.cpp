@@ -41,6 +41,7 @@ void add_aot_sort(AotTable& t);
 void add_aot_rows(AotTable& t);
 void add_aot_reduce(AotTable& t);
 void add_aot_conv(AotTable& t);
+void add_aot_fft(AotTable& t);
 #endif
 
 AotTable& aot_table() {
@@ -55,6 +56,7 @@ AotTable& aot_table() {
     add_aot_rows(*t);
     add_aot_reduce(*t);
     add_aot_conv(*t);
+    add_aot_fft(*t);
 #endif
     return t;
   }();

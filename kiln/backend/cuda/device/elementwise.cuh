@@ -1,7 +1,8 @@
 // Elementwise kernels: unary (copy and astype are unary with AsType), binary
 // and ternary, each as a contiguous variant over data_size elements with
-// 16-byte accesses ("v"), and a general strided variant over the collapsed
-// shape ("g"), whose IdxT is 32-bit unless the array passes 2^32 elements.
+// vector accesses of 16 bytes or more ("v", vec_width.h), and a general
+// strided variant over the collapsed shape ("g"), whose IdxT is 32-bit
+// unless the array passes 2^32 elements.
 // Every kernel loops grid-stride, so any launch size covers any n, and may
 // start before the previous kernel ends (GridDependency).
 #pragma once
