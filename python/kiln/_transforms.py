@@ -309,7 +309,11 @@ class custom_function:
     - jvp(primals, tangents) -> the outputs' tangents
     - vmap(inputs, axes) -> (outputs, output axes)
 
-    Absent rules fall back to transforming the function itself."""
+    As in MLX, a function of one argument gets that argument itself as
+    ``primals``, ``tangents``, ``inputs`` and ``axes`` (an array, a list, an
+    int), and one of several arguments gets them as a tuple; likewise a
+    single output's cotangent and output. Absent rules fall back to
+    transforming the function itself."""
 
     def __init__(self, f):
         functools.update_wrapper(self, f)
@@ -336,15 +340,15 @@ class custom_function:
         def flat(arrays):
             return outputs.flatten(self.fun(*_unflatten(treedef, arrays)))
 
-        def rules_out(x):
+        def one_or_all(x):
             return x[0] if isinstance(x, tuple) and len(x) == 1 else x
 
         def flat_vjp(primals, cotangents, outs):
             p = _unflatten(treedef, primals)
             g = self._vjp(
-                p,
-                rules_out(outputs.rebuild(cotangents)),
-                rules_out(outputs.rebuild(outs)),
+                one_or_all(p),
+                one_or_all(outputs.rebuild(cotangents)),
+                one_or_all(outputs.rebuild(outs)),
             )
             if len(p) == 1 and not isinstance(g, (tuple, list)):
                 g = (g,)
@@ -354,12 +358,12 @@ class custom_function:
             full = [_core.zeros_like(p) for p in primals]
             for t, n in zip(tangents, argnums):
                 full[n] = t
-            r = self._jvp(_unflatten(treedef, primals), _unflatten(treedef, full))
+            r = self._jvp(one_or_all(_unflatten(treedef, primals)), one_or_all(_unflatten(treedef, full)))
             return _flatten(r)[0]
 
         def flat_vmap(inputs, axes):
             ax = [None if a < 0 else a for a in axes]
-            out, oax = self._vmap(_unflatten(treedef, inputs), _unflatten(treedef, ax))
+            out, oax = self._vmap(one_or_all(_unflatten(treedef, inputs)), one_or_all(_unflatten(treedef, ax)))
             o = _flatten(out)[0]
             oa = _prefix_leaves(oax, out, "out_axes")
             return o, [-1 if a is None else a for a in oa]

@@ -427,10 +427,70 @@ def test_custom_function(rng):
 
     @g.jvp
     def g_jvp(primals, tangents):
-        return 3 * tangents[0]
+        # One argument: its tangent itself, as in MLX.
+        return 3 * tangents
 
     _, t = kc.jvp(g, [kc.array(x)], [kc.ones(3)])
     check(t[0], 3 * np.ones(3))
+
+
+def test_custom_function_rules_see_mlx_argument_forms():
+    # One argument arrives as itself (an array, a list of arrays, an int
+    # axis); several as a tuple; a single output's cotangent as itself.
+    seen = {}
+
+    @kc.custom_function
+    def one(x):
+        return x * 2
+
+    @one.vjp
+    def one(primals, cotangent, output):
+        seen["vjp"] = (type(primals), type(cotangent), type(output))
+        return cotangent * 5
+
+    @one.jvp
+    def one(primals, tangents):
+        seen["jvp"] = (type(primals), type(tangents))
+        return tangents * 7
+
+    @one.vmap
+    def one(inputs, axes):
+        seen["vmap"] = (type(inputs), axes)
+        return inputs * 2, axes
+
+    x = kc.array([1.0, 2.0])
+    check(kc.grad(lambda a: kc.sum(one(a)))(x), [5.0, 5.0])
+    check(kc.jvp(one, [x], [kc.ones(2)])[1][0], [7.0, 7.0])
+    check(kc.vmap(one)(kc.ones((3, 2))), np.full((3, 2), 2.0))
+    assert seen == {"vjp": (kc.array, kc.array, kc.array), "jvp": (kc.array, kc.array), "vmap": (kc.array, 0)}
+
+    @kc.custom_function
+    def pair(xs):
+        return [xs[0] * xs[1], xs[1]]
+
+    @pair.vjp
+    def pair(primals, cotangents, outputs):
+        a, b = primals
+        seen["list"] = (type(primals), type(cotangents))
+        return [cotangents[0] * b, cotangents[0] * a + cotangents[1]]
+
+    g = kc.grad(lambda a, b: kc.sum(pair([a, b])[0]) + kc.sum(pair([a, b])[1]), argnums=[0, 1])
+    ga, gb = g(kc.array([2.0]), kc.array([3.0]))
+    check(ga, [3.0])
+    check(gb, [3.0])
+    assert seen["list"] == (list, list)
+
+    @kc.custom_function
+    def two(a, b):
+        return a * b
+
+    @two.vmap
+    def two(inputs, axes):
+        seen["two"] = (type(inputs), axes)
+        return inputs[0] * inputs[1], 0
+
+    kc.vmap(two)(kc.ones((2, 3)), kc.ones((2, 3)))
+    assert seen["two"] == (tuple, (0, 0))
 
 
 def test_checkpoint(rng):
@@ -479,7 +539,7 @@ def test_custom_vmap_rule():
 
     @f.vmap
     def f_vmap(inputs, axes):
-        return inputs[0] * 100, axes[0]
+        return inputs * 100, axes
 
     check(kc.vmap(f)(kc.ones((2, 2))), np.full((2, 2), 100.0))
     check(f(kc.ones((2,))), [2.0, 2.0])
