@@ -42,11 +42,10 @@ CLASSES = [
 
 # Families left out on purpose so far (quantization is there in every mode,
 # with gather_qmm and the fp8 conversions; qqmm, which quantizes the
-# activations too, is not; distributed has its one-process API, without the
-# sharded layers).
+# activations too, is not; nor is function export).
 DEFERRED = re.compile(
-    r"(qqmm|QQLinear|Sharded|"
-    r"fully_shard|_sharded$|^export|^import_function|exporter|FunctionExporter|"
+    r"(qqmm|QQLinear|"
+    r"^export|^import_function|exporter|FunctionExporter|"
     r"^gather_qqmm)"
 )
 # Names that are imports inside MLX's Python modules, not its API.
@@ -286,7 +285,7 @@ def main():
         "A name is *ok* when kiln has it with MLX's parameters (names, kinds, "
         "defaults); *differs* when the parameters disagree; *missing* when kiln "
         "lacks it; *deferred* for the families left out on purpose "
-        "(qqmm, the sharded layers of distributed training, export).",
+        "(qqmm and function export).",
         "",
         "Totals: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())),
         "",

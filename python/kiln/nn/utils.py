@@ -70,3 +70,13 @@ def average_gradients(
     from kiln.utils import tree_map
 
     return tree_map(lambda g: mx.distributed.all_sum(g, group=group) / group.size(), gradients)
+
+
+def clip_grad_norm_sharded(gradients: Any, max_norm: float, group: Optional[Any] = None):
+    """``kiln.optimizers.clip_grad_norm`` for gradients sharded across a
+    group (as ``fully_shard`` leaves them): the global norm sums the members'
+    squared norms. Returns the rescaled local gradients and the global norm."""
+    from kiln.optimizers.optimizers import clip_to_norm, squared_norm
+
+    norm = mx.sqrt(mx.distributed.all_sum(squared_norm(gradients), group=group))
+    return clip_to_norm(gradients, norm, max_norm)

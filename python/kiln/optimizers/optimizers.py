@@ -782,9 +782,16 @@ def clip_grad_norm(grads, max_norm: float):
         >>> grads = {"w1": mx.array([2, 3]), "w2": mx.array([1])}
         >>> clipped_grads, total_norm = clip_grad_norm(grads, max_norm=2.0)
     """
-    norm_squared = tree_reduce(
-        lambda total, g: total + mx.sum(mx.square(g)), grads, 0.0
-    )
-    total_norm = mx.sqrt(norm_squared)
+    return clip_to_norm(grads, mx.sqrt(squared_norm(grads)), max_norm)
+
+
+def squared_norm(grads):
+    """The sum of the squares of every entry of the tree ``grads``."""
+    return tree_reduce(lambda total, g: total + mx.sum(mx.square(g)), grads, 0.0)
+
+
+def clip_to_norm(grads, total_norm, max_norm: float):
+    """``grads`` scaled down so that ``total_norm`` (their norm, however
+    it was computed) becomes at most ``max_norm``, and that norm."""
     scale = mx.minimum(max_norm / (total_norm + 1e-6), 1.0)
     return tree_map(lambda g: g * scale, grads), total_norm
