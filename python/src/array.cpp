@@ -1,5 +1,7 @@
 // The array class: construction, properties, conversions and operators.
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include "kiln_py.h"
 
@@ -75,7 +77,21 @@ std::string repr(const array& a) {
   eval_released({a});
   std::ostringstream os;
   os << a;
-  return os.str();
+  std::string r = os.str();
+  if (a.dtype() == bool_) {
+    // Python spells its booleans True and False, as MLX's repr does (the
+    // C++ printer keeps C++'s true and false). A bool array's text has no
+    // other letters than these words and its "dtype=bool".
+    for (auto [from, to] : {std::pair<std::string_view, std::string_view>{
+                                "true", "True"},
+                            {"false", "False"}}) {
+      for (size_t at = r.find(from); at != std::string::npos;
+           at = r.find(from, at + to.size())) {
+        r.replace(at, from.size(), to);
+      }
+    }
+  }
+  return r;
 }
 
 // iter(a): the sub-arrays along the first axis, made one at a time.
@@ -201,7 +217,7 @@ void init_array(nb::module_& m) {
       });
   init_numpy(cls);
   init_dlpack(m, cls);
-  init_indexing(cls);
+  init_indexing(m, cls);
   m.attr("ArrayAt") = cls.attr("_ArrayAt");
   init_array_methods(m, cls);
 }

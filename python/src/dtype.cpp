@@ -78,9 +78,11 @@ void init_dtype(nb::module_& m) {
       .def_prop_ro(
           "size", [](const Dtype& d) { return int(d.size); },
           "Size of one element in bytes.")
+      // str() as repr(), as MLX's: "kiln.core.float32".
       .def("__repr__",
            [](const Dtype& d) { return "kiln.core." + dtype_name(d); })
-      .def("__str__", [](const Dtype& d) { return dtype_name(d); })
+      .def("__str__",
+           [](const Dtype& d) { return "kiln.core." + dtype_name(d); })
       .def("__eq__",
            [](const Dtype& a, nb::handle b) {
              return nb::isinstance<Dtype>(b) && a.val == nb::cast<Dtype>(b).val;

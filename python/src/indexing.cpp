@@ -10,8 +10,23 @@ namespace kiln::py {
 
 namespace {
 
+// kiln.core.IndexError: an IndexError, as NumPy raises, that is also a
+// ValueError, as MLX raises for every index it cannot take (NumPy's
+// AxisError is both in the same way), so handlers written for either catch
+// it.
+PyObject* index_error_type() {
+  static PyObject* type = [] {
+    PyObject* bases = PyTuple_Pack(2, PyExc_IndexError, PyExc_ValueError);
+    PyObject* t = PyErr_NewException("kiln.core.IndexError", bases, nullptr);
+    Py_DECREF(bases);
+    return t;
+  }();
+  return type;
+}
+
 [[noreturn]] void index_error(const std::string& msg) {
-  throw nb::index_error(msg.c_str());
+  PyErr_SetString(index_error_type(), msg.c_str());
+  throw nb::python_error();
 }
 
 // How an index applies to an array. The result's dimensions, in order, are
@@ -307,7 +322,8 @@ struct ArrayAtIndex {
 
 } // namespace
 
-void init_indexing(nb::class_<array>& cls) {
+void init_indexing(nb::module_& m, nb::class_<array>& cls) {
+  m.attr("IndexError") = nb::handle(index_error_type());
   // An index may be None alone (x[None] adds an axis): nanobind refuses
   // None for an argument unless it is marked .none().
   cls.def(

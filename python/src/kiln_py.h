@@ -123,7 +123,7 @@ void init_device(nb::module_& m);
 void init_memory(nb::module_& m);
 void init_array(nb::module_& m);
 void init_array_methods(nb::module_& m, nb::class_<array>& cls);
-void init_indexing(nb::class_<array>& cls);
+void init_indexing(nb::module_& m, nb::class_<array>& cls);
 void init_numpy(nb::class_<array>& cls);
 void init_dlpack(nb::module_& m, nb::class_<array>& cls);
 void init_printing(nb::module_& m);

@@ -158,8 +158,20 @@ def test_item_and_conversions():
 
 
 def test_repr():
-    assert "array" in repr(kc.array([1, 2]))
-    assert repr(kc.float32) == "kiln.core.float32"
+    assert repr(kc.array([1, 2])) == "array([1, 2], dtype=int32)"
+    assert repr(kc.float32) == str(kc.float32) == "kiln.core.float32"
+    # Python's spelling of booleans, as MLX's repr.
+    assert repr(kc.array([[True, False], [False, True]])) == (
+        "array([[True, False],\n       [False, True]], dtype=bool)")
+    assert repr(kc.array(False)) == "array(False, dtype=bool)"
+
+
+@needs_mlx
+def test_repr_matches_mlx():
+    for v in ([True, False, True], [[1.5, -2.0], [3.25, 4.0]], [[1, 2, 3]], 7, [1 + 2j, -1j]):
+        assert repr(kc.array(v)) == repr(mx.array(v)), v
+    for d in ("bool_", "int8", "uint32", "float16", "bfloat16", "float32", "complex64"):
+        assert str(getattr(kc, d)).replace("kiln", "mlx") == str(getattr(mx, d))
 
 
 def test_methods(rng):
@@ -191,7 +203,7 @@ def test_dtype_rules_match_mlx():
             md = getattr(mx, d)
             got = (kc.array([1], kd) + s).dtype
             want = (mx.array([1], md) + s).dtype
-            assert str(got) == str(want).split(".")[-1], (d, s, got, want)
+            assert str(got).split(".")[-1] == str(want).split(".")[-1], (d, s, got, want)
 
 
 def test_dtype_objects():

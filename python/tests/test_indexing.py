@@ -76,6 +76,17 @@ def test_setitem_broadcast_and_dtype():
     assert a.dtype == kc.int32
 
 
+def test_index_errors_are_value_errors_too():
+    # MLX raises ValueError for the indices it cannot take, NumPy
+    # IndexError: kiln's error is both, as NumPy's AxisError is.
+    a = kc.zeros((2, 3))
+    for bad in (True, 1.5, "a", (0, 0, 0), 7, kc.array([1.0])):
+        with pytest.raises(ValueError) as info:
+            a[bad]
+        assert isinstance(info.value, IndexError)
+        assert isinstance(info.value, kc.IndexError)
+
+
 def test_out_of_range_int_raises_index_error():
     a = kc.arange(10)
     with pytest.raises(IndexError):
