@@ -113,21 +113,33 @@ array number_of_elements(const array& a, const std::vector<int>& axes, int ddof,
 }
 } // namespace
 
+namespace {
+// The dtype mean and var compute in: float32 for 16-bit floats, whose sums
+// and element counts overflow past 65,504 (float16), as NumPy and PyTorch
+// do; the result is rounded once to the input's float dtype.
+Dtype statistics_dtype(Dtype dt) {
+  return dt == float16 || dt == bfloat16 ? float32 : dt;
+}
+} // namespace
+
 array mean(const array& a, const std::vector<int>& axes, bool keepdims,
            StreamOrDevice s) {
   Dtype dt = detail::at_least_float(a.dtype());
-  auto total = sum(astype(a, dt, s), axes, keepdims, s);
-  return divide(total, number_of_elements(a, axes, 0, dt, "mean", s), s);
+  Dtype acc = statistics_dtype(dt);
+  auto total = sum(astype(a, acc, s), axes, keepdims, s);
+  auto m = divide(total, number_of_elements(a, axes, 0, acc, "mean", s), s);
+  return astype(m, dt, s);
 }
 
 array var(const array& a, const std::vector<int>& axes, bool keepdims,
           int ddof, StreamOrDevice s) {
   Dtype dt = detail::at_least_float(a.dtype());
-  auto x = astype(a, dt, s);
+  Dtype acc = statistics_dtype(dt);
+  auto x = astype(a, acc, s);
   auto mu = mean(x, axes, true, s);
   auto sq = square(subtract(x, mu, s), s);
-  auto denom = number_of_elements(a, axes, ddof, dt, "var", s);
-  return divide(sum(sq, axes, keepdims, s), denom, s);
+  auto denom = number_of_elements(a, axes, ddof, acc, "var", s);
+  return astype(divide(sum(sq, axes, keepdims, s), denom, s), dt, s);
 }
 
 array var(const array& a, bool keepdims, int ddof, StreamOrDevice s) {

@@ -220,11 +220,12 @@ KILN_BINARY_PARTIAL(Power,
                     multiply(b, power(a, subtract(b, scalar(1, b)))),
                     multiply(y, log(where(greater(a, scalar(0, a)), a,
                                           ones_like(a)))))
-// Ties send the whole gradient to the first argument.
-KILN_BINARY_PARTIAL(Maximum, astype(greater_equal(a, b), a.dtype()),
-                    astype(less(a, b), b.dtype()))
-KILN_BINARY_PARTIAL(Minimum, astype(less_equal(a, b), a.dtype()),
-                    astype(greater(a, b), b.dtype()))
+// Ties send the whole gradient to the second argument, as in MLX: relu(x)
+// = maximum(x, 0) then has gradient 0 at x = 0, as in PyTorch.
+KILN_BINARY_PARTIAL(Maximum, astype(greater(a, b), a.dtype()),
+                    astype(less_equal(a, b), b.dtype()))
+KILN_BINARY_PARTIAL(Minimum, astype(less(a, b), a.dtype()),
+                    astype(greater_equal(a, b), b.dtype()))
 KILN_BINARY_PARTIAL(ArcTan2,
                     divide(b, add(square(a), square(b))),
                     negative(divide(a, add(square(a), square(b)))))

@@ -6,6 +6,7 @@
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
+#include "kiln/ops/slicing.h"
 #include "kiln/ops/utils.h"
 #include "kiln/primitives/batching.h"
 #include "kiln/primitives/reduction.h"
@@ -146,6 +147,92 @@ array weighted_exp_scan(const array& w, const array& v, const array& shift,
   };
   return subtract(part(maximum(w, zero)), part(maximum(negative(w), zero)));
 }
+// cumprod's rules for zeros in x. Along a line with its first zero at z:
+// output i < z is a product of nonzeros (y_i / x_j is its derivative); for
+// i >= z only x_z's derivative can be nonzero: the product of the others,
+// the cumprod y1 of the line with x_z set to 1 (0 again past a second
+// zero). Written for the forward inclusive scan; a reversed scan is the
+// forward one of the flipped line, an exclusive one the inclusive scan of
+// the line shifted one place right behind a 1.
+struct ZeroSplit {
+  ZeroSplit(const array& x, int axis) {
+    auto zero = equal(x, zeros_like(x));
+    auto count = cumsum(astype(zero, int32), axis, false, true);
+    before = equal(count, array(0));
+    first = logical_and(zero, equal(count, array(1)));
+    nonzero = where(before, x, ones_like(x));
+    y = cumprod(nonzero, axis, false, true);
+    y1 = cumprod(where(first, ones_like(x), x), axis, false, true);
+  }
+  array before{0}, first{0}, nonzero{0}, y{0}, y1{0};
+};
+
+array slice_axis(const array& x, int axis, int start, int stop) {
+  Shape lo(x.ndim(), 0);
+  Shape hi = x.shape();
+  lo[axis] = start;
+  hi[axis] = stop;
+  return slice(x, lo, hi);
+}
+
+// x_{i - 1} at i, `fill` first.
+array shift_right(const array& x, int axis, double fill) {
+  Shape one = x.shape();
+  one[axis] = 1;
+  return concatenate({full(one, array(fill, x.dtype())),
+                      slice_axis(x, axis, 0, x.shape(axis) - 1)},
+                     axis);
+}
+
+// g_{j + 1} at j, 0 last.
+array shift_left(const array& g, int axis) {
+  Shape one = g.shape();
+  one[axis] = 1;
+  return concatenate(
+      {slice_axis(g, axis, 1, g.shape(axis)), zeros(one, g.dtype())}, axis);
+}
+
+array cumprod_vjp(const array& x, const array& c, int axis, bool reverse,
+                  bool inclusive) {
+  if (x.shape(axis) == 0) return zeros_like(x);
+  if (reverse) {
+    return flip(cumprod_vjp(flip(x, axis), flip(c, axis), axis, false,
+                            inclusive),
+                axis);
+  }
+  if (!inclusive) {
+    return shift_left(cumprod_vjp(shift_right(x, axis, 1), c, axis, false, true),
+                      axis);
+  }
+  ZeroSplit z(x, axis);
+  auto early = divide(cumsum(where(z.before, multiply(c, conjugate(z.y)),
+                                   zeros_like(c)),
+                             axis, true, true),
+                      conjugate(z.nonzero));
+  auto at_zero = cumsum(multiply(c, conjugate(z.y1)), axis, true, true);
+  return where(z.before, early, where(z.first, at_zero, zeros_like(at_zero)));
+}
+
+array cumprod_jvp(const array& x, const array& t, int axis, bool reverse,
+                  bool inclusive) {
+  if (x.shape(axis) == 0) return zeros_like(x);
+  if (reverse) {
+    return flip(cumprod_jvp(flip(x, axis), flip(t, axis), axis, false,
+                            inclusive),
+                axis);
+  }
+  if (!inclusive) {
+    return cumprod_jvp(shift_right(x, axis, 1), shift_right(t, axis, 0), axis,
+                       false, true);
+  }
+  ZeroSplit z(x, axis);
+  auto early = multiply(
+      z.y, cumsum(where(z.before, divide(t, z.nonzero), zeros_like(t)), axis,
+                  false, true));
+  auto t_zero = sum(where(z.first, t, zeros_like(t)), {axis}, true);
+  return where(z.before, early, multiply(z.y1, t_zero));
+}
+
 } // namespace
 
 std::vector<array> Scan::vjp(const std::vector<array>& primals,
@@ -159,11 +246,7 @@ std::vector<array> Scan::vjp(const std::vector<array>& primals,
       // Each input feeds every later (earlier, when reversed) output.
       return {cumsum(c, axis_, !reverse_, inclusive_)};
     case Prod:
-      // d y_i / d x_j = y_i / x_j for the j that y_i includes; exact unless
-      // x has zeros (then NaN, as documented).
-      return {divide(cumsum(multiply(c, conjugate(outputs[0])), axis_,
-                            !reverse_, inclusive_),
-                     conjugate(x))};
+      return {cumprod_vjp(x, c, axis_, reverse_, inclusive_)};
     case LogAddExp: {
       // d y_i / d x_j = exp(x_j - y_i) for the j that y_i includes, summed
       // over the outputs in the other direction, in log space.
@@ -206,10 +289,8 @@ std::vector<array> Scan::jvp(const std::vector<array>& primals,
   switch (type_) {
     case Sum:
       return {cumsum(t, axis_, reverse_, inclusive_)};
-    case Prod: {
-      auto y = cumprod(x, axis_, reverse_, inclusive_);
-      return {multiply(y, cumsum(divide(t, x), axis_, reverse_, inclusive_))};
-    }
+    case Prod:
+      return {cumprod_jvp(x, t, axis_, reverse_, inclusive_)};
     case LogAddExp: {
       // dy_i = sum_j t_j exp(x_j - y_i) over the j that y_i includes.
       auto y = logcumsumexp(x, axis_, reverse_, inclusive_);

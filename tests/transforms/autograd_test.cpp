@@ -174,6 +174,52 @@ TEST(Autograd, Reductions) {
   auto t = array({1.0, 3.0, 3.0}, float64);
   EXPECT_EQ(to_doubles(grad([](const array& v) { return max(v); })(t)),
             (std::vector<double>{0, 0.5, 0.5}));
+  // cumprod with zeros (none, one, two in a line; in the first and last
+  // places) in every direction: exact, no division by zero.
+  auto zs = array({2.0, 0.0, 3.0, 0.0, 5.0, 1.5, 2.0, 0.0, 4.0, 0.5, 0.0, 1.2,
+                   0.7, 2.0, 1.1, 0.9, 1.3, 0.8, 1.7, 0.0},
+                  {4, 5}, float64);
+  for (bool reverse : {false, true}) {
+    for (bool inclusive : {true, false}) {
+      check_transforms(
+          std::string("cumprod with zeros") + (reverse ? " reversed" : "") +
+              (inclusive ? "" : " exclusive"),
+          [&](const std::vector<array>& in) {
+            return cumprod(in[0], 1, reverse, inclusive);
+          },
+          {zs});
+    }
+  }
+  // The gradient MLX gives x = (2, 0, 3): 1 + x1 + x1 x2, 2 + 2 x2, 2 x1.
+  EXPECT_EQ(to_doubles(grad([](const array& v) { return sum(cumprod(v, 0)); })(
+                array({2.0, 0.0, 3.0}, float64))),
+            (std::vector<double>{1, 8, 0}));
+}
+
+TEST(Autograd, MaximumAndMinimumTiesGoToTheSecondArgument) {
+  // As in MLX; relu(x) = maximum(x, 0) then has gradient 0 at 0.
+  auto a = array({1.0, 2.0, 3.0}, float64);
+  auto b = array({1.0, 3.0, 1.0}, float64);
+  auto ones3 = ones({3}, float64);
+  for (bool is_max : {true, false}) {
+    auto [outs, grads] = vjp(
+        [&](const std::vector<array>& in) {
+          return std::vector<array>{is_max ? maximum(in[0], in[1])
+                                           : minimum(in[0], in[1])};
+        },
+        {a, b}, {ones3});
+    if (is_max) {
+      EXPECT_EQ(to_doubles(grads[0]), (std::vector<double>{0, 0, 1}));
+      EXPECT_EQ(to_doubles(grads[1]), (std::vector<double>{1, 1, 0}));
+    } else {
+      EXPECT_EQ(to_doubles(grads[0]), (std::vector<double>{0, 1, 0}));
+      EXPECT_EQ(to_doubles(grads[1]), (std::vector<double>{1, 0, 1}));
+    }
+  }
+  auto relu_grad = grad([](const array& v) {
+    return sum(maximum(v, array(0.0, float64)));
+  })(array({-1.0, 0.0, 2.0}, float64));
+  EXPECT_EQ(to_doubles(relu_grad), (std::vector<double>{0, 0, 1}));
 }
 
 TEST(Autograd, Compositions) {
