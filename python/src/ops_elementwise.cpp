@@ -148,11 +148,12 @@ void init_ops_elementwise(nb::module_& m) {
       "divmod",
       [](ArrayLike a, ArrayLike b, const StreamArg& s) {
         auto [x, y] = to_arrays(a, b);
-        return std::make_pair(floor_divide(x, y, to_sod(s)),
-                              remainder(x, y, to_sod(s)));
+        // A list, as MLX returns.
+        return std::vector<array>{floor_divide(x, y, to_sod(s)),
+                                  remainder(x, y, to_sod(s))};
       },
       "a"_a, "b"_a, "stream"_a = nb::none(),
-      "(floor_divide(a, b), remainder(a, b)).");
+      "[floor_divide(a, b), remainder(a, b)].");
   m.def(
       "round",
       [](ArrayLike a, int decimals, const StreamArg& s) {
