@@ -209,6 +209,13 @@ def test_match_mlx(rng):
         mq = mdist.shard_linear(ml.to_quantized(group_size=32, bits=4), sharding)
         assert repr(kq) == repr(mq)
         check(kq(kc.array(x)), np.array(mq(mx.array(x))), rtol=1e-5, atol=1e-5)
+    # New layers draw their weights as MLX's do.
+    for name in ("AllToShardedLinear", "ShardedToAllLinear"):
+        kc.random.seed(3)
+        mx.random.seed(3)
+        k, m = getattr(nn, name)(8, 4), getattr(mnn, name)(8, 4)
+        check(k.weight, np.array(m.weight), rtol=0, atol=0)
+        check(k.bias, np.array(m.bias), rtol=0, atol=0)
     grads = {"a": rand(rng, (3, 4))}
     kg, kn = nn.utils.clip_grad_norm_sharded({"a": kc.array(grads["a"])}, 0.5)
     mg, mn = mnn.utils.clip_grad_norm_sharded({"a": mx.array(grads["a"])}, 0.5)

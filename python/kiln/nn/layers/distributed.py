@@ -153,26 +153,44 @@ def shard_linear(module: Module, sharding: str, *, segments: Union[int, list] = 
     return make(module, segments=segments, group=group)
 
 
-def _check_divides(what, dims, size):
-    if dims % size:
-        raise ValueError(f"[{what}] Cannot shard {dims} features across {size} members of the group.")
+def _member_dims(what, dims, group):
+    """dims / the group's size, which must divide it."""
+    if dims % group.size():
+        raise ValueError(f"[{what}] Cannot shard {dims} features across {group.size()} members of the group.")
+    return dims // group.size()
 
 
-class AllToShardedLinear(Module):
+def _sharded_copy(cls, layer, rule, group, input_dims, **settings):
+    """A ``cls`` layer holding this member's shards of ``layer``'s
+    parameters, as ``rule`` cuts them."""
+    group = _group(group)
+    sharded = cls(input_dims, layer.weight.shape[0], "bias" in layer, group=group, **settings)
+    sharded.update(_shard_tree(layer.parameters(), rule, group))
+    return sharded
+
+
+class _DenseSharded(Module):
+    """A random weight of the member's shape (and bias), drawn as Linear
+    draws its own."""
+
+    def __init__(self, weight_shape, bias_dims, group, bound):
+        super().__init__()
+        self.group = group
+        self.weight = mx.random.uniform(-bound, bound, weight_shape)
+        if bias_dims:
+            self.bias = mx.random.uniform(-bound, bound, (bias_dims,))
+
+
+class AllToShardedLinear(_DenseSharded):
     """``x W^T + b`` for this member's slice of the output features: every
     member holds the whole input, and the input's gradient is summed over
     the group."""
 
     def __init__(self, input_dims: int, output_dims: int, bias: bool = True,
                  group: Optional[mx.distributed.Group] = None):
-        super().__init__()
-        self.group = _group(group)
-        size = self.group.size()
-        _check_divides("AllToShardedLinear", output_dims, size)
-        bound = math.sqrt(1.0 / input_dims)
-        self.weight = mx.random.uniform(-bound, bound, (output_dims // size, input_dims))
-        if bias:
-            self.bias = mx.random.uniform(-bound, bound, (output_dims // size,))
+        group = _group(group)
+        out_dims = _member_dims("AllToShardedLinear", output_dims, group)
+        super().__init__((out_dims, input_dims), out_dims if bias else 0, group, math.sqrt(1.0 / input_dims))
 
     def _extra_repr(self) -> str:
         out_dims, in_dims = self.weight.shape
@@ -187,28 +205,19 @@ class AllToShardedLinear(Module):
     @classmethod
     def from_linear(cls, linear_layer: Module, *, segments: Union[int, list] = 1,
                     group: Optional[mx.distributed.Group] = None):
-        group = _group(group)
-        output_dims, input_dims = linear_layer.weight.shape
-        layer = cls(input_dims, output_dims, "bias" in linear_layer, group)
-        layer.update(_shard_tree(linear_layer.parameters(), _all_to_sharded(segments), group))
-        return layer
+        return _sharded_copy(cls, linear_layer, _all_to_sharded(segments), group, linear_layer.weight.shape[1])
 
 
-class ShardedToAllLinear(Module):
+class ShardedToAllLinear(_DenseSharded):
     """``x W^T + b`` from this member's slice of the input features: the
     partial products are summed over the group (every member gets the whole
     result), then the bias is added once."""
 
     def __init__(self, input_dims: int, output_dims: int, bias: bool = True,
                  group: Optional[mx.distributed.Group] = None):
-        super().__init__()
-        self.group = _group(group)
-        size = self.group.size()
-        _check_divides("ShardedToAllLinear", input_dims, size)
-        bound = math.sqrt(1.0 / input_dims)
-        self.weight = mx.random.uniform(-bound, bound, (output_dims, input_dims // size))
-        if bias:
-            self.bias = mx.random.uniform(-bound, bound, (output_dims,))
+        group = _group(group)
+        in_dims = _member_dims("ShardedToAllLinear", input_dims, group)
+        super().__init__((output_dims, in_dims), output_dims if bias else 0, group, math.sqrt(1.0 / input_dims))
 
     def _extra_repr(self) -> str:
         out_dims, in_dims = self.weight.shape
@@ -223,11 +232,7 @@ class ShardedToAllLinear(Module):
     @classmethod
     def from_linear(cls, linear_layer: Module, *, segments: Union[int, list] = 1,
                     group: Optional[mx.distributed.Group] = None):
-        group = _group(group)
-        output_dims, input_dims = linear_layer.weight.shape
-        layer = cls(input_dims, output_dims, "bias" in linear_layer, group)
-        layer.update(_shard_tree(linear_layer.parameters(), _sharded_to_all(segments), group))
-        return layer
+        return _sharded_copy(cls, linear_layer, _sharded_to_all(segments), group, linear_layer.weight.shape[1])
 
 
 class _QuantizedSharded(Module):
@@ -265,12 +270,8 @@ class _QuantizedSharded(Module):
 
     @classmethod
     def _from(cls, layer, rule, group):
-        group = _group(group)
-        output_dims, packed = layer.weight.shape
-        sharded = cls(packed * 32 // layer.bits, output_dims, "bias" in layer, group_size=layer.group_size,
-                      bits=layer.bits, mode=getattr(layer, "mode", "affine"), group=group)
-        sharded.update(_shard_tree(layer.parameters(), rule, group))
-        return sharded
+        return _sharded_copy(cls, layer, rule, group, layer.weight.shape[1] * 32 // layer.bits,
+                             group_size=layer.group_size, bits=layer.bits, mode=getattr(layer, "mode", "affine"))
 
 
 class QuantizedAllToShardedLinear(_QuantizedSharded):
@@ -280,8 +281,7 @@ class QuantizedAllToShardedLinear(_QuantizedSharded):
     def __init__(self, input_dims: int, output_dims: int, bias: bool = True, group_size: int = 64, bits: int = 4,
                  mode: str = "affine", group: Optional[mx.distributed.Group] = None):
         group = _group(group)
-        _check_divides("QuantizedAllToShardedLinear", output_dims, group.size())
-        out_dims = output_dims // group.size()
+        out_dims = _member_dims("QuantizedAllToShardedLinear", output_dims, group)
         super().__init__((out_dims, input_dims), out_dims if bias else 0, group_size, bits, mode, group,
                          math.sqrt(1.0 / input_dims))
 
@@ -308,9 +308,9 @@ class QuantizedShardedToAllLinear(_QuantizedSharded):
     def __init__(self, input_dims: int, output_dims: int, bias: bool = True, group_size: int = 64, bits: int = 4,
                  mode: str = "affine", group: Optional[mx.distributed.Group] = None):
         group = _group(group)
-        _check_divides("QuantizedShardedToAllLinear", input_dims, group.size())
-        super().__init__((output_dims, input_dims // group.size()), output_dims if bias else 0, group_size, bits,
-                         mode, group, math.sqrt(1.0 / input_dims))
+        in_dims = _member_dims("QuantizedShardedToAllLinear", input_dims, group)
+        super().__init__((output_dims, in_dims), output_dims if bias else 0, group_size, bits, mode, group,
+                         math.sqrt(1.0 / input_dims))
 
     def _extra_repr(self) -> str:
         out_dims, in_dims = self._dims()
