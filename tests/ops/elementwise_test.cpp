@@ -126,6 +126,25 @@ TEST(Elementwise, RoundHalvesToEvenKeepingSigns) {
   }
 }
 
+TEST(Elementwise, AbsClearsTheSignOfZero) {
+  // abs(-0.0) is +0.0 (IEEE fabs, as NumPy and MLX), in every float dtype,
+  // contiguous and strided; negative values and infinities flip, NaN stays.
+  std::vector<double> xs = {-0.0, 0.0, -1.5, 2.25, -INFINITY, NAN};
+  for (Dtype dt : float_dtypes()) {
+    auto q = quantize(xs, dt);
+    auto x = array(q.begin(), {2, 3}, dt);
+    for (auto& in : {x, as_transposed(transpose(x))}) {
+      auto got = to_doubles(abs(in)), vals = to_doubles(in);
+      for (size_t i = 0; i < got.size(); ++i) {
+        double want = std::fabs(vals[i]);
+        EXPECT_TRUE((std::isnan(want) && std::isnan(got[i])) ||
+                    (got[i] == want && !std::signbit(got[i])))
+            << "abs(" << vals[i] << ") = " << got[i] << " " << dt;
+      }
+    }
+  }
+}
+
 TEST(Elementwise, ErfInvInvertsErf) {
   auto x = random_array({100}, float64, -0.99, 0.99);
   auto want = to_doubles(x);

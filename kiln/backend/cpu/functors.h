@@ -27,6 +27,8 @@ struct Abs {
       return T(std::abs(x), 0.0f);
     } else if constexpr (std::is_unsigned_v<T> || std::is_same_v<T, bool>) {
       return x;
+    } else if constexpr (is_float_v<T>) {
+      return std::abs(x); // clears the sign of -0.0 too
     } else {
       return static_cast<T>(x < T(0) ? -x : x);
     }

@@ -12,6 +12,8 @@ struct Abs {
   __device__ T operator()(T x) const {
     if constexpr (is_unsigned_v<T> || is_same_v<T, bool>) {
       return x;
+    } else if constexpr (is_float_v<T>) {
+      return math::abs(x); // clears the sign of -0.0 too
     } else {
       return static_cast<T>(x < T(0) ? -x : x);
     }
