@@ -371,6 +371,14 @@ TEST(Reduction, Scans) {
   }
   EXPECT_EQ(cumsum(array({true, true})).dtype(), int32);
   EXPECT_EQ(to_doubles(cumsum(array({1, 2, 3}, int8))), (std::vector<double>{1, 3, 6}));
+  // Narrow integers accumulate in 32 bits, as sum and prod do: no wrap.
+  EXPECT_EQ(cumsum(array({100, 100}, int8)).dtype(), int32);
+  EXPECT_EQ(to_doubles(cumsum(array({100, 100}, int8))),
+            (std::vector<double>{100, 200}));
+  EXPECT_EQ(cumprod(array({200, 100}, uint8)).dtype(), uint32);
+  EXPECT_EQ(to_doubles(cumprod(array({200, 100}, uint8))),
+            (std::vector<double>{200, 20000}));
+  EXPECT_EQ(cumprod(array({true, false}, bool_)).dtype(), int32);
   EXPECT_THROW(cumsum(x, 2), std::invalid_argument);
 }
 
