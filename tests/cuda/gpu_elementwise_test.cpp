@@ -276,6 +276,92 @@ TEST_F(GpuElementwise, AsTypeEveryPairAndLayout) {
   }
 }
 
+array complex_values(const Shape& shape, double lo, double hi) {
+  return add(astype(random_array(shape, float32, lo, hi), complex64),
+             multiply(astype(random_array(shape, float32, lo, hi), complex64),
+                      array(complex64_t(0, 1))));
+}
+
+TEST_F(GpuElementwise, ComplexOpsEveryLayout) {
+  // The ops with complex64 kernels against the CPU's std::complex, to float
+  // rounding. |Re z|, |Im z| < 1 keep tan and tanh away from their poles
+  // (pi / 2 away), where the two libraries' roundings would diverge.
+  array z = complex_values({23, 35}, -1, 1);
+  array w = complex_values({23, 35}, -2, 2);
+  const std::vector<UnaryCase> unaries = {
+      KILN_UNARY_CASE(negative, 0, 0), KILN_UNARY_CASE(sign, 0, 0),
+      KILN_UNARY_CASE(square, 0, 0),   KILN_UNARY_CASE(exp, 0, 0),
+      KILN_UNARY_CASE(log, 0, 0),      KILN_UNARY_CASE(log10, 0, 0),
+      KILN_UNARY_CASE(sin, 0, 0),      KILN_UNARY_CASE(cos, 0, 0),
+      KILN_UNARY_CASE(tan, 0, 0),      KILN_UNARY_CASE(sinh, 0, 0),
+      KILN_UNARY_CASE(cosh, 0, 0),     KILN_UNARY_CASE(tanh, 0, 0),
+      KILN_UNARY_CASE(sqrt, 0, 0),     KILN_UNARY_CASE(rsqrt, 0, 0),
+      KILN_UNARY_CASE(conjugate, 0, 0), KILN_UNARY_CASE(abs, 0, 0),
+      KILN_UNARY_CASE(real, 0, 0),     KILN_UNARY_CASE(imag, 0, 0)};
+  for (auto& [layout, v] : layouts(z)) {
+    for (auto& c : unaries) {
+      auto fn = [&](const std::vector<array>& a, Device d) {
+        return c.fn(a[0], d);
+      };
+      EXPECT_TRUE(same_on_devices(fn, {v}, 2e-5)) << c.name << " " << layout;
+    }
+    for (auto& [wl, u] : layouts(w)) {
+      auto check = [&](const char* name, auto op) {
+        auto fn = [&](const std::vector<array>& a, Device d) {
+          return op(a[0], a[1], d);
+        };
+        EXPECT_TRUE(same_on_devices(fn, {v, u}, 2e-5, layout == wl))
+            << name << " " << layout << " " << wl;
+      };
+      check("add", [](auto& a, auto& b, Device d) { return add(a, b, d); });
+      check("subtract",
+            [](auto& a, auto& b, Device d) { return subtract(a, b, d); });
+      check("multiply",
+            [](auto& a, auto& b, Device d) { return multiply(a, b, d); });
+      check("divide",
+            [](auto& a, auto& b, Device d) { return divide(a, b, d); });
+    }
+  }
+  // Comparisons see equal values, Select picks per element, scalars
+  // broadcast, and casts go both ways.
+  array mask = greater(random_array({23, 35}, float32), array(0.5f));
+  array some = where(mask, z, w);
+  auto fn2 = [](auto op) {
+    return [op](const std::vector<array>& a, Device d) {
+      return op(a[0], a[1], d);
+    };
+  };
+  EXPECT_TRUE(same_on_devices(
+      fn2([](auto& a, auto& b, Device d) { return equal(a, b, d); }),
+      {some, z}, 0));
+  EXPECT_TRUE(same_on_devices(
+      fn2([](auto& a, auto& b, Device d) { return not_equal(a, b, d); }),
+      {as_transposed(some), as_transposed(w)}, 0));
+  EXPECT_TRUE(same_on_devices(
+      [&](const std::vector<array>& a, Device d) {
+        return where(mask, a[0], a[1], d);
+      },
+      {z, w}, 0));
+  EXPECT_TRUE(same_on_devices(
+      fn2([](auto& a, auto& b, Device d) { return multiply(a, b, d); }),
+      {z, array(complex64_t(0.5f, -2.0f))}, 2e-5));
+  for (Dtype dt : {float32, float16, int32, bool_, float64}) {
+    array x = random_array({23, 35}, dt, -3, 3);
+    EXPECT_TRUE(same_on_devices(
+        [](const std::vector<array>& a, Device d) {
+          return astype(a[0], complex64, d);
+        },
+        {as_transposed(x)}, 0))
+        << dtype_name(dt);
+    EXPECT_TRUE(same_on_devices(
+        [dt](const std::vector<array>& a, Device d) {
+          return astype(a[0], dt, d);
+        },
+        {z}, tolerance(dt)))
+        << dtype_name(dt);
+  }
+}
+
 TEST_F(GpuElementwise, ContiguousCopiesEveryLayout) {
   // complex64 too: its copies move the values as uint64.
   for (Dtype dt : all_dtypes()) {

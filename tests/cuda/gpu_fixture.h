@@ -43,6 +43,16 @@ inline ::testing::AssertionResult same_on_devices(
            << "data_size differs: gpu " << g.data_size() << " cpu "
            << c.data_size();
   }
+  if (g.dtype() == complex64) {
+    // The parts compared on the CPU.
+    auto re = all_close(to_doubles(real(g, Device::cpu)),
+                        to_doubles(real(c, Device::cpu)), tol, tol);
+    if (!re) return re << " (real parts)";
+    auto im = all_close(to_doubles(imag(g, Device::cpu)),
+                        to_doubles(imag(c, Device::cpu)), tol, tol);
+    if (!im) return im << " (imaginary parts)";
+    return im;
+  }
   return all_close(to_doubles(g), to_doubles(c), tol, tol);
 }
 

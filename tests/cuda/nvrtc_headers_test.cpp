@@ -71,6 +71,32 @@ TEST(NvrtcHeaders, BinaryAndTernaryFamilies) {
   expect_compiles(ternary_kernel(int64, "g", true));
 }
 
+// The complex64 kernels (device/complex.cuh): every op that has one, the
+// casts to and from complex64, the parts, comparisons and Select.
+TEST(NvrtcHeaders, ComplexKernels) {
+  std::vector<JitKernel> ks;
+  for (const char* op : {"Negative", "Sign", "Square", "Exp", "Log", "Log10",
+                         "Sin", "Cos", "Tan", "Sinh", "Cosh", "Tanh", "Sqrt",
+                         "Rsqrt", "Conjugate"}) {
+    ks.push_back(unary_kernel(op, complex64, complex64, "v"));
+  }
+  for (const char* op : {"Abs", "Real", "Imag"}) {
+    ks.push_back(unary_kernel(op, complex64, float32, "g"));
+  }
+  for (Dtype d : {bool_, int32, uint64, float16, bfloat16, float32, float64}) {
+    ks.push_back(unary_kernel("AsType", d, complex64, "v"));
+    ks.push_back(unary_kernel("AsType", complex64, d, "g"));
+  }
+  for (const char* op : {"Add", "Subtract", "Multiply", "Divide"}) {
+    ks.push_back(binary_kernel(op, complex64, complex64, "vs"));
+  }
+  for (const char* op : {"Equal", "NotEqual"}) {
+    ks.push_back(binary_kernel(op, complex64, bool_, "g"));
+  }
+  ks.push_back(ternary_kernel(complex64, "vsv"));
+  expect_all_compile(ks);
+}
+
 // Every scan op, and every dtype family on sum (widening ones included),
 // each in its three per-line patterns (s, r, c) and its two passes in
 // pieces (t, k).

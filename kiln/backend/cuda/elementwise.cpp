@@ -4,6 +4,8 @@
 #include <climits>
 #include <cstring>
 #include <optional>
+#include <string_view>
+#include <unordered_set>
 #include <utility>
 
 #include "kiln/backend/common/elementwise_layout.h"
@@ -71,15 +73,34 @@ CUfunction kernel_for(const char* op, Dtype in_dt, Dtype out_dt,
   });
 }
 
-// The dtype a kernel moving `in` to `out` works in: their own, or for a copy
-// of complex64 (which the kernels have no arithmetic for) the 8-byte values
-// as uint64. Empty when the GPU kernels cannot run it.
+// The ops with complex64 kernels (device/complex.cuh has their functions);
+// the others run complex arrays on the CPU, as do the ops the CPU's
+// functors mark as having no complex meaning.
+bool has_complex_kernel(const char* op) {
+  static const std::unordered_set<std::string_view> ops = {
+      "AsType", "Abs",      "Negative", "Sign",      "Square",   "Exp",
+      "Log",    "Log10",    "Sin",      "Cos",       "Tan",      "Sinh",
+      "Cosh",   "Tanh",     "Sqrt",     "Rsqrt",     "Add",      "Subtract",
+      "Multiply", "Divide", "Equal",    "NotEqual",  "Select",   "Real",
+      "Imag",   "Conjugate"};
+  return ops.count(op) != 0;
+}
+
+bool kernel_supports(const char* op, Dtype dt) {
+  return gpu_supports(dt) || (dt == complex64 && has_complex_kernel(op));
+}
+
+// The dtypes a kernel taking `in` to `out` works in: their own, or for a
+// copy of complex64 the 8-byte values as uint64. Empty when the GPU kernels
+// cannot run it.
 std::optional<std::pair<Dtype, Dtype>> kernel_dtypes(const char* op, Dtype in,
                                                      Dtype out) {
   if (in == complex64 && out == complex64 && std::strcmp(op, "AsType") == 0) {
     return std::pair{uint64, uint64};
   }
-  if (!gpu_supports(in) || !gpu_supports(out)) return std::nullopt;
+  if (!kernel_supports(op, in) || !kernel_supports(op, out)) {
+    return std::nullopt;
+  }
   return std::pair{in, out};
 }
 
@@ -228,5 +249,17 @@ void Elementwise::eval_gpu(const std::vector<array>& inputs, array& out) {
     cuda::eval_on_cpu(*this, inputs, out);
   }
 }
+
+// So do the parts of a complex64 array.
+#define KILN_COMPLEX_PART_GPU(Name)                                  \
+  void Name::eval_gpu(const std::vector<array>& inputs, array& out) { \
+    if (!cuda::elementwise(name(), inputs, out, stream())) {         \
+      cuda::eval_on_cpu(*this, inputs, out);                         \
+    }                                                                \
+  }
+KILN_COMPLEX_PART_GPU(Real)
+KILN_COMPLEX_PART_GPU(Imag)
+KILN_COMPLEX_PART_GPU(Conjugate)
+#undef KILN_COMPLEX_PART_GPU
 
 } // namespace kiln

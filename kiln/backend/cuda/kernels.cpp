@@ -236,10 +236,13 @@ const char* device_type(Dtype dt) {
     case Dtype::Val::bfloat16: return "__nv_bfloat16";
     case Dtype::Val::float32: return "float";
     case Dtype::Val::float64: return "double";
+    case Dtype::Val::complex64: return "kiln::cuda::complex64_t";
     default: return nullptr;
   }
 }
 
-bool gpu_supports(Dtype dt) { return device_type(dt) != nullptr; }
+bool gpu_supports(Dtype dt) {
+  return dt != complex64 && device_type(dt) != nullptr;
+}
 
 } // namespace kiln::cuda

@@ -90,9 +90,10 @@ void launch_blocks(CUfunction f, int64_t blocks, int bx, int by, KernelArgs args
 int resident_blocks(CUfunction f, int threads);
 
 /** The device type spelled for instantiation expressions ("float",
- *  "__nv_bfloat16", "long long", ...). */
+ *  "__nv_bfloat16", "long long", "kiln::cuda::complex64_t", ...). */
 const char* device_type(Dtype dt);
-/** True for the dtypes GPU kernels handle (all but complex64 for now). */
+/** True for the dtypes every GPU kernel family handles: all but complex64,
+ *  which only some elementwise kernels take (elementwise.h). */
 bool gpu_supports(Dtype dt);
 
 } // namespace kiln::cuda

@@ -7,10 +7,14 @@
 
 namespace kiln::cuda {
 
+// |z| of a complex z arrives as the real part of the result (the kernel's
+// output is float32), as on the CPU.
 struct Abs {
   template <typename T>
   __device__ T operator()(T x) const {
-    if constexpr (is_unsigned_v<T> || is_same_v<T, bool>) {
+    if constexpr (is_complex_v<T>) {
+      return T(math::abs(x), 0.0f);
+    } else if constexpr (is_unsigned_v<T> || is_same_v<T, bool>) {
       return x;
     } else if constexpr (is_float_v<T>) {
       return math::abs(x); // clears the sign of -0.0 too
@@ -38,7 +42,10 @@ struct Negative {
 struct Sign {
   template <typename T>
   __device__ T operator()(T x) const {
-    if constexpr (is_unsigned_v<T> || is_same_v<T, bool>) {
+    if constexpr (is_complex_v<T>) {
+      float a = math::abs(x);
+      return a == 0.0f ? T(0.0f) : x / T(a);
+    } else if constexpr (is_unsigned_v<T> || is_same_v<T, bool>) {
       return x != T(0);
     } else if constexpr (is_float_v<T>) {
       if (math::isnan(x)) return x;
@@ -87,6 +94,19 @@ KILN_DEVICE_UNARY(Ceil, ceil)
 // nearbyint rounds halves to even, as NumPy's and MLX's round do.
 KILN_DEVICE_UNARY(Round, nearbyint)
 #undef KILN_DEVICE_UNARY
+
+// The parts of a complex64 value (the Real, Imag and Conjugate primitives).
+struct Real {
+  __device__ float operator()(complex64_t z) const { return z.re; }
+};
+struct Imag {
+  __device__ float operator()(complex64_t z) const { return z.im; }
+};
+struct Conjugate {
+  __device__ complex64_t operator()(complex64_t z) const {
+    return {z.re, -z.im};
+  }
+};
 
 struct Erf {
   template <typename T>

@@ -15,6 +15,7 @@ struct __nv_bfloat16;
 #include <cuda_fp16.h>
 #endif
 
+#include "kiln/backend/cuda/device/complex.cuh"
 #include "kiln/backend/cuda/device/traits.cuh"
 
 namespace kiln::cuda {
@@ -52,6 +53,11 @@ __device__ __forceinline__ To cast_to(From v) {
     } else {
       return v != From(0);
     }
+  } else if constexpr (is_complex_v<From>) {
+    // complex -> real takes the real part.
+    return cast_to<To>(v.re);
+  } else if constexpr (is_complex_v<To>) {
+    return To(cast_to<float>(v), 0.0f);
   } else if constexpr (is_half_v<From>) {
     return static_cast<To>(static_cast<float>(v));
 #ifndef KILN_DEVICE_NO_HALF
