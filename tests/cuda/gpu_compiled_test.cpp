@@ -1,9 +1,9 @@
 // Compiled (fused) regions on the GPU against the same functions uncompiled
 // on the CPU: every region case and dtype in each layout (the outputs'
 // strides and data size too), scalar inputs, edge sizes, shapeless calls at
-// new shapes, the seed's bias cast before addmm, the CPU fallback, and the
-// rows kernel's regions (per-row and per-column broadcasts: the backward of
-// LayerNorm, softmax and cross-entropy) at every width and alignment.
+// new shapes, the seed's bias cast before addmm, regions run op by op, and
+// the rows kernel's regions (per-row and per-column broadcasts: the backward
+// of LayerNorm, softmax and cross-entropy) at every width and alignment.
 #include "kiln/config.h"
 
 #if KILN_HAS_CUDA
@@ -182,15 +182,33 @@ TEST_F(GpuCompiled, SeedBiasCastThenAddmm) {
   EXPECT_EQ(bias.data_size(), 48u);
 }
 
-TEST_F(GpuCompiled, TooManyDimsRunOnTheCpu) {
+TEST_F(GpuCompiled, TooManyDimsRunOpByOp) {
   // Eleven dimensions that no collapsing merges (x reversed, y row-major):
-  // past the strided kernel's limit, so the region runs on the CPU, with
-  // the same result.
+  // past the strided kernel's limit, so the region runs op by op, with the
+  // same result.
   Shape s(11, 2);
   array x = random_array(s, float32), y = random_array(s, float32);
   array xr = transpose(x); // reversed axes
   auto& tanh_fma = region_cases()[0];
   EXPECT_TRUE(fused_matches(tanh_fma.f, {xr, y}, chain_tolerance(float32)));
+}
+
+TEST_F(GpuCompiled, ComplexRegionsRunOpByOp) {
+  // complex64 values have no fused kernel: the region's ops run one by one
+  // (on the GPU where they have complex kernels), as uncompiled.
+  auto cx = [](const Shape& s) {
+    return add(astype(random_array(s, float32), complex64),
+               multiply(astype(random_array(s, float32), complex64),
+                        array(complex64_t(0, 1))));
+  };
+  array z = cx({17, 33}), w = cx({17, 33});
+  Fn f = [](const std::vector<array>& v) {
+    array p = multiply(v[0], conjugate(v[1]));
+    return std::vector<array>{add(p, exp(v[0])), abs(p)};
+  };
+  Fn cf = compile(f);
+  EXPECT_TRUE(fused_matches(f, {z, w}, 2e-5, cf, 0));
+  EXPECT_TRUE(fused_matches(f, {as_transposed(z), w}, 2e-5, cf, 1));
 }
 
 TEST_F(GpuCompiled, RepeatedCallsCompileOnce) {

@@ -4,7 +4,8 @@
 // data size on both devices; a strided decision whose inputs are row-major,
 // per-row or per-column over (rows, n) runs as the rows kernel. Regions the
 // generator cannot take (complex64, more than max_ndim dimensions after
-// collapsing, more than max_strided_inputs strided inputs) run on the CPU.
+// collapsing, more than max_strided_inputs strided inputs) run op by op,
+// each op's own eval_gpu (its kernel, or its fallback).
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include "kiln/backend/cuda/kernels.h"
 #include "kiln/backend/cuda/strided.h"
 #include "kiln/primitives/compiled.h"
+#include "kiln/transforms/eval.h"
 
 namespace kiln::cuda {
 
@@ -233,8 +235,13 @@ namespace kiln {
 
 void Compiled::eval_gpu(const std::vector<array>& inputs,
                         std::vector<array>& outputs) {
-  if (!cuda::eval_compiled(*this, inputs, outputs, stream())) {
-    cuda::eval_on_cpu(*this, inputs, outputs);
+  if (cuda::eval_compiled(*this, inputs, outputs, stream())) return;
+  // As the CPU does for regions its generator cannot take: the region's
+  // ops rebuilt on these inputs, on the region's stream.
+  auto outs = unfused(inputs);
+  eval(outs);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outputs[i].copy_shared_buffer(outs[i]);
   }
 }
 
