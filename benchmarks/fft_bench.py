@@ -100,6 +100,7 @@ def main_gpu():
         ("rfft, 16384 lines of 1024", rrand(16384, 1024), "rfft", {}, lambda a: tf.rfft(a)),
         ("rfft2, 4096 x 4096", rrand(4096, 4096), "rfft2", {}, lambda a: tf.rfft2(a)),
         ("irfft, 16384 lines of 513 -> 1024", crand(16384, 513), "irfft", {}, lambda a: tf.irfft(a)),
+        ("irfft2, 4096 x 2049 -> 4096 x 4096", crand(4096, 2049), "irfft2", {}, lambda a: tf.irfft2(a)),
     ]
     rows = []
     for label, x, name, kw, t_fn in cases:

@@ -387,6 +387,34 @@ TEST(FFT, ManyAxesAndLargeArrays) {
                       values_of(astype(x, complex64))));
 }
 
+TEST(FFT, RealTransformsOverSeveralAxesWithFewAndManyBlocks) {
+  // On the GPU, few blocks of the other axes (3) run the complex axes in
+  // place apart from the real one; many (20) take one multi-axis plan.
+  for (int blocks : {3, 20}) {
+    array x = random_array({blocks, 4, 6, 8}, float32, -1, 1);
+    std::vector<int> axes = {1, 2, 3};
+    EXPECT_TRUE(matches(fft::rfftn(x, std::nullopt, axes),
+                        reference(x, real_forward, axes, {4, 6, 8},
+                                  FFTNorm::backward)))
+        << blocks;
+    std::vector<int> two = {2, 1};
+    EXPECT_TRUE(matches(fft::rfftn(x, std::nullopt, two, FFTNorm::ortho),
+                        reference(x, real_forward, two, {6, 4},
+                                  FFTNorm::ortho)))
+        << blocks;
+    array z = complex_input({blocks, 4, 6, 5});
+    EXPECT_TRUE(matches(fft::irfftn(z, std::nullopt, axes),
+                        reference(z, real_inverse, axes, {4, 6, 8},
+                                  FFTNorm::backward)))
+        << blocks;
+    std::vector<int> outer = {0, 3};
+    EXPECT_TRUE(matches(fft::irfftn(z, std::nullopt, outer, FFTNorm::forward),
+                        reference(z, real_inverse, outer, {blocks, 8},
+                                  FFTNorm::forward)))
+        << blocks;
+  }
+}
+
 TEST(FFT, InputsAreLeftAsTheyWere) {
   // Transforms may read a row-major input in place and write over their own
   // copies only.

@@ -14,7 +14,10 @@
 // device/fft.cuh). irfft over several axes runs the complex inverse with
 // those axes innermost, then the complex-to-real transform with the real
 // axis innermost, on its own copy (cuFFT's complex-to-real transform
-// overwrites its input). More than three axes, or no cuFFT, run on the CPU.
+// overwrites its input). Real transforms over several axes with few blocks
+// of the others run the complex axes in place, interleaved, apart from the
+// real axis (split_real below). More than three axes, or no cuFFT, run on
+// the CPU.
 #include "kiln/backend/cuda/fft_kernels.h"
 
 #include <numeric>
@@ -144,6 +147,24 @@ void transform(cufft::Kind kind, const Shape& real_shape,
   }
 }
 
+// Transforms `axes` of a (complex64, packed in `order`, where the axes sit
+// one after another) in place: interleaved over the values after them, one
+// call per block of the axes before them.
+void transform_in_place(array& a, const std::vector<int>& order,
+                        const std::vector<int>& axes, bool inverse,
+                        const Stream& s) {
+  Shape laid_out;
+  std::vector<int> position(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    laid_out.push_back(a.shape(order[i]));
+    position[order[i]] = static_cast<int>(i);
+  }
+  std::vector<int> laid_axes;
+  for (int ax : axes) laid_axes.push_back(position[ax]);
+  transform(cufft::Kind::c2c, laid_out, laid_axes, true, a.raw_data_ptr(),
+            a.raw_data_ptr(), inverse, s);
+}
+
 void scale_in_place(array& a, float scale, const Stream& s) {
   if (scale == 1.0f) return;
   int64_t n = static_cast<int64_t>(a.data_size()) *
@@ -211,27 +232,43 @@ void FFT::eval_gpu(const std::vector<array>& inputs, array& out) {
     return;
   }
   float scale = static_cast<float>(this->scale(in));
+  int real_axis = axes_.back();
+  std::vector<int> complex_axes(axes_.begin(), axes_.end() - 1);
+  // Real transforms over several axes, the real axis innermost and few
+  // blocks of the other axes (one call each), run as PyTorch's do: the
+  // complex transform over the other axes in place, interleaved, and the
+  // real one along the real axis on its own. cuFFT's multi-axis
+  // real-to-complex plans took 127 us for 4096 x 4096 where this takes 106.
+  int64_t points = 1;
+  for (int ax : axes_) points *= real_shape[ax];
+  bool split_real = real_ && !complex_axes.empty() && !interleaved &&
+                    product(real_shape, 0, ndim) / points <= max_blocks;
   if (!irfft) {
     array x = packed(in, real_ ? float32 : complex64, order, s);
     set_packed_output(out, order, s);
-    transform(real_ ? Kind::r2c : Kind::c2c, in.shape(), axes_, interleaved,
-              device_ptr(x, s), out.raw_data_ptr(), inverse_, s);
+    if (split_real) {
+      transform(Kind::r2c, in.shape(), {real_axis}, false, device_ptr(x, s),
+                out.raw_data_ptr(), false, s);
+      transform_in_place(out, order, complex_axes, false, s);
+    } else {
+      transform(real_ ? Kind::r2c : Kind::c2c, in.shape(), axes_, interleaved,
+                device_ptr(x, s), out.raw_data_ptr(), inverse_, s);
+    }
     scale_in_place(out, scale, s);
     return;
   }
   // irfft: spectra, packed as the output, is what the complex-to-real
   // transform reads and overwrites.
-  int real_axis = axes_.back();
   array spectra = array::uninitialized(in.shape(), complex64);
   set_packed_output(spectra, order, s);
   void* src = spectra.raw_data_ptr();
   if (axes_.size() == 1 && is_packed(in, complex64, order)) {
     src = device_ptr(in, s);
-  } else if (axes_.size() == 1) {
+  } else if (axes_.size() == 1 || split_real) {
     copy_into(in, spectra, spectra.strides(), 0, s);
+    if (split_real) transform_in_place(spectra, order, complex_axes, true, s);
   } else {
     // The complex inverse along the other axes, with those innermost.
-    std::vector<int> complex_axes(axes_.begin(), axes_.end() - 1);
     std::vector<int> y_inner = complex_axes;
     y_inner.insert(y_inner.begin(), real_axis);
     array y = array::uninitialized(in.shape(), complex64);
