@@ -88,12 +88,13 @@ struct Plan {
 };
 
 // kiln uses one GPU (device.h), so a plan is known by its layout.
-using Key = std::tuple<int, int, int64_t, int64_t, int64_t, int64_t, int64_t>;
+using Key =
+    std::tuple<int, int, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
 
 Key key_of(const Layout& l) {
   return {static_cast<int>(l.kind), l.rank, l.rank > 0 ? l.dims[0] : 0,
           l.rank > 1 ? l.dims[1] : 0, l.rank > 2 ? l.dims[2] : 0, l.batch,
-          l.stride};
+          l.stride, l.packed_output};
 }
 
 // The most recently used plans (a plan holds device memory for its
@@ -110,6 +111,7 @@ Plan make_plan(const Api& a, const Layout& l) {
   long long last_half = l.dims[l.rank - 1] / 2 + 1;
   half_points = points / l.dims[l.rank - 1] * last_half;
   long long in_dist = points, out_dist = points, stride = l.stride;
+  long long out_stride = l.packed_output ? 1 : stride;
   cufftType type = CUFFT_C2C;
   if (l.kind == Kind::r2c) {
     type = CUFFT_R2C;
@@ -120,7 +122,8 @@ Plan make_plan(const Api& a, const Layout& l) {
     in_embed[l.rank - 1] = last_half;
     in_dist = half_points;
   }
-  if (stride > 1) in_dist = out_dist = 1;
+  if (stride > 1) in_dist = 1;
+  if (out_stride > 1) out_dist = 1;
   Plan p;
   check(a.create(&p.handle), "plan creation", l);
   cufftResult r = a.set_auto_allocation(p.handle, 0);
@@ -129,10 +132,10 @@ Plan make_plan(const Api& a, const Layout& l) {
     // theirs, as PyTorch's do: with the embeddings spelled out, cuFFT chose
     // slower kernels for a 4096 x 4096 rfft2 (87 us against 68 for the
     // same first pass).
-    bool basic = stride == 1;
+    bool basic = stride == 1 && out_stride == 1;
     r = a.make_plan_many(p.handle, l.rank, n, basic ? nullptr : in_embed,
-                         stride, in_dist, basic ? nullptr : out_embed, stride,
-                         out_dist, type, l.batch, &p.work_bytes);
+                         stride, in_dist, basic ? nullptr : out_embed,
+                         out_stride, out_dist, type, l.batch, &p.work_bytes);
   }
   if (r != CUFFT_SUCCESS) {
     a.destroy(p.handle);

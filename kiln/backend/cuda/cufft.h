@@ -22,13 +22,16 @@ enum class Kind { c2c, r2c, c2r };
  *  dims[rank - 1] / 2 + 1 of the last dimension), with consecutive points
  *  `stride` elements apart: stride 1 packs each transform after the
  *  previous one; a larger stride interleaves `batch` == stride transforms,
- *  one element apart (an axis with `stride` elements after it). */
+ *  one element apart (an axis with `stride` elements after it). With
+ *  `packed_output` the output packs each transform after the previous one
+ *  whatever the input's stride. */
 struct Layout {
   Kind kind;
   int rank;
   std::array<int64_t, 3> dims;
   int64_t batch;
   int64_t stride = 1;
+  bool packed_output = false;
 };
 
 /** Runs the transform of `layout` from `in` to `out` (they may be the same
