@@ -6,9 +6,11 @@
 
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
+#include "kiln/ops/indexing.h"
 #include "kiln/ops/linalg.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
+#include "kiln/ops/sort.h"
 #include "kiln/ops/utils.h"
 #include "kiln/primitives/random.h"
 
@@ -450,10 +452,11 @@ array permutation(const array& x, int axis, const std::optional<array>& key,
   axis =
       detail::normalize_axis(axis, static_cast<int>(x.ndim()), "permutation");
   auto stream = to_stream(s);
-  // MLX: the order that sorts one random uint32 per position.
+  // As MLX's: x taken along axis in the (stable) order that sorts one
+  // random uint32 per position; every device sorts and gathers, and the
+  // gradients and vmap are take's and argsort's.
   auto keys = bits({x.shape(axis)}, 4, key, stream);
-  return array(x.shape(), x.dtype(),
-               std::make_shared<RandomPermutation>(stream, axis), {keys, x});
+  return take(x, argsort(keys, 0, stream), axis, stream);
 }
 
 } // namespace kiln::random

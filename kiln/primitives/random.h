@@ -33,28 +33,6 @@ class RandomBits : public UnaryPrimitive {
   const int width_;
 };
 
-/** x reordered along axis by the stable ascending order of uint32 keys
- *  (inputs: keys of shape (x.shape(axis),), then x). */
-class RandomPermutation : public UnaryPrimitive {
- public:
-  RandomPermutation(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
-  const char* name() const override { return "RandomPermutation"; }
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  KILN_GPU_EVAL_UNARY
-  KILN_DECLARE_GRADS
-  bool is_equivalent(const Primitive& other) const override {
-    auto* o = dynamic_cast<const RandomPermutation*>(&other);
-    return o && o->axis_ == axis_;
-  }
-  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
-    return {inputs[1].shape()};
-  }
-  int axis() const { return axis_; }
-
- private:
-  const int axis_;
-};
-
 /** erf (or erfinv when inverse) computed in float32 with MLX's polynomial
  *  approximations, output in the input's floating dtype. The erf and erfinv
  *  ops stay accurate; only the samplers use this, to reproduce MLX's draws. */

@@ -1,9 +1,8 @@
-// eval_cpu of the random primitives: Threefry-2x32 bits, the permutation by
-// sorted keys, and MLX's float32 erf/erfinv approximations.
+// eval_cpu of the random primitives: Threefry-2x32 bits and MLX's float32
+// erf/erfinv approximations.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <numeric>
 
 #include "kiln/backend/cpu/copy.h"
 #include "kiln/backend/cpu/elementwise.h"
@@ -100,28 +99,6 @@ float mlx_erfinv(float a) {
 
 // Gather along `axis` in the order that sorts the keys; T only carries the
 // element's bytes.
-template <typename T>
-void permute(const array& x, const std::vector<uint32_t>& order, int axis,
-             array& out) {
-  const T* src = x.data<T>();
-  T* dst = out.data<T>();
-  const auto& shape = x.shape();
-  const auto& st = x.strides();
-  int nd = static_cast<int>(x.ndim());
-  std::vector<int64_t> idx(nd, 0);
-  for (size_t i = 0; i < out.size(); ++i) {
-    int64_t off = 0;
-    for (int d = 0; d < nd; ++d) {
-      off += (d == axis ? order[idx[d]] : idx[d]) * st[d];
-    }
-    dst[i] = src[off];
-    for (int d = nd - 1; d >= 0; --d) {
-      if (++idx[d] < shape[d]) break;
-      idx[d] = 0;
-    }
-  }
-}
-
 // Word j < half comes from the first output of counter (j, j + half + odd),
 // word j + half + odd from its second; an odd middle word from (half, 0).
 // A trailing partial word keeps its low-order bytes. Words [lo, hi) of the
@@ -173,35 +150,6 @@ void RandomBits::eval_cpu(const std::vector<array>& inputs, array& out) {
                 SIZE_MAX);
     }
   });
-}
-
-void RandomPermutation::eval_cpu(const std::vector<array>& inputs, array& out) {
-  const array& keys = inputs[0];
-  const array& x = inputs[1];
-  out.set_data(allocator::malloc(out.nbytes()));
-  if (out.size() == 0) return;
-  size_t n = keys.size();
-  const uint32_t* kp = keys.data<uint32_t>();
-  int64_t ks = keys.strides()[0];
-  std::vector<uint32_t> order(n);
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return kp[a * ks] < kp[b * ks];
-  });
-  switch (x.itemsize()) {
-    case 1:
-      permute<uint8_t>(x, order, axis_, out);
-      break;
-    case 2:
-      permute<uint16_t>(x, order, axis_, out);
-      break;
-    case 4:
-      permute<uint32_t>(x, order, axis_, out);
-      break;
-    default:
-      permute<uint64_t>(x, order, axis_, out);
-      break;
-  }
 }
 
 void Float32Erf::eval_cpu(const std::vector<array>& inputs, array& out) {

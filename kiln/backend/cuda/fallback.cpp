@@ -13,7 +13,6 @@
 #include "kiln/primitives/elementwise.h"
 #include "kiln/primitives/indexing.h"
 #include "kiln/primitives/linalg.h"
-#include "kiln/primitives/random.h"
 #include "kiln/primitives/reduction.h"
 #include "kiln/primitives/shape.h"
 #include "kiln/primitives/slicing.h"
@@ -77,7 +76,6 @@ KILN_GPU_FALLBACK_UNARY(Inverse)
 KILN_GPU_FALLBACK_UNARY(TriangularInverse)
 KILN_GPU_FALLBACK_UNARY(Cholesky)
 KILN_GPU_FALLBACK_UNARY(Solve)
-KILN_GPU_FALLBACK_UNARY(RandomPermutation)
 
 #undef KILN_GPU_FALLBACK
 #undef KILN_GPU_FALLBACK_UNARY
