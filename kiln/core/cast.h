@@ -1,6 +1,7 @@
 // Value conversion between any two element types, as astype performs it:
-// complex -> real takes the real part, anything -> bool tests for nonzero,
-// 16-bit floats go through float.
+// anything -> bool tests for nonzero (a complex value in either part, as
+// NumPy and MLX), complex -> real takes the real part, 16-bit floats go
+// through float.
 #pragma once
 
 #include <type_traits>
@@ -20,6 +21,8 @@ template <typename To, typename From>
 inline To cast_to(From v) {
   if constexpr (std::is_same_v<To, From>) {
     return v;
+  } else if constexpr (std::is_same_v<To, bool> && is_complex_v<From>) {
+    return v.real() != 0.0f || v.imag() != 0.0f;
   } else if constexpr (is_complex_v<From>) {
     return cast_to<To>(v.real());
   } else if constexpr (is_complex_v<To>) {

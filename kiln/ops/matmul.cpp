@@ -92,8 +92,8 @@ array matmul(const array& a, const array& b, StreamOrDevice s) {
 array addmm(array c, array a, array b, float alpha, float beta,
             StreamOrDevice s) {
   Dtype dt = promote_types(c.dtype(), promote_types(a.dtype(), b.dtype()));
-  if (!is_floating_point(dt)) {
-    invalid("addmm", "only real floating point types are supported, but " +
+  if (!is_inexact(dt)) {
+    invalid("addmm", "only inexact types are supported, but " +
                          describe(c) + ", " + describe(a) + " and " +
                          describe(b) + " promote to " + dtype_name(dt) + ".");
   }

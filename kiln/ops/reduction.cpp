@@ -127,7 +127,10 @@ array mean(const array& a, const std::vector<int>& axes, bool keepdims,
   Dtype dt = detail::at_least_float(a.dtype());
   Dtype acc = statistics_dtype(dt);
   auto total = sum(astype(a, acc, s), axes, keepdims, s);
-  auto m = divide(total, number_of_elements(a, axes, 0, acc, "mean", s), s);
+  // A complex sum divides by a real count.
+  Dtype count_dt = acc == complex64 ? float32 : acc;
+  auto m = divide(total, number_of_elements(a, axes, 0, count_dt, "mean", s),
+                  s);
   return astype(m, dt, s);
 }
 
@@ -137,9 +140,14 @@ array var(const array& a, const std::vector<int>& axes, bool keepdims,
   Dtype acc = statistics_dtype(dt);
   auto x = astype(a, acc, s);
   auto mu = mean(x, axes, true, s);
-  auto sq = square(subtract(x, mu, s), s);
-  auto denom = number_of_elements(a, axes, ddof, acc, "var", s);
-  return astype(divide(sum(sq, axes, keepdims, s), denom, s), dt, s);
+  auto dev = subtract(x, mu, s);
+  // Complex values vary by |x - mean|^2, a float32 (as NumPy and MLX).
+  bool complex = acc == complex64;
+  auto sq = square(complex ? abs(dev, s) : dev, s);
+  auto denom = number_of_elements(a, axes, ddof, complex ? float32 : acc,
+                                  "var", s);
+  return astype(divide(sum(sq, axes, keepdims, s), denom, s),
+                complex ? float32 : dt, s);
 }
 
 array var(const array& a, bool keepdims, int ddof, StreamOrDevice s) {

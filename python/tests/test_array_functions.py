@@ -195,6 +195,35 @@ def test_complex_parts(rng):
     np.testing.assert_allclose(np.array(g), 2 * z, rtol=1e-5)
 
 
+def test_complex_truth_statistics_and_addmm(rng):
+    # As NumPy (and MLX): a complex value is true when either part is
+    # nonzero; mean stays complex; var/std are real (|x - mean|^2); addmm
+    # takes complex operands.
+    z = (rand(rng, (4, 6)) + 1j * rand(rng, (4, 6))).astype(np.complex64)
+    z[0, :3] = [0, 2j, 0]
+    z[1, :2] = [3, 0]
+    for n, k in [(z, kc.array(z)), (z.T.copy().T, kc.array(z.T.copy()).T)]:
+        np.testing.assert_array_equal(np.array(k.astype(kc.bool_)), n.astype(bool))
+        np.testing.assert_array_equal(np.array(kc.all(k, axis=1)), np.all(n, axis=1))
+        np.testing.assert_array_equal(np.array(kc.any(k, axis=0)), np.any(n, axis=0))
+        np.testing.assert_allclose(np.array(kc.mean(k, axis=1)), n.mean(axis=1), rtol=1e-5)
+        v = kc.var(k, axis=0, ddof=1)
+        assert v.dtype == kc.float32
+        np.testing.assert_allclose(np.array(v), n.var(axis=0, ddof=1), rtol=1e-5)
+        np.testing.assert_allclose(np.array(kc.std(k)), n.std(), rtol=1e-5)
+    a = (rand(rng, (3, 5)) + 1j * rand(rng, (3, 5))).astype(np.complex64)
+    b = (rand(rng, (5, 2)) + 1j * rand(rng, (5, 2))).astype(np.complex64)
+    c = (rand(rng, (2,)) + 1j * rand(rng, (2,))).astype(np.complex64)
+    out = kc.addmm(kc.array(c), kc.array(a), kc.array(b), alpha=0.5, beta=2.0)
+    np.testing.assert_allclose(np.array(out), 0.5 * (a @ b) + 2.0 * c, rtol=1e-5, atol=1e-6)
+    if mx is not None:
+        mz = mx.array(z)
+        np.testing.assert_array_equal(np.array(kc.all(kc.array(z), axis=1)),
+                                      np.array(mx.all(mz, axis=1)))
+        np.testing.assert_allclose(np.array(kc.var(kc.array(z))),
+                                   np.array(mx.var(mz)), rtol=1e-5)
+
+
 def test_scans(rng):
     for n, k in layouts(rng, np.float32):
         for axis in (None, 0, 2):

@@ -1,5 +1,6 @@
 // Reductions, arg-reductions and scans against float64 loops.
 #include <cmath>
+#include <complex>
 #include <numeric>
 
 #include "test_utils.h"
@@ -149,6 +150,39 @@ TEST(Reduction, MeanVarStdLogsumexp) {
   EXPECT_NEAR(logsumexp(big).item<float>(), 1000.0f + std::log(2.0f), 1e-3);
   auto ninf = array({-INFINITY, -INFINITY});
   EXPECT_EQ(logsumexp(ninf).item<float>(), -INFINITY);
+}
+
+TEST(Reduction, Complex64TruthMeanAndVariance) {
+  // As NumPy and MLX: a complex value is true when either part is nonzero;
+  // the mean is complex, the variance the real mean of |x - mean|^2.
+  std::vector<complex64_t> v = {{0, 1}, {2, 0}, {0, 0}, {3, 1}, {0, -2}, {0, 0}};
+  array z(v, {2, 3}, complex64);
+  EXPECT_TRUE(all_close(to_doubles(astype(z, bool_)), {1, 1, 0, 1, 1, 0}, 0, 0));
+  EXPECT_TRUE(all_close(to_doubles(all(z, 0)), {1, 1, 0}, 0, 0));
+  EXPECT_TRUE(all_close(to_doubles(any(z, 1)), {1, 1}, 0, 0));
+  EXPECT_TRUE(all_close(to_doubles(astype(z, int32)), {0, 2, 0, 3, 0, 0}, 0, 0));
+  for (auto& in : {z, as_transposed(z)}) {
+    array m = mean(in, 1);
+    ASSERT_EQ(m.dtype(), complex64);
+    EXPECT_TRUE(all_close(to_doubles(real(m)), {2.0 / 3, 1}, 1e-6, 1e-6));
+    EXPECT_TRUE(all_close(to_doubles(imag(m)), {1.0 / 3, -1.0 / 3}, 1e-6, 1e-6));
+    // Row 0: mean (2 + i) / 3; |x - mean|^2 summed = 2 (ddof 0: / 3).
+    array var0 = var(in, 1);
+    ASSERT_EQ(var0.dtype(), float32);
+    std::vector<double> want(2, 0.0);
+    for (int r = 0; r < 2; ++r) {
+      std::complex<double> mu = 0;
+      for (int c = 0; c < 3; ++c) mu += std::complex<double>(v[r * 3 + c]);
+      mu /= 3.0;
+      for (int c = 0; c < 3; ++c) {
+        want[r] += std::norm(std::complex<double>(v[r * 3 + c]) - mu);
+      }
+    }
+    EXPECT_TRUE(all_close(to_doubles(var0),
+                          {want[0] / 3, want[1] / 3}, 1e-6, 1e-6));
+    EXPECT_TRUE(all_close(to_doubles(var(in, 1, false, 1)),
+                          {want[0] / 2, want[1] / 2}, 1e-6, 1e-6));
+  }
 }
 
 // logsumexp over one axis runs as one LogSumExp pass per row: every float
