@@ -1,5 +1,5 @@
 // Matmul and AddMM through cuBLASLt against the CPU backend: every GEMM
-// dtype, operands transposed and sliced (read in place) or in layouts that
+// dtype (complex64 also against a float64 product of its parts), operands transposed and sliced (read in place) or in layouts that
 // need a copy, batches with broadcast batch dimensions, and AddMM's bias
 // epilogue (packed vector, beta == 1, alpha scaling only the product)
 // against its general path.
@@ -115,6 +115,62 @@ TEST_F(GpuMatmul, AddMMAlphaScalesOnlyTheProduct) {
   std::vector<double> want = {2 * (0.5 + 4) + 10, 2 * (-1 + 0.5) + 20,
                               2 * (1.5 + 8) + 10, 2 * (-3 + 1) + 20};
   EXPECT_TRUE(all_close(to_doubles(g), want, 1e-6, 1e-6));
+}
+
+// Random complex64 values with both parts in [-1, 1).
+array complex_random(const Shape& shape) {
+  return add(astype(random_array(shape, float32, -1, 1), complex64),
+             multiply(astype(random_array(shape, float32, -1, 1), complex64),
+                      array(complex64_t(0, 1))));
+}
+
+TEST_F(GpuMatmul, Complex64EveryLayoutBatchAndAddMM) {
+  // Against a float64 product of the parts (independent of both backends):
+  // (ar + i ai)(br + i bi) = ar br - ai bi + i (ar bi + ai br).
+  int m = 21, k = 45, n = 13;
+  array a = complex_random({m, k});
+  array b = complex_random({k, n});
+  auto part = [](const array& z, bool imaginary) {
+    return astype(imaginary ? imag(z) : real(z), float64, Device::cpu);
+  };
+  auto mm64 = [](const array& x, const array& y) {
+    return matmul(x, y, Device::cpu);
+  };
+  array re = subtract(mm64(part(a, false), part(b, false)),
+                      mm64(part(a, true), part(b, true)));
+  array im = add(mm64(part(a, false), part(b, true)),
+                 mm64(part(a, true), part(b, false)));
+  array g = matmul(a, b, Device::gpu);
+  EXPECT_TRUE(all_close(to_doubles(real(g)), to_doubles(re), 1e-5, 1e-5));
+  EXPECT_TRUE(all_close(to_doubles(imag(g)), to_doubles(im), 1e-5, 1e-5));
+  // Transposed (not conjugated) and sliced operands, against the CPU.
+  array big = complex_random({m + 3, 2 * k});
+  array a_sliced = slice(big, Shape{2, 3}, Shape{m + 2, k + 3});
+  array a_strided = slice(big, Shape{0, 0}, Shape{m, 2 * k}, Shape{1, 2});
+  array at = as_transposed(a), bt = as_transposed(b);
+  for (auto [x, y] : {std::pair{at, b}, std::pair{a, bt}, std::pair{at, bt},
+                      std::pair{a_sliced, b}, std::pair{a_strided, b}}) {
+    EXPECT_TRUE(same_on_devices(mm, {x, y}, 1e-4));
+  }
+  // Batches, one of them broadcast.
+  array ab = complex_random({3, 4, 9, 11});
+  array bb = complex_random({1, 4, 11, 6});
+  EXPECT_TRUE(same_on_devices(mm, {ab, bb}, 1e-4));
+  EXPECT_TRUE(same_on_devices(mm, {ab, complex_random({11, 6})}, 1e-4));
+  // AddMM: a vector bias (no epilogue for complex64) and a full one, with
+  // alpha and beta.
+  array x = complex_random({4, 16, 32});
+  array w = complex_random({24, 32});
+  for (auto [alpha, beta] : {std::pair{1.0f, 1.0f}, std::pair{0.5f, 0.25f},
+                             std::pair{1.5f, 0.0f}}) {
+    auto fn = [&](const std::vector<array>& v, Device d) {
+      return addmm(v[0], v[1], transpose(v[2]), alpha, beta, d);
+    };
+    EXPECT_TRUE(same_on_devices(fn, {complex_random({24}), x, w}, 1e-4))
+        << "vector bias alpha " << alpha << " beta " << beta;
+    EXPECT_TRUE(same_on_devices(fn, {complex_random({4, 16, 24}), x, w}, 1e-4))
+        << "full bias alpha " << alpha << " beta " << beta;
+  }
 }
 
 TEST_F(GpuMatmul, EmptyAndUnsupportedDtypesStillWork) {

@@ -2,8 +2,8 @@
 // count behind mean/var against the CPU backend on random inputs: every
 // reduce type, dtype family, layout and axis pattern, the sizes that pick
 // each kernel shape (warp, block, column, split into partials), empty and
-// one-element reductions, NaNs, ties, the 64-bit index variants, the CPU
-// fallbacks and the error paths.
+// one-element reductions, NaNs, ties, the 64-bit index variants, complex64
+// sums, products, all and any, the CPU fallbacks and the error paths.
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -429,14 +429,110 @@ TEST_F(GpuReduce, SixtyFourBitIndices) {
   }
 }
 
-TEST_F(GpuReduce, FallbacksMatchTheCpu) {
-  // complex64 has no GPU kernel; 23 dimensions reduced every other one do
-  // not collapse to 10: both run on the CPU and give its answers.
-  array z = astype(random_array({17, 9}, float32), complex64);
-  auto csum = [](const std::vector<array>& v, Device d) {
-    return sum(v[0], 1, false, d);
+// re + i * im of complex64 values.
+array complex_of(const array& re, const array& im, Device d) {
+  return add(astype(re, complex64, d),
+             multiply(astype(im, complex64, d), array(complex64_t(0, 1)), d),
+             d);
+}
+
+// complex64 sums against float64 sums of the real and imaginary parts (an
+// independent reference, rounded once), and products, all and any against
+// the CPU's, over every layout, axis pattern and kernel shape.
+TEST_F(GpuReduce, Complex64SumsProductsAllAndAny) {
+  auto parts_sum = [](const array& z, const std::vector<int>& axes) {
+    auto part = [&](const array& p) {
+      return astype(sum(astype(p, float64, Device::cpu), axes, false,
+                        Device::cpu),
+                    float32, Device::cpu);
+    };
+    return complex_of(part(real(z, Device::cpu)), part(imag(z, Device::cpu)),
+                      Device::cpu);
   };
-  EXPECT_TRUE(same_on_devices(csum, {z}, tolerance(complex64)));
+  auto check_sum = [&](const array& z, const std::vector<int>& axes,
+                       const std::string& what) {
+    int64_t n = 1;
+    for (int a : axes) n *= z.shape(a);
+    auto fn = [&](const std::vector<array>& v, Device d) {
+      return d == Device::gpu ? sum(v[0], axes, false, d)
+                              : parts_sum(v[0], axes);
+    };
+    EXPECT_TRUE(same_on_devices(fn, {z}, 2e-6 * std::max<double>(
+                                                    1, std::sqrt(n))))
+        << "sum " << what << " " << axes_str(axes);
+  };
+  // Sums of parts in [0, 1) (no cancellation); products of values of
+  // modulus near 1; all/any with exact zeros, real-only and imaginary-only
+  // values mixed in.
+  array sums = complex_of(random_array({37, 53}, float32, 0, 1),
+                          random_array({37, 53}, float32, 0, 1), Device::cpu);
+  array theta = random_array({37, 53}, float32, -3, 3);
+  array radius = random_array({37, 53}, float32, 0.97, 1.03);
+  array prods = multiply(astype(radius, complex64),
+                         complex_of(cos(theta), sin(theta), Device::cpu));
+  array pick = random_array({37, 53}, int32, 0, 4);
+  array zero = zeros({37, 53}, complex64);
+  array mixed = where(equal(pick, array(0)), zero,
+                      where(equal(pick, array(1)), astype(real(prods), complex64),
+                            where(equal(pick, array(2)),
+                                  complex_of(zeros({37, 53}, float32),
+                                             imag(prods), Device::cpu),
+                                  prods)));
+  const std::vector<std::vector<int>> patterns = {{0, 1}, {1}, {0}};
+  for (auto& [layout, z] : layouts(sums)) {
+    for (auto& axes : patterns) check_sum(z, axes, layout);
+  }
+  for (auto& [layout, z] : layouts(prods)) {
+    for (auto& axes : patterns) {
+      auto fn = [&](const std::vector<array>& v, Device d) {
+        return prod(v[0], axes, false, d);
+      };
+      EXPECT_TRUE(same_on_devices(fn, {z}, 1e-5))
+          << "prod " << layout << " " << axes_str(axes);
+    }
+  }
+  for (auto& [layout, z] : layouts(mixed)) {
+    for (auto& axes : patterns) {
+      for (bool keepdims : {false, true}) {
+        auto fa = [&](const std::vector<array>& v, Device d) {
+          return all(v[0], axes, keepdims, d);
+        };
+        auto fo = [&](const std::vector<array>& v, Device d) {
+          return any(v[0], axes, keepdims, d);
+        };
+        EXPECT_TRUE(same_on_devices(fa, {z}, 0)) << "all " << layout;
+        EXPECT_TRUE(same_on_devices(fo, {z}, 0)) << "any " << layout;
+      }
+    }
+  }
+  // The kernel shapes: a warp's row, long rows split into partials, the
+  // all-reduce of a long array, many short rows both ways, long columns
+  // split, and a row start off the vector alignment.
+  const std::vector<std::pair<Shape, std::vector<int>>> cases = {
+      {{1000}, {0}},          {{3, (1 << 18) + 3}, {1}},
+      {{(1 << 20) + 3}, {0}}, {{70000, 13}, {1}},
+      {{70000, 13}, {0}},     {{13, 70000}, {0}},
+      {{4099, 5}, {0}}};
+  for (auto& [shape, axes] : cases) {
+    array z = complex_of(random_array(shape, float32, 0, 1),
+                         random_array(shape, float32, 0, 1), Device::cpu);
+    check_sum(z, axes, "shape " + std::to_string(shape[0]));
+  }
+  array line = complex_of(random_array({4099}, float32, 0, 1),
+                          random_array({4099}, float32, 0, 1), Device::cpu);
+  check_sum(slice(line, Shape{1}, Shape{4099}), {0}, "sliced by one");
+  // mean divides the sum on the device.
+  auto mean_fn = [&](const std::vector<array>& v, Device d) {
+    return d == Device::gpu ? mean(v[0], 1, false, d)
+                            : divide(parts_sum(v[0], {1}),
+                                     array(complex64_t(53, 0)), Device::cpu);
+  };
+  EXPECT_TRUE(same_on_devices(mean_fn, {sums}, 1e-5));
+}
+
+TEST_F(GpuReduce, FallbacksMatchTheCpu) {
+  // 23 dimensions reduced every other one do not collapse to 10: they run
+  // on the CPU and give its answers.
   array x = random_array(Shape(23, 2), int32, -50, 50);
   std::vector<int> odd;
   for (int a = 1; a < 23; a += 2) odd.push_back(a);

@@ -8,6 +8,7 @@
 #include "cuda/nvrtc_check.h"
 #include "kiln/backend/cuda/axis_kernels.h"
 #include "kiln/backend/cuda/elementwise_kernels.h"
+#include "kiln/backend/cuda/reduce_kernels.h"
 #include "kiln/backend/cuda/row_kernels.h"
 
 namespace kiln::test {
@@ -95,6 +96,12 @@ TEST(NvrtcHeaders, ComplexKernels) {
   }
   ks.push_back(ternary_kernel(complex64, "vsv"));
   expect_all_compile(ks);
+  // Sums, products, all and any in every reduce shape (a kernel's siblings
+  // compile with it).
+  for (const char* op : {"Sum", "Prod"}) {
+    expect_compiles(cuda::reduce_kernel('w', op, complex64, complex64));
+  }
+  expect_compiles(cuda::reduce_kernel('r', "Or", complex64, bool_));
 }
 
 // Every scan op, and every dtype family on sum (widening ones included),

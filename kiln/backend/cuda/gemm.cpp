@@ -38,6 +38,7 @@ cudaDataType_t data_type(Dtype dt) {
     case Dtype::Val::float16: return CUDA_R_16F;
     case Dtype::Val::bfloat16: return CUDA_R_16BF;
     case Dtype::Val::float64: return CUDA_R_64F;
+    case Dtype::Val::complex64: return CUDA_C_32F;
     default: return CUDA_R_32F;
   }
 }
@@ -84,7 +85,10 @@ Plan make_plan(const GemmArgs& g, bool tf32) {
       f64 ? CUBLAS_COMPUTE_64F
           : (g.dtype == float32 && tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
                                         : CUBLAS_COMPUTE_32F);
-  cudaDataType_t scale = f64 ? CUDA_R_64F : CUDA_R_32F;
+  // complex64 scales by complex alpha and beta (their imaginary parts 0).
+  cudaDataType_t scale = f64                        ? CUDA_R_64F
+                         : g.dtype == complex64 ? CUDA_C_32F
+                                                : CUDA_R_32F;
   KILN_CHECK_CUBLAS(cublasLtMatmulDescCreate(&p.desc, compute, scale));
   // The swap: cuBLASLt's A is our b, its B our a.
   cublasOperation_t ta = g.b.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -169,7 +173,8 @@ void set_allow_tf32(bool allow) { tf32_flag() = allow; }
 bool allow_tf32() { return tf32_flag(); }
 
 bool gemm_supports(Dtype dt) {
-  return dt == float32 || dt == float16 || dt == bfloat16 || dt == float64;
+  return dt == float32 || dt == float16 || dt == bfloat16 || dt == float64 ||
+         dt == complex64;
 }
 
 bool gemm(const GemmArgs& g) {
@@ -201,11 +206,13 @@ bool gemm(const GemmArgs& g) {
   // later work on this stream only, or behind an event.
   void* ws = plan->workspace ? device_malloc(plan->workspace, g.stream)
                              : nullptr;
+  // alpha and beta in the plan's scale type: double, float, or a complex
+  // float's two parts.
   double alpha64 = g.alpha, beta64 = g.beta;
-  float alpha32 = g.alpha, beta32 = g.beta;
+  float alpha32[2] = {g.alpha, 0.0f}, beta32[2] = {g.beta, 0.0f};
   bool f64 = g.dtype == float64;
-  const void* alpha = f64 ? static_cast<const void*>(&alpha64) : &alpha32;
-  const void* beta = f64 ? static_cast<const void*>(&beta64) : &beta32;
+  const void* alpha = f64 ? static_cast<const void*>(&alpha64) : alpha32;
+  const void* beta = f64 ? static_cast<const void*>(&beta64) : beta32;
   cublasStatus_t st = cublasLtMatmul(
       handle(), plan->desc, alpha, g.b.ptr, plan->a, g.a.ptr, plan->b, beta,
       g.out, plan->d, g.out, plan->d, &plan->algo, ws, plan->workspace,

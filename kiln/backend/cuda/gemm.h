@@ -38,7 +38,7 @@ struct GemmArgs {
 };
 
 /** True for the dtypes cuBLASLt runs here: float32, float16, bfloat16,
- *  float64. */
+ *  float64, complex64 (transposed operands are transposed, not conjugated). */
 bool gemm_supports(Dtype dt);
 
 /** Runs the GEMM. Returns false when cuBLASLt has no algorithm for it (for

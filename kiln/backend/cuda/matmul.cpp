@@ -105,9 +105,11 @@ bool run_gemm(const array& a_in, const array& b_in, array& out, float alpha,
 }
 
 // A packed vector of length N in out's dtype, 16-byte aligned (cuBLASLt
-// faults on less on some GPUs): the bias epilogue can read it.
+// faults on less on some GPUs): the bias epilogue can read it (not for
+// complex64, which cuBLASLt's epilogues do not take).
 bool epilogue_bias(const array& c, const array& out, float beta) {
-  return beta == 1.0f && c.ndim() == 1 && c.shape(0) == out.shape(-1) &&
+  return beta == 1.0f && out.dtype() != complex64 && c.ndim() == 1 &&
+         c.shape(0) == out.shape(-1) &&
          (c.strides()[0] == 1 || c.shape(0) == 1) &&
          c.dtype() == out.dtype() && c.offset() % 16 == 0;
 }

@@ -8,7 +8,7 @@
 //  - else the kept run is contiguous: col_reduce, threads across outputs;
 //  - else whichever walks the smaller stride.
 // Outputs are row-major, as on the CPU. Dtypes or ranks the kernels lack
-// run on the CPU.
+// (complex64 max and min: an error there) run on the CPU.
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
@@ -233,9 +233,18 @@ void col_reduce(const std::string& op, const array& in, array& out,
            col_width(b, part.raw_data_ptr(), acc), false, s.index);
 }
 
+// complex64 has sums, products and and/or here (max and min of complex
+// values are the CPU's error).
+bool reduces_on_gpu(Reduce::Type type, Dtype dt) {
+  return gpu_supports(dt) ||
+         (dt == complex64 && type != Reduce::Max && type != Reduce::Min);
+}
+
 bool reduce(Reduce::Type type, const std::vector<int>& axes, const array& in,
             array& out, const Stream& s) {
-  if (!gpu_supports(in.dtype()) || !gpu_supports(out.dtype())) return false;
+  if (!reduces_on_gpu(type, in.dtype()) || !reduces_on_gpu(type, out.dtype())) {
+    return false;
+  }
   detail::ReduceLayout l = detail::reduce_layout(in, axes, true);
   if (l.kept_shape.size() > static_cast<size_t>(max_ndim) ||
       l.reduced_shape.size() > static_cast<size_t>(max_ndim)) {

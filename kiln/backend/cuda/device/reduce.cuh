@@ -1,5 +1,5 @@
-// Reduction kernels: Reduce (sum, prod, max, min, and, or), ArgReduce and
-// NumberOfElements. Every reduction visits its elements as "runs": a run of
+// Reduction kernels: Reduce (sum, prod, max, min, and, or; complex64 sums,
+// products, and/or), ArgReduce and NumberOfElements. Every reduction visits its elements as "runs": a run of
 // `len` elements at a constant stride, repeated over the outer reduced
 // dimensions. Two shapes of kernel cover every layout:
 //  - row_reduce: a warp (short rows) or a block (long rows) per output reads
@@ -139,6 +139,10 @@ __device__ __forceinline__ A shuffle_xor(A v, int mask) {
   } else {
     return __shfl_xor_sync(0xffffffffu, v, mask);
   }
+}
+__device__ __forceinline__ complex64_t shuffle_xor(complex64_t v, int mask) {
+  return {__shfl_xor_sync(0xffffffffu, v.re, mask),
+          __shfl_xor_sync(0xffffffffu, v.im, mask)};
 }
 template <typename C>
 __device__ __forceinline__ ArgBest<C> shuffle_xor(ArgBest<C> v, int mask) {
