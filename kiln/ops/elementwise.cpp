@@ -101,11 +101,9 @@ array expm1(const array& a, StreamOrDevice s) {
 }
 array log(const array& a, StreamOrDevice s) { return unary_float<Log>(a, s); }
 array log1p(const array& a, StreamOrDevice s) {
-  reject_complex("log1p", a);
   return unary_float<Log1p>(a, s);
 }
 array log2(const array& a, StreamOrDevice s) {
-  reject_complex("log2", a);
   return unary_float<Log2>(a, s);
 }
 array log10(const array& a, StreamOrDevice s) {
@@ -172,8 +170,7 @@ array ceil(const array& a, StreamOrDevice s) {
 }
 
 array round(const array& a, int decimals, StreamOrDevice s) {
-  reject_complex("round", a);
-  if (!is_floating_point(a.dtype())) return a;
+  if (!is_inexact(a.dtype())) return a;
   if (decimals == 0) return unary<Round>(a, a.dtype(), s);
   auto scale = array(std::pow(10.0, decimals), a.dtype());
   return divide(unary<Round>(multiply(a, scale, s), a.dtype(), s), scale, s);
@@ -324,13 +321,11 @@ array power(const array& a, const array& b, StreamOrDevice s) {
 
 array maximum(const array& a, const array& b, StreamOrDevice s) {
   Dtype dt = promote_types(a.dtype(), b.dtype());
-  if (is_complex(dt)) invalid("maximum", "not supported for complex64.");
   return binary<Maximum>("maximum", a, b, dt, {}, s);
 }
 
 array minimum(const array& a, const array& b, StreamOrDevice s) {
   Dtype dt = promote_types(a.dtype(), b.dtype());
-  if (is_complex(dt)) invalid("minimum", "not supported for complex64.");
   return binary<Minimum>("minimum", a, b, dt, {}, s);
 }
 

@@ -1,10 +1,13 @@
 #include "kiln/ops/reduction.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
+#include "kiln/ops/indexing.h"
+#include "kiln/ops/sort.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/utils.h"
 #include "kiln/primitives/reduction.h"
@@ -33,17 +36,63 @@ array squeeze_unless(const array& out, const std::vector<int>& axes,
   return keepdims ? out : squeeze(out, axes, s);
 }
 
+// complex64 extremes as MLX orders values: by real part, then imaginary
+// part; a NaN in either part counts as the extreme (the first NaN wins),
+// as for real values. Composed of real reductions, so every device runs
+// them.
+
+/** The first position along axis of the extreme (uint32, axis kept). */
+array complex_arg_extreme(const array& a, int axis, bool is_max,
+                          StreamOrDevice s) {
+  auto extreme = [&](const array& x) {
+    return is_max ? max(x, axis, true, s) : min(x, axis, true, s);
+  };
+  array re = real(a, s), im = imag(a, s);
+  array on_real = equal(re, extreme(re), s);
+  float beyond = is_max ? -std::numeric_limits<float>::infinity()
+                        : std::numeric_limits<float>::infinity();
+  array best_imag = extreme(where(on_real, im, array(beyond), s));
+  array hit = logical_and(on_real, equal(im, best_imag, s), s);
+  array nan = logical_or(isnan(re, s), isnan(im, s), s);
+  return where(any(nan, axis, true, s), argmax(nan, axis, true, s),
+               argmax(hit, axis, true, s), s);
+}
+
+/** max/min of complex values over axes (none of zero size). */
+array complex_extreme(const array& a, const std::vector<int>& axes,
+                      bool keepdims, bool is_max, StreamOrDevice s) {
+  // The reduced axes last, flattened into one.
+  std::vector<int> order;
+  Shape kept;
+  for (int ax = 0; ax < static_cast<int>(a.ndim()); ++ax) {
+    if (std::find(axes.begin(), axes.end(), ax) == axes.end()) {
+      order.push_back(ax);
+      kept.push_back(a.shape(ax));
+    }
+  }
+  order.insert(order.end(), axes.begin(), axes.end());
+  Shape flat = kept;
+  flat.push_back(-1);
+  array lines = reshape(transpose(a, order, s), flat, s);
+  int last = static_cast<int>(kept.size());
+  array picked = take_along_axis(
+      lines, complex_arg_extreme(lines, last, is_max, s), last, s);
+  return reshape(picked, keepdims ? reduced_shape(a, axes) : kept, s);
+}
+
 array reduce(const char* op, const array& a, const std::vector<int>& axes_in,
              bool keepdims, Reduce::Type type, Dtype out_dtype,
              StreamOrDevice s) {
   auto axes = detail::normalize_axes(axes_in, static_cast<int>(a.ndim()), op);
   if (type == Reduce::Max || type == Reduce::Min) {
-    if (is_complex(a.dtype())) invalid(op, "not supported for complex64.");
     for (int ax : axes) {
       if (a.shape(ax) == 0) {
         invalid(op, "cannot reduce a zero-size axis of an array of shape " +
                         detail::shape_str(a.shape()) + " (no identity).");
       }
+    }
+    if (is_complex(a.dtype()) && !axes.empty()) {
+      return complex_extreme(a, axes, keepdims, type == Reduce::Max, s);
     }
   }
   if (axes.empty()) return astype(a, out_dtype, s);
@@ -199,11 +248,14 @@ array logsumexp(const array& a, const std::vector<int>& axes, bool keepdims,
 namespace {
 array arg_reduce(const char* op, const array& a, int axis, bool keepdims,
                  ArgReduce::Type type, StreamOrDevice s) {
-  if (is_complex(a.dtype())) invalid(op, "not supported for complex64.");
   axis = detail::normalize_axis(axis, static_cast<int>(a.ndim()), op);
   if (a.shape(axis) == 0) {
     invalid(op, "cannot take the arg-extreme of a zero-size axis (shape " +
                     detail::shape_str(a.shape()) + ").");
+  }
+  if (is_complex(a.dtype())) {
+    array out = complex_arg_extreme(a, axis, type == ArgReduce::ArgMax, s);
+    return squeeze_unless(out, {axis}, keepdims, s);
   }
   auto p = std::make_shared<ArgReduce>(to_stream(s), type, axis);
   array out(reduced_shape(a, {axis}), uint32, std::move(p), {a});

@@ -1,5 +1,7 @@
 #include "kiln/ops/sort.h"
 
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/indexing.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/slicing.h"
 #include "kiln/ops/utils.h"
@@ -13,8 +15,16 @@ using detail::invalid;
 namespace {
 
 int check_axis(const char* op, const array& a, int axis) {
-  if (is_complex(a.dtype())) invalid(op, "not supported for complex64.");
   return detail::normalize_axis(axis, static_cast<int>(a.ndim()), op);
+}
+
+// The stable order of complex values along axis, as MLX orders them: by
+// real part, then imaginary part (NaNs last in each). Two stable sorts: by
+// the imaginary parts, then by the real parts in that order.
+array complex_argsort(const array& a, int axis, StreamOrDevice s) {
+  array by_imag = argsort(imag(a, s), axis, s);
+  array real_then = take_along_axis(real(a, s), by_imag, axis, s);
+  return take_along_axis(by_imag, argsort(real_then, axis, s), axis, s);
 }
 
 int check_kth(const char* op, const array& a, int kth, int axis) {
@@ -30,6 +40,9 @@ int check_kth(const char* op, const array& a, int kth, int axis) {
 
 array sort(const array& a, int axis, StreamOrDevice s) {
   axis = check_axis("sort", a, axis);
+  if (is_complex(a.dtype())) {
+    return take_along_axis(a, complex_argsort(a, axis, s), axis, s);
+  }
   auto p = std::make_shared<Sort>(to_stream(s), axis);
   return array(a.shape(), a.dtype(), std::move(p), {a});
 }
@@ -40,6 +53,7 @@ array sort(const array& a, StreamOrDevice s) {
 
 array argsort(const array& a, int axis, StreamOrDevice s) {
   axis = check_axis("argsort", a, axis);
+  if (is_complex(a.dtype())) return complex_argsort(a, axis, s);
   auto p = std::make_shared<ArgSort>(to_stream(s), axis);
   return array(a.shape(), uint32, std::move(p), {a});
 }
@@ -51,6 +65,8 @@ array argsort(const array& a, StreamOrDevice s) {
 array partition(const array& a, int kth, int axis, StreamOrDevice s) {
   axis = check_axis("partition", a, axis);
   kth = check_kth("partition", a, kth, axis);
+  // A full sort partitions (complex values have no partition kernel).
+  if (is_complex(a.dtype())) return sort(a, axis, s);
   auto p = std::make_shared<Partition>(to_stream(s), axis, kth);
   return array(a.shape(), a.dtype(), std::move(p), {a});
 }
@@ -62,6 +78,7 @@ array partition(const array& a, int kth, StreamOrDevice s) {
 array argpartition(const array& a, int kth, int axis, StreamOrDevice s) {
   axis = check_axis("argpartition", a, axis);
   kth = check_kth("argpartition", a, kth, axis);
+  if (is_complex(a.dtype())) return complex_argsort(a, axis, s);
   auto p = std::make_shared<ArgPartition>(to_stream(s), axis, kth);
   return array(a.shape(), uint32, std::move(p), {a});
 }

@@ -224,6 +224,47 @@ def test_complex_truth_statistics_and_addmm(rng):
                                    np.array(mx.var(mz)), rtol=1e-5)
 
 
+def test_complex_ordering_and_functions(rng):
+    # Complex values order by real part, then imaginary part (NumPy's and
+    # MLX's order): sorts, extremes, maximum/minimum, clip, topk; round,
+    # log1p and log2 act on complex values. Real parts drawn from few
+    # values, so ties are decided by the imaginary parts.
+    re = rng.integers(-2, 3, (5, 7)).astype(np.float32)
+    z = (re + 1j * rand(rng, (5, 7))).astype(np.complex64)
+    w = (rng.integers(-2, 3, (5, 7)) + 1j * rand(rng, (5, 7))).astype(np.complex64)
+    for n, k in [(z, kc.array(z)), (z.T.copy().T, kc.array(z.T.copy()).T)]:
+        for axis in (0, 1):
+            np.testing.assert_array_equal(np.array(kc.sort(k, axis=axis)), np.sort(n, axis=axis))
+            np.testing.assert_array_equal(np.array(kc.argsort(k, axis=axis)),
+                                          np.argsort(n, axis=axis, kind="stable"))
+            np.testing.assert_array_equal(np.array(kc.argmax(k, axis=axis)), np.argmax(n, axis=axis))
+            np.testing.assert_array_equal(np.array(kc.argmin(k, axis=axis)), np.argmin(n, axis=axis))
+            np.testing.assert_array_equal(np.array(kc.max(k, axis=axis)), np.max(n, axis=axis))
+            np.testing.assert_array_equal(np.array(kc.min(k, axis=axis, keepdims=True)),
+                                          np.min(n, axis=axis, keepdims=True))
+            top = np.array(kc.topk(k, 2, axis=axis))
+            np.testing.assert_array_equal(np.sort(top, axis=axis),
+                                          np.take(np.sort(n, axis=axis), [-2, -1], axis=axis))
+        np.testing.assert_array_equal(np.array(kc.max(k)), n.max())
+        np.testing.assert_array_equal(np.array(kc.argmin(k)), n.argmin())
+        np.testing.assert_array_equal(np.array(kc.maximum(k, kc.array(w))), np.maximum(n, w))
+        np.testing.assert_array_equal(np.array(kc.minimum(k, kc.array(w))), np.minimum(n, w))
+        np.testing.assert_array_equal(np.array(kc.round(k * 3)), np.round(n * 3))
+        np.testing.assert_allclose(np.array(kc.round(k, 1)), np.round(n, 1), atol=1e-6)
+        np.testing.assert_allclose(np.array(kc.log1p(k)), np.log1p(n), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(np.array(kc.log2(k + 5)), np.log2(n + 5), rtol=1e-5)
+    # A NaN in either part is the extreme, the first one wins (as for reals).
+    v = np.array([1 + 1j, complex(0, np.nan), 2 + 0j, complex(np.nan, 0)], np.complex64)
+    assert int(np.array(kc.argmax(kc.array(v)))) == 1
+    assert int(np.array(kc.argmin(kc.array(v)))) == 1
+    if mx is not None:
+        mz = mx.array(z)
+        np.testing.assert_array_equal(np.array(kc.sort(kc.array(z), axis=1)),
+                                      np.array(mx.sort(mz, axis=1)))
+        np.testing.assert_array_equal(np.array(kc.clip(kc.array(z), 0, 1)),
+                                      np.array(mx.clip(mz, 0, 1)))
+
+
 def test_scans(rng):
     for n, k in layouts(rng, np.float32):
         for axis in (None, 0, 2):

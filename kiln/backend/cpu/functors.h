@@ -85,8 +85,6 @@ struct Square {
 KILN_STD_UNARY(Exp, exp, true)
 KILN_STD_UNARY(Expm1, expm1, false)
 KILN_STD_UNARY(Log, log, true)
-KILN_STD_UNARY(Log1p, log1p, false)
-KILN_STD_UNARY(Log2, log2, false)
 KILN_STD_UNARY(Log10, log10, true)
 KILN_STD_UNARY(Sin, sin, true)
 KILN_STD_UNARY(Cos, cos, true)
@@ -104,9 +102,46 @@ KILN_STD_UNARY(Sqrt, sqrt, true)
 KILN_STD_UNARY(Erf, erf, false)
 KILN_STD_UNARY(Floor, floor, false)
 KILN_STD_UNARY(Ceil, ceil, false)
-// nearbyint rounds halves to even, as NumPy's and MLX's round do.
-KILN_STD_UNARY(Round, nearbyint, false)
 #undef KILN_STD_UNARY
+
+// log1p and log2 of a complex value as MLX's: log(1 + z), log(z) / ln 2.
+struct Log1p {
+  static constexpr bool complex = true;
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (is_complex_v<T>) {
+      return std::log(T(1.0f) + x);
+    } else {
+      return std::log1p(x);
+    }
+  }
+};
+
+struct Log2 {
+  static constexpr bool complex = true;
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (is_complex_v<T>) {
+      return std::log(x) / 0.693147180559945309f;
+    } else {
+      return std::log2(x);
+    }
+  }
+};
+
+// nearbyint rounds halves to even, as NumPy's and MLX's round do; a
+// complex value rounds each part.
+struct Round {
+  static constexpr bool complex = true;
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (is_complex_v<T>) {
+      return T(std::nearbyint(x.real()), std::nearbyint(x.imag()));
+    } else {
+      return std::nearbyint(x);
+    }
+  }
+};
 
 struct Rsqrt {
   template <typename T>
@@ -311,25 +346,46 @@ struct Power {
   }
 };
 
+/** Complex values order as MLX's: by real part, then imaginary part. */
+template <typename T>
+bool complex_less(T a, T b) {
+  return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
+}
+
+template <typename T>
+bool complex_is_nan(T a) {
+  return std::isnan(a.real()) || std::isnan(a.imag());
+}
+
 struct Maximum {
-  static constexpr bool complex = false;
+  static constexpr bool complex = true;
   template <typename T>
   T operator()(T a, T b) const {
-    if constexpr (is_float_v<T>) {
-      if (std::isnan(a)) return a; // NaN propagates
+    if constexpr (is_complex_v<T>) {
+      if (complex_is_nan(a)) return a;
+      return complex_less(b, a) ? a : b;
+    } else {
+      if constexpr (is_float_v<T>) {
+        if (std::isnan(a)) return a; // NaN propagates
+      }
+      return a > b ? a : b;
     }
-    return a > b ? a : b;
   }
 };
 
 struct Minimum {
-  static constexpr bool complex = false;
+  static constexpr bool complex = true;
   template <typename T>
   T operator()(T a, T b) const {
-    if constexpr (is_float_v<T>) {
-      if (std::isnan(a)) return a;
+    if constexpr (is_complex_v<T>) {
+      if (complex_is_nan(a)) return a;
+      return complex_less(a, b) ? a : b;
+    } else {
+      if constexpr (is_float_v<T>) {
+        if (std::isnan(a)) return a;
+      }
+      return a < b ? a : b;
     }
-    return a < b ? a : b;
   }
 };
 
