@@ -108,6 +108,19 @@ TEST(Matmul, VectorOperandsFollowNumPy) {
   }
 }
 
+// Entry (i, j) of the product of row-major (., k) and (k, n) complex
+// matrices, in complex128.
+std::complex<double> complex_dot(const std::vector<complex64_t>& a,
+                                 const std::vector<complex64_t>& b, int i,
+                                 int j, int k, int n) {
+  std::complex<double> sum = 0;
+  for (int p = 0; p < k; ++p) {
+    sum += std::complex<double>(a[i * k + p]) *
+           std::complex<double>(b[p * n + j]);
+  }
+  return sum;
+}
+
 TEST(Matmul, Complex64) {
   std::vector<complex64_t> av, bv;
   std::uniform_real_distribution<float> u(-1, 1);
@@ -120,11 +133,7 @@ TEST(Matmul, Complex64) {
     ASSERT_EQ(c.dtype(), complex64);
     for (int i = 0; i < 3; ++i) {
       for (int j = 0; j < 5; ++j) {
-        std::complex<double> want = 0;
-        for (int p = 0; p < 4; ++p) {
-          want += std::complex<double>(av[i * 4 + p]) *
-                  std::complex<double>(bv[p * 5 + j]);
-        }
+        std::complex<double> want = complex_dot(av, bv, i, j, 4, 5);
         auto got = std::complex<double>(c.data<complex64_t>()[i * 5 + j]);
         EXPECT_LT(std::abs(got - want), 1e-5) << i << "," << j;
       }
@@ -151,14 +160,10 @@ TEST(AddMM, Complex64AsMlx) {
     ASSERT_EQ(c.dtype(), complex64);
     for (int i = 0; i < 3; ++i) {
       for (int j = 0; j < 5; ++j) {
-        std::complex<double> want = 0;
-        for (int p = 0; p < 4; ++p) {
-          want += std::complex<double>(av[i * 4 + p]) *
-                  std::complex<double>(bv[p * 5 + j]);
-        }
-        want = double(alpha) * want +
-               double(beta) * std::complex<double>(
-                                  vector_bias ? vv[j] : fv[i * 5 + j]);
+        std::complex<double> bias(vector_bias ? vv[j] : fv[i * 5 + j]);
+        std::complex<double> want =
+            double(alpha) * complex_dot(av, bv, i, j, 4, 5) +
+            double(beta) * bias;
         auto got = std::complex<double>(c.data<complex64_t>()[i * 5 + j]);
         EXPECT_LT(std::abs(got - want), 1e-5) << i << "," << j;
       }

@@ -15,9 +15,9 @@
 // then the complex-to-real transform with the real axis innermost, on its
 // own copy (cuFFT's complex-to-real transform overwrites its input); along
 // one axis with values after it, its output is row-major, interleaved as
-// its input. Real transforms over several axes with
-// few blocks of the others run the real axis apart from the complex ones
-// (split_real below). More than three axes, or no cuFFT, run on the CPU.
+// its input. Real transforms over several axes with few blocks of the
+// others run the real axis apart from the complex ones (split_real below).
+// More than three axes, or no cuFFT, run on the CPU.
 #include "kiln/backend/cuda/fft_kernels.h"
 
 #include <numeric>
