@@ -337,7 +337,13 @@ array arctan2(const array& a, const array& b, StreamOrDevice s) {
 
 array logaddexp(const array& a, const array& b, StreamOrDevice s) {
   Dtype dt = at_least_float(promote_types(a.dtype(), b.dtype()));
-  if (is_complex(dt)) invalid("logaddexp", "not supported for complex64.");
+  if (is_complex(dt)) {
+    // As MLX: the larger (real part, then imaginary part) plus
+    // log1p(exp(smaller - larger)).
+    array x = astype(a, dt, s), y = astype(b, dt, s);
+    array hi = maximum(x, y, s);
+    return add(hi, log1p(exp(subtract(minimum(x, y, s), hi, s), s), s), s);
+  }
   return binary<LogAddExp>("logaddexp", a, b, dt, {}, s);
 }
 

@@ -296,8 +296,6 @@ array scan(const char* op, const array& a, int axis, bool reverse,
         a.shape(), dt,
         std::make_shared<Scan>(to_stream(s), type, axis, reverse, inclusive),
         {astype(a, dt, s)});
-  } else if (is_complex(dt)) {
-    invalid(op, "not supported for complex64.");
   }
   auto p = std::make_shared<Scan>(to_stream(s), type, axis, reverse, inclusive);
   return array(a.shape(), dt, std::move(p), {a});

@@ -12,16 +12,14 @@ namespace kiln {
 
 array softmax(const array& a, const std::vector<int>& axes, bool precise,
               StreamOrDevice s) {
-  if (is_complex(a.dtype())) {
-    detail::invalid("softmax",
-                    "not supported for " + detail::describe(a) + ".");
-  }
   int nd = static_cast<int>(a.ndim());
   auto ax = detail::normalize_axes(axes, nd, "softmax");
   auto stream = to_stream(s);
   Dtype dt = detail::at_least_float(a.dtype());
   auto x = astype(a, dt, stream);
-  if (ax.size() == 1) {
+  // complex64 composes too: its max orders by real part, then imaginary
+  // part, as MLX's.
+  if (ax.size() == 1 && !is_complex(dt)) {
     // The kernel works on the last axis; another axis moves there and back
     // as views.
     bool last = ax[0] == nd - 1;
@@ -30,7 +28,8 @@ array softmax(const array& a, const std::vector<int>& axes, bool precise,
         array(x.shape(), dt, std::make_shared<Softmax>(stream, precise), {x});
     return last ? out : moveaxis(out, -1, ax[0], stream);
   }
-  // Several axes (or none, for a 0-d array): compose from reductions.
+  // Several axes (or none, for a 0-d array), or complex values: compose
+  // from reductions.
   Dtype acc = precise && (dt == float16 || dt == bfloat16) ? float32 : dt;
   auto xa = astype(x, acc, stream);
   auto m = stop_gradient(max(xa, ax, true, stream), stream);

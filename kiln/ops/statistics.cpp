@@ -27,9 +27,6 @@ std::vector<int> every_axis(const array& a) {
 
 array median(const array& a, const std::vector<int>& axes_in, bool keepdims,
              StreamOrDevice s) {
-  if (is_complex(a.dtype())) {
-    invalid("median", "not supported for complex64 (" + describe(a) + ").");
-  }
   int nd = static_cast<int>(a.ndim());
   auto axes = detail::normalize_axes(axes_in, nd, "median");
   Dtype dt = detail::at_least_float(a.dtype());

@@ -226,8 +226,9 @@ def test_complex_truth_statistics_and_addmm(rng):
 
 def test_complex_ordering_and_functions(rng):
     # Complex values order by real part, then imaginary part (NumPy's and
-    # MLX's order): sorts, extremes, maximum/minimum, clip, topk; round,
-    # log1p and log2 act on complex values. Real parts drawn from few
+    # MLX's order): sorts, extremes, maximum/minimum, clip, topk, running
+    # extremes, softmax's and logaddexp's shifts, median; round, log1p and
+    # log2 act on complex values. Real parts drawn from few
     # values, so ties are decided by the imaginary parts.
     re = rng.integers(-2, 3, (5, 7)).astype(np.float32)
     z = (re + 1j * rand(rng, (5, 7))).astype(np.complex64)
@@ -253,6 +254,21 @@ def test_complex_ordering_and_functions(rng):
         np.testing.assert_allclose(np.array(kc.round(k, 1)), np.round(n, 1), atol=1e-6)
         np.testing.assert_allclose(np.array(kc.log1p(k)), np.log1p(n), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(np.array(kc.log2(k + 5)), np.log2(n + 5), rtol=1e-5)
+        # Running extremes, softmax, logaddexp and median in the same order.
+        np.testing.assert_array_equal(np.array(kc.cummax(k, axis=1)),
+                                      np.maximum.accumulate(n, axis=1))
+        np.testing.assert_array_equal(np.array(kc.cummin(k, axis=0, reverse=True)),
+                                      np.minimum.accumulate(n[::-1], axis=0)[::-1])
+        hi = np.max(n, axis=1, keepdims=True)
+        e = np.exp((n - hi).astype(np.complex128))
+        np.testing.assert_allclose(np.array(kc.softmax(k, axis=1)),
+                                   e / e.sum(axis=1, keepdims=True), rtol=1e-4, atol=1e-5)
+        big, small = np.maximum(n, w), np.minimum(n, w)
+        np.testing.assert_allclose(
+            np.array(kc.logaddexp(k, kc.array(w))),
+            big + np.log1p(np.exp((small - big).astype(np.complex128))), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(np.array(kc.median(k, axis=0)), np.median(n, axis=0),
+                                   rtol=1e-6)
     # A NaN in either part is the extreme, the first one wins (as for reals).
     v = np.array([1 + 1j, complex(0, np.nan), 2 + 0j, complex(np.nan, 0)], np.complex64)
     assert int(np.array(kc.argmax(kc.array(v)))) == 1

@@ -59,7 +59,12 @@ TEST(ArrayFunctions, MedianMinmaxCountNonzero) {
   EXPECT_TRUE(std::isnan(m[0]));
   EXPECT_EQ(m[1], 4.0);
   EXPECT_TRUE(throws_naming([] { median(zeros({0, 3}), 0); }, "median"));
-  EXPECT_TRUE(throws_naming([] { median(zeros({2}, complex64)); }, "median"));
+  // Complex values order by real part, then imaginary part (as MLX):
+  // -1, 3i, 1 + 2i.
+  std::vector<complex64_t> c = {{1, 2}, {-1, 0}, {0, 3}};
+  auto mc = median(array(c, {3}, complex64));
+  EXPECT_EQ(mc.dtype(), complex64);
+  EXPECT_EQ(mc.item<complex64_t>(), complex64_t(0, 3));
 }
 
 TEST(ArrayFunctions, Logcumsumexp) {

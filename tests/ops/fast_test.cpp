@@ -197,7 +197,11 @@ TEST(Softmax, BadArguments) {
   auto x = zeros({2, 3});
   expect_invalid([&] { softmax(x, 2); }, "softmax");
   expect_invalid([&] { softmax(x, std::vector<int>{0, -2}); }, "softmax");
-  expect_invalid([&] { softmax(zeros({2}, complex64)); }, "softmax");
+  // complex64 is no bad argument (as MLX): equal values share equally.
+  auto sc = softmax(zeros({2}, complex64));
+  EXPECT_EQ(sc.dtype(), complex64);
+  EXPECT_TRUE(all_close(to_doubles(real(sc)), {0.5, 0.5}, 1e-7, 0));
+  EXPECT_TRUE(all_close(to_doubles(imag(sc)), {0.0, 0.0}, 0, 0));
 }
 
 // ---- layer_norm and rms_norm ------------------------------------------------

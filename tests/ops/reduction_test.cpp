@@ -185,6 +185,51 @@ TEST(Reduction, Complex64TruthMeanAndVariance) {
   }
 }
 
+TEST(Reduction, Complex64RunningExtremes) {
+  // cummax/cummin order by real part, then imaginary part (as MLX), both
+  // directions, inclusive and exclusive (starting from -inf-infj or
+  // inf+infj), along both axes of a row-major and a transposed array.
+  std::uniform_int_distribution<int> few(-2, 2);
+  std::vector<complex64_t> v;
+  for (int i = 0; i < 5 * 7; ++i) {
+    v.emplace_back(static_cast<float>(few(rng())),
+                   static_cast<float>(few(rng())) / 2);
+  }
+  array z(v, {5, 7}, complex64);
+  auto before = [](complex64_t x, complex64_t y) {
+    return x.real() < y.real() || (x.real() == y.real() && x.imag() < y.imag());
+  };
+  const float inf = INFINITY;
+  for (const array& in : {z, as_transposed(z)}) {
+    for (int axis : {0, 1}) {
+      for (bool is_max : {true, false}) {
+        for (bool reverse : {false, true}) {
+          for (bool inclusive : {true, false}) {
+            array got = contiguous(is_max ? cummax(in, axis, reverse, inclusive)
+                                          : cummin(in, axis, reverse, inclusive));
+            got.eval();
+            int n = in.shape(axis), lines = in.shape(1 - axis);
+            for (int l = 0; l < lines; ++l) {
+              complex64_t acc = is_max ? complex64_t(-inf, -inf)
+                                       : complex64_t(inf, inf);
+              for (int k = 0; k < n; ++k) {
+                int i = reverse ? n - 1 - k : k;
+                int o = axis == 0 ? i * 7 + l : l * 7 + i;
+                complex64_t x = v[o];
+                complex64_t before_x = acc;
+                if (is_max ? before(acc, x) : before(x, acc)) acc = x;
+                ASSERT_EQ(got.data<complex64_t>()[o], inclusive ? acc : before_x)
+                    << axis << is_max << reverse << inclusive << " " << l << " "
+                    << i;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // logsumexp over one axis runs as one LogSumExp pass per row: every float
 // dtype (integers become float32), every layout, each axis, keepdims,
 // against float64 loops; several axes (all of them too) compose.

@@ -3,6 +3,7 @@
 // an outer axis, blocks of lines step together, a row at a time.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "kiln/backend/common/strided.h"
 #include "kiln/backend/cpu/elementwise.h"
@@ -176,7 +177,15 @@ void Scan::eval_cpu(const std::vector<array>& inputs, array& out) {
     }
     if (type_ == Max || type_ == Min) {
       if constexpr (is_complex_v<In>) {
-        detail::unsupported_dtype(name(), in.dtype());
+        // Ordered by real part, then imaginary part, as MLX; NaN spreads.
+        float inf = std::numeric_limits<float>::infinity();
+        if (type_ == Max) {
+          scan<In, In>(in, out, axis_, reverse_, inclusive_, In(-inf, -inf),
+                       detail::Maximum{});
+        } else {
+          scan<In, In>(in, out, axis_, reverse_, inclusive_, In(inf, inf),
+                       detail::Minimum{});
+        }
       } else {
         using A = detail::ct<In>;
         if (type_ == Max) {
