@@ -269,6 +269,13 @@ def test_complex_ordering_and_functions(rng):
             big + np.log1p(np.exp((small - big).astype(np.complex128))), rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(np.array(kc.median(k, axis=0)), np.median(n, axis=0),
                                    rtol=1e-6)
+    # maximum's gradient goes to the winner, ties to the second argument:
+    # d|max(z, w)|^2 is 2 z where z wins (MLX's convention dL/dx + i dL/dy).
+    wins = (z.real > w.real) | ((z.real == w.real) & (z.imag > w.imag))
+    w[0, 0] = z[0, 0]  # a tie
+    wins[0, 0] = False
+    g = kc.grad(lambda t: kc.sum(kc.abs(kc.maximum(t, kc.array(w))) ** 2))(kc.array(z))
+    np.testing.assert_allclose(np.array(g), np.where(wins, 2 * z, 0), rtol=1e-6)
     # A NaN in either part is the extreme, the first one wins (as for reals).
     v = np.array([1 + 1j, complex(0, np.nan), 2 + 0j, complex(np.nan, 0)], np.complex64)
     assert int(np.array(kc.argmax(kc.array(v)))) == 1

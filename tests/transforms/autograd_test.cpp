@@ -220,6 +220,25 @@ TEST(Autograd, MaximumAndMinimumTiesGoToTheSecondArgument) {
     return sum(maximum(v, array(0.0, float64)));
   })(array({-1.0, 0.0, 2.0}, float64));
   EXPECT_EQ(to_doubles(relu_grad), (std::vector<double>{0, 0, 1}));
+  // complex64, ordered by real part, then imaginary part: a wins at 0 (real
+  // part), loses at 1 (imaginary part), ties at 2.
+  std::vector<complex64_t> av = {{2, 0}, {1, 1}, {1, 1}};
+  std::vector<complex64_t> bv = {{1, 5}, {1, 2}, {1, 1}};
+  array ca(av, {3}, complex64), cb(bv, {3}, complex64);
+  auto cones = ones({3}, complex64);
+  for (bool is_max : {true, false}) {
+    auto [outs, grads] = vjp(
+        [&](const std::vector<array>& in) {
+          return std::vector<array>{is_max ? maximum(in[0], in[1])
+                                           : minimum(in[0], in[1])};
+        },
+        {ca, cb}, {cones});
+    auto ga = to_doubles(real(grads[0])), gb = to_doubles(real(grads[1]));
+    EXPECT_EQ(ga, is_max ? (std::vector<double>{1, 0, 0})
+                         : (std::vector<double>{0, 1, 0}));
+    EXPECT_EQ(gb, is_max ? (std::vector<double>{0, 1, 1})
+                         : (std::vector<double>{1, 0, 1}));
+  }
 }
 
 TEST(Autograd, Compositions) {
