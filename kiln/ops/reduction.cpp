@@ -290,7 +290,6 @@ array scan(const char* op, const array& a, int axis, bool reverse,
   if (type == Scan::Sum || type == Scan::Prod) {
     dt = sum_dtype(dt);
   } else if (type == Scan::LogAddExp) {
-    if (is_complex(dt)) invalid(op, "not supported for complex64.");
     dt = detail::at_least_float(dt);
     return array(
         a.shape(), dt,

@@ -230,6 +230,48 @@ TEST(Reduction, Complex64RunningExtremes) {
   }
 }
 
+TEST(Reduction, Complex64Logcumsumexp) {
+  // Running logaddexp as MLX's (the larger value by real part, then
+  // imaginary part, plus log1p(exp(smaller - larger))), from -inf + 0i,
+  // against a complex128 loop; both directions, inclusive and exclusive.
+  std::uniform_real_distribution<float> u(-2, 2);
+  std::vector<complex64_t> v;
+  for (int i = 0; i < 4 * 6; ++i) v.emplace_back(u(rng()), u(rng()));
+  array z(v, {4, 6}, complex64);
+  using cd = std::complex<double>;
+  auto before = [](cd x, cd y) {
+    return x.real() < y.real() || (x.real() == y.real() && x.imag() < y.imag());
+  };
+  for (bool reverse : {false, true}) {
+    for (bool inclusive : {true, false}) {
+      array got = contiguous(logcumsumexp(as_transposed(z), 1, reverse,
+                                          inclusive));
+      got.eval();
+      for (int r = 0; r < 4; ++r) {
+        cd acc(-INFINITY, 0);
+        for (int k = 0; k < 6; ++k) {
+          int c = reverse ? 5 - k : k;
+          cd x(v[r * 6 + c]), before_x = acc;
+          if (std::isinf(acc.real())) {
+            acc = x;
+          } else {
+            cd hi = before(acc, x) ? x : acc, lo = before(acc, x) ? acc : x;
+            acc = hi + std::log(1.0 + std::exp(lo - hi));
+          }
+          cd want = inclusive ? acc : before_x;
+          cd g(got.data<complex64_t>()[r * 6 + c]);
+          if (std::isinf(want.real())) {
+            EXPECT_TRUE(std::isinf(g.real()) && g.real() < 0) << r << " " << c;
+          } else {
+            EXPECT_LT(std::abs(g - want), 1e-5 * (1 + std::abs(want)))
+                << reverse << inclusive << " " << r << " " << c;
+          }
+        }
+      }
+    }
+  }
+}
+
 // logsumexp over one axis runs as one LogSumExp pass per row: every float
 // dtype (integers become float32), every layout, each axis, keepdims,
 // against float64 loops; several axes (all of them too) compose.

@@ -166,7 +166,20 @@ void Scan::eval_cpu(const std::vector<array>& inputs, array& out) {
   dispatch_type(in.dtype(), [&](auto tag) {
     using In = KILN_TYPE(tag);
     if (type_ == LogAddExp) {
-      if constexpr (std::is_floating_point_v<detail::ct<In>>) {
+      if constexpr (is_complex_v<In>) {
+        // As MLX's: the larger (real part, then imaginary part) plus
+        // log1p(exp(smaller - larger)), from -inf + 0i.
+        float inf = std::numeric_limits<float>::infinity();
+        scan<In, In>(in, out, axis_, reverse_, inclusive_, In(-inf, 0.0f),
+                     [](In a, In b) {
+                       In hi = detail::Maximum{}(a, b);
+                       In lo = detail::Minimum{}(a, b);
+                       if (hi.real() == -std::numeric_limits<float>::infinity()) {
+                         return hi;
+                       }
+                       return hi + std::log(In(1.0f) + std::exp(lo - hi));
+                     });
+      } else if constexpr (std::is_floating_point_v<detail::ct<In>>) {
         using A = detail::ct<In>;
         scan<In, In>(in, out, axis_, reverse_, inclusive_, lowest<A>(),
                      [](A a, A b) { return log_add_exp(a, b); });
