@@ -354,29 +354,16 @@ array not_equal(const array& a, const array& b, StreamOrDevice s) {
   return binary<NotEqual>("not_equal", a, b, {}, bool_, s);
 }
 
-namespace {
-void reject_complex_order(const char* op, const array& a, const array& b) {
-  if (is_complex(a.dtype()) || is_complex(b.dtype())) {
-    invalid(op, "complex numbers have no order (" + describe(a) + ", " +
-                    describe(b) + ").");
-  }
-}
-} // namespace
-
 array less(const array& a, const array& b, StreamOrDevice s) {
-  reject_complex_order("less", a, b);
   return binary<Less>("less", a, b, {}, bool_, s);
 }
 array less_equal(const array& a, const array& b, StreamOrDevice s) {
-  reject_complex_order("less_equal", a, b);
   return binary<LessEqual>("less_equal", a, b, {}, bool_, s);
 }
 array greater(const array& a, const array& b, StreamOrDevice s) {
-  reject_complex_order("greater", a, b);
   return binary<Greater>("greater", a, b, {}, bool_, s);
 }
 array greater_equal(const array& a, const array& b, StreamOrDevice s) {
-  reject_complex_order("greater_equal", a, b);
   return binary<GreaterEqual>("greater_equal", a, b, {}, bool_, s);
 }
 array logical_and(const array& a, const array& b, StreamOrDevice s) {

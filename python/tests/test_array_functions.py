@@ -248,6 +248,9 @@ def test_complex_ordering_and_functions(rng):
                                           np.take(np.sort(n, axis=axis), [-2, -1], axis=axis))
         np.testing.assert_array_equal(np.array(kc.max(k)), n.max())
         np.testing.assert_array_equal(np.array(kc.argmin(k)), n.argmin())
+        kw = kc.array(w)
+        for op in ("__lt__", "__le__", "__gt__", "__ge__"):
+            np.testing.assert_array_equal(np.array(getattr(k, op)(kw)), getattr(n, op)(w))
         np.testing.assert_array_equal(np.array(kc.maximum(k, kc.array(w))), np.maximum(n, w))
         np.testing.assert_array_equal(np.array(kc.minimum(k, kc.array(w))), np.minimum(n, w))
         np.testing.assert_array_equal(np.array(kc.round(k * 3)), np.round(n * 3))

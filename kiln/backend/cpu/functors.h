@@ -420,10 +420,26 @@ struct LogAddExp {
   };
 KILN_COMPARISON(Equal, a == b, true)
 KILN_COMPARISON(NotEqual, a != b, true)
-KILN_COMPARISON(Less, a < b, false)
-KILN_COMPARISON(LessEqual, a <= b, false)
-KILN_COMPARISON(Greater, a > b, false)
-KILN_COMPARISON(GreaterEqual, a >= b, false)
+// Complex values compare as MLX orders them: by real part, then imaginary
+// part (a NaN part makes every order comparison false).
+#define KILN_ORDER(Name, op)                                              \
+  struct Name {                                                           \
+    static constexpr bool complex = true;                                 \
+    template <typename T>                                                 \
+    bool operator()(T a, T b) const {                                     \
+      if constexpr (is_complex_v<T>) {                                    \
+        return a.real() == b.real() ? a.imag() op b.imag()                \
+                                    : a.real() op b.real();               \
+      } else {                                                            \
+        return a op b;                                                    \
+      }                                                                   \
+    }                                                                     \
+  };
+KILN_ORDER(Less, <)
+KILN_ORDER(LessEqual, <=)
+KILN_ORDER(Greater, >)
+KILN_ORDER(GreaterEqual, >=)
+#undef KILN_ORDER
 KILN_COMPARISON(LogicalAnd, cast_to<bool>(a) && cast_to<bool>(b), true)
 KILN_COMPARISON(LogicalOr, cast_to<bool>(a) || cast_to<bool>(b), true)
 #undef KILN_COMPARISON
