@@ -35,6 +35,13 @@ array random_array(const Shape& shape, Dtype dtype, double lo = -2.0,
  *  Complex values give their real part. */
 std::vector<double> to_doubles(array a);
 
+/** MLX's order of complex values (std::complex<float> or <double>): by real
+ *  part, then imaginary part. */
+template <typename C>
+bool complex_before(C x, C y) {
+  return x.real() < y.real() || (x.real() == y.real() && x.imag() < y.imag());
+}
+
 /** The same values as a, in another layout:
  *  "transposed": a row-major buffer of the reversed shape, transposed back;
  *  "broadcast":  a's first row broadcast when possible (values change!). */

@@ -529,10 +529,7 @@ TEST(Elementwise, Complex64ComparisonsOrderAsMlx) {
     complex64_t x = av[k], y = bv[k];
     bool x_nan = std::isnan(x.real()) || std::isnan(x.imag());
     bool y_nan = std::isnan(y.real()) || std::isnan(y.imag());
-    bool before = x.real() < y.real() ||
-                  (x.real() == y.real() && x.imag() < y.imag());
-    bool after = y.real() < x.real() ||
-                 (x.real() == y.real() && y.imag() < x.imag());
+    bool before = complex_before(x, y), after = complex_before(y, x);
     bool same = !x_nan && !y_nan && x == y;
     EXPECT_EQ(lt[k], before) << k;
     EXPECT_EQ(gt[k], after) << k;

@@ -196,9 +196,6 @@ TEST(Reduction, Complex64RunningExtremes) {
                    static_cast<float>(few(rng())) / 2);
   }
   array z(v, {5, 7}, complex64);
-  auto before = [](complex64_t x, complex64_t y) {
-    return x.real() < y.real() || (x.real() == y.real() && x.imag() < y.imag());
-  };
   const float inf = INFINITY;
   for (const array& in : {z, as_transposed(z)}) {
     for (int axis : {0, 1}) {
@@ -217,7 +214,7 @@ TEST(Reduction, Complex64RunningExtremes) {
                 int o = axis == 0 ? i * 7 + l : l * 7 + i;
                 complex64_t x = v[o];
                 complex64_t before_x = acc;
-                if (is_max ? before(acc, x) : before(x, acc)) acc = x;
+                if (is_max ? complex_before(acc, x) : complex_before(x, acc)) acc = x;
                 ASSERT_EQ(got.data<complex64_t>()[o], inclusive ? acc : before_x)
                     << axis << is_max << reverse << inclusive << " " << l << " "
                     << i;
@@ -239,9 +236,6 @@ TEST(Reduction, Complex64Logcumsumexp) {
   for (int i = 0; i < 4 * 6; ++i) v.emplace_back(u(rng()), u(rng()));
   array z(v, {4, 6}, complex64);
   using cd = std::complex<double>;
-  auto before = [](cd x, cd y) {
-    return x.real() < y.real() || (x.real() == y.real() && x.imag() < y.imag());
-  };
   for (bool reverse : {false, true}) {
     for (bool inclusive : {true, false}) {
       array got = contiguous(logcumsumexp(as_transposed(z), 1, reverse,
@@ -255,7 +249,8 @@ TEST(Reduction, Complex64Logcumsumexp) {
           if (std::isinf(acc.real())) {
             acc = x;
           } else {
-            cd hi = before(acc, x) ? x : acc, lo = before(acc, x) ? acc : x;
+            cd hi = complex_before(acc, x) ? x : acc;
+            cd lo = complex_before(acc, x) ? acc : x;
             acc = hi + std::log(1.0 + std::exp(lo - hi));
           }
           cd want = inclusive ? acc : before_x;

@@ -332,9 +332,6 @@ TEST(Sort, Complex64OrdersByRealThenImaginaryPart) {
     v.emplace_back(static_cast<float>(few(rng())),
                    static_cast<float>(few(rng())) / 2);
   }
-  auto before = [](complex64_t x, complex64_t y) {
-    return x.real() < y.real() || (x.real() == y.real() && x.imag() < y.imag());
-  };
   array z(v, {6, 9}, complex64);
   for (const array& in : {z, as_transposed(z)}) {
     for (int axis : {0, 1}) {
@@ -350,11 +347,11 @@ TEST(Sort, Complex64OrdersByRealThenImaginaryPart) {
         std::vector<int> want(n);
         std::iota(want.begin(), want.end(), 0);
         std::stable_sort(want.begin(), want.end(),
-                         [&](int i, int j) { return before(at(i), at(j)); });
+                         [&](int i, int j) { return complex_before(at(i), at(j)); });
         int hi = 0, lo = 0;
         for (int i = 1; i < n; ++i) {
-          if (before(at(hi), at(i))) hi = i;
-          if (before(at(i), at(lo))) lo = i;
+          if (complex_before(at(hi), at(i))) hi = i;
+          if (complex_before(at(i), at(lo))) lo = i;
         }
         for (int i = 0; i < n; ++i) {
           size_t o = axis == 0 ? i * lines + l : l * n + i;

@@ -196,18 +196,23 @@ TEST(Autograd, Reductions) {
             (std::vector<double>{1, 8, 0}));
 }
 
+// The gradients of maximum (or minimum) of a and b for a cotangent of ones.
+std::vector<array> extreme_grads(const array& a, const array& b, bool is_max) {
+  return vjp(
+             [&](const std::vector<array>& in) {
+               return std::vector<array>{is_max ? maximum(in[0], in[1])
+                                                : minimum(in[0], in[1])};
+             },
+             {a, b}, {ones_like(a)})
+      .second;
+}
+
 TEST(Autograd, MaximumAndMinimumTiesGoToTheSecondArgument) {
   // As in MLX; relu(x) = maximum(x, 0) then has gradient 0 at 0.
   auto a = array({1.0, 2.0, 3.0}, float64);
   auto b = array({1.0, 3.0, 1.0}, float64);
-  auto ones3 = ones({3}, float64);
   for (bool is_max : {true, false}) {
-    auto [outs, grads] = vjp(
-        [&](const std::vector<array>& in) {
-          return std::vector<array>{is_max ? maximum(in[0], in[1])
-                                           : minimum(in[0], in[1])};
-        },
-        {a, b}, {ones3});
+    auto grads = extreme_grads(a, b, is_max);
     if (is_max) {
       EXPECT_EQ(to_doubles(grads[0]), (std::vector<double>{0, 0, 1}));
       EXPECT_EQ(to_doubles(grads[1]), (std::vector<double>{1, 1, 0}));
@@ -225,14 +230,8 @@ TEST(Autograd, MaximumAndMinimumTiesGoToTheSecondArgument) {
   std::vector<complex64_t> av = {{2, 0}, {1, 1}, {1, 1}};
   std::vector<complex64_t> bv = {{1, 5}, {1, 2}, {1, 1}};
   array ca(av, {3}, complex64), cb(bv, {3}, complex64);
-  auto cones = ones({3}, complex64);
   for (bool is_max : {true, false}) {
-    auto [outs, grads] = vjp(
-        [&](const std::vector<array>& in) {
-          return std::vector<array>{is_max ? maximum(in[0], in[1])
-                                           : minimum(in[0], in[1])};
-        },
-        {ca, cb}, {cones});
+    auto grads = extreme_grads(ca, cb, is_max);
     auto ga = to_doubles(real(grads[0])), gb = to_doubles(real(grads[1]));
     EXPECT_EQ(ga, is_max ? (std::vector<double>{1, 0, 0})
                          : (std::vector<double>{0, 1, 0}));
