@@ -262,14 +262,56 @@ TEST_F(GpuScan, EmptyAndOneElement) {
   }
 }
 
-// complex64 scans have no GPU kernel: they run on the CPU and agree (every
-// op: MLX orders complex values for cummax/cummin and logcumsumexp); a bad
-// axis raises on the GPU as on the CPU.
-TEST_F(GpuScan, Complex64FallsBack) {
-  array z = add(astype(random_array({4, 9}, float32, -1, 1), complex64),
-                multiply(astype(random_array({4, 9}, float32, -1, 1),
+// re + i * im of complex64 values.
+array complex_of(const array& re, const array& im) {
+  return add(astype(re, complex64),
+             multiply(astype(im, complex64), array(complex64_t(0, 1))));
+}
+
+// complex64 sums and products scan on the GPU: every layout, both
+// directions, inclusive and exclusive, short, long and pieced lines.
+TEST_F(GpuScan, Complex64SumsAndProducts) {
+  array sums = complex_of(random_array({23, 35}, float32, 0.25, 1),
+                          random_array({23, 35}, float32, 0.25, 1));
+  array theta = random_array({23, 35}, float32, -3, 3);
+  array prods = multiply(astype(random_array({23, 35}, float32, 0.97, 1.03),
                                 complex64),
-                         array(complex64_t(0, 1))));
+                         complex_of(cos(theta), sin(theta)));
+  for (bool reverse : {false, true}) {
+    for (bool inclusive : {true, false}) {
+      for (int axis : {0, 1}) {
+        for (auto& [layout, z] : layouts(sums)) {
+          EXPECT_TRUE(scan_matches(scan_ops()[0], z, axis, reverse, inclusive))
+              << "cumsum " << layout << " axis " << axis << " reverse "
+              << reverse << " inclusive " << inclusive;
+        }
+        for (auto& [layout, z] : layouts(prods)) {
+          EXPECT_TRUE(scan_matches(scan_ops()[1], z, axis, reverse, inclusive))
+              << "cumprod " << layout << " axis " << axis << " reverse "
+              << reverse << " inclusive " << inclusive;
+        }
+      }
+      for (int n : {3000, 65536 * 4 + 5}) {
+        array line = complex_of(random_array({n}, float32, 0.25, 1),
+                                random_array({n}, float32, 0.25, 1));
+        EXPECT_TRUE(scan_matches(scan_ops()[0], line, 0, reverse, inclusive))
+            << "cumsum line " << n << " reverse " << reverse;
+        array rows = reshape(slice(line, Shape{0}, Shape{3 * (n / 3)}),
+                             {3, n / 3});
+        EXPECT_TRUE(scan_matches(scan_ops()[0], transpose(rows), 0, reverse,
+                                 inclusive))
+            << "cumsum strided columns " << n;
+      }
+    }
+  }
+}
+
+// The other complex64 scans have no GPU kernel: they run on the CPU and
+// agree (MLX orders complex values for cummax/cummin and logcumsumexp); a
+// bad axis raises on the GPU as on the CPU.
+TEST_F(GpuScan, Complex64FallsBack) {
+  array z = complex_of(random_array({4, 9}, float32, -1, 1),
+                       random_array({4, 9}, float32, -1, 1));
   for (auto& op : scan_ops()) {
     EXPECT_TRUE(scan_matches(op, z, 1, false, true)) << op.name;
     EXPECT_TRUE(scan_matches(op, z, 0, true, false)) << op.name;

@@ -102,6 +102,13 @@ TEST(NvrtcHeaders, ComplexKernels) {
     expect_compiles(cuda::reduce_kernel('w', op, complex64, complex64));
   }
   expect_compiles(cuda::reduce_kernel('r', "Or", complex64, bool_));
+  // Scans: sums in every pattern, products in one.
+  std::vector<JitKernel> scans = {
+      cuda::scan_kernel("Multiply", complex64, complex64, 's')};
+  for (char pattern : {'s', 'r', 'c', 't', 'k'}) {
+    scans.push_back(cuda::scan_kernel("Add", complex64, complex64, pattern));
+  }
+  expect_all_compile(scans);
 }
 
 // Every scan op, and every dtype family on sum (widening ones included),

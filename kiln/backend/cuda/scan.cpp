@@ -1,6 +1,7 @@
 // Scans on the GPU (device/scan.cuh). The output is row-major, as on the
-// CPU; dtype pairs the CPU does not scan, complex64 and inputs whose other
-// axes do not collapse to max_ndim dimensions run on the CPU.
+// CPU; dtype pairs the CPU does not scan (complex64 max, min and logaddexp
+// included) and inputs whose other axes do not collapse to max_ndim
+// dimensions run on the CPU.
 #include "kiln/backend/cuda/axis_kernels.h"
 #include "kiln/backend/cuda/buffer.h"
 #include "kiln/backend/cuda/device.h"
@@ -53,6 +54,10 @@ const char* scan_op(Scan::Type t) {
 
 // The dtype pairs backend/cpu/scan.cpp scans (anything else is its error).
 bool scans_on_gpu(Scan::Type t, Dtype in, Dtype out) {
+  // complex64 sums and products (device/complex.cuh's arithmetic).
+  if (in == complex64 || out == complex64) {
+    return in == out && (t == Scan::Sum || t == Scan::Prod);
+  }
   if (!gpu_supports(in) || !gpu_supports(out)) return false;
   if (t == Scan::Sum || t == Scan::Prod) {
     return in == out || ((in == bool_ || is_integral(in)) && is_integral(out) &&
