@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <numeric>
 
 #include "cuda/gpu_fixture.h"
@@ -292,6 +293,7 @@ TEST_F(GpuElementwise, ComplexOpsEveryLayout) {
       KILN_UNARY_CASE(negative, 0, 0), KILN_UNARY_CASE(sign, 0, 0),
       KILN_UNARY_CASE(square, 0, 0),   KILN_UNARY_CASE(exp, 0, 0),
       KILN_UNARY_CASE(log, 0, 0),      KILN_UNARY_CASE(log10, 0, 0),
+      KILN_UNARY_CASE(log1p, 0, 0),    KILN_UNARY_CASE(log2, 0, 0),
       KILN_UNARY_CASE(sin, 0, 0),      KILN_UNARY_CASE(cos, 0, 0),
       KILN_UNARY_CASE(tan, 0, 0),      KILN_UNARY_CASE(sinh, 0, 0),
       KILN_UNARY_CASE(cosh, 0, 0),     KILN_UNARY_CASE(tanh, 0, 0),
@@ -359,6 +361,58 @@ TEST_F(GpuElementwise, ComplexOpsEveryLayout) {
         },
         {z}, tolerance(dt)))
         << dtype_name(dt);
+  }
+}
+
+// re + i * im with ties in both parts (halves of small integers) and a NaN
+// in one part of every 7th value (the real part of every other one).
+array complex_ties(const Shape& shape) {
+  std::vector<double> re = to_doubles(random_array(shape, int32, -4, 4));
+  std::vector<double> im = to_doubles(random_array(shape, int32, -4, 4));
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  for (size_t i = 0; i < re.size(); ++i) {
+    re[i] /= 2;
+    im[i] /= 2;
+    if (i % 7 == 3) (i % 2 ? re[i] : im[i]) = nan;
+  }
+  auto part = [&](const std::vector<double>& v) {
+    return astype(array(v.begin(), shape, float64), complex64);
+  };
+  return add(part(re), multiply(part(im), array(complex64_t(0, 1))));
+}
+
+TEST_F(GpuElementwise, ComplexOrderAndRounding) {
+  // The order MLX gives complex values (real part, then imaginary part) in
+  // the comparisons and maximum/minimum, NaN parts included; round (halves
+  // to even, each part) and equality with equal NaNs. Exact against the CPU.
+  array z = complex_ties({19, 27});
+  array w = complex_ties({19, 27});
+  using Binary = array (*)(const array&, const array&, StreamOrDevice);
+  const std::vector<std::pair<const char*, Binary>> binaries = {
+      {"less", less},       {"less_equal", less_equal},
+      {"greater", greater}, {"greater_equal", greater_equal},
+      {"maximum", maximum}, {"minimum", minimum}};
+  for (auto& [layout, v] : layouts(z)) {
+    for (auto& [name, op] : binaries) {
+      auto fn = [op](const std::vector<array>& a, Device d) {
+        return op(a[0], a[1], d);
+      };
+      EXPECT_TRUE(same_on_devices(fn, {v, w}, 0, false))
+          << name << " " << layout;
+      EXPECT_TRUE(same_on_devices(fn, {w, v}, 0, false))
+          << name << " " << layout << " swapped";
+    }
+    auto rounded = [](const std::vector<array>& a, Device d) {
+      return round(multiply(a[0], array(complex64_t(1.5f, 0)), d), 0, d);
+    };
+    EXPECT_TRUE(same_on_devices(rounded, {v}, 0)) << "round " << layout;
+  }
+  for (bool equal_nan : {false, true}) {
+    auto same = [equal_nan](const std::vector<array>& a, Device d) {
+      return array_equal(a[0], a[1], equal_nan, d);
+    };
+    EXPECT_TRUE(same_on_devices(same, {z, negative(negative(z))}, 0))
+        << equal_nan;
   }
 }
 

@@ -76,9 +76,9 @@ TEST(NvrtcHeaders, BinaryAndTernaryFamilies) {
 // casts to and from complex64, the parts, comparisons and Select.
 TEST(NvrtcHeaders, ComplexKernels) {
   std::vector<JitKernel> ks;
-  for (const char* op : {"Negative", "Sign", "Square", "Exp", "Log", "Log10",
-                         "Sin", "Cos", "Tan", "Sinh", "Cosh", "Tanh", "Sqrt",
-                         "Rsqrt", "Conjugate"}) {
+  for (const char* op : {"Negative", "Sign", "Square", "Exp", "Log", "Log1p",
+                         "Log2", "Log10", "Sin", "Cos", "Tan", "Sinh", "Cosh",
+                         "Tanh", "Sqrt", "Rsqrt", "Round", "Conjugate"}) {
     ks.push_back(unary_kernel(op, complex64, complex64, "v"));
   }
   for (const char* op : {"Abs", "Real", "Imag"}) {
@@ -88,10 +88,12 @@ TEST(NvrtcHeaders, ComplexKernels) {
     ks.push_back(unary_kernel("AsType", d, complex64, "v"));
     ks.push_back(unary_kernel("AsType", complex64, d, "g"));
   }
-  for (const char* op : {"Add", "Subtract", "Multiply", "Divide"}) {
+  for (const char* op :
+       {"Add", "Subtract", "Multiply", "Divide", "Maximum", "Minimum"}) {
     ks.push_back(binary_kernel(op, complex64, complex64, "vs"));
   }
-  for (const char* op : {"Equal", "NotEqual"}) {
+  for (const char* op : {"Equal", "NotEqual", "NaNEqual", "Less", "LessEqual",
+                         "Greater", "GreaterEqual"}) {
     ks.push_back(binary_kernel(op, complex64, bool_, "g"));
   }
   ks.push_back(ternary_kernel(complex64, "vsv"));

@@ -78,11 +78,14 @@ CUfunction kernel_for(const char* op, Dtype in_dt, Dtype out_dt,
 // functors mark as having no complex meaning.
 bool has_complex_kernel(const char* op) {
   static const std::unordered_set<std::string_view> ops = {
-      "AsType", "Abs",      "Negative", "Sign",      "Square",   "Exp",
-      "Log",    "Log10",    "Sin",      "Cos",       "Tan",      "Sinh",
-      "Cosh",   "Tanh",     "Sqrt",     "Rsqrt",     "Add",      "Subtract",
-      "Multiply", "Divide", "Equal",    "NotEqual",  "Select",   "Real",
-      "Imag",   "Conjugate"};
+      "AsType",   "Abs",     "Negative",  "Sign",         "Square",
+      "Exp",      "Log",     "Log1p",     "Log2",         "Log10",
+      "Sin",      "Cos",     "Tan",       "Sinh",         "Cosh",
+      "Tanh",     "Sqrt",    "Rsqrt",     "Round",        "Add",
+      "Subtract", "Multiply", "Divide",   "Maximum",      "Minimum",
+      "Equal",    "NotEqual", "NaNEqual", "Less",         "LessEqual",
+      "Greater",  "GreaterEqual", "Select", "Real",       "Imag",
+      "Conjugate"};
   return ops.count(op) != 0;
 }
 

@@ -119,7 +119,7 @@ struct Power {
 struct Maximum {
   template <typename T>
   __device__ T operator()(T a, T b) const {
-    if constexpr (is_float_v<T>) {
+    if constexpr (is_float_v<T> || is_complex_v<T>) {
       if (math::isnan(a)) return a; // NaN propagates
     }
     return a > b ? a : b;
@@ -129,7 +129,7 @@ struct Maximum {
 struct Minimum {
   template <typename T>
   __device__ T operator()(T a, T b) const {
-    if constexpr (is_float_v<T>) {
+    if constexpr (is_float_v<T> || is_complex_v<T>) {
       if (math::isnan(a)) return a;
     }
     return a < b ? a : b;
@@ -174,7 +174,7 @@ KILN_DEVICE_COMPARISON(LogicalOr, cast_to<bool>(a) || cast_to<bool>(b))
 struct NaNEqual {
   template <typename T>
   __device__ bool operator()(T a, T b) const {
-    if constexpr (is_float_v<T>) {
+    if constexpr (is_float_v<T> || is_complex_v<T>) {
       return a == b || (math::isnan(a) && math::isnan(b));
     } else {
       return a == b;

@@ -49,6 +49,18 @@ __device__ __forceinline__ bool operator==(complex64_t a, complex64_t b) {
 __device__ __forceinline__ bool operator!=(complex64_t a, complex64_t b) {
   return !(a == b);
 }
+// Complex values order as MLX's (and the CPU's functors): by real part,
+// then imaginary part; a NaN in the part compared makes the comparison false.
+#define KILN_COMPLEX_ORDER(op)                                           \
+  __device__ __forceinline__ bool operator op(complex64_t a,             \
+                                              complex64_t b) {           \
+    return a.re == b.re ? a.im op b.im : a.re op b.re;                   \
+  }
+KILN_COMPLEX_ORDER(<)
+KILN_COMPLEX_ORDER(<=)
+KILN_COMPLEX_ORDER(>)
+KILN_COMPLEX_ORDER(>=)
+#undef KILN_COMPLEX_ORDER
 
 namespace math {
 
@@ -67,6 +79,19 @@ __device__ __forceinline__ complex64_t log10(complex64_t z) {
   complex64_t l = log(z);
   constexpr float inv_ln10 = 0.43429448190325176f;
   return {l.re * inv_ln10, l.im * inv_ln10};
+}
+// log1p and log2 as MLX's: log(1 + z), log(z) / ln 2.
+__device__ __forceinline__ complex64_t log1p(complex64_t z) {
+  return log(complex64_t(1.0f + z.re, z.im));
+}
+__device__ __forceinline__ complex64_t log2(complex64_t z) {
+  complex64_t l = log(z);
+  constexpr float inv_ln2 = 1.4426950408889634f;
+  return {l.re * inv_ln2, l.im * inv_ln2};
+}
+/** Each part rounded, halves to even (round of a complex value). */
+__device__ __forceinline__ complex64_t nearbyint(complex64_t z) {
+  return {::rintf(z.re), ::rintf(z.im)};
 }
 /** The principal root, the branch cut along the negative reals (the sign of
  *  a zero imaginary part picks the side, as in std::sqrt). */
