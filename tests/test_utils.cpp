@@ -29,6 +29,19 @@ array random_array(const Shape& shape, Dtype dtype, double lo, double hi) {
   return a;
 }
 
+array complex_of(const array& re, const array& im, StreamOrDevice s) {
+  return add(astype(re, complex64, s),
+             multiply(astype(im, complex64, s), array(complex64_t(0, 1)), s),
+             s);
+}
+
+array complex_random(const Shape& shape, double lo, double hi) {
+  array z = complex_of(random_array(shape, float32, lo, hi),
+                       random_array(shape, float32, lo, hi));
+  z.eval();
+  return z;
+}
+
 std::vector<double> to_doubles(array a) {
   a.eval();
   std::vector<double> out;

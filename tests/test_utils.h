@@ -31,6 +31,11 @@ struct DefaultDeviceScope {
 array random_array(const Shape& shape, Dtype dtype, double lo = -2.0,
                    double hi = 2.0);
 
+/** re + i im as complex64 (on stream or device s). */
+array complex_of(const array& re, const array& im, StreamOrDevice s = {});
+/** complex64 values with both parts random in [lo, hi), evaluated. */
+array complex_random(const Shape& shape, double lo = -1.0, double hi = 1.0);
+
 /** Elements of a (any layout, any dtype) as doubles, in row-major order.
  *  Complex values give their real part. */
 std::vector<double> to_doubles(array a);

@@ -196,12 +196,8 @@ TEST_F(GpuCompiled, TooManyDimsRunOpByOp) {
 TEST_F(GpuCompiled, ComplexRegionsRunOpByOp) {
   // complex64 values have no fused kernel: the region's ops run one by one
   // (on the GPU where they have complex kernels), as uncompiled.
-  auto cx = [](const Shape& s) {
-    return add(astype(random_array(s, float32), complex64),
-               multiply(astype(random_array(s, float32), complex64),
-                        array(complex64_t(0, 1))));
-  };
-  array z = cx({17, 33}), w = cx({17, 33});
+  array z = complex_random({17, 33}, -2, 2);
+  array w = complex_random({17, 33}, -2, 2);
   Fn f = [](const std::vector<array>& v) {
     array p = multiply(v[0], conjugate(v[1]));
     return std::vector<array>{add(p, exp(v[0])), abs(p)};

@@ -277,18 +277,12 @@ TEST_F(GpuElementwise, AsTypeEveryPairAndLayout) {
   }
 }
 
-array complex_values(const Shape& shape, double lo, double hi) {
-  return add(astype(random_array(shape, float32, lo, hi), complex64),
-             multiply(astype(random_array(shape, float32, lo, hi), complex64),
-                      array(complex64_t(0, 1))));
-}
-
 TEST_F(GpuElementwise, ComplexOpsEveryLayout) {
   // The ops with complex64 kernels against the CPU's std::complex, to float
   // rounding. |Re z|, |Im z| < 1 keep tan and tanh away from their poles
   // (pi / 2 away), where the two libraries' roundings would diverge.
-  array z = complex_values({23, 35}, -1, 1);
-  array w = complex_values({23, 35}, -2, 2);
+  array z = complex_random({23, 35}, -1, 1);
+  array w = complex_random({23, 35}, -2, 2);
   const std::vector<UnaryCase> unaries = {
       KILN_UNARY_CASE(negative, 0, 0), KILN_UNARY_CASE(sign, 0, 0),
       KILN_UNARY_CASE(square, 0, 0),   KILN_UNARY_CASE(exp, 0, 0),

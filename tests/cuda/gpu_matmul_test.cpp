@@ -117,13 +117,6 @@ TEST_F(GpuMatmul, AddMMAlphaScalesOnlyTheProduct) {
   EXPECT_TRUE(all_close(to_doubles(g), want, 1e-6, 1e-6));
 }
 
-// Random complex64 values with both parts in [-1, 1).
-array complex_random(const Shape& shape) {
-  return add(astype(random_array(shape, float32, -1, 1), complex64),
-             multiply(astype(random_array(shape, float32, -1, 1), complex64),
-                      array(complex64_t(0, 1))));
-}
-
 TEST_F(GpuMatmul, Complex64EveryLayoutBatchAndAddMM) {
   // Against a float64 product of the parts (independent of both backends):
   // (ar + i ai)(br + i bi) = ar br - ai bi + i (ar bi + ai br).

@@ -429,13 +429,6 @@ TEST_F(GpuReduce, SixtyFourBitIndices) {
   }
 }
 
-// re + i * im of complex64 values.
-array complex_of(const array& re, const array& im, Device d) {
-  return add(astype(re, complex64, d),
-             multiply(astype(im, complex64, d), array(complex64_t(0, 1)), d),
-             d);
-}
-
 // complex64 sums against float64 sums of the real and imaginary parts (an
 // independent reference, rounded once), and products, all and any against
 // the CPU's, over every layout, axis pattern and kernel shape.

@@ -262,12 +262,6 @@ TEST_F(GpuScan, EmptyAndOneElement) {
   }
 }
 
-// re + i * im of complex64 values.
-array complex_of(const array& re, const array& im) {
-  return add(astype(re, complex64),
-             multiply(astype(im, complex64), array(complex64_t(0, 1))));
-}
-
 // complex64 sums and products scan on the GPU: every layout, both
 // directions, inclusive and exclusive, short, long and pieced lines.
 TEST_F(GpuScan, Complex64SumsAndProducts) {

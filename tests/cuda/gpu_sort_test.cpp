@@ -258,8 +258,7 @@ TEST_F(GpuSort, Complex64AsOnTheCpu) {
   // ordered by real part, then imaginary part; ties in both parts.
   array re = random_array({6, 41}, int32, -3, 3);
   array im = astype(random_array({6, 41}, int32, -3, 3), float32);
-  array z = add(astype(re, complex64),
-                multiply(astype(im, complex64), array(complex64_t(0, 1))));
+  array z = complex_of(re, im);
   for (auto& [layout, in] : layouts(z)) {
     for (int axis : {0, 1}) {
       EXPECT_TRUE(sorts_match(sort, in, axis)) << layout << " " << axis;
