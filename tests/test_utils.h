@@ -31,7 +31,8 @@ struct DefaultDeviceScope {
 array random_array(const Shape& shape, Dtype dtype, double lo = -2.0,
                    double hi = 2.0);
 
-/** re + i im as complex64 (on stream or device s). */
+/** re + i im as complex64, each part exactly (on stream or device s); re
+ *  and im of one shape. */
 array complex_of(const array& re, const array& im, StreamOrDevice s = {});
 /** complex64 values with both parts random in [lo, hi), evaluated. */
 array complex_random(const Shape& shape, double lo = -1.0, double hi = 1.0);

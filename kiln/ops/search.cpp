@@ -1,6 +1,9 @@
 // searchsorted and unique (declared in sort.h). unique builds on a stable
 // argsort: the first element of each run of equal sorted values starts a
 // new unique value, and scatters place values, counts and indices.
+// complex64 values search as integer keys in MLX's order of them
+// (complex_order.h).
+#include "kiln/ops/complex_order.h"
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/indexing.h"
@@ -16,6 +19,7 @@ namespace kiln {
 using detail::describe;
 using detail::invalid;
 
+
 array searchsorted(const array& sorted_sequence, const array& values,
                    const std::string& side, StreamOrDevice s) {
   if (side != "left" && side != "right") {
@@ -27,14 +31,13 @@ array searchsorted(const array& sorted_sequence, const array& values,
                                 describe(sorted_sequence) + ".");
   }
   Dtype dt = promote_types(sorted_sequence.dtype(), values.dtype());
+  array seq = astype(sorted_sequence, dt, s), vals = astype(values, dt, s);
   if (is_complex(dt)) {
-    invalid("searchsorted", "not supported for complex64 (" +
-                                describe(sorted_sequence) + " and " +
-                                describe(values) + ").");
+    seq = detail::complex_order_keys(seq, s);
+    vals = detail::complex_order_keys(vals, s);
   }
   auto p = std::make_shared<SearchSorted>(to_stream(s), side == "right");
-  return array(values.shape(), uint32, std::move(p),
-               {astype(sorted_sequence, dt, s), astype(values, dt, s)});
+  return array(values.shape(), uint32, std::move(p), {seq, vals});
 }
 
 std::vector<array> unique(const array& a, int size, bool return_index,
@@ -44,9 +47,6 @@ std::vector<array> unique(const array& a, int size, bool return_index,
   if (size < 0) {
     invalid("unique",
             "size must be non-negative, got " + std::to_string(size) + ".");
-  }
-  if (is_complex(a.dtype())) {
-    invalid("unique", "not supported for complex64 (" + describe(a) + ").");
   }
   int n = static_cast<int>(a.size());
   if (n == 0 && size > 0 && !fill_value) {

@@ -1,5 +1,6 @@
 #include "kiln/ops/sort.h"
 
+#include "kiln/ops/complex_order.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/indexing.h"
 #include "kiln/ops/shape.h"
@@ -18,13 +19,18 @@ int check_axis(const char* op, const array& a, int axis) {
   return detail::normalize_axis(axis, static_cast<int>(a.ndim()), op);
 }
 
-// The stable order of complex values along axis, as MLX orders them: by
-// real part, then imaginary part (NaNs last in each). Two stable sorts: by
-// the imaginary parts, then by the real parts in that order.
+// The bits of float32 x as a uint32 that orders as x does (-0 as +0).
+array ordered_bits(const array& x, StreamOrDevice s) {
+  array u = view(add(x, array(0.0f), s), uint32, s); // -0 + 0 is +0
+  array sign(0x80000000u, uint32);
+  return where(greater_equal(u, sign, s), bitwise_invert(u, s),
+               bitwise_or(u, sign, s), s);
+}
+
+// The stable order of complex values along axis, as MLX orders them: one
+// stable sort of their keys.
 array complex_argsort(const array& a, int axis, StreamOrDevice s) {
-  array by_imag = argsort(imag(a, s), axis, s);
-  array real_then = take_along_axis(real(a, s), by_imag, axis, s);
-  return take_along_axis(by_imag, argsort(real_then, axis, s), axis, s);
+  return argsort(detail::complex_order_keys(a, s), axis, s);
 }
 
 int check_kth(const char* op, const array& a, int kth, int axis) {
@@ -37,6 +43,19 @@ int check_kth(const char* op, const array& a, int kth, int axis) {
 }
 
 } // namespace
+
+namespace detail {
+
+array complex_order_keys(const array& z, StreamOrDevice s) {
+  array re = real(z, s), im = imag(z, s);
+  array key = bitwise_or(
+      left_shift(astype(ordered_bits(re, s), uint64, s), array(32, uint64), s),
+      astype(ordered_bits(im, s), uint64, s), s);
+  array nan = logical_or(isnan(re, s), isnan(im, s), s);
+  return where(nan, array(UINT64_MAX, uint64), key, s);
+}
+
+} // namespace detail
 
 array sort(const array& a, int axis, StreamOrDevice s) {
   axis = check_axis("sort", a, axis);

@@ -43,8 +43,14 @@ def check(got, want, rtol=1e-5, atol=1e-6):
     got = np.asarray(got)
     want = np.asarray(want)
     assert got.shape == want.shape, (got.shape, want.shape)
+    # Complex values compare in complex128 (both parts), real ones in float64.
+    wide = (
+        np.complex128
+        if np.iscomplexobj(got) or np.iscomplexobj(want)
+        else np.float64
+    )
     np.testing.assert_allclose(
-        got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol
+        got.astype(wide), want.astype(wide), rtol=rtol, atol=atol
     )
 
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <limits>
 #include <map>
 #include <numbers>
 
@@ -141,6 +142,87 @@ TEST(ArrayFunctions, Searchsorted) {
       "searchsorted"));
   EXPECT_TRUE(throws_naming([] { searchsorted(zeros({2}), zeros({1}), "mid"); },
                             "searchsorted"));
+}
+
+// complex64 values with ties in both parts (halves of small integers), -0.0
+// and NaN in one part of every 7th value, and their parts as
+// std::complex<double>.
+std::pair<array, std::vector<std::complex<double>>> complex_ties(int n) {
+  auto re = to_doubles(random_array({n}, int32, -3, 3));
+  auto im = to_doubles(random_array({n}, int32, -3, 3));
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<std::complex<double>> z(n);
+  for (int i = 0; i < n; ++i) {
+    re[i] /= 2;
+    im[i] = i % 5 == 1 ? -0.0 : im[i] / 2;
+    if (i % 7 == 3) (i % 2 ? re[i] : im[i]) = nan;
+    z[i] = {re[i], im[i]};
+  }
+  return {complex_of(array(re.begin(), {n}, float32),
+                     array(im.begin(), {n}, float32)),
+          z};
+}
+
+// MLX's order of complex values in a search: by real part, then imaginary
+// part, values with a NaN part last and equal to one another.
+bool search_before(std::complex<double> x, std::complex<double> y) {
+  auto nan = [](std::complex<double> v) {
+    return std::isnan(v.real()) || std::isnan(v.imag());
+  };
+  if (nan(x)) return false;
+  return nan(y) || complex_before(x, y);
+}
+
+std::vector<std::complex<double>> complex_parts(const array& z) {
+  auto re = to_doubles(real(z)), im = to_doubles(imag(z));
+  std::vector<std::complex<double>> out;
+  for (size_t i = 0; i < re.size(); ++i) out.emplace_back(re[i], im[i]);
+  return out;
+}
+
+TEST(ArrayFunctions, SearchsortedAndUniqueOfComplex64) {
+  auto [seq_unsorted, seq_values] = complex_ties(40);
+  auto [values, v] = complex_ties(30);
+  array seq = sort(seq_unsorted);
+  auto s = complex_parts(seq);
+  auto left = to_doubles(searchsorted(seq, values));
+  auto right = to_doubles(searchsorted(seq, values, "right"));
+  for (size_t i = 0; i < v.size(); ++i) {
+    EXPECT_EQ(left[i], std::lower_bound(s.begin(), s.end(), v[i],
+                                        search_before) -
+                           s.begin())
+        << i;
+    EXPECT_EQ(right[i], std::upper_bound(s.begin(), s.end(), v[i],
+                                         search_before) -
+                            s.begin())
+        << i;
+  }
+  // unique: equal values (0 and -0 alike) merge, each NaN stays its own.
+  auto out = unique(values, 30, false, false, true);
+  auto sorted = v;
+  std::stable_sort(sorted.begin(), sorted.end(), search_before);
+  std::vector<std::complex<double>> want;
+  std::vector<double> counts;
+  for (auto& x : sorted) {
+    if (!want.empty() && want.back() == x) {
+      ++counts.back();
+    } else {
+      want.push_back(x);
+      counts.push_back(1);
+    }
+  }
+  auto got = complex_parts(out[0]);
+  auto got_counts = to_doubles(out[1]);
+  for (size_t i = 0; i < want.size(); ++i) {
+    auto part = [](double g, double w) {
+      return g == w || (std::isnan(g) && std::isnan(w));
+    };
+    // Values with a NaN part keep their input order, as MLX's.
+    bool same = part(got[i].real(), want[i].real()) &&
+                part(got[i].imag(), want[i].imag());
+    EXPECT_TRUE(same) << i << ": " << got[i] << " vs " << want[i];
+    EXPECT_EQ(got_counts[i], counts[i]) << i;
+  }
 }
 
 TEST(ArrayFunctions, Unique) {
