@@ -177,6 +177,12 @@ def test_complex_sort_search_unique_against_numpy(rng):
     for side in ("left", "right"):
         got = kc.searchsorted(kc.array(seq), kc.array(v), side=side)
         check(got, np.searchsorted(seq, v, side=side))
+    # Transposed and sliced values, a reversed-twice sequence.
+    grid = v[: (v.size // 4) * 4].reshape(4, -1)
+    kg = kc.array(grid)
+    kseq = kc.array(seq)[::-1][::-1]
+    for n_view, k_view in ((grid.T, kg.T), (grid[::2, 1::2], kg[::2, 1::2])):
+        check(kc.searchsorted(kseq, k_view), np.searchsorted(seq, n_view))
     vals, counts = np.unique(z, return_counts=True)
     got, got_counts = kc.unique(kc.array(z), vals.size, return_counts=True)
     check(got, vals)

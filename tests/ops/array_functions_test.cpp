@@ -197,6 +197,22 @@ TEST(ArrayFunctions, SearchsortedAndUniqueOfComplex64) {
                             s.begin())
         << i;
   }
+  // Other layouts: a strided sequence (reversed twice), values transposed
+  // (a 5 x 6 view of a 6 x 5 buffer), sliced and broadcast.
+  array grid = reshape(values, {5, 6});
+  EXPECT_EQ(to_doubles(searchsorted(flip(flip(seq)), values)), left);
+  std::vector<array> views = {
+      as_transposed(grid),
+      slice(grid, Shape{0, 1}, Shape{5, 6}, Shape{2, 2}),
+      broadcast_to(slice(grid, Shape{1, 0}, Shape{2, 6}), {4, 6})};
+  for (const array& view : views) {
+    array copy = contiguous(view);
+    EXPECT_EQ(to_doubles(searchsorted(seq, view, "right")),
+              to_doubles(searchsorted(seq, copy, "right")));
+    auto got = unique(view, 30, false, false, true);
+    auto want_view = unique(copy, 30, false, false, true);
+    EXPECT_EQ(to_doubles(got[1]), to_doubles(want_view[1]));
+  }
   // unique: equal values (0 and -0 alike) merge, each NaN stays its own.
   auto out = unique(values, 30, false, false, true);
   auto sorted = v;
