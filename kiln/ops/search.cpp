@@ -19,7 +19,6 @@ namespace kiln {
 using detail::describe;
 using detail::invalid;
 
-
 array searchsorted(const array& sorted_sequence, const array& values,
                    const std::string& side, StreamOrDevice s) {
   if (side != "left" && side != "right") {

@@ -222,21 +222,11 @@ KILN_BINARY_PARTIAL(Power,
                                           ones_like(a)))))
 // Ties send the whole gradient to the second argument, as in MLX: relu(x)
 // = maximum(x, 0) then has gradient 0 at x = 0, as in PyTorch. Complex
-// values (which comparisons refuse) read the same from the output: the
-// first argument won where the output is not the second.
-KILN_BINARY_PARTIAL(Maximum,
-                    is_complex(a.dtype())
-                        ? astype(not_equal(b, y), a.dtype())
-                        : astype(greater(a, b), a.dtype()),
-                    is_complex(b.dtype()) ? astype(equal(b, y), b.dtype())
-                                          : astype(less_equal(a, b), b.dtype()))
-KILN_BINARY_PARTIAL(Minimum,
-                    is_complex(a.dtype())
-                        ? astype(not_equal(b, y), a.dtype())
-                        : astype(less(a, b), a.dtype()),
-                    is_complex(b.dtype())
-                        ? astype(equal(b, y), b.dtype())
-                        : astype(greater_equal(a, b), b.dtype()))
+// values compare in MLX's order (real part, then imaginary part).
+KILN_BINARY_PARTIAL(Maximum, astype(greater(a, b), a.dtype()),
+                    astype(less_equal(a, b), b.dtype()))
+KILN_BINARY_PARTIAL(Minimum, astype(less(a, b), a.dtype()),
+                    astype(greater_equal(a, b), b.dtype()))
 KILN_BINARY_PARTIAL(ArcTan2,
                     divide(b, add(square(a), square(b))),
                     negative(divide(a, add(square(a), square(b)))))

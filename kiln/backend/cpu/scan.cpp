@@ -171,12 +171,10 @@ void Scan::eval_cpu(const std::vector<array>& inputs, array& out) {
         // log1p(exp(smaller - larger)), from -inf + 0i.
         float inf = std::numeric_limits<float>::infinity();
         scan<In, In>(in, out, axis_, reverse_, inclusive_, In(-inf, 0.0f),
-                     [](In a, In b) {
+                     [inf](In a, In b) {
                        In hi = detail::Maximum{}(a, b);
                        In lo = detail::Minimum{}(a, b);
-                       if (hi.real() == -std::numeric_limits<float>::infinity()) {
-                         return hi;
-                       }
+                       if (hi.real() == -inf) return hi;
                        return hi + std::log(In(1.0f) + std::exp(lo - hi));
                      });
       } else if constexpr (std::is_floating_point_v<detail::ct<In>>) {
