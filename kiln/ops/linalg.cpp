@@ -195,14 +195,13 @@ array norm(const array& a, int axis, bool keepdims, StreamOrDevice s) {
 array inv(const array& a, StreamOrDevice s) {
   detail::check_matrices("linalg::inv", a, true);
   return array(a.shape(), a.dtype(),
-               std::make_shared<Inverse>(detail::linalg_stream(s)), {a});
+               std::make_shared<Inverse>(detail::linalg_stream(s, true)), {a});
 }
 
 array cholesky(const array& a, bool upper, StreamOrDevice s) {
   detail::check_matrices("linalg::cholesky", a, true);
-  return array(a.shape(), a.dtype(),
-               std::make_shared<Cholesky>(detail::linalg_stream(s), upper),
-               {a});
+  auto p = std::make_shared<Cholesky>(detail::linalg_stream(s, true), upper);
+  return array(a.shape(), a.dtype(), p, {a});
 }
 
 std::pair<array, array> qr(const array& a, StreamOrDevice s) {
@@ -227,7 +226,7 @@ std::vector<array> svd(const array& a, StreamOrDevice s) {
 
 array solve(const array& a, const array& b, StreamOrDevice device) {
   const char* op = "linalg::solve";
-  StreamOrDevice s = detail::linalg_stream(device);
+  StreamOrDevice s = detail::linalg_stream(device, true);
   Dtype dt = promote_types(a.dtype(), b.dtype());
   if (dt != float32 && dt != float64) {
     invalid(op, "arrays must have type float32 or float64, got " + describe(a) +
@@ -261,9 +260,10 @@ array solve(const array& a, const array& b, StreamOrDevice device) {
 
 namespace kiln::detail {
 
-Stream linalg_stream(StreamOrDevice s) {
+Stream linalg_stream(StreamOrDevice s, bool gpu_routines) {
   Stream st = to_stream(s);
-  return st.device == Device::cpu ? st : default_stream(Device::cpu);
+  return st.device == Device::cpu || gpu_routines ? st
+                                                  : default_stream(Device::cpu);
 }
 
 void check_matrices(const char* op, const array& a, bool square) {

@@ -19,8 +19,8 @@ std::vector<array> eigh_outputs(const char* op, const array& a,
                                 const std::string& uplo, bool vectors,
                                 StreamOrDevice s) {
   detail::check_matrices(op, a, true);
-  auto p = std::make_shared<Eigh>(detail::linalg_stream(s), uplo_of(op, uplo),
-                                  vectors);
+  auto p = std::make_shared<Eigh>(detail::linalg_stream(s, true),
+                                  uplo_of(op, uplo), vectors);
   auto shapes = p->output_shapes({a});
   std::vector<Dtype> dtypes(shapes.size(), a.dtype());
   return array::make_arrays(shapes, dtypes, p, {a});

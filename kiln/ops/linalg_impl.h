@@ -9,9 +9,12 @@
 
 namespace kiln::detail {
 
-/** LAPACK runs on the host, so these ops take a CPU stream whatever the
- *  default device (MLX asks the caller for stream=cpu instead). */
-Stream linalg_stream(StreamOrDevice s);
+/** The stream of a factorization: s, or for a GPU stream the CPU's unless
+ *  the primitive has GPU routines (cuSOLVER's: Cholesky, TriangularInverse,
+ *  Inverse, Solve, Eigh). The others run LAPACK on the host, so they take
+ *  a CPU stream whatever the default device (MLX asks the caller for
+ *  stream=cpu instead). */
+Stream linalg_stream(StreamOrDevice s, bool gpu_routines = false);
 
 /** A stack of float32/float64 matrices (square when asked); throws naming
  *  op otherwise. */

@@ -11,10 +11,9 @@ namespace kiln::linalg {
 
 array tri_inv(const array& a, bool upper, StreamOrDevice s) {
   detail::check_matrices("linalg::tri_inv", a, true);
-  return array(
-      a.shape(), a.dtype(),
-      std::make_shared<TriangularInverse>(detail::linalg_stream(s), upper),
-      {a});
+  auto p = std::make_shared<TriangularInverse>(detail::linalg_stream(s, true),
+                                               upper);
+  return array(a.shape(), a.dtype(), p, {a});
 }
 
 array cholesky_inv(const array& l, bool upper, StreamOrDevice s) {

@@ -1,8 +1,16 @@
 #include "kiln/primitives/linalg.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace kiln {
+
+void linalg_failure(const char* op, size_t batch, size_t nbatch,
+                    const std::string& what) {
+  std::string where =
+      nbatch > 1 ? " (matrix " + std::to_string(batch) + " of the batch)" : "";
+  throw std::runtime_error(std::string("[") + op + "] " + what + where + ".");
+}
 
 namespace {
 

@@ -5,11 +5,19 @@
 // limits are noted on each class.
 #pragma once
 
+#include <string>
 #include <typeinfo>
 
 #include "kiln/core/primitive.h"
 
 namespace kiln {
+
+/** Raises std::runtime_error for matrix `batch` of `nbatch` that a
+ *  factorization or solve could not handle (a singular matrix, one not
+ *  positive definite, no convergence): "[op] what (matrix i of the
+ *  batch)." Every backend raises with it. */
+[[noreturn]] void linalg_failure(const char* op, size_t batch, size_t nbatch,
+                                 const std::string& what);
 
 /** out[..., M, N] = a[..., M, K] @ b[..., K, N]; a and b have the same batch
  *  shape (broadcast views allowed). */

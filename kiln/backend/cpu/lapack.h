@@ -12,6 +12,7 @@
 
 #include "kiln/core/array.h"
 #include "kiln/core/dispatch.h"
+#include "kiln/primitives/linalg.h"
 
 namespace kiln::lapack {
 
@@ -61,13 +62,6 @@ void write_rows(const T* src, int64_t ld, int64_t rows, int64_t cols, T* dst) {
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = src[c * ld + r];
   }
-}
-
-[[noreturn]] inline void fail(const char* op, size_t batch, size_t nbatch,
-                              const std::string& what) {
-  std::string where =
-      nbatch > 1 ? " (matrix " + std::to_string(batch) + " of the batch)" : "";
-  throw std::runtime_error(std::string("[") + op + "] " + what + where + ".");
 }
 
 inline void check_internal(const char* op, lapack_int info) {

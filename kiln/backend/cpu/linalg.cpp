@@ -77,7 +77,7 @@ void Inverse::eval_cpu(const std::vector<array>& inputs, array& out) {
       lapack_int info = getrf(n, work.data(), ipiv.data());
       check_internal("linalg::inv", info);
       if (info > 0) {
-        fail("linalg::inv", i, offs.size(),
+        linalg_failure("linalg::inv", i, offs.size(),
              "the matrix is singular (U[" + std::to_string(info - 1) + ", " +
                  std::to_string(info - 1) + "] is exactly zero)");
       }
@@ -101,7 +101,7 @@ void Cholesky::eval_cpu(const std::vector<array>& inputs, array& out) {
       lapack_int info = potrf(upper_ ? 'U' : 'L', n, work.data());
       check_internal("linalg::cholesky", info);
       if (info > 0) {
-        fail("linalg::cholesky", i, offs.size(),
+        linalg_failure("linalg::cholesky", i, offs.size(),
              "the matrix is not positive definite (leading minor " +
                  std::to_string(info) + ")");
       }
@@ -179,7 +179,8 @@ void SVD::eval_cpu(const std::vector<array>& inputs,
                               compute_uv_ ? vt.data() : nullptr);
       check_internal("linalg::svd", info);
       if (info > 0) {
-        fail("linalg::svd", i, offs.size(), "the SVD did not converge");
+        linalg_failure("linalg::svd", i, offs.size(),
+                       "the SVD did not converge");
       }
       if (compute_uv_) {
         write_rows(u.data(), m, m, m, outputs[0].data<T>() + i * m * m);
@@ -207,7 +208,7 @@ void Solve::eval_cpu(const std::vector<array>& inputs, array& out) {
       lapack_int info = gesv(n, r, wa.data(), ipiv.data(), wb.data());
       check_internal("linalg::solve", info);
       if (info > 0) {
-        fail("linalg::solve", i, oa.size(),
+        linalg_failure("linalg::solve", i, oa.size(),
              "the matrix is singular (U[" + std::to_string(info - 1) + ", " +
                  std::to_string(info - 1) + "] is exactly zero)");
       }

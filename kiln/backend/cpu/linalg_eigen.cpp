@@ -47,7 +47,9 @@ void Eigh::eval_cpu(const std::vector<array>& inputs,
       lapack_int info = syevd(vectors_ ? 'V' : 'N', uplo_, n, work.data(),
                               outputs[0].data<T>() + i * n);
       check_internal(op, info);
-      if (info > 0) fail(op, i, offs.size(), "the solver did not converge");
+      if (info > 0) {
+        linalg_failure(op, i, offs.size(), "the solver did not converge");
+      }
       if (vectors_) {
         write_rows(work.data(), n, n, n, outputs[1].data<T>() + i * n * n);
       }
@@ -73,7 +75,7 @@ void Eig::eval_cpu(const std::vector<array>& inputs,
                              wi.data(), vr.data());
       check_internal(op, info);
       if (info > 0)
-        fail(op, i, offs.size(), "the QR algorithm did not converge");
+        linalg_failure(op, i, offs.size(), "the QR algorithm did not converge");
       complex64_t* w = outputs[0].data<complex64_t>() + i * n;
       for (int j = 0; j < n; ++j) w[j] = complex64_t(wr[j], wi[j]);
       if (!vectors_) continue;

@@ -1,7 +1,6 @@
 #include "kiln/backend/cuda/cufft.h"
 
 #include <cufft.h>
-#include <dlfcn.h>
 
 #include <cstdlib>
 #include <list>
@@ -13,6 +12,7 @@
 
 #include "kiln/backend/cuda/buffer.h"
 #include "kiln/backend/cuda/device.h"
+#include "kiln/backend/cuda/toolkit_library.h"
 
 namespace kiln::cuda::cufft {
 
@@ -31,41 +31,25 @@ struct Api {
   decltype(&cufftExecC2R) exec_c2r = nullptr;
 };
 
-template <typename F>
-bool resolve(void* lib, const char* name, F& f) {
-  f = reinterpret_cast<F>(dlsym(lib, name));
-  return f != nullptr;
-}
-
 // Null when no library loads or one lacks an entry point.
 const Api* api() {
-  static const Api* loaded = [] () -> const Api* {
-    std::vector<std::string> names;
-    if (const char* path = std::getenv("KILN_CUFFT_LIBRARY")) {
-      names.push_back(path);
-    }
-    for (const char* so : {"libcufft.so.12", "libcufft.so.11"}) {
-      names.push_back(so);
-      names.push_back(std::string(KILN_CUDA_LIBRARY_DIR) + "/" + so);
-    }
-    for (const auto& name : names) {
-      void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (!lib) continue;
-      static Api a;
-      if (resolve(lib, "cufftCreate", a.create) &&
-          resolve(lib, "cufftDestroy", a.destroy) &&
-          resolve(lib, "cufftSetAutoAllocation", a.set_auto_allocation) &&
-          resolve(lib, "cufftMakePlanMany64", a.make_plan_many) &&
-          resolve(lib, "cufftSetWorkArea", a.set_work_area) &&
-          resolve(lib, "cufftSetStream", a.set_stream) &&
-          resolve(lib, "cufftExecC2C", a.exec_c2c) &&
-          resolve(lib, "cufftExecR2C", a.exec_r2c) &&
-          resolve(lib, "cufftExecC2R", a.exec_c2r)) {
-        return &a;
-      }
-      dlclose(lib);
-    }
-    return nullptr;
+  static const Api* loaded = []() -> const Api* {
+    static Api a;
+    void* lib = open_toolkit_library(
+        "KILN_CUFFT_LIBRARY", {"libcufft.so.12", "libcufft.so.11"},
+        [](void* lib) {
+          return resolve(lib, "cufftCreate", a.create) &&
+                 resolve(lib, "cufftDestroy", a.destroy) &&
+                 resolve(lib, "cufftSetAutoAllocation",
+                         a.set_auto_allocation) &&
+                 resolve(lib, "cufftMakePlanMany64", a.make_plan_many) &&
+                 resolve(lib, "cufftSetWorkArea", a.set_work_area) &&
+                 resolve(lib, "cufftSetStream", a.set_stream) &&
+                 resolve(lib, "cufftExecC2C", a.exec_c2c) &&
+                 resolve(lib, "cufftExecR2C", a.exec_r2c) &&
+                 resolve(lib, "cufftExecC2R", a.exec_c2r);
+        });
+    return lib ? &a : nullptr;
   }();
   return loaded;
 }

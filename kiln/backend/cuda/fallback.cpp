@@ -61,23 +61,12 @@ namespace kiln {
                       std::vector<array>& out) {                      \
     cuda::eval_on_cpu(*this, in, out);                                \
   }
-#define KILN_GPU_FALLBACK_UNARY(Name)                                 \
-  void Name::eval_gpu(const std::vector<array>& in, array& out) {     \
-    cuda::eval_on_cpu(*this, in, out);                                \
-  }
 
 KILN_GPU_FALLBACK(QRF)
 KILN_GPU_FALLBACK(LUF)
-KILN_GPU_FALLBACK(Eigh)
 KILN_GPU_FALLBACK(Eig)
 KILN_GPU_FALLBACK(SVD)
 
-KILN_GPU_FALLBACK_UNARY(Inverse)
-KILN_GPU_FALLBACK_UNARY(TriangularInverse)
-KILN_GPU_FALLBACK_UNARY(Cholesky)
-KILN_GPU_FALLBACK_UNARY(Solve)
-
 #undef KILN_GPU_FALLBACK
-#undef KILN_GPU_FALLBACK_UNARY
 
 } // namespace kiln

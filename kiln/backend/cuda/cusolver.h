@@ -1,0 +1,47 @@
+// cuSOLVER's dense routines (the 64-bit generic API), loaded at run time as
+// cuFFT is: without the library the linear algebra primitives run on the
+// CPU. Each call runs one routine over a batch of column-major n x n
+// matrices stored one after another, on kiln stream s, with a status per
+// matrix written into `info` (device ints, LAPACK's meaning).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kiln/core/device.h"
+#include "kiln/core/dtype.h"
+
+namespace kiln::cuda::cusolver {
+
+/** True when a cuSOLVER library loaded (KILN_CUSOLVER_LIBRARY, else
+ *  libcusolver.so.12 or .11 from the loader's path or the toolkit's library
+ *  directory). */
+bool available();
+
+/** Whether cuSOLVER takes dt here: float32 and float64, when available. */
+bool supports(Dtype dt);
+
+/** Cholesky factors in the triangle read (upper or lower), the other left
+ *  as found. */
+void potrf(bool upper, int64_t n, int64_t batch, Dtype dt, void* a, int* info,
+           const Stream& s);
+/** Inverses of triangular matrices in the triangle read. */
+void trtri(bool upper, int64_t n, int64_t batch, Dtype dt, void* a, int* info,
+           const Stream& s);
+/** LU with partial pivoting; ipiv holds n 1-based rows per matrix. */
+void getrf(int64_t n, int64_t batch, Dtype dt, void* a, int64_t* ipiv,
+           int* info, const Stream& s);
+/** Solves op(A) X = B in place of B (n x nrhs each) from getrf's factors. */
+void getrs(bool transpose, int64_t n, int64_t nrhs, int64_t batch, Dtype dt,
+           const void* lu, const int64_t* ipiv, void* b, int* info,
+           const Stream& s);
+/** Eigenvalues (ascending, n per matrix, into w) and, with vectors, the
+ *  eigenvectors over a (as columns) of symmetric matrices read from one
+ *  triangle. */
+void syevd(bool vectors, bool upper, int64_t n, int64_t batch, Dtype dt,
+           void* a, void* w, int* info, const Stream& s);
+
+/** The batch's info values (waits for stream s). */
+std::vector<int> read_info(const int* info, int64_t batch, const Stream& s);
+
+} // namespace kiln::cuda::cusolver

@@ -1,0 +1,182 @@
+// GPU linear algebra (cuSOLVER) against the CPU backend (LAPACK): Cholesky
+// (both triangles), triangular inverses, inverses, solves with one and many
+// right sides, and symmetric eigen-decompositions, in float32 and float64,
+// batched, on transposed and broadcast inputs; the failures raise as on the
+// CPU, naming the matrix of the batch.
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "cuda/gpu_fixture.h"
+#if KILN_HAS_CUDA
+#include "kiln/backend/cuda/cusolver.h"
+#endif
+
+namespace kiln::test {
+namespace {
+
+using GpuLinalg = GpuTest;
+
+double tol_of(Dtype dt) { return dt == float32 ? 3e-4 : 1e-10; }
+
+// Random matrices with shift added to the diagonal (well conditioned).
+array shifted(const Shape& shape, Dtype dt, double shift) {
+  int n = shape.back();
+  array a = add(random_array(shape, dt, -1, 1),
+                astype(multiply(eye(n), array(shift)), dt));
+  eval(a);
+  return a;
+}
+
+// Symmetric positive definite: a a^T + n I.
+array spd(const Shape& shape, Dtype dt) {
+  array a = random_array(shape, dt, -1, 1);
+  int n = shape.back();
+  array s = add(matmul(a, swapaxes(a, -1, -2)),
+                astype(multiply(eye(n), array(static_cast<double>(n))), dt));
+  eval(s);
+  return s;
+}
+
+// The inputs each case meets: contiguous, transposed (not row-major) and a
+// broadcast batch of one matrix.
+std::vector<std::pair<std::string, array>> inputs_of(const array& a) {
+  Shape one = a.shape();
+  one[0] = 1;
+  return {{"contiguous", a},
+          {"transposed", swapaxes(a, -1, -2)},
+          {"broadcast", broadcast_to(slice(a, Shape(a.ndim(), 0), one),
+                                     a.shape())}};
+}
+
+#if KILN_HAS_CUDA
+TEST_F(GpuLinalg, CuSolverLoads) {
+  // The toolkit's cuSOLVER is what serves these on the GPU.
+  EXPECT_TRUE(cuda::cusolver::available());
+}
+#endif
+
+TEST_F(GpuLinalg, CholeskyAndTriangularInverse) {
+  for (Dtype dt : {float32, float64}) {
+    for (int n : {1, 7, 64}) {
+      for (auto& [layout, a] : inputs_of(spd({3, n, n}, dt))) {
+        for (bool upper : {false, true}) {
+          auto chol = [upper](const std::vector<array>& v, Device d) {
+            return linalg::cholesky(v[0], upper, d);
+          };
+          EXPECT_TRUE(same_on_devices(chol, {a}, tol_of(dt)))
+              << dtype_name(dt) << " n " << n << " " << layout << " upper "
+              << upper;
+          auto tinv = [upper](const std::vector<array>& v, Device d) {
+            return linalg::tri_inv(v[0], upper, d);
+          };
+          EXPECT_TRUE(same_on_devices(tinv, {shifted({3, n, n}, dt, 3)},
+                                      tol_of(dt)))
+              << dtype_name(dt) << " n " << n << " upper " << upper;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GpuLinalg, InverseAndSolve) {
+  for (Dtype dt : {float32, float64}) {
+    for (int n : {1, 9, 96}) {
+      for (auto& [layout, a] : inputs_of(shifted({4, n, n}, dt, 4))) {
+        auto inverse = [](const std::vector<array>& v, Device d) {
+          return linalg::inv(v[0], d);
+        };
+        EXPECT_TRUE(same_on_devices(inverse, {a}, tol_of(dt)))
+            << dtype_name(dt) << " n " << n << " " << layout;
+        auto solved = [](const std::vector<array>& v, Device d) {
+          return linalg::solve(v[0], v[1], d);
+        };
+        array vec = random_array({4, n}, dt, -1, 1);
+        array many = random_array({4, n, 5}, dt, -1, 1);
+        EXPECT_TRUE(same_on_devices(solved, {a, vec}, tol_of(dt)))
+            << dtype_name(dt) << " n " << n << " " << layout << " vector";
+        EXPECT_TRUE(same_on_devices(solved, {a, many}, tol_of(dt)))
+            << dtype_name(dt) << " n " << n << " " << layout << " 5 sides";
+        EXPECT_TRUE(same_on_devices(solved, {a, swapaxes(many, -1, -2)},
+                                    tol_of(dt), false))
+            << dtype_name(dt) << " n " << n << " " << layout << " b^T";
+      }
+    }
+  }
+}
+
+TEST_F(GpuLinalg, SymmetricEigen) {
+  // Eigenvalues against the CPU's; eigenvectors (unique up to sign for
+  // distinct eigenvalues) by |V_gpu^T V_cpu| = I and by A V = V diag(w)
+  // (both to rounding over eigenvalue gaps of about 0.05 and up).
+  for (Dtype dt : {float32, float64}) {
+    double vec_tol = dt == float32 ? 5e-3 : 1e-9;
+    for (int n : {1, 6, 48}) {
+      for (auto& [layout, a] : inputs_of(spd({3, n, n}, dt))) {
+        for (const char* uplo : {"L", "U"}) {
+          auto values = [uplo](const std::vector<array>& v, Device d) {
+            return linalg::eigvalsh(v[0], uplo, d);
+          };
+          EXPECT_TRUE(same_on_devices(values, {a}, tol_of(dt)))
+              << dtype_name(dt) << " n " << n << " " << layout << " " << uplo;
+          auto [w, v] = linalg::eigh(a, uplo, Device::gpu);
+          auto [wc, vc] = linalg::eigh(a, uplo, Device::cpu);
+          array overlap = abs(matmul(swapaxes(v, -1, -2), vc, Device::cpu));
+          array eye_b = broadcast_to(astype(eye(n), dt), {3, n, n});
+          EXPECT_TRUE(all_close(to_doubles(overlap), to_doubles(eye_b),
+                                0, vec_tol))
+              << dtype_name(dt) << " n " << n << " " << layout << " " << uplo;
+          array av = matmul(a, v, Device::cpu);
+          array vw = multiply(v, expand_dims(w, -2), Device::cpu);
+          EXPECT_TRUE(all_close(to_doubles(av), to_doubles(vw), 0,
+                                vec_tol * n))
+              << dtype_name(dt) << " n " << n << " " << layout << " " << uplo;
+        }
+      }
+    }
+  }
+}
+
+// Runs f on the GPU and expects std::runtime_error whose message holds each
+// of the parts.
+void expect_failure(const std::function<array()>& f,
+                    const std::vector<std::string>& parts) {
+  try {
+    eval(f());
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    for (auto& p : parts) {
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
+          << e.what() << " lacks " << p;
+    }
+  }
+}
+
+TEST_F(GpuLinalg, FailuresAsOnTheCpu) {
+  // Matrix 1 of the batch is the bad one; the messages match the CPU's.
+  array good = spd({1, 4, 4}, float32);
+  array bad = negative(good);
+  array batch = concatenate({good, bad, good}, 0);
+  expect_failure(
+      [&] { return linalg::cholesky(batch, false, Device::gpu); },
+      {"[linalg::cholesky]", "not positive definite", "matrix 1 of the batch"});
+  array singular = zeros({1, 4, 4}, float32);
+  array sbatch = concatenate({good, singular}, 0);
+  expect_failure([&] { return linalg::inv(sbatch, Device::gpu); },
+                 {"[linalg::inv]", "singular", "matrix 1 of the batch"});
+  expect_failure(
+      [&] {
+        return linalg::solve(sbatch, random_array({2, 4}, float32),
+                             Device::gpu);
+      },
+      {"[linalg::solve]", "singular", "matrix 1 of the batch"});
+  expect_failure(
+      [&] { return linalg::tri_inv(sbatch, false, Device::gpu); },
+      {"[linalg::tri_inv]", "singular", "matrix 1 of the batch"});
+  // Dtypes cuSOLVER does not take here raise as on the CPU.
+  EXPECT_THROW(linalg::cholesky(astype(good, float16), false, Device::gpu),
+               std::invalid_argument);
+}
+
+} // namespace
+} // namespace kiln::test
