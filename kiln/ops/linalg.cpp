@@ -194,19 +194,19 @@ array norm(const array& a, int axis, bool keepdims, StreamOrDevice s) {
 
 array inv(const array& a, StreamOrDevice s) {
   detail::check_matrices("linalg::inv", a, true);
-  return array(a.shape(), a.dtype(),
-               std::make_shared<Inverse>(detail::linalg_stream(s, true)), {a});
+  return array(a.shape(), a.dtype(), std::make_shared<Inverse>(to_stream(s)),
+               {a});
 }
 
 array cholesky(const array& a, bool upper, StreamOrDevice s) {
   detail::check_matrices("linalg::cholesky", a, true);
-  auto p = std::make_shared<Cholesky>(detail::linalg_stream(s, true), upper);
+  auto p = std::make_shared<Cholesky>(to_stream(s), upper);
   return array(a.shape(), a.dtype(), p, {a});
 }
 
 std::pair<array, array> qr(const array& a, StreamOrDevice s) {
   detail::check_matrices("linalg::qr", a, false);
-  auto p = std::make_shared<QRF>(detail::linalg_stream(s));
+  auto p = std::make_shared<QRF>(to_stream(s));
   auto shapes = p->output_shapes({a});
   auto outs = array::make_arrays(shapes, {a.dtype(), a.dtype()}, p, {a});
   return {outs[0], outs[1]};
@@ -214,7 +214,7 @@ std::pair<array, array> qr(const array& a, StreamOrDevice s) {
 
 std::vector<array> svd(const array& a, bool compute_uv, StreamOrDevice s) {
   detail::check_matrices("linalg::svd", a, false);
-  auto p = std::make_shared<SVD>(detail::linalg_stream(s), compute_uv);
+  auto p = std::make_shared<SVD>(to_stream(s), compute_uv);
   auto shapes = p->output_shapes({a});
   std::vector<Dtype> dtypes(shapes.size(), a.dtype());
   return array::make_arrays(shapes, dtypes, p, {a});
@@ -224,9 +224,8 @@ std::vector<array> svd(const array& a, StreamOrDevice s) {
   return svd(a, true, s);
 }
 
-array solve(const array& a, const array& b, StreamOrDevice device) {
+array solve(const array& a, const array& b, StreamOrDevice s) {
   const char* op = "linalg::solve";
-  StreamOrDevice s = detail::linalg_stream(device, true);
   Dtype dt = promote_types(a.dtype(), b.dtype());
   if (dt != float32 && dt != float64) {
     invalid(op, "arrays must have type float32 or float64, got " + describe(a) +
@@ -260,10 +259,9 @@ array solve(const array& a, const array& b, StreamOrDevice device) {
 
 namespace kiln::detail {
 
-Stream linalg_stream(StreamOrDevice s, bool gpu_routines) {
+Stream host_linalg_stream(StreamOrDevice s) {
   Stream st = to_stream(s);
-  return st.device == Device::cpu || gpu_routines ? st
-                                                  : default_stream(Device::cpu);
+  return st.device == Device::cpu ? st : default_stream(Device::cpu);
 }
 
 void check_matrices(const char* op, const array& a, bool square) {

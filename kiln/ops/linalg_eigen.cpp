@@ -19,8 +19,7 @@ std::vector<array> eigh_outputs(const char* op, const array& a,
                                 const std::string& uplo, bool vectors,
                                 StreamOrDevice s) {
   detail::check_matrices(op, a, true);
-  auto p = std::make_shared<Eigh>(detail::linalg_stream(s, true),
-                                  uplo_of(op, uplo), vectors);
+  auto p = std::make_shared<Eigh>(to_stream(s), uplo_of(op, uplo), vectors);
   auto shapes = p->output_shapes({a});
   std::vector<Dtype> dtypes(shapes.size(), a.dtype());
   return array::make_arrays(shapes, dtypes, p, {a});
@@ -29,7 +28,7 @@ std::vector<array> eigh_outputs(const char* op, const array& a,
 std::vector<array> eig_outputs(const char* op, const array& a, bool vectors,
                                StreamOrDevice s) {
   detail::check_matrices(op, a, true);
-  auto p = std::make_shared<Eig>(detail::linalg_stream(s), vectors);
+  auto p = std::make_shared<Eig>(detail::host_linalg_stream(s), vectors);
   auto shapes = p->output_shapes({a});
   std::vector<Dtype> dtypes(shapes.size(), complex64);
   return array::make_arrays(shapes, dtypes, p, {a});

@@ -9,12 +9,10 @@
 
 namespace kiln::detail {
 
-/** The stream of a factorization: s, or for a GPU stream the CPU's unless
- *  the primitive has GPU routines (cuSOLVER's: Cholesky, TriangularInverse,
- *  Inverse, Solve, Eigh). The others run LAPACK on the host, so they take
- *  a CPU stream whatever the default device (MLX asks the caller for
- *  stream=cpu instead). */
-Stream linalg_stream(StreamOrDevice s, bool gpu_routines = false);
+/** Eig runs LAPACK on the host only, so it takes a CPU stream whatever the
+ *  default device (MLX asks the caller for stream=cpu instead); the other
+ *  factorizations have GPU routines (cuSOLVER) and take the caller's. */
+Stream host_linalg_stream(StreamOrDevice s);
 
 /** A stack of float32/float64 matrices (square when asked); throws naming
  *  op otherwise. */

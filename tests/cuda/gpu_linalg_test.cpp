@@ -1,8 +1,12 @@
 // GPU linear algebra (cuSOLVER) against the CPU backend (LAPACK): Cholesky
 // (both triangles), triangular inverses, inverses, solves with one and many
-// right sides, and symmetric eigen-decompositions, in float32 and float64,
-// batched, on transposed and broadcast inputs; the failures raise as on the
-// CPU, naming the matrix of the batch.
+// right sides, symmetric eigen-decompositions, LU (with its pivots and row
+// order, det and slogdet), QR and the SVD of square, tall and wide
+// matrices, in float32 and float64, batched, on transposed and broadcast
+// inputs; the failures raise as on the CPU, naming the matrix of the batch.
+// Factors unique only up to signs (eigenvectors, Q and R, singular
+// vectors) are checked by their defining identities and magnitudes.
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -132,6 +136,102 @@ TEST_F(GpuLinalg, SymmetricEigen) {
                                 vec_tol * n))
               << dtype_name(dt) << " n " << n << " " << layout << " " << uplo;
         }
+      }
+    }
+  }
+}
+
+TEST_F(GpuLinalg, LuAndDeterminants) {
+  for (Dtype dt : {float32, float64}) {
+    for (Shape shape : {Shape{3, 7, 7}, Shape{2, 9, 5}, Shape{2, 5, 9}}) {
+      array base = shape[1] == shape[2] ? shifted(shape, dt, 0.5)
+                                        : random_array(shape, dt, -1, 1);
+      for (auto& [layout, a] : inputs_of(base)) {
+        for (int out : {0, 1, 2}) {
+          auto part = [out](const std::vector<array>& v, Device d) {
+            return linalg::lu(v[0], d)[out];
+          };
+          EXPECT_TRUE(same_on_devices(part, {a}, tol_of(dt)))
+              << dtype_name(dt) << " " << layout << " output " << out;
+        }
+        auto factor = [](const std::vector<array>& v, Device d) {
+          return linalg::lu_factor(v[0], d).second;
+        };
+        EXPECT_TRUE(same_on_devices(factor, {a}, 0)) << "pivots";
+        if (a.shape(-1) != a.shape(-2)) continue;
+        auto det = [](const std::vector<array>& v, Device d) {
+          return linalg::det(v[0], d);
+        };
+        EXPECT_TRUE(same_on_devices(det, {a}, tol_of(dt))) << "det";
+        auto logabsdet = [](const std::vector<array>& v, Device d) {
+          return linalg::slogdet(v[0], d).second;
+        };
+        EXPECT_TRUE(same_on_devices(logabsdet, {a}, tol_of(dt))) << "slogdet";
+      }
+    }
+  }
+}
+
+// |x| of each element, on the CPU, as doubles.
+std::vector<double> magnitudes(const array& x) {
+  return to_doubles(abs(x, Device::cpu));
+}
+
+// An identity batch shaped like the matrices x^T x of x (..., m, k).
+std::vector<double> gram(const array& x) {
+  return to_doubles(matmul(swapaxes(x, -1, -2), x, Device::cpu));
+}
+std::vector<double> eye_like_gram(const array& x) {
+  Shape s = x.shape();
+  int k = s.back();
+  s[s.size() - 2] = k;
+  return to_doubles(broadcast_to(eye(k), s));
+}
+
+TEST_F(GpuLinalg, QrAndSvd) {
+  for (Dtype dt : {float32, float64}) {
+    double t = dt == float32 ? 1e-4 : 1e-10;
+    for (Shape shape : {Shape{3, 6, 6}, Shape{2, 9, 4}, Shape{2, 4, 9}}) {
+      for (auto& [layout, a] : inputs_of(random_array(shape, dt, -1, 1))) {
+        std::string what = dtype_name(dt) + " " + layout;
+        auto [q, r] = linalg::qr(a, Device::gpu);
+        auto [qc, rc] = linalg::qr(a, Device::cpu);
+        eval({q, r});
+        EXPECT_EQ(q.shape(), qc.shape()) << what;
+        EXPECT_EQ(r.shape(), rc.shape()) << what;
+        // Q R = A, Q^T Q = I, R upper, and R's rows as LAPACK's up to sign.
+        EXPECT_TRUE(all_close(to_doubles(matmul(q, r, Device::cpu)),
+                              to_doubles(a), 0, t))
+            << what << " QR";
+        EXPECT_TRUE(all_close(gram(q), eye_like_gram(q), 0, t)) << what;
+        EXPECT_TRUE(all_close(to_doubles(r), to_doubles(triu(r, 0)), 0, 0))
+            << what << " R upper";
+        EXPECT_TRUE(all_close(magnitudes(r), magnitudes(rc), 0, t))
+            << what << " |R|";
+        auto values = [](const std::vector<array>& v, Device d) {
+          return linalg::svd(v[0], false, d)[0];
+        };
+        EXPECT_TRUE(same_on_devices(values, {a}, t)) << what << " S";
+        auto usv = linalg::svd(a, Device::gpu);
+        eval(usv);
+        // U diag(S) V^T over the first k columns and rows = A; U and V
+        // orthogonal.
+        int m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
+        Shape batch(a.shape().begin(), a.shape().end() - 2);
+        Shape uk = batch, vk = batch;
+        uk.insert(uk.end(), {m, k});
+        vk.insert(vk.end(), {k, n});
+        array u = slice(usv[0], Shape(uk.size(), 0), uk);
+        array vt = slice(usv[2], Shape(vk.size(), 0), vk);
+        array us = multiply(u, expand_dims(usv[1], -2), Device::cpu);
+        EXPECT_TRUE(all_close(to_doubles(matmul(us, vt, Device::cpu)),
+                              to_doubles(a), 0, t))
+            << what << " U S V^T";
+        EXPECT_TRUE(all_close(gram(usv[0]), eye_like_gram(usv[0]), 0, t))
+            << what << " U";
+        array v = swapaxes(usv[2], -1, -2);
+        EXPECT_TRUE(all_close(gram(v), eye_like_gram(v), 0, t))
+            << what << " V";
       }
     }
   }

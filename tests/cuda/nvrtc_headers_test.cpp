@@ -8,6 +8,7 @@
 #include "cuda/nvrtc_check.h"
 #include "kiln/backend/cuda/axis_kernels.h"
 #include "kiln/backend/cuda/elementwise_kernels.h"
+#include "kiln/backend/cuda/linalg.h"
 #include "kiln/backend/cuda/reduce_kernels.h"
 #include "kiln/backend/cuda/row_kernels.h"
 
@@ -111,6 +112,13 @@ TEST(NvrtcHeaders, ComplexKernels) {
     scans.push_back(cuda::scan_kernel("Add", complex64, complex64, pattern));
   }
   expect_all_compile(scans);
+}
+
+// The kernels around cuSOLVER's factorizations (device/linalg.cuh).
+TEST(NvrtcHeaders, LinalgKernels) {
+  expect_all_compile({cuda::linalg_fill_kernel(float32, false),
+                      cuda::linalg_fill_kernel(float64, true),
+                      cuda::lu_pivots_kernel()});
 }
 
 // Every scan op, and every dtype family on sum (widening ones included),

@@ -2,9 +2,12 @@
 
 #include <cusolverDn.h>
 
+#include <algorithm>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "kiln/backend/cuda/buffer.h"
 #include "kiln/backend/cuda/device.h"
@@ -29,7 +32,18 @@ struct Api {
   decltype(&cusolverDnXgetrs) getrs = nullptr;
   decltype(&cusolverDnXsyevd_bufferSize) syevd_size = nullptr;
   decltype(&cusolverDnXsyevd) syevd = nullptr;
+  decltype(&cusolverDnXgeqrf_bufferSize) geqrf_size = nullptr;
+  decltype(&cusolverDnXgeqrf) geqrf = nullptr;
+  // orgqr has no generic form: one per type.
+  decltype(&cusolverDnSorgqr_bufferSize) sorgqr_size = nullptr;
+  decltype(&cusolverDnSorgqr) sorgqr = nullptr;
+  decltype(&cusolverDnDorgqr_bufferSize) dorgqr_size = nullptr;
+  decltype(&cusolverDnDorgqr) dorgqr = nullptr;
+  decltype(&cusolverDnXgesvd_bufferSize) gesvd_size = nullptr;
+  decltype(&cusolverDnXgesvd) gesvd = nullptr;
 };
+
+#define KILN_RESOLVE(field, symbol) resolve(lib, #symbol, a.field)
 
 const Api* api() {
   static const Api* loaded = []() -> const Api* {
@@ -37,23 +51,33 @@ const Api* api() {
     void* lib = open_toolkit_library(
         "KILN_CUSOLVER_LIBRARY", {"libcusolver.so.12", "libcusolver.so.11"},
         [](void* lib) {
-          return resolve(lib, "cusolverDnCreate", a.create) &&
-                 resolve(lib, "cusolverDnSetStream", a.set_stream) &&
-                 resolve(lib, "cusolverDnCreateParams", a.create_params) &&
-                 resolve(lib, "cusolverDnXpotrf_bufferSize", a.potrf_size) &&
-                 resolve(lib, "cusolverDnXpotrf", a.potrf) &&
-                 resolve(lib, "cusolverDnXtrtri_bufferSize", a.trtri_size) &&
-                 resolve(lib, "cusolverDnXtrtri", a.trtri) &&
-                 resolve(lib, "cusolverDnXgetrf_bufferSize", a.getrf_size) &&
-                 resolve(lib, "cusolverDnXgetrf", a.getrf) &&
-                 resolve(lib, "cusolverDnXgetrs", a.getrs) &&
-                 resolve(lib, "cusolverDnXsyevd_bufferSize", a.syevd_size) &&
-                 resolve(lib, "cusolverDnXsyevd", a.syevd);
+          return KILN_RESOLVE(create, cusolverDnCreate) &&
+                 KILN_RESOLVE(set_stream, cusolverDnSetStream) &&
+                 KILN_RESOLVE(create_params, cusolverDnCreateParams) &&
+                 KILN_RESOLVE(potrf_size, cusolverDnXpotrf_bufferSize) &&
+                 KILN_RESOLVE(potrf, cusolverDnXpotrf) &&
+                 KILN_RESOLVE(trtri_size, cusolverDnXtrtri_bufferSize) &&
+                 KILN_RESOLVE(trtri, cusolverDnXtrtri) &&
+                 KILN_RESOLVE(getrf_size, cusolverDnXgetrf_bufferSize) &&
+                 KILN_RESOLVE(getrf, cusolverDnXgetrf) &&
+                 KILN_RESOLVE(getrs, cusolverDnXgetrs) &&
+                 KILN_RESOLVE(syevd_size, cusolverDnXsyevd_bufferSize) &&
+                 KILN_RESOLVE(syevd, cusolverDnXsyevd) &&
+                 KILN_RESOLVE(geqrf_size, cusolverDnXgeqrf_bufferSize) &&
+                 KILN_RESOLVE(geqrf, cusolverDnXgeqrf) &&
+                 KILN_RESOLVE(sorgqr_size, cusolverDnSorgqr_bufferSize) &&
+                 KILN_RESOLVE(sorgqr, cusolverDnSorgqr) &&
+                 KILN_RESOLVE(dorgqr_size, cusolverDnDorgqr_bufferSize) &&
+                 KILN_RESOLVE(dorgqr, cusolverDnDorgqr) &&
+                 KILN_RESOLVE(gesvd_size, cusolverDnXgesvd_bufferSize) &&
+                 KILN_RESOLVE(gesvd, cusolverDnXgesvd);
         });
     return lib ? &a : nullptr;
   }();
   return loaded;
 }
+
+#undef KILN_RESOLVE
 
 void check(cusolverStatus_t r, const char* what) {
   if (r == CUSOLVER_STATUS_SUCCESS) return;
@@ -63,28 +87,51 @@ void check(cusolverStatus_t r, const char* what) {
 }
 
 // One handle and one params object for the process (kiln uses one GPU),
-// bound to the caller's stream per call under the lock.
-struct Solver {
-  const Api& api;
-  std::unique_lock<std::mutex> lock;
-  cusolverDnHandle_t handle;
-  cusolverDnParams_t params;
-};
-
-Solver solver(const Stream& s) {
-  const Api* a = api();
-  if (!a) throw std::runtime_error("[linalg] cuSOLVER is not available");
-  static std::mutex mutex;
-  static cusolverDnHandle_t handle = nullptr;
-  static cusolverDnParams_t params = nullptr;
-  std::unique_lock<std::mutex> lock(mutex);
-  if (!handle) {
-    check(a->create(&handle), "handle creation");
-    check(a->create_params(&params), "params creation");
+// bound to the caller's stream per call under the lock; work areas sized
+// by the routine's query, device memory from kiln's allocator on the
+// stream, host memory of its own.
+class Solver {
+ public:
+  explicit Solver(const Stream& s) : stream_(s) {
+    const Api* a = api();
+    if (!a) throw std::runtime_error("[linalg] cuSOLVER is not available");
+    api_ = a;
+    static std::mutex mutex;
+    static cusolverDnHandle_t handle = nullptr;
+    static cusolverDnParams_t params = nullptr;
+    lock_ = std::unique_lock<std::mutex>(mutex);
+    if (!handle) {
+      check(a->create(&handle), "handle creation");
+      check(a->create_params(&params), "params creation");
+    }
+    check(a->set_stream(handle, cuda_stream(s)), "stream binding");
+    handle_ = handle;
+    params_ = params;
   }
-  check(a->set_stream(handle, cuda_stream(s)), "stream binding");
-  return {*a, std::move(lock), handle, params};
-}
+  const Api& lib() const { return *api_; }
+  cusolverDnHandle_t handle() const { return handle_; }
+  cusolverDnParams_t params() const { return params_; }
+  /** Work areas of these sizes (a query's answer). */
+  void reserve(size_t device_bytes, size_t host_bytes) {
+    device_.emplace(std::max<size_t>(device_bytes, 1), stream_);
+    device_bytes_ = device_bytes;
+    host_.resize(host_bytes);
+  }
+  void* device_work() { return device_->ptr; }
+  size_t device_bytes() const { return device_bytes_; }
+  void* host_work() { return host_.data(); }
+  size_t host_bytes() const { return host_.size(); }
+
+ private:
+  Stream stream_;
+  const Api* api_ = nullptr;
+  std::unique_lock<std::mutex> lock_;
+  cusolverDnHandle_t handle_ = nullptr;
+  cusolverDnParams_t params_ = nullptr;
+  std::optional<Scratch> device_;
+  size_t device_bytes_ = 0;
+  std::vector<char> host_;
+};
 
 cudaDataType data_type(Dtype dt) {
   return dt == float64 ? CUDA_R_64F : CUDA_R_32F;
@@ -94,14 +141,12 @@ cublasFillMode_t fill(bool upper) {
   return upper ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
 }
 
-// The work areas a routine asked for: device memory from kiln's allocator
-// on the stream, host memory of its own.
-struct Work {
-  Work(size_t device_bytes, size_t host_bytes, const Stream& s)
-      : device(device_bytes > 0 ? device_bytes : 1, s), host(host_bytes) {}
-  Scratch device;
-  std::vector<char> host;
-};
+// Element i * stride of the batch at p.
+template <typename P>
+P* at(P* p, int64_t i, int64_t stride, Dtype dt) {
+  using Byte = std::conditional_t<std::is_const_v<P>, const char, char>;
+  return static_cast<P*>(reinterpret_cast<Byte*>(p) + i * stride * dt.size);
+}
 
 } // namespace
 
@@ -113,52 +158,53 @@ bool supports(Dtype dt) {
 
 void potrf(bool upper, int64_t n, int64_t batch, Dtype dt, void* a, int* info,
            const Stream& s) {
-  Solver sv = solver(s);
+  Solver sv(s);
   cudaDataType t = data_type(dt);
   size_t dev = 0, host = 0;
-  check(sv.api.potrf_size(sv.handle, sv.params, fill(upper), n, t, a, n, t,
-                          &dev, &host),
+  check(sv.lib().potrf_size(sv.handle(), sv.params(), fill(upper), n, t, a, n,
+                            t, &dev, &host),
         "potrf workspace query");
-  Work w(dev, host, s);
+  sv.reserve(dev, host);
   for (int64_t i = 0; i < batch; ++i) {
-    check(sv.api.potrf(sv.handle, sv.params, fill(upper), n, t,
-                       static_cast<char*>(a) + i * n * n * dt.size, n, t,
-                       w.device.ptr, dev, w.host.data(), host, info + i),
+    check(sv.lib().potrf(sv.handle(), sv.params(), fill(upper), n, t,
+                         at(a, i, n * n, dt), n, t, sv.device_work(), dev,
+                         sv.host_work(), host, info + i),
           "potrf");
   }
 }
 
 void trtri(bool upper, int64_t n, int64_t batch, Dtype dt, void* a, int* info,
            const Stream& s) {
-  Solver sv = solver(s);
+  Solver sv(s);
   cudaDataType t = data_type(dt);
   size_t dev = 0, host = 0;
-  check(sv.api.trtri_size(sv.handle, fill(upper), CUBLAS_DIAG_NON_UNIT, n, t,
-                          a, n, &dev, &host),
+  check(sv.lib().trtri_size(sv.handle(), fill(upper), CUBLAS_DIAG_NON_UNIT, n,
+                            t, a, n, &dev, &host),
         "trtri workspace query");
-  Work w(dev, host, s);
+  sv.reserve(dev, host);
   for (int64_t i = 0; i < batch; ++i) {
-    check(sv.api.trtri(sv.handle, fill(upper), CUBLAS_DIAG_NON_UNIT, n, t,
-                       static_cast<char*>(a) + i * n * n * dt.size, n,
-                       w.device.ptr, dev, w.host.data(), host, info + i),
+    check(sv.lib().trtri(sv.handle(), fill(upper), CUBLAS_DIAG_NON_UNIT, n, t,
+                         at(a, i, n * n, dt), n, sv.device_work(), dev,
+                         sv.host_work(), host, info + i),
           "trtri");
   }
 }
 
-void getrf(int64_t n, int64_t batch, Dtype dt, void* a, int64_t* ipiv,
-           int* info, const Stream& s) {
-  Solver sv = solver(s);
+void getrf(int64_t m, int64_t n, int64_t batch, Dtype dt, void* a,
+           int64_t* ipiv, int* info, const Stream& s) {
+  Solver sv(s);
   cudaDataType t = data_type(dt);
   size_t dev = 0, host = 0;
-  check(sv.api.getrf_size(sv.handle, sv.params, n, n, t, a, n, t, &dev,
-                          &host),
+  check(sv.lib().getrf_size(sv.handle(), sv.params(), m, n, t, a, m, t, &dev,
+                            &host),
         "getrf workspace query");
-  Work w(dev, host, s);
+  sv.reserve(dev, host);
+  int64_t k = std::min(m, n);
   for (int64_t i = 0; i < batch; ++i) {
-    check(sv.api.getrf(sv.handle, sv.params, n, n, t,
-                       static_cast<char*>(a) + i * n * n * dt.size, n,
-                       ipiv + i * n, t, w.device.ptr, dev, w.host.data(),
-                       host, info + i),
+    check(sv.lib().getrf(sv.handle(), sv.params(), m, n, t,
+                         at(a, i, m * n, dt), m, ipiv + i * k, t,
+                         sv.device_work(), dev, sv.host_work(), host,
+                         info + i),
           "getrf");
   }
 }
@@ -166,37 +212,107 @@ void getrf(int64_t n, int64_t batch, Dtype dt, void* a, int64_t* ipiv,
 void getrs(bool transpose, int64_t n, int64_t nrhs, int64_t batch, Dtype dt,
            const void* lu, const int64_t* ipiv, void* b, int* info,
            const Stream& s) {
-  Solver sv = solver(s);
+  Solver sv(s);
   cudaDataType t = data_type(dt);
   for (int64_t i = 0; i < batch; ++i) {
-    check(sv.api.getrs(sv.handle, sv.params,
-                       transpose ? CUBLAS_OP_T : CUBLAS_OP_N, n, nrhs, t,
-                       static_cast<const char*>(lu) + i * n * n * dt.size, n,
-                       ipiv + i * n, t,
-                       static_cast<char*>(b) + i * n * nrhs * dt.size, n,
-                       info + i),
+    check(sv.lib().getrs(sv.handle(), sv.params(),
+                         transpose ? CUBLAS_OP_T : CUBLAS_OP_N, n, nrhs, t,
+                         at(lu, i, n * n, dt), n, ipiv + i * n, t,
+                         at(b, i, n * nrhs, dt), n, info + i),
           "getrs");
   }
 }
 
 void syevd(bool vectors, bool upper, int64_t n, int64_t batch, Dtype dt,
            void* a, void* w, int* info, const Stream& s) {
-  Solver sv = solver(s);
+  Solver sv(s);
   cudaDataType t = data_type(dt);
   cusolverEigMode_t job =
       vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
   size_t dev = 0, host = 0;
-  check(sv.api.syevd_size(sv.handle, sv.params, job, fill(upper), n, t, a, n,
-                          t, w, t, &dev, &host),
+  check(sv.lib().syevd_size(sv.handle(), sv.params(), job, fill(upper), n, t,
+                            a, n, t, w, t, &dev, &host),
         "syevd workspace query");
-  Work work(dev, host, s);
+  sv.reserve(dev, host);
   for (int64_t i = 0; i < batch; ++i) {
-    check(sv.api.syevd(sv.handle, sv.params, job, fill(upper), n, t,
-                       static_cast<char*>(a) + i * n * n * dt.size, n, t,
-                       static_cast<char*>(w) + i * n * dt.size, t,
-                       work.device.ptr, dev, work.host.data(), host,
-                       info + i),
+    check(sv.lib().syevd(sv.handle(), sv.params(), job, fill(upper), n, t,
+                         at(a, i, n * n, dt), n, t, at(w, i, n, dt), t,
+                         sv.device_work(), dev, sv.host_work(), host,
+                         info + i),
           "syevd");
+  }
+}
+
+void geqrf(int64_t m, int64_t n, int64_t batch, Dtype dt, void* a, void* tau,
+           int* info, const Stream& s) {
+  Solver sv(s);
+  cudaDataType t = data_type(dt);
+  size_t dev = 0, host = 0;
+  check(sv.lib().geqrf_size(sv.handle(), sv.params(), m, n, t, a, m, t, tau,
+                            t, &dev, &host),
+        "geqrf workspace query");
+  sv.reserve(dev, host);
+  int64_t k = std::min(m, n);
+  for (int64_t i = 0; i < batch; ++i) {
+    check(sv.lib().geqrf(sv.handle(), sv.params(), m, n, t,
+                         at(a, i, m * n, dt), m, t, at(tau, i, k, dt), t,
+                         sv.device_work(), dev, sv.host_work(), host,
+                         info + i),
+          "geqrf");
+  }
+}
+
+void orgqr(int64_t m, int64_t n, int64_t k, int64_t stride, int64_t batch,
+           Dtype dt, void* a, const void* tau, int* info, const Stream& s) {
+  Solver sv(s);
+  int mi = static_cast<int>(m), ni = static_cast<int>(n),
+      ki = static_cast<int>(k), lwork = 0;
+  bool f64 = dt == float64;
+  check(f64 ? sv.lib().dorgqr_size(sv.handle(), mi, ni, ki,
+                                   static_cast<const double*>(a), mi,
+                                   static_cast<const double*>(tau), &lwork)
+            : sv.lib().sorgqr_size(sv.handle(), mi, ni, ki,
+                                   static_cast<const float*>(a), mi,
+                                   static_cast<const float*>(tau), &lwork),
+        "orgqr workspace query");
+  sv.reserve(static_cast<size_t>(lwork) * dt.size, 0);
+  for (int64_t i = 0; i < batch; ++i) {
+    void* ai = at(a, i, stride, dt);
+    const void* ti = at(tau, i, k, dt);
+    check(f64 ? sv.lib().dorgqr(sv.handle(), mi, ni, ki,
+                                static_cast<double*>(ai), mi,
+                                static_cast<const double*>(ti),
+                                static_cast<double*>(sv.device_work()), lwork,
+                                info + i)
+              : sv.lib().sorgqr(sv.handle(), mi, ni, ki,
+                                static_cast<float*>(ai), mi,
+                                static_cast<const float*>(ti),
+                                static_cast<float*>(sv.device_work()), lwork,
+                                info + i),
+          "orgqr");
+  }
+}
+
+void gesvd(bool vectors, int64_t m, int64_t n, int64_t batch, Dtype dt,
+           void* a, void* sv_out, void* u, void* vt, int* info,
+           const Stream& s) {
+  Solver sv(s);
+  cudaDataType t = data_type(dt);
+  signed char job = vectors ? 'A' : 'N';
+  size_t dev = 0, host = 0;
+  check(sv.lib().gesvd_size(sv.handle(), sv.params(), job, job, m, n, t, a, m,
+                            t, sv_out, t, u, m, t, vt, n, t, &dev, &host),
+        "gesvd workspace query");
+  sv.reserve(dev, host);
+  int64_t k = std::min(m, n);
+  for (int64_t i = 0; i < batch; ++i) {
+    check(sv.lib().gesvd(sv.handle(), sv.params(), job, job, m, n, t,
+                         at(a, i, m * n, dt), m, t, at(sv_out, i, k, dt), t,
+                         vectors ? at(u, i, m * m, dt) : nullptr, m, t,
+                         vectors ? at(vt, i, n * n, dt) : nullptr, n, t,
+                         sv.device_work(), dev, sv.host_work(), host,
+                         info + i),
+          "gesvd");
   }
 }
 

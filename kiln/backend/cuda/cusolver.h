@@ -1,8 +1,9 @@
-// cuSOLVER's dense routines (the 64-bit generic API), loaded at run time as
-// cuFFT is: without the library the linear algebra primitives run on the
-// CPU. Each call runs one routine over a batch of column-major n x n
-// matrices stored one after another, on kiln stream s, with a status per
-// matrix written into `info` (device ints, LAPACK's meaning).
+// cuSOLVER's dense routines (the 64-bit generic API where there is one),
+// loaded at run time as cuFFT is: without the library the linear algebra
+// primitives run on the CPU. Each call runs one routine over a batch of
+// column-major matrices stored one after another (m x n, leading dimension
+// m, unless said otherwise), on kiln stream s, with a status per matrix
+// written into `info` (device ints, LAPACK's meaning).
 #pragma once
 
 #include <cstdint>
@@ -21,25 +22,39 @@ bool available();
 /** Whether cuSOLVER takes dt here: float32 and float64, when available. */
 bool supports(Dtype dt);
 
-/** Cholesky factors in the triangle read (upper or lower), the other left
- *  as found. */
+/** Cholesky factors of n x n matrices in the triangle read (upper or
+ *  lower), the other left as found. */
 void potrf(bool upper, int64_t n, int64_t batch, Dtype dt, void* a, int* info,
            const Stream& s);
-/** Inverses of triangular matrices in the triangle read. */
+/** Inverses of n x n triangular matrices in the triangle read. */
 void trtri(bool upper, int64_t n, int64_t batch, Dtype dt, void* a, int* info,
            const Stream& s);
-/** LU with partial pivoting; ipiv holds n 1-based rows per matrix. */
-void getrf(int64_t n, int64_t batch, Dtype dt, void* a, int64_t* ipiv,
-           int* info, const Stream& s);
-/** Solves op(A) X = B in place of B (n x nrhs each) from getrf's factors. */
+/** LU with partial pivoting; ipiv holds min(m, n) 1-based rows per matrix.
+ *  A zero on U's diagonal is reported in info, the factors still valid. */
+void getrf(int64_t m, int64_t n, int64_t batch, Dtype dt, void* a,
+           int64_t* ipiv, int* info, const Stream& s);
+/** Solves op(A) X = B in place of B (n x nrhs each) from getrf's factors of
+ *  the n x n matrices. */
 void getrs(bool transpose, int64_t n, int64_t nrhs, int64_t batch, Dtype dt,
            const void* lu, const int64_t* ipiv, void* b, int* info,
            const Stream& s);
 /** Eigenvalues (ascending, n per matrix, into w) and, with vectors, the
- *  eigenvectors over a (as columns) of symmetric matrices read from one
- *  triangle. */
+ *  eigenvectors over a (as columns) of symmetric n x n matrices read from
+ *  one triangle. */
 void syevd(bool vectors, bool upper, int64_t n, int64_t batch, Dtype dt,
            void* a, void* w, int* info, const Stream& s);
+/** Householder QR in place: R on and above the diagonal, the reflectors
+ *  below it with their scales in tau (min(m, n) per matrix). */
+void geqrf(int64_t m, int64_t n, int64_t batch, Dtype dt, void* a, void* tau,
+           int* info, const Stream& s);
+/** The first n columns of Q (m x n, n <= m) from geqrf's k reflectors, in
+ *  place of matrices `stride` elements apart. */
+void orgqr(int64_t m, int64_t n, int64_t k, int64_t stride, int64_t batch,
+           Dtype dt, void* a, const void* tau, int* info, const Stream& s);
+/** Singular values (min(m, n) per matrix, descending, into sv) and, with
+ *  vectors, all of U (m x m) and V^T (n x n); needs m >= n. Overwrites a. */
+void gesvd(bool vectors, int64_t m, int64_t n, int64_t batch, Dtype dt,
+           void* a, void* sv, void* u, void* vt, int* info, const Stream& s);
 
 /** The batch's info values (waits for stream s). */
 std::vector<int> read_info(const int* info, int64_t batch, const Stream& s);

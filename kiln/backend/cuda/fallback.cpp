@@ -62,10 +62,7 @@ namespace kiln {
     cuda::eval_on_cpu(*this, in, out);                                \
   }
 
-KILN_GPU_FALLBACK(QRF)
-KILN_GPU_FALLBACK(LUF)
 KILN_GPU_FALLBACK(Eig)
-KILN_GPU_FALLBACK(SVD)
 
 #undef KILN_GPU_FALLBACK
 

@@ -1,15 +1,17 @@
 // Linear algebra on the GPU through cuSOLVER (cusolver.h), for float32 and
-// float64: Cholesky, TriangularInverse, Inverse, Solve and Eigh. Other
-// dtypes, other primitives (QRF, LUF, SVD, Eig) and machines without
-// cuSOLVER run them on the CPU (fallback.cpp).
+// float64: every factorization but Eig (which has a CPU stream, as in MLX).
+// Other dtypes and machines without cuSOLVER run them on the CPU.
 //
-// A row-major matrix is the column-major transpose, so: a triangle read
-// row-major is the other one column-major (the routines get the flipped
-// fill mode); the inverse of the transpose, read back row-major, is the
-// inverse; and a solve works on the transposed system's factors (getrs with
-// op T). Failures (a singular matrix, one not positive definite) are read
-// back and raised as on the CPU, which waits for the GPU, as PyTorch's
-// checked factorizations do.
+// A row-major matrix is the column-major transpose, which most routines
+// take as it is: a triangle read row-major is the other one column-major
+// (the routines get the flipped fill mode); the inverse of the transpose,
+// read back row-major, is the inverse; a solve uses the transpose's factors
+// (getrs with op T); the SVD of the transpose swaps U and V. LU and QR
+// factor rows, so they get a transposed copy. Failures (a singular matrix,
+// one not positive definite, no convergence) are read back and raised as
+// on the CPU, which waits for the GPU, as PyTorch's checked
+// factorizations do.
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -18,49 +20,44 @@
 #include "kiln/backend/cuda/elementwise.h"
 #include "kiln/backend/cuda/fallback.h"
 #include "kiln/backend/cuda/kernels.h"
+#include "kiln/backend/cuda/linalg.h"
 #include "kiln/core/layout.h"
 #include "kiln/primitives/linalg.h"
+
+namespace kiln::cuda {
+
+JitKernel linalg_fill_kernel(Dtype dt, bool identity) {
+  std::string type = device_type(dt);
+  std::pair<std::string, std::string> keep = {
+      "gKeepTriangle" + dtype_name(dt),
+      "kiln::cuda::keep_triangle<" + type + ">"};
+  std::pair<std::string, std::string> eye = {
+      "gIdentity" + dtype_name(dt), "kiln::cuda::identity<" + type + ">"};
+  if (identity) std::swap(keep, eye);
+  return {keep.first, "#include \"kiln/backend/cuda/device/linalg.cuh\"\n",
+          keep.second, {eye}};
+}
+
+JitKernel lu_pivots_kernel() {
+  return {"gLuPivots", "#include \"kiln/backend/cuda/device/linalg.cuh\"\n",
+          "kiln::cuda::lu_pivots<int64_t>", {}};
+}
+
+} // namespace kiln::cuda
 
 namespace kiln {
 
 namespace {
 
-using cuda::JitKernel;
-
-JitKernel keep_triangle_kernel(Dtype dt) {
-  return {"gKeepTriangle" + dtype_name(dt),
-          "#include \"kiln/backend/cuda/device/linalg.cuh\"\n",
-          std::string("kiln::cuda::keep_triangle<") + cuda::device_type(dt) +
-              ">",
-          {{"gIdentity" + dtype_name(dt),
-            std::string("kiln::cuda::identity<") + cuda::device_type(dt) +
-                ">"}}};
-}
-
-JitKernel identity_kernel(Dtype dt) {
-  JitKernel k = keep_triangle_kernel(dt);
-  return {k.siblings[0].first, k.source, k.siblings[0].second,
-          {{k.name, k.expression}}};
-}
-
-// Zeroes what lies outside the lower (or upper) triangle of each matrix of
-// the row-major a.
-void keep_triangle(array& a, int64_t n, bool upper, const Stream& s) {
+// Over the row-major rows x cols matrices of a: zero what lies outside
+// the lower (or upper) triangle, or with identity write identities.
+void fill(array& a, int64_t rows, int64_t cols, bool upper, bool identity,
+          const Stream& s) {
   int64_t total = static_cast<int64_t>(a.size());
-  void* ptr = cuda::device_ptr(a, s);
-  void* args[] = {&ptr, &n, &total, &upper};
-  cuda::launch(cuda::get_kernel(keep_triangle_kernel(a.dtype())), total, 1,
-               args, s.index);
-}
-
-// A fresh row-major batch of identity matrices of out's shape.
-void set_identity(array& out, int64_t n, const Stream& s) {
-  cuda::set_device_output(out, s);
-  int64_t total = static_cast<int64_t>(out.size());
-  void* ptr = out.raw_data_ptr();
-  void* args[] = {&ptr, &n, &total};
-  cuda::launch(cuda::get_kernel(identity_kernel(out.dtype())), total, 1, args,
-               s.index);
+  void* ptr = identity ? a.raw_data_ptr() : cuda::device_ptr(a, s);
+  void* args[] = {&ptr, &rows, &cols, &total, &upper};
+  cuda::launch(cuda::get_kernel(cuda::linalg_fill_kernel(a.dtype(), identity)),
+               total, 1, args, s.index);
 }
 
 int64_t batch_of(const array& a) {
@@ -68,34 +65,56 @@ int64_t batch_of(const array& a) {
   return n > 0 ? static_cast<int64_t>(a.size()) / n : 0;
 }
 
-// The view of a with its last two axes swapped (no copy).
-array swapped_view(const array& a) {
-  Shape shape = a.shape();
-  Strides strides = a.strides();
-  std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
-  std::swap(strides[strides.size() - 1], strides[strides.size() - 2]);
+// A view of a's buffer with this shape and these strides (no copy).
+array view(const array& a, Shape shape, const Strides& strides) {
   auto l = layout_of(shape, strides);
-  array v = array::uninitialized(shape, a.dtype());
+  array v = array::uninitialized(std::move(shape), a.dtype());
   v.copy_shared_buffer(a, strides, l.flags, l.data_size);
   return v;
 }
 
+// The view of a with its last two axes swapped, its first `rows` rows
+// (all when negative).
+array swapped_view(const array& a, int64_t rows = -1) {
+  Shape shape = a.shape();
+  Strides strides = a.strides();
+  size_t d = shape.size();
+  std::swap(shape[d - 1], shape[d - 2]);
+  std::swap(strides[d - 1], strides[d - 2]);
+  if (rows >= 0) shape[d - 2] = static_cast<int>(rows);
+  return view(a, std::move(shape), strides);
+}
+
+// A fresh array for a row-major copy of x (copy_row_major fills it).
+array like(const array& x) {
+  return array::uninitialized(x.shape(), x.dtype());
+}
+
 // Device ints for a batch's statuses.
-struct Info {
+class Info {
+ public:
   Info(int64_t batch, const Stream& s)
-      : scratch(sizeof(int) * static_cast<size_t>(batch > 0 ? batch : 1), s),
-        batch(batch) {}
-  int* ptr() { return static_cast<int*>(scratch.ptr); }
-  /** The first positive status as (matrix, value), read back. */
-  std::pair<int64_t, int> first_failure(const Stream& s) {
-    auto v = cuda::cusolver::read_info(ptr(), batch, s);
+      : scratch_(sizeof(int) * static_cast<size_t>(std::max<int64_t>(batch, 1)),
+                 s),
+        batch_(batch),
+        stream_(s) {}
+  Info(const Info&) = delete;
+  Info& operator=(const Info&) = delete;
+  int* ptr() { return static_cast<int*>(scratch_.ptr); }
+  /** Raises linalg_failure(op, i, ...) for the first matrix i whose status
+   *  is positive, with what(status) as the reason. */
+  template <typename What>
+  void raise_first(const char* op, What&& what) {
+    auto v = cuda::cusolver::read_info(ptr(), batch_, stream_);
     for (size_t i = 0; i < v.size(); ++i) {
-      if (v[i] != 0) return {static_cast<int64_t>(i), v[i]};
+      if (v[i] > 0) linalg_failure(op, i, v.size(), what(v[i]));
     }
-    return {-1, 0};
   }
-  cuda::Scratch scratch;
-  int64_t batch;
+
+ private:
+  cuda::Scratch scratch_;
+  int64_t batch_;
+  Stream stream_;
 };
 
 std::string singular_u(int info) {
@@ -107,16 +126,19 @@ bool runs_here(const array& a) {
   return cuda::cusolver::supports(a.dtype()) && a.size() > 0;
 }
 
-// Factors the row-major matrices of `lu` in place (as their transposes,
-// column-major); raises for a singular one as `op` does on the CPU.
-void lu_factor(const char* op, array& lu, array& pivots, const Stream& s) {
+// Factors the square row-major matrices of lu in place (as their
+// transposes, column-major) and returns their 1-based pivots; raises for a
+// singular one as op does on the CPU.
+array transpose_lu(const char* op, array& lu, const Stream& s) {
   int64_t n = lu.shape(-1), batch = batch_of(lu);
+  Shape ps(lu.shape().begin(), lu.shape().end() - 1);
+  array pivots = array::uninitialized(ps, int64);
   cuda::set_device_output(pivots, s);
   Info info(batch, s);
-  cuda::cusolver::getrf(n, batch, lu.dtype(), cuda::device_ptr(lu, s),
+  cuda::cusolver::getrf(n, n, batch, lu.dtype(), cuda::device_ptr(lu, s),
                         cuda::device_ptr<int64_t>(pivots, s), info.ptr(), s);
-  auto [i, v] = info.first_failure(s);
-  if (i >= 0) linalg_failure(op, i, batch, singular_u(v));
+  info.raise_first(op, singular_u);
+  return pivots;
 }
 
 } // namespace
@@ -131,13 +153,11 @@ void Cholesky::eval_gpu(const std::vector<array>& inputs, array& out) {
   Info info(batch, stream());
   cuda::cusolver::potrf(!upper_, n, batch, a.dtype(),
                         cuda::device_ptr(out, stream()), info.ptr(), stream());
-  auto [i, v] = info.first_failure(stream());
-  if (i >= 0) {
-    linalg_failure("linalg::cholesky", i, batch,
-                   "the matrix is not positive definite (leading minor " +
-                       std::to_string(v) + ")");
-  }
-  keep_triangle(out, n, upper_, stream());
+  info.raise_first("linalg::cholesky", [](int v) {
+    return "the matrix is not positive definite (leading minor " +
+           std::to_string(v) + ")";
+  });
+  fill(out, n, n, upper_, false, stream());
 }
 
 void TriangularInverse::eval_gpu(const std::vector<array>& inputs,
@@ -151,29 +171,26 @@ void TriangularInverse::eval_gpu(const std::vector<array>& inputs,
   Info info(batch, stream());
   cuda::cusolver::trtri(!upper_, n, batch, a.dtype(),
                         cuda::device_ptr(out, stream()), info.ptr(), stream());
-  auto [i, v] = info.first_failure(stream());
-  if (i >= 0) {
-    linalg_failure("linalg::tri_inv", i, batch,
-                   "the matrix is singular (its diagonal entry " +
-                       std::to_string(v - 1) + " is zero)");
-  }
-  keep_triangle(out, n, upper_, stream());
+  info.raise_first("linalg::tri_inv", [](int v) {
+    return "the matrix is singular (its diagonal entry " +
+           std::to_string(v - 1) + " is zero)";
+  });
+  fill(out, n, n, upper_, false, stream());
 }
 
 void Inverse::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& a = inputs[0];
-  array lu = array::uninitialized(a.shape(), a.dtype());
+  array lu = like(a);
   if (!runs_here(a) || !cuda::copy_row_major(a, lu, stream())) {
     cuda::eval_on_cpu(*this, inputs, out);
     return;
   }
   int64_t n = a.shape(-1), batch = batch_of(a);
-  Shape ps(a.shape().begin(), a.shape().end() - 1);
-  array pivots = array::uninitialized(ps, int64);
-  lu_factor("linalg::inv", lu, pivots, stream());
-  // (A^T)^-1 column-major is A^-1 row-major.
-  set_identity(out, n, stream());
+  array pivots = transpose_lu("linalg::inv", lu, stream());
   Info info(batch, stream());
+  // (A^T)^-1 column-major is A^-1 row-major.
+  cuda::set_device_output(out, stream());
+  fill(out, n, n, false, true, stream());
   cuda::cusolver::getrs(false, n, n, batch, a.dtype(),
                         cuda::device_ptr(lu, stream()),
                         cuda::device_ptr<int64_t>(pivots, stream()),
@@ -183,24 +200,19 @@ void Inverse::eval_gpu(const std::vector<array>& inputs, array& out) {
 void Solve::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& a = inputs[0];
   const array& b = inputs[1];
-  array lu = array::uninitialized(a.shape(), a.dtype());
+  // The right sides column-major (b's transpose row-major), solved in place
+  // with A = (A^T)^T from the factors of the transpose, read back as the
+  // transpose.
+  array bt = swapped_view(b);
+  array lu = like(a), x = like(bt);
   if (!runs_here(a) || b.dtype() != a.dtype() || b.size() == 0 ||
-      !cuda::copy_row_major(a, lu, stream())) {
+      !cuda::copy_row_major(a, lu, stream()) ||
+      !cuda::copy_row_major(bt, x, stream())) {
     cuda::eval_on_cpu(*this, inputs, out);
     return;
   }
   int64_t n = a.shape(-1), r = b.shape(-1), batch = batch_of(a);
-  Shape ps(a.shape().begin(), a.shape().end() - 1);
-  array pivots = array::uninitialized(ps, int64);
-  lu_factor("linalg::solve", lu, pivots, stream());
-  // The right sides column-major (b's transpose row-major), solved in place
-  // with A = (A^T)^T from the factors of the transpose, then read back as
-  // the transpose.
-  array x = array::uninitialized(swapped_view(b).shape(), b.dtype());
-  if (!cuda::copy_row_major(swapped_view(b), x, stream())) {
-    cuda::eval_on_cpu(*this, inputs, out);
-    return;
-  }
+  array pivots = transpose_lu("linalg::solve", lu, stream());
   Info info(batch, stream());
   cuda::cusolver::getrs(true, n, r, batch, a.dtype(),
                         cuda::device_ptr(lu, stream()),
@@ -214,7 +226,7 @@ void Solve::eval_gpu(const std::vector<array>& inputs, array& out) {
 void Eigh::eval_gpu(const std::vector<array>& inputs,
                     std::vector<array>& outputs) {
   const array& a = inputs[0];
-  array vectors = array::uninitialized(a.shape(), a.dtype());
+  array vectors = like(a);
   if (!runs_here(a) || !cuda::copy_row_major(a, vectors, stream())) {
     cuda::eval_on_cpu(*this, inputs, outputs);
     return;
@@ -225,13 +237,127 @@ void Eigh::eval_gpu(const std::vector<array>& inputs,
   cuda::cusolver::syevd(vectors_, uplo_ == 'L', n, batch, a.dtype(),
                         cuda::device_ptr(vectors, stream()),
                         outputs[0].raw_data_ptr(), info.ptr(), stream());
-  auto [i, v] = info.first_failure(stream());
-  const char* op = vectors_ ? "linalg::eigh" : "linalg::eigvalsh";
-  if (i >= 0) linalg_failure(op, i, batch, "the solver did not converge");
-  // Eigenvectors are the columns of the column-major result: its rows read
-  // row-major.
+  info.raise_first(vectors_ ? "linalg::eigh" : "linalg::eigvalsh",
+                   [](int) { return "the solver did not converge"; });
+  // The eigenvectors are the columns of the column-major result: its rows
+  // read row-major.
   if (vectors_ &&
       !cuda::copy_row_major(swapped_view(vectors), outputs[1], stream())) {
+    cuda::eval_on_cpu(*this, inputs, outputs);
+  }
+}
+
+void LUF::eval_gpu(const std::vector<array>& inputs,
+                   std::vector<array>& outputs) {
+  const array& a = inputs[0];
+  array at = swapped_view(a);
+  array work = like(at); // a column-major: its transpose row-major
+  if (!runs_here(a) || !cuda::copy_row_major(at, work, stream())) {
+    cuda::eval_on_cpu(*this, inputs, outputs);
+    return;
+  }
+  int64_t m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
+  int64_t batch = batch_of(a);
+  array ipiv = array::uninitialized({static_cast<int>(batch * k)}, int64);
+  cuda::set_device_output(ipiv, stream());
+  Info info(batch, stream());
+  // A zero on U's diagonal is no error here (the factors are valid), as on
+  // the CPU: the statuses are not read.
+  cuda::cusolver::getrf(m, n, batch, a.dtype(),
+                        cuda::device_ptr(work, stream()),
+                        cuda::device_ptr<int64_t>(ipiv, stream()), info.ptr(),
+                        stream());
+  if (!cuda::copy_row_major(swapped_view(work), outputs[0], stream())) {
+    cuda::eval_on_cpu(*this, inputs, outputs);
+    return;
+  }
+  cuda::set_device_output(outputs[1], stream());
+  cuda::set_device_output(outputs[2], stream());
+  cuda::Scratch order(sizeof(uint32_t) * static_cast<size_t>(batch * m),
+                      stream());
+  void* ipiv_ptr = ipiv.raw_data_ptr();
+  void* pivots = outputs[1].raw_data_ptr();
+  void* perm = outputs[2].raw_data_ptr();
+  void* args[] = {&ipiv_ptr, &pivots, &perm, &order.ptr, &m, &k, &batch};
+  cuda::launch(cuda::get_kernel(cuda::lu_pivots_kernel()), batch, 1, args,
+               stream().index);
+}
+
+void QRF::eval_gpu(const std::vector<array>& inputs,
+                   std::vector<array>& outputs) {
+  const array& a = inputs[0];
+  array at = swapped_view(a);
+  array work = like(at); // a column-major: its transpose row-major
+  if (!runs_here(a) || !cuda::copy_row_major(at, work, stream())) {
+    cuda::eval_on_cpu(*this, inputs, outputs);
+    return;
+  }
+  int64_t m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
+  int64_t batch = batch_of(a);
+  Shape ts(a.shape().begin(), a.shape().end() - 2);
+  ts.push_back(static_cast<int>(k));
+  array tau = array::uninitialized(ts, a.dtype());
+  cuda::set_device_output(tau, stream());
+  Info info(batch, stream());
+  cuda::cusolver::geqrf(m, n, batch, a.dtype(),
+                        cuda::device_ptr(work, stream()),
+                        cuda::device_ptr(tau, stream()), info.ptr(), stream());
+  // R: the first k rows, upper triangle, read before orgqr overwrites them.
+  if (!cuda::copy_row_major(swapped_view(work, k), outputs[1], stream())) {
+    cuda::eval_on_cpu(*this, inputs, outputs);
+    return;
+  }
+  fill(outputs[1], k, n, true, false, stream());
+  // Q: the first k columns, formed in place.
+  cuda::cusolver::orgqr(m, k, k, m * n, batch, a.dtype(),
+                        cuda::device_ptr(work, stream()),
+                        cuda::device_ptr(tau, stream()), info.ptr(), stream());
+  Shape qs = work.shape();
+  qs[qs.size() - 2] = static_cast<int>(k); // k columns of m
+  if (!cuda::copy_row_major(swapped_view(view(work, qs, work.strides())),
+                            outputs[0], stream())) {
+    cuda::eval_on_cpu(*this, inputs, outputs);
+  }
+}
+
+void SVD::eval_gpu(const std::vector<array>& inputs,
+                   std::vector<array>& outputs) {
+  const array& a = inputs[0];
+  int64_t m = a.shape(-2), n = a.shape(-1);
+  // cuSOLVER's gesvd needs rows >= columns: a wide matrix goes as it is
+  // (its transpose, column-major: A^T = U' S V'^T, so U = V' and
+  // V^T = U'^T, each the other's buffer read row-major); a tall one as a
+  // transposed copy, its factors transposed back.
+  bool wide = n >= m;
+  array src = wide ? a : swapped_view(a);
+  array work = like(src);
+  if (!runs_here(a) || !cuda::copy_row_major(src, work, stream())) {
+    cuda::eval_on_cpu(*this, inputs, outputs);
+    return;
+  }
+  int64_t rows = wide ? n : m, cols = wide ? m : n, batch = batch_of(a);
+  array& sv = outputs[compute_uv_ ? 1 : 0];
+  cuda::set_device_output(sv, stream());
+  // The column-major factors of the matrix solved: for a wide one, U'
+  // (n x n) read row-major is V^T and V'^T (m x m) is U.
+  array u = sv, vt = sv;
+  if (compute_uv_) {
+    u = wide ? outputs[2] : like(outputs[0]);
+    vt = wide ? outputs[0] : like(outputs[2]);
+    cuda::set_device_output(u, stream());
+    cuda::set_device_output(vt, stream());
+  }
+  Info info(batch, stream());
+  cuda::cusolver::gesvd(compute_uv_, rows, cols, batch, a.dtype(),
+                        cuda::device_ptr(work, stream()), sv.raw_data_ptr(),
+                        compute_uv_ ? u.raw_data_ptr() : nullptr,
+                        compute_uv_ ? vt.raw_data_ptr() : nullptr, info.ptr(),
+                        stream());
+  info.raise_first("linalg::svd",
+                   [](int) { return "the SVD did not converge"; });
+  if (compute_uv_ && !wide &&
+      (!cuda::copy_row_major(swapped_view(u), outputs[0], stream()) ||
+       !cuda::copy_row_major(swapped_view(vt), outputs[2], stream()))) {
     cuda::eval_on_cpu(*this, inputs, outputs);
   }
 }

@@ -1,8 +1,9 @@
-// The small kernels around cuSOLVER's factorizations (linalg.cpp): over
-// `total` elements of row-major n x n matrices stored one after another,
-// zero the entries outside the triangle a routine wrote (its other
-// triangle still holds the input), or write identity matrices (the right
-// sides whose solution is an inverse).
+// The small kernels around cuSOLVER's factorizations (linalg.cpp), over
+// `total` elements of row-major rows x cols matrices stored one after
+// another: zero the entries outside the triangle a routine wrote (its
+// other triangle still holds the input), write identity matrices (the
+// right sides whose solution is an inverse), and turn getrf's pivots into
+// kiln's (0-based swaps and the row order they make).
 #pragma once
 
 #include "kiln/backend/cuda/device/utils.cuh"
@@ -10,18 +11,46 @@
 namespace kiln::cuda {
 
 template <typename T>
-__global__ void keep_triangle(T* __restrict__ a, int64_t n, int64_t total,
-                              bool upper) {
+__global__ void keep_triangle(T* __restrict__ a, int64_t rows, int64_t cols,
+                              int64_t total, bool upper) {
   for (int64_t i = first_index<1>(); i < total; i += grid_step<1>()) {
-    int64_t r = (i / n) % n, c = i % n;
+    int64_t r = (i / cols) % rows, c = i % cols;
     if (upper ? c < r : c > r) a[i] = T(0);
   }
 }
 
+/** keep_triangle's parameters, so one launch serves both. */
 template <typename T>
-__global__ void identity(T* __restrict__ a, int64_t n, int64_t total) {
+__global__ void identity(T* __restrict__ a, int64_t rows, int64_t cols,
+                         int64_t total, bool) {
   for (int64_t i = first_index<1>(); i < total; i += grid_step<1>()) {
-    a[i] = (i / n) % n == i % n ? T(1) : T(0);
+    a[i] = (i / cols) % rows == i % cols ? T(1) : T(0);
+  }
+}
+
+/** One thread per matrix: ipiv's k 1-based swaps as 0-based pivots, and
+ *  perm with a[r] = (L U)[perm[r]] over m rows: the swaps applied in order
+ *  to the identity give `order`, the rows of a that make up L U; perm
+ *  inverts it. */
+template <typename I>
+__global__ void lu_pivots(const I* __restrict__ ipiv,
+                          uint32_t* __restrict__ pivots,
+                          uint32_t* __restrict__ perm,
+                          uint32_t* __restrict__ order, int64_t m, int64_t k,
+                          int64_t batch) {
+  for (int64_t b = first_index<1>(); b < batch; b += grid_step<1>()) {
+    uint32_t* o = order + b * m;
+    for (int64_t r = 0; r < m; ++r) o[r] = static_cast<uint32_t>(r);
+    for (int64_t r = 0; r < k; ++r) {
+      uint32_t p = static_cast<uint32_t>(ipiv[b * k + r] - 1);
+      pivots[b * k + r] = p;
+      uint32_t t = o[r];
+      o[r] = o[p];
+      o[p] = t;
+    }
+    for (int64_t r = 0; r < m; ++r) {
+      perm[b * m + o[r]] = static_cast<uint32_t>(r);
+    }
   }
 }
 
