@@ -3,6 +3,7 @@
 #include <cusolverDn.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -25,6 +26,8 @@ struct Api {
   decltype(&cusolverDnCreateParams) create_params = nullptr;
   decltype(&cusolverDnXpotrf_bufferSize) potrf_size = nullptr;
   decltype(&cusolverDnXpotrf) potrf = nullptr;
+  decltype(&cusolverDnSpotrfBatched) spotrf_batched = nullptr;
+  decltype(&cusolverDnDpotrfBatched) dpotrf_batched = nullptr;
   decltype(&cusolverDnXtrtri_bufferSize) trtri_size = nullptr;
   decltype(&cusolverDnXtrtri) trtri = nullptr;
   decltype(&cusolverDnXgetrf_bufferSize) getrf_size = nullptr;
@@ -56,6 +59,8 @@ const Api* api() {
                  KILN_RESOLVE(create_params, cusolverDnCreateParams) &&
                  KILN_RESOLVE(potrf_size, cusolverDnXpotrf_bufferSize) &&
                  KILN_RESOLVE(potrf, cusolverDnXpotrf) &&
+                 KILN_RESOLVE(spotrf_batched, cusolverDnSpotrfBatched) &&
+                 KILN_RESOLVE(dpotrf_batched, cusolverDnDpotrfBatched) &&
                  KILN_RESOLVE(trtri_size, cusolverDnXtrtri_bufferSize) &&
                  KILN_RESOLVE(trtri, cusolverDnXtrtri) &&
                  KILN_RESOLVE(getrf_size, cusolverDnXgetrf_bufferSize) &&
@@ -156,9 +161,33 @@ bool supports(Dtype dt) {
   return (dt == float32 || dt == float64) && available();
 }
 
+// Up to this order a batch of Cholesky factorizations runs as one
+// potrfBatched call (its kernels take every matrix at once) rather than a
+// blocked potrf per matrix, whose launches dominate small matrices.
+constexpr int64_t batched_potrf_max_n = 128;
+
 void potrf(bool upper, int64_t n, int64_t batch, Dtype dt, void* a, int* info,
            const Stream& s) {
   Solver sv(s);
+  if (batch > 1 && n <= batched_potrf_max_n && batch <= INT32_MAX) {
+    std::vector<void*> ptrs(static_cast<size_t>(batch));
+    for (int64_t i = 0; i < batch; ++i) ptrs[i] = at(a, i, n * n, dt);
+    // Staged from pageable memory before the call returns: ptrs may go.
+    Scratch list(ptrs.size() * sizeof(void*), s);
+    KILN_CHECK_CUDA(cudaMemcpyAsync(list.ptr, ptrs.data(),
+                                    ptrs.size() * sizeof(void*),
+                                    cudaMemcpyHostToDevice, cuda_stream(s)));
+    int ni = static_cast<int>(n), bi = static_cast<int>(batch);
+    check(dt == float64
+              ? sv.lib().dpotrf_batched(sv.handle(), fill(upper), ni,
+                                        static_cast<double**>(list.ptr), ni,
+                                        info, bi)
+              : sv.lib().spotrf_batched(sv.handle(), fill(upper), ni,
+                                        static_cast<float**>(list.ptr), ni,
+                                        info, bi),
+          "potrfBatched");
+    return;
+  }
   cudaDataType t = data_type(dt);
   size_t dev = 0, host = 0;
   check(sv.lib().potrf_size(sv.handle(), sv.params(), fill(upper), n, t, a, n,
