@@ -122,8 +122,16 @@ std::string singular_u(int info) {
          std::to_string(info - 1) + "] is exactly zero)";
 }
 
-bool runs_here(const array& a) {
-  return cuda::cusolver::supports(a.dtype()) && a.size() > 0;
+// Whether cuSOLVER takes a's matrices. Its routines take one matrix per
+// call (a few kernels and a host round of their own each), so a batch of
+// many small matrices stays on the host's LAPACK, which is faster there
+// (its transfers included) than hundreds of calls; Cholesky has a batched
+// routine (batched = true).
+bool runs_here(const array& a, bool batched = false) {
+  constexpr int64_t small_order = 64, many = 16;
+  int64_t n = std::max(a.shape(-1), a.shape(-2));
+  bool many_small = !batched && n <= small_order && batch_of(a) > many;
+  return cuda::cusolver::supports(a.dtype()) && a.size() > 0 && !many_small;
 }
 
 // Factors the square row-major matrices of lu in place (as their
@@ -145,7 +153,7 @@ array transpose_lu(const char* op, array& lu, const Stream& s) {
 
 void Cholesky::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& a = inputs[0];
-  if (!runs_here(a) || !cuda::copy_row_major(a, out, stream())) {
+  if (!runs_here(a, true) || !cuda::copy_row_major(a, out, stream())) {
     cuda::eval_on_cpu(*this, inputs, out);
     return;
   }
