@@ -259,11 +259,6 @@ array solve(const array& a, const array& b, StreamOrDevice s) {
 
 namespace kiln::detail {
 
-Stream host_linalg_stream(StreamOrDevice s) {
-  Stream st = to_stream(s);
-  return st.device == Device::cpu ? st : default_stream(Device::cpu);
-}
-
 void check_matrices(const char* op, const array& a, bool square) {
   if (a.dtype() != float32 && a.dtype() != float64) {
     invalid(op, "arrays must have type float32 or float64, got " + describe(a) +

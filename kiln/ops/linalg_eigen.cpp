@@ -28,7 +28,7 @@ std::vector<array> eigh_outputs(const char* op, const array& a,
 std::vector<array> eig_outputs(const char* op, const array& a, bool vectors,
                                StreamOrDevice s) {
   detail::check_matrices(op, a, true);
-  auto p = std::make_shared<Eig>(detail::host_linalg_stream(s), vectors);
+  auto p = std::make_shared<Eig>(to_stream(s), vectors);
   auto shapes = p->output_shapes({a});
   std::vector<Dtype> dtypes(shapes.size(), complex64);
   return array::make_arrays(shapes, dtypes, p, {a});

@@ -9,11 +9,6 @@
 
 namespace kiln::detail {
 
-/** Eig runs LAPACK on the host only, so it takes a CPU stream whatever the
- *  default device (MLX asks the caller for stream=cpu instead); the other
- *  factorizations have GPU routines (cuSOLVER) and take the caller's. */
-Stream host_linalg_stream(StreamOrDevice s);
-
 /** A stack of float32/float64 matrices (square when asked); throws naming
  *  op otherwise. */
 void check_matrices(const char* op, const array& a, bool square);

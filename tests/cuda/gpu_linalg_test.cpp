@@ -245,6 +245,37 @@ TEST_F(GpuLinalg, QrAndSvd) {
   }
 }
 
+TEST_F(GpuLinalg, GeneralEigen) {
+  // Eigenvalues as the CPU's up to order (each set sorted the same way);
+  // eigenvectors by A V = V diag(w) and unit norm, complex pairs included
+  // (random matrices have them).
+  for (int n : {1, 5, 24}) {
+    for (auto& [layout, a] : inputs_of(random_array({3, n, n}, float32))) {
+      auto [w, v] = linalg::eig(a, Device::gpu);
+      array wc = linalg::eigvals(a, Device::cpu);
+      eval({w, v, wc});
+      EXPECT_TRUE(all_close(to_doubles(real(sort(w, -1))),
+                            to_doubles(real(sort(wc, -1))), 1e-4, 1e-4))
+          << n << " " << layout;
+      EXPECT_TRUE(all_close(to_doubles(imag(sort(w, -1))),
+                            to_doubles(imag(sort(wc, -1))), 1e-4, 1e-4))
+          << n << " " << layout;
+      array ac = astype(a, complex64);
+      array av = matmul(ac, v, Device::cpu);
+      array vw = multiply(v, expand_dims(w, -2), Device::cpu);
+      EXPECT_TRUE(all_close(to_doubles(real(av)), to_doubles(real(vw)), 0,
+                            1e-3))
+          << n << " " << layout;
+      EXPECT_TRUE(all_close(to_doubles(imag(av)), to_doubles(imag(vw)), 0,
+                            1e-3))
+          << n << " " << layout;
+      array norms = sum(square(abs(v)), -2);
+      EXPECT_TRUE(all_close(to_doubles(norms),
+                            std::vector<double>(3 * n, 1.0), 0, 1e-4));
+    }
+  }
+}
+
 // Runs f on the GPU and expects std::runtime_error whose message holds each
 // of the parts.
 void expect_failure(const std::function<array()>& f,

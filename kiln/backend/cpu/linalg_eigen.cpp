@@ -74,8 +74,10 @@ void Eig::eval_cpu(const std::vector<array>& inputs,
       lapack_int info = geev(vectors_ ? 'V' : 'N', n, work.data(), wr.data(),
                              wi.data(), vr.data());
       check_internal(op, info);
-      if (info > 0)
-        linalg_failure(op, i, offs.size(), "the QR algorithm did not converge");
+      if (info > 0) {
+        linalg_failure(op, i, offs.size(),
+                       "the QR algorithm did not converge");
+      }
       complex64_t* w = outputs[0].data<complex64_t>() + i * n;
       for (int j = 0; j < n; ++j) w[j] = complex64_t(wr[j], wi[j]);
       if (!vectors_) continue;

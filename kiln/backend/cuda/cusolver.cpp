@@ -44,6 +44,9 @@ struct Api {
   decltype(&cusolverDnDorgqr) dorgqr = nullptr;
   decltype(&cusolverDnXgesvd_bufferSize) gesvd_size = nullptr;
   decltype(&cusolverDnXgesvd) gesvd = nullptr;
+  // CUDA 12.6 and later only.
+  decltype(&cusolverDnXgeev_bufferSize) geev_size = nullptr;
+  decltype(&cusolverDnXgeev) geev = nullptr;
 };
 
 #define KILN_RESOLVE(field, symbol) resolve(lib, #symbol, a.field)
@@ -54,28 +57,34 @@ const Api* api() {
     void* lib = open_toolkit_library(
         "KILN_CUSOLVER_LIBRARY", {"libcusolver.so.12", "libcusolver.so.11"},
         [](void* lib) {
-          return KILN_RESOLVE(create, cusolverDnCreate) &&
-                 KILN_RESOLVE(set_stream, cusolverDnSetStream) &&
-                 KILN_RESOLVE(create_params, cusolverDnCreateParams) &&
-                 KILN_RESOLVE(potrf_size, cusolverDnXpotrf_bufferSize) &&
-                 KILN_RESOLVE(potrf, cusolverDnXpotrf) &&
-                 KILN_RESOLVE(spotrf_batched, cusolverDnSpotrfBatched) &&
-                 KILN_RESOLVE(dpotrf_batched, cusolverDnDpotrfBatched) &&
-                 KILN_RESOLVE(trtri_size, cusolverDnXtrtri_bufferSize) &&
-                 KILN_RESOLVE(trtri, cusolverDnXtrtri) &&
-                 KILN_RESOLVE(getrf_size, cusolverDnXgetrf_bufferSize) &&
-                 KILN_RESOLVE(getrf, cusolverDnXgetrf) &&
-                 KILN_RESOLVE(getrs, cusolverDnXgetrs) &&
-                 KILN_RESOLVE(syevd_size, cusolverDnXsyevd_bufferSize) &&
-                 KILN_RESOLVE(syevd, cusolverDnXsyevd) &&
-                 KILN_RESOLVE(geqrf_size, cusolverDnXgeqrf_bufferSize) &&
-                 KILN_RESOLVE(geqrf, cusolverDnXgeqrf) &&
-                 KILN_RESOLVE(sorgqr_size, cusolverDnSorgqr_bufferSize) &&
-                 KILN_RESOLVE(sorgqr, cusolverDnSorgqr) &&
-                 KILN_RESOLVE(dorgqr_size, cusolverDnDorgqr_bufferSize) &&
-                 KILN_RESOLVE(dorgqr, cusolverDnDorgqr) &&
-                 KILN_RESOLVE(gesvd_size, cusolverDnXgesvd_bufferSize) &&
-                 KILN_RESOLVE(gesvd, cusolverDnXgesvd);
+          bool required =
+              KILN_RESOLVE(create, cusolverDnCreate) &&
+              KILN_RESOLVE(set_stream, cusolverDnSetStream) &&
+              KILN_RESOLVE(create_params, cusolverDnCreateParams) &&
+              KILN_RESOLVE(potrf_size, cusolverDnXpotrf_bufferSize) &&
+              KILN_RESOLVE(potrf, cusolverDnXpotrf) &&
+              KILN_RESOLVE(spotrf_batched, cusolverDnSpotrfBatched) &&
+              KILN_RESOLVE(dpotrf_batched, cusolverDnDpotrfBatched) &&
+              KILN_RESOLVE(trtri_size, cusolverDnXtrtri_bufferSize) &&
+              KILN_RESOLVE(trtri, cusolverDnXtrtri) &&
+              KILN_RESOLVE(getrf_size, cusolverDnXgetrf_bufferSize) &&
+              KILN_RESOLVE(getrf, cusolverDnXgetrf) &&
+              KILN_RESOLVE(getrs, cusolverDnXgetrs) &&
+              KILN_RESOLVE(syevd_size, cusolverDnXsyevd_bufferSize) &&
+              KILN_RESOLVE(syevd, cusolverDnXsyevd) &&
+              KILN_RESOLVE(geqrf_size, cusolverDnXgeqrf_bufferSize) &&
+              KILN_RESOLVE(geqrf, cusolverDnXgeqrf) &&
+              KILN_RESOLVE(sorgqr_size, cusolverDnSorgqr_bufferSize) &&
+              KILN_RESOLVE(sorgqr, cusolverDnSorgqr) &&
+              KILN_RESOLVE(dorgqr_size, cusolverDnDorgqr_bufferSize) &&
+              KILN_RESOLVE(dorgqr, cusolverDnDorgqr) &&
+              KILN_RESOLVE(gesvd_size, cusolverDnXgesvd_bufferSize) &&
+              KILN_RESOLVE(gesvd, cusolverDnXgesvd);
+          if (!KILN_RESOLVE(geev_size, cusolverDnXgeev_bufferSize) ||
+              !KILN_RESOLVE(geev, cusolverDnXgeev)) {
+            a.geev = nullptr; // optional: Eig then runs on the CPU
+          }
+          return required;
         });
     return lib ? &a : nullptr;
   }();
@@ -342,6 +351,33 @@ void gesvd(bool vectors, int64_t m, int64_t n, int64_t batch, Dtype dt,
                          sv.device_work(), dev, sv.host_work(), host,
                          info + i),
           "gesvd");
+  }
+}
+
+bool has_geev() { return available() && api()->geev != nullptr; }
+
+void geev(bool vectors, int64_t n, int64_t batch, void* a, void* w, void* vr,
+          int* info, const Stream& s) {
+  Solver sv(s);
+  cusolverEigMode_t none = CUSOLVER_EIG_MODE_NOVECTOR;
+  cusolverEigMode_t right =
+      vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  size_t dev = 0, host = 0;
+  check(sv.lib().geev_size(sv.handle(), sv.params(), none, right, n,
+                           CUDA_R_32F, a, n, CUDA_C_32F, w, CUDA_R_32F,
+                           nullptr, 1, CUDA_R_32F, vr, n, CUDA_R_32F, &dev,
+                           &host),
+        "geev workspace query");
+  sv.reserve(dev, host);
+  for (int64_t i = 0; i < batch; ++i) {
+    check(sv.lib().geev(sv.handle(), sv.params(), none, right, n, CUDA_R_32F,
+                        at(a, i, n * n, float32), n, CUDA_C_32F,
+                        at(w, i, n, complex64), CUDA_R_32F, nullptr, 1,
+                        CUDA_R_32F,
+                        vectors ? at(vr, i, n * n, float32) : nullptr, n,
+                        CUDA_R_32F, sv.device_work(), dev, sv.host_work(),
+                        host, info + i),
+          "geev");
   }
 }
 

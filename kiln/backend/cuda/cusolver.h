@@ -56,6 +56,15 @@ void orgqr(int64_t m, int64_t n, int64_t k, int64_t stride, int64_t batch,
 void gesvd(bool vectors, int64_t m, int64_t n, int64_t batch, Dtype dt,
            void* a, void* sv, void* u, void* vt, int* info, const Stream& s);
 
+/** Whether this cuSOLVER has geev (CUDA 12.6 and later). */
+bool has_geev();
+/** Eigenvalues of general real n x n float32 matrices (n complex64 per
+ *  matrix, into w) and, with vectors, their right eigenvectors in LAPACK's
+ *  real layout (a complex pair's real part in column j, imaginary part in
+ *  column j + 1) into vr. Overwrites a. */
+void geev(bool vectors, int64_t n, int64_t batch, void* a, void* w, void* vr,
+          int* info, const Stream& s);
+
 /** The batch's info values (waits for stream s). */
 std::vector<int> read_info(const int* info, int64_t batch, const Stream& s);
 

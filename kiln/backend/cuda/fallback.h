@@ -1,9 +1,9 @@
-// While GPU kernel coverage is incomplete, a primitive without a GPU kernel
-// (or a dtype the GPU kernels do not handle yet) runs its eval_cpu on host
-// views of its inputs: reading them waits for the GPU and copies them back,
-// and the outputs land in host memory, uploaded when a GPU kernel reads
-// them. KILN_DEBUG=1 names each primitive the first time it falls back.
-// README.md lists the primitives still here.
+// Inputs the GPU kernels do not take (a dtype, a layout past their
+// dimensions, a machine without cuSOLVER or cuFFT) make a primitive run its
+// eval_cpu on host views of them: reading them waits for the GPU and copies
+// them back, and the outputs land in host memory, uploaded when a GPU
+// kernel reads them. KILN_DEBUG=1 names each primitive the first time it
+// falls back. README.md lists these cases.
 #pragma once
 
 #include <vector>

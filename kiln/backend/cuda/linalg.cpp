@@ -1,6 +1,6 @@
 // Linear algebra on the GPU through cuSOLVER (cusolver.h), for float32 and
-// float64: every factorization but Eig (which has a CPU stream, as in MLX).
-// Other dtypes and machines without cuSOLVER run them on the CPU.
+// float64 (Eig: float32, with a cuSOLVER that has geev). Other dtypes and
+// machines without cuSOLVER run them on the CPU.
 //
 // A row-major matrix is the column-major transpose, which most routines
 // take as it is: a triangle read row-major is the other one column-major
@@ -36,6 +36,12 @@ JitKernel linalg_fill_kernel(Dtype dt, bool identity) {
   if (identity) std::swap(keep, eye);
   return {keep.first, "#include \"kiln/backend/cuda/device/linalg.cuh\"\n",
           keep.second, {eye}};
+}
+
+JitKernel eig_vectors_kernel() {
+  return {"gEigVectorsfloat32",
+          "#include \"kiln/backend/cuda/device/linalg.cuh\"\n",
+          "kiln::cuda::eig_vectors<float>", {}};
 }
 
 JitKernel lu_pivots_kernel() {
@@ -368,6 +374,38 @@ void SVD::eval_gpu(const std::vector<array>& inputs,
        !cuda::copy_row_major(swapped_view(vt), outputs[2], stream()))) {
     cuda::eval_on_cpu(*this, inputs, outputs);
   }
+}
+
+void Eig::eval_gpu(const std::vector<array>& inputs,
+                   std::vector<array>& outputs) {
+  const array& a = inputs[0];
+  array at = swapped_view(a);
+  array work = like(at); // a column-major: its transpose row-major
+  if (!runs_here(a) || a.dtype() != float32 || !cuda::cusolver::has_geev() ||
+      !cuda::copy_row_major(at, work, stream())) {
+    cuda::eval_on_cpu(*this, inputs, outputs);
+    return;
+  }
+  int64_t n = a.shape(-1), batch = batch_of(a);
+  cuda::set_device_output(outputs[0], stream());
+  array vr = like(a);
+  if (vectors_) cuda::set_device_output(vr, stream());
+  Info info(batch, stream());
+  cuda::cusolver::geev(vectors_, n, batch, cuda::device_ptr(work, stream()),
+                       outputs[0].raw_data_ptr(),
+                       vectors_ ? vr.raw_data_ptr() : nullptr, info.ptr(),
+                       stream());
+  info.raise_first(vectors_ ? "linalg::eig" : "linalg::eigvals",
+                   [](int) { return "the QR algorithm did not converge"; });
+  if (!vectors_) return;
+  cuda::set_device_output(outputs[1], stream());
+  int64_t total = static_cast<int64_t>(outputs[1].size());
+  void* v = vr.raw_data_ptr();
+  void* w = outputs[0].raw_data_ptr();
+  void* out = outputs[1].raw_data_ptr();
+  void* args[] = {&v, &w, &out, &n, &total};
+  cuda::launch(cuda::get_kernel(cuda::eig_vectors_kernel()), total, 1, args,
+               stream().index);
 }
 
 } // namespace kiln

@@ -12,5 +12,7 @@ namespace kiln::cuda {
 JitKernel linalg_fill_kernel(Dtype dt, bool identity);
 /** gLuPivots: getrf's int64 pivots as kiln's pivots and row order. */
 JitKernel lu_pivots_kernel();
+/** gEigVectorsfloat32: geev's real eigenvectors as complex64 ones. */
+JitKernel eig_vectors_kernel();
 
 } // namespace kiln::cuda

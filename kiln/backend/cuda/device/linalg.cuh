@@ -3,7 +3,8 @@
 // another: zero the entries outside the triangle a routine wrote (its
 // other triangle still holds the input), write identity matrices (the
 // right sides whose solution is an inverse), and turn getrf's pivots into
-// kiln's (0-based swaps and the row order they make).
+// kiln's (0-based swaps and the row order they make), and geev's real
+// eigenvectors into complex ones.
 #pragma once
 
 #include "kiln/backend/cuda/device/utils.cuh"
@@ -50,6 +51,32 @@ __global__ void lu_pivots(const I* __restrict__ ipiv,
     }
     for (int64_t r = 0; r < m; ++r) {
       perm[b * m + o[r]] = static_cast<uint32_t>(r);
+    }
+  }
+}
+
+/** Over `total` elements of row-major complex n x n outputs: element (r, j)
+ *  of eigenvector j from geev's column-major real layout, where a complex
+ *  pair of eigenvalues (the one with positive imaginary part first) keeps
+ *  its vector's real part in column j and imaginary part in column j + 1,
+ *  the second vector being the first's conjugate. */
+template <typename T>
+__global__ void eig_vectors(const T* __restrict__ vr,
+                            const complex64_t* __restrict__ w,
+                            complex64_t* __restrict__ out, int64_t n,
+                            int64_t total) {
+  for (int64_t i = first_index<1>(); i < total; i += grid_step<1>()) {
+    int64_t b = i / (n * n), r = (i / n) % n, j = i % n;
+    const T* v = vr + b * n * n;
+    float im = w[b * n + j].im;
+    if (im == 0.0f || (im > 0.0f && j + 1 == n)) {
+      out[i] = complex64_t(static_cast<float>(v[j * n + r]), 0.0f);
+    } else if (im > 0.0f) {
+      out[i] = complex64_t(static_cast<float>(v[j * n + r]),
+                           static_cast<float>(v[(j + 1) * n + r]));
+    } else {
+      out[i] = complex64_t(static_cast<float>(v[(j - 1) * n + r]),
+                           -static_cast<float>(v[j * n + r]));
     }
   }
 }
