@@ -111,12 +111,23 @@ TEST_F(GpuLinalg, InverseAndSolve) {
             << " transposed sides";
       }
     }
-    // Many small matrices run on the host (as LAPACK), same answers.
+    // Orders up to 32 (above: 1 and 9) are solved whole by one kernel,
+    // here a batch of 40 with 3 and with 40 right sides (more than it
+    // takes: cuSOLVER); 40 matrices of order 48 run on the host's LAPACK.
     auto inverse = [](const std::vector<array>& v, Device d) {
       return linalg::inv(v[0], d);
     };
-    EXPECT_TRUE(
-        same_on_devices(inverse, {shifted({40, 5, 5}, dt, 4)}, tol_of(dt)));
+    auto solved = [](const std::vector<array>& v, Device d) {
+      return linalg::solve(v[0], v[1], d);
+    };
+    array small = shifted({40, 5, 5}, dt, 6);
+    EXPECT_TRUE(same_on_devices(inverse, {small}, tol_of(dt)));
+    EXPECT_TRUE(same_on_devices(
+        solved, {small, random_array({40, 5, 3}, dt, -1, 1)}, tol_of(dt)));
+    EXPECT_TRUE(same_on_devices(
+        solved, {small, random_array({40, 5, 40}, dt, -1, 1)}, tol_of(dt)));
+    EXPECT_TRUE(same_on_devices(inverse, {shifted({40, 48, 48}, dt, 13)},
+                                tol_of(dt)));
   }
 }
 

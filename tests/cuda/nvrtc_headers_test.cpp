@@ -118,7 +118,9 @@ TEST(NvrtcHeaders, ComplexKernels) {
 TEST(NvrtcHeaders, LinalgKernels) {
   expect_all_compile({cuda::linalg_fill_kernel(float32, false),
                       cuda::linalg_fill_kernel(float64, true),
-                      cuda::lu_pivots_kernel(), cuda::eig_vectors_kernel()});
+                      cuda::lu_pivots_kernel(), cuda::eig_vectors_kernel(),
+                      cuda::small_solve_kernel(float32),
+                      cuda::small_solve_kernel(float64)});
 }
 
 // Every scan op, and every dtype family on sum (widening ones included),

@@ -44,6 +44,13 @@ JitKernel eig_vectors_kernel() {
           "kiln::cuda::eig_vectors<float>", {}};
 }
 
+JitKernel small_solve_kernel(Dtype dt) {
+  return {"gSmallSolve" + dtype_name(dt),
+          "#include \"kiln/backend/cuda/device/linalg.cuh\"\n",
+          std::string("kiln::cuda::small_solve<") + device_type(dt) + ">",
+          {}};
+}
+
 JitKernel lu_pivots_kernel() {
   return {"gLuPivots", "#include \"kiln/backend/cuda/device/linalg.cuh\"\n",
           "kiln::cuda::lu_pivots<int64_t>", {}};
@@ -140,6 +147,41 @@ bool runs_here(const array& a, bool batched = false) {
   return cuda::cusolver::supports(a.dtype()) && a.size() > 0 && !many_small;
 }
 
+// Systems of at most small_order equations and right sides (device/
+// linalg.cuh) are solved whole by one kernel, a block each: cuSOLVER's
+// routines take one matrix per call, a few kernels and a host round each.
+constexpr int small_order = 32;
+
+bool small_systems(const array& a, int64_t sides) {
+  return cuda::cusolver::supports(a.dtype()) && a.size() > 0 &&
+         a.shape(-1) <= small_order && sides <= small_order;
+}
+
+// x = a^-1 b for the systems of a (row-major copies made as needed), or
+// a^-1 when b is null; raises for a singular one as op does on the CPU.
+// False (nothing done) when the GPU cannot copy the inputs.
+bool solve_small(const char* op, const array& a, const array* b, array& x,
+                 const Stream& s) {
+  array ar = a, br = b ? *b : a;
+  if (!cuda::row_contiguous(a, ar, s) ||
+      (b && !cuda::row_contiguous(*b, br, s))) {
+    return false;
+  }
+  int n = a.shape(-1), r = b ? b->shape(-1) : n;
+  int64_t batch = batch_of(a);
+  cuda::set_device_output(x, s);
+  Info info(batch, s);
+  void* ap = cuda::device_ptr(ar, s);
+  void* bp = b ? cuda::device_ptr(br, s) : nullptr;
+  void* xp = x.raw_data_ptr();
+  int* ip = info.ptr();
+  void* args[] = {&ap, &bp, &xp, &n, &r, &batch, &ip};
+  cuda::launch_blocks(cuda::get_kernel(cuda::small_solve_kernel(a.dtype())),
+                      batch, 128, args, s.index);
+  info.raise_first(op, singular_u);
+  return true;
+}
+
 // Factors the square row-major matrices of lu in place (as their
 // transposes, column-major) and returns their 1-based pivots; raises for a
 // singular one as op does on the CPU.
@@ -194,6 +236,10 @@ void TriangularInverse::eval_gpu(const std::vector<array>& inputs,
 
 void Inverse::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& a = inputs[0];
+  if (small_systems(a, a.shape(-1)) &&
+      solve_small("linalg::inv", a, nullptr, out, stream())) {
+    return;
+  }
   array lu = like(a);
   if (!runs_here(a) || !cuda::copy_row_major(a, lu, stream())) {
     cuda::eval_on_cpu(*this, inputs, out);
@@ -214,6 +260,10 @@ void Inverse::eval_gpu(const std::vector<array>& inputs, array& out) {
 void Solve::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& a = inputs[0];
   const array& b = inputs[1];
+  if (small_systems(a, b.shape(-1)) && b.dtype() == a.dtype() &&
+      b.size() > 0 && solve_small("linalg::solve", a, &b, out, stream())) {
+    return;
+  }
   // The right sides column-major (b's transpose row-major), solved in place
   // with A = (A^T)^T from the factors of the transpose, read back as the
   // transpose.

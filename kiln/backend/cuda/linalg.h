@@ -14,5 +14,7 @@ JitKernel linalg_fill_kernel(Dtype dt, bool identity);
 JitKernel lu_pivots_kernel();
 /** gEigVectorsfloat32: geev's real eigenvectors as complex64 ones. */
 JitKernel eig_vectors_kernel();
+/** gSmallSolve{dtype}: batches of small systems solved whole. */
+JitKernel small_solve_kernel(Dtype dt);
 
 } // namespace kiln::cuda

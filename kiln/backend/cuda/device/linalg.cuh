@@ -3,8 +3,9 @@
 // another: zero the entries outside the triangle a routine wrote (its
 // other triangle still holds the input), write identity matrices (the
 // right sides whose solution is an inverse), and turn getrf's pivots into
-// kiln's (0-based swaps and the row order they make), and geev's real
-// eigenvectors into complex ones.
+// kiln's (0-based swaps and the row order they make), geev's real
+// eigenvectors into complex ones, and batches of small linear systems
+// solved whole (cuSOLVER takes one matrix per call).
 #pragma once
 
 #include "kiln/backend/cuda/device/utils.cuh"
@@ -78,6 +79,82 @@ __global__ void eig_vectors(const T* __restrict__ vr,
       out[i] = complex64_t(static_cast<float>(v[(j - 1) * n + r]),
                            -static_cast<float>(v[j * n + r]));
     }
+  }
+}
+
+/** The largest order and number of right sides small_solve takes. */
+inline constexpr int small_order = 32;
+
+/** A X = B for batches of small systems, a block per system (a loop over
+ *  them): Gauss-Jordan elimination with partial pivoting (the rows LU's
+ *  partial pivoting picks) on [A | B] in shared memory. a holds row-major
+ *  n x n matrices, b row-major n x r right sides, or identities when b is
+ *  null (x is then the inverse); x gets row-major n x r solutions. info
+ *  gets, per system, 0 or the 1-based step whose pivot is exactly zero
+ *  (LAPACK's getrf info). */
+template <typename T>
+__global__ void small_solve(const T* __restrict__ a, const T* __restrict__ b,
+                            T* __restrict__ x, int n, int r, int64_t batch,
+                            int* __restrict__ info) {
+  __shared__ T m[small_order][2 * small_order + 1];
+  __shared__ T factor[small_order];
+  __shared__ int pivot;
+  int w = n + r;
+  for (int64_t s = blockIdx.x; s < batch; s += gridDim.x) {
+    const T* as = a + s * n * n;
+    for (int e = threadIdx.x; e < n * w; e += blockDim.x) {
+      int i = e / w, j = e % w;
+      m[i][j] = j < n  ? as[i * n + j]
+                : b    ? b[s * n * r + i * r + (j - n)]
+                       : T(i == j - n ? 1 : 0);
+    }
+    __syncthreads();
+    int status = 0;
+    for (int k = 0; k < n; ++k) {
+      if (threadIdx.x == 0) {
+        int p = k;
+        T best = m[k][k] < T(0) ? -m[k][k] : m[k][k];
+        for (int i = k + 1; i < n; ++i) {
+          T v = m[i][k] < T(0) ? -m[i][k] : m[i][k];
+          if (v > best) {
+            best = v;
+            p = i;
+          }
+        }
+        pivot = p;
+      }
+      __syncthreads();
+      int p = pivot;
+      if (p != k) {
+        for (int j = threadIdx.x; j < w; j += blockDim.x) {
+          T t = m[k][j];
+          m[k][j] = m[p][j];
+          m[p][j] = t;
+        }
+        __syncthreads();
+      }
+      T d = m[k][k]; // the same for every thread: the branch is uniform
+      if (d == T(0)) {
+        if (status == 0) status = k + 1;
+        __syncthreads(); // every thread has read pivot before it changes
+        continue;
+      }
+      for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        factor[i] = i == k ? T(0) : m[i][k] / d;
+      }
+      __syncthreads();
+      for (int e = threadIdx.x; e < n * w; e += blockDim.x) {
+        int i = e / w, j = e % w;
+        if (i != k && j > k) m[i][j] -= factor[i] * m[k][j];
+      }
+      __syncthreads();
+    }
+    for (int e = threadIdx.x; e < n * r; e += blockDim.x) {
+      int i = e / r;
+      x[s * n * r + e] = m[i][n + e % r] / m[i][i];
+    }
+    if (threadIdx.x == 0) info[s] = status;
+    __syncthreads();
   }
 }
 
