@@ -35,6 +35,11 @@ struct Api {
   decltype(&cusolverDnXgetrs) getrs = nullptr;
   decltype(&cusolverDnXsyevd_bufferSize) syevd_size = nullptr;
   decltype(&cusolverDnXsyevd) syevd = nullptr;
+  decltype(&cusolverDnCreateSyevjInfo) create_syevj_info = nullptr;
+  decltype(&cusolverDnSsyevjBatched_bufferSize) ssyevj_size = nullptr;
+  decltype(&cusolverDnSsyevjBatched) ssyevj = nullptr;
+  decltype(&cusolverDnDsyevjBatched_bufferSize) dsyevj_size = nullptr;
+  decltype(&cusolverDnDsyevjBatched) dsyevj = nullptr;
   decltype(&cusolverDnXgeqrf_bufferSize) geqrf_size = nullptr;
   decltype(&cusolverDnXgeqrf) geqrf = nullptr;
   // orgqr has no generic form: one per type.
@@ -72,6 +77,11 @@ const Api* api() {
               KILN_RESOLVE(getrs, cusolverDnXgetrs) &&
               KILN_RESOLVE(syevd_size, cusolverDnXsyevd_bufferSize) &&
               KILN_RESOLVE(syevd, cusolverDnXsyevd) &&
+              KILN_RESOLVE(create_syevj_info, cusolverDnCreateSyevjInfo) &&
+              KILN_RESOLVE(ssyevj_size, cusolverDnSsyevjBatched_bufferSize) &&
+              KILN_RESOLVE(ssyevj, cusolverDnSsyevjBatched) &&
+              KILN_RESOLVE(dsyevj_size, cusolverDnDsyevjBatched_bufferSize) &&
+              KILN_RESOLVE(dsyevj, cusolverDnDsyevjBatched) &&
               KILN_RESOLVE(geqrf_size, cusolverDnXgeqrf_bufferSize) &&
               KILN_RESOLVE(geqrf, cusolverDnXgeqrf) &&
               KILN_RESOLVE(sorgqr_size, cusolverDnSorgqr_bufferSize) &&
@@ -279,6 +289,40 @@ void syevd(bool vectors, bool upper, int64_t n, int64_t batch, Dtype dt,
                          info + i),
           "syevd");
   }
+}
+
+void syevj_batched(bool vectors, bool upper, int64_t n, int64_t batch,
+                   Dtype dt, void* a, void* w, int* info, const Stream& s) {
+  Solver sv(s);
+  // Default Jacobi settings (machine precision, eigenvalues sorted), one
+  // object for the process, used under the solver's lock.
+  static syevjInfo_t params = nullptr;
+  if (!params) check(sv.lib().create_syevj_info(&params), "syevj setup");
+  cusolverEigMode_t job =
+      vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  int ni = static_cast<int>(n), bi = static_cast<int>(batch), lwork = 0;
+  bool f64 = dt == float64;
+  check(f64 ? sv.lib().dsyevj_size(sv.handle(), job, fill(upper), ni,
+                                   static_cast<const double*>(a), ni,
+                                   static_cast<const double*>(w), &lwork,
+                                   params, bi)
+            : sv.lib().ssyevj_size(sv.handle(), job, fill(upper), ni,
+                                   static_cast<const float*>(a), ni,
+                                   static_cast<const float*>(w), &lwork,
+                                   params, bi),
+        "syevjBatched workspace query");
+  sv.reserve(static_cast<size_t>(lwork) * dt.size, 0);
+  check(f64 ? sv.lib().dsyevj(sv.handle(), job, fill(upper), ni,
+                              static_cast<double*>(a), ni,
+                              static_cast<double*>(w),
+                              static_cast<double*>(sv.device_work()), lwork,
+                              info, params, bi)
+            : sv.lib().ssyevj(sv.handle(), job, fill(upper), ni,
+                              static_cast<float*>(a), ni,
+                              static_cast<float*>(w),
+                              static_cast<float*>(sv.device_work()), lwork,
+                              info, params, bi),
+        "syevjBatched");
 }
 
 void geqrf(int64_t m, int64_t n, int64_t batch, Dtype dt, void* a, void* tau,

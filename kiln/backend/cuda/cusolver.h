@@ -43,6 +43,11 @@ void getrs(bool transpose, int64_t n, int64_t nrhs, int64_t batch, Dtype dt,
  *  one triangle. */
 void syevd(bool vectors, bool upper, int64_t n, int64_t batch, Dtype dt,
            void* a, void* w, int* info, const Stream& s);
+/** syevd for a batch of matrices of order up to syevj_batched_max_n, as
+ *  one Jacobi call over them all (eigenvalues ascending, as syevd's). */
+inline constexpr int64_t syevj_batched_max_n = 32;
+void syevj_batched(bool vectors, bool upper, int64_t n, int64_t batch,
+                   Dtype dt, void* a, void* w, int* info, const Stream& s);
 /** Householder QR in place: R on and above the diagonal, the reflectors
  *  below it with their scales in tau (min(m, n) per matrix). */
 void geqrf(int64_t m, int64_t n, int64_t batch, Dtype dt, void* a, void* tau,

@@ -290,17 +290,20 @@ void Solve::eval_gpu(const std::vector<array>& inputs, array& out) {
 void Eigh::eval_gpu(const std::vector<array>& inputs,
                     std::vector<array>& outputs) {
   const array& a = inputs[0];
+  bool batched = batch_of(a) > 1 &&
+                 a.shape(-1) <= cuda::cusolver::syevj_batched_max_n;
   array vectors = like(a);
-  if (!runs_here(a) || !cuda::copy_row_major(a, vectors, stream())) {
+  if (!runs_here(a, batched) || !cuda::copy_row_major(a, vectors, stream())) {
     cuda::eval_on_cpu(*this, inputs, outputs);
     return;
   }
   int64_t n = a.shape(-1), batch = batch_of(a);
   cuda::set_device_output(outputs[0], stream());
   Info info(batch, stream());
-  cuda::cusolver::syevd(vectors_, uplo_ == 'L', n, batch, a.dtype(),
-                        cuda::device_ptr(vectors, stream()),
-                        outputs[0].raw_data_ptr(), info.ptr(), stream());
+  (batched ? cuda::cusolver::syevj_batched : cuda::cusolver::syevd)(
+      vectors_, uplo_ == 'L', n, batch, a.dtype(),
+      cuda::device_ptr(vectors, stream()), outputs[0].raw_data_ptr(),
+      info.ptr(), stream());
   info.raise_first(vectors_ ? "linalg::eigh" : "linalg::eigvalsh",
                    [](int) { return "the solver did not converge"; });
   // The eigenvectors are the columns of the column-major result: its rows
