@@ -1,0 +1,93 @@
+// The linear algebra kernels' names and instantiations, and the helpers
+// the eval_gpus share (linalg.h).
+#include "kiln/backend/cuda/linalg.h"
+
+#include <utility>
+
+#include "kiln/backend/cuda/kernels.h"
+#include "kiln/core/layout.h"
+
+namespace kiln::cuda {
+
+JitKernel linalg_fill_kernel(Dtype dt, bool identity) {
+  std::string type = device_type(dt);
+  std::pair<std::string, std::string> keep = {
+      "gKeepTriangle" + dtype_name(dt),
+      "kiln::cuda::keep_triangle<" + type + ">"};
+  std::pair<std::string, std::string> eye = {
+      "gIdentity" + dtype_name(dt), "kiln::cuda::identity<" + type + ">"};
+  if (identity) std::swap(keep, eye);
+  return {keep.first, "#include \"kiln/backend/cuda/device/linalg.cuh\"\n",
+          keep.second, {eye}};
+}
+
+JitKernel eig_vectors_kernel() {
+  return {"gEigVectorsfloat32",
+          "#include \"kiln/backend/cuda/device/linalg.cuh\"\n",
+          "kiln::cuda::eig_vectors<float>", {}};
+}
+
+JitKernel small_solve_kernel(Dtype dt) {
+  return {"gSmallSolve" + dtype_name(dt),
+          "#include \"kiln/backend/cuda/device/linalg.cuh\"\n",
+          std::string("kiln::cuda::small_solve<") + device_type(dt) + ">",
+          {}};
+}
+
+JitKernel lu_pivots_kernel() {
+  return {"gLuPivots", "#include \"kiln/backend/cuda/device/linalg.cuh\"\n",
+          "kiln::cuda::lu_pivots<int64_t>", {}};
+}
+
+namespace dense {
+
+void fill_matrices(array& a, int64_t rows, int64_t cols, bool upper,
+                   bool identity, const Stream& s) {
+  int64_t total = static_cast<int64_t>(a.size());
+  void* ptr = identity ? a.raw_data_ptr() : device_ptr(a, s);
+  void* args[] = {&ptr, &rows, &cols, &total, &upper};
+  launch(get_kernel(linalg_fill_kernel(a.dtype(), identity)), total, 1, args,
+         s.index);
+}
+
+int64_t batch_of(const array& a) {
+  int64_t n = a.shape(-1) * a.shape(-2);
+  return n > 0 ? static_cast<int64_t>(a.size()) / n : 0;
+}
+
+array strided_view(const array& a, Shape shape, const Strides& strides) {
+  auto l = layout_of(shape, strides);
+  array v = array::uninitialized(std::move(shape), a.dtype());
+  v.copy_shared_buffer(a, strides, l.flags, l.data_size);
+  return v;
+}
+
+array swapped_view(const array& a, int64_t rows) {
+  Shape shape = a.shape();
+  Strides strides = a.strides();
+  size_t d = shape.size();
+  std::swap(shape[d - 1], shape[d - 2]);
+  std::swap(strides[d - 1], strides[d - 2]);
+  if (rows >= 0) shape[d - 2] = static_cast<int>(rows);
+  return strided_view(a, std::move(shape), strides);
+}
+
+array like(const array& x) {
+  return array::uninitialized(x.shape(), x.dtype());
+}
+
+std::string singular_u(int info) {
+  return "the matrix is singular (U[" + std::to_string(info - 1) + ", " +
+         std::to_string(info - 1) + "] is exactly zero)";
+}
+
+bool runs_here(const array& a, bool batched) {
+  constexpr int64_t small_order = 64, many = 16;
+  int64_t n = std::max(a.shape(-1), a.shape(-2));
+  bool many_small = !batched && n <= small_order && batch_of(a) > many;
+  return cusolver::supports(a.dtype()) && a.size() > 0 && !many_small;
+}
+
+} // namespace dense
+
+} // namespace kiln::cuda
