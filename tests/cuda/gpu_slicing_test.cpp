@@ -154,9 +154,12 @@ TEST_F(GpuSlicing, DynamicSliceHostAndDeviceStarts) {
 }
 
 TEST_F(GpuSlicing, DynamicSliceUpdateHostAndDeviceStarts) {
-  for (Dtype dt : {float16, float64, int32, uint16, bool_}) {
-    array src = random_array({9, 10, 3}, dt, -9, 9);
-    array upd = random_array({3, 4, 3}, dt, -9, 9);
+  // complex64 moves as raw 8-byte elements.
+  for (Dtype dt : {float16, float64, int32, uint16, bool_, complex64}) {
+    array src = dt == complex64 ? complex_random({9, 10, 3}, -9, 9)
+                                : random_array({9, 10, 3}, dt, -9, 9);
+    array upd = dt == complex64 ? complex_random({3, 4, 3}, -9, 9)
+                                : random_array({3, 4, 3}, dt, -9, 9);
     for (auto& start : {array({2, 5}), array({-2, 9}), array({-30, -1})}) {
       for (auto& [uname, u] : std::vector<std::pair<std::string, array>>{
                {"contiguous", upd},

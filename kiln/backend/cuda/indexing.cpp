@@ -3,7 +3,7 @@
 // read on the device as they are (any integer dtype, any strides), and the
 // kernels are compiled by NVRTC per variant (indexing.h). Layouts the
 // kernels cannot walk (more than max_ndim dimensions after collapsing, more
-// than max_ndim index arrays) and complex64 arithmetic run on the CPU.
+// than max_ndim index arrays) and complex64 products run on the CPU.
 #include "kiln/backend/cuda/indexing.h"
 
 #include <climits>
@@ -53,6 +53,16 @@ const char* reduce_suffix(ScatterReduce r) {
 // Assignment only moves elements: raw bytes of the element's size.
 Dtype scatter_element(ScatterReduce r, Dtype dt) {
   return r == ScatterReduce::None ? raw_dtype(dt) : dt;
+}
+
+// complex64 scatters on the GPU when it assigns (raw moves) or adds (an
+// atomic add per part, device/indexing.cuh); its products (max and min
+// refuse complex values) run on the CPU.
+bool scatters_on_gpu(ScatterReduce r, Dtype dt) {
+  if (dt == complex64) {
+    return r == ScatterReduce::None || r == ScatterReduce::Sum;
+  }
+  return gpu_supports(dt);
 }
 
 JitKernel gather_one(Dtype dt, Dtype index, int n, bool ic, bool sc,
@@ -207,7 +217,7 @@ template <int N>
 bool scatter(ScatterReduce r, const std::vector<array>& inputs,
              const std::vector<int>& axes, array& out, const Stream& s) {
   const array& upd = inputs.back();
-  if (!gpu_supports(out.dtype())) return false;
+  if (!scatters_on_gpu(r, out.dtype())) return false;
   std::vector<array> idx(inputs.begin() + 1, inputs.end() - 1);
   Dtype index_dt = int32;
   if (!one_index_dtype(idx, index_dt, s)) return false;
@@ -307,7 +317,7 @@ bool scatter_axis(ScatterReduce r, const std::vector<array>& inputs,
                   int axis, array& out, const Stream& s) {
   const array& idx = inputs[1];
   const array& upd = inputs[2];
-  if (!gpu_supports(out.dtype())) return false;
+  if (!scatters_on_gpu(r, out.dtype())) return false;
   Strides out_strides = row_major_strides(out.shape());
   std::array<Strides, 3> st{out_strides, upd.strides(), idx.strides()};
   st[0][axis] = 0; // the index values choose the position along axis

@@ -147,9 +147,13 @@ void DynamicSliceUpdate::eval_gpu(const std::vector<array>& inputs,
   const array& update = inputs[1];
   Strides out_strides = row_major_strides(out.shape());
   cuda::Strided<2> l;
+  // Equal dtypes move raw elements (complex64 too); others convert.
+  bool dtypes = update.dtype() == out.dtype() ||
+                (cuda::gpu_supports(update.dtype()) &&
+                 cuda::gpu_supports(out.dtype()));
   bool fits =
-      cuda::gpu_supports(update.dtype()) && cuda::gpu_supports(out.dtype()) &&
-      is_integral(inputs[2].dtype()) && axes_.size() <= cuda::max_ndim &&
+      dtypes && is_integral(inputs[2].dtype()) &&
+      axes_.size() <= cuda::max_ndim &&
       cuda::collapsed(update.shape(),
                       std::array<Strides, 2>{update.strides(), out_strides},
                       l);

@@ -67,6 +67,10 @@ template <typename Op, typename T>
 __device__ __forceinline__ void combine(T* addr, T v) {
   if constexpr (is_same_v<Op, ScatterAssign>) {
     *addr = v;
+  } else if constexpr (is_same_v<Op, ScatterSum> && is_complex_v<T>) {
+    // A complex sum is the sums of the parts.
+    atomicAdd(&addr->re, v.re);
+    atomicAdd(&addr->im, v.im);
   } else if constexpr (is_same_v<Op, ScatterSum> && is_native_add_v<T>) {
     if constexpr (is_same_v<T, long long>) {
       // Two's complement: the unsigned sum has the same bits.
