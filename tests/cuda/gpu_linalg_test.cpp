@@ -99,7 +99,8 @@ TEST_F(GpuLinalg, InverseAndSolve) {
         auto solved = [](const std::vector<array>& v, Device d) {
           return linalg::solve(v[0], v[1], d);
         };
-        array vec = random_array({4, n}, dt, -1, 1);
+        // A 1-d right side is one vector for every matrix (MLX's rule).
+        array vec = random_array({n}, dt, -1, 1);
         array many = random_array({4, n, 5}, dt, -1, 1);
         EXPECT_TRUE(same_on_devices(solved, {a, vec}, tol_of(dt)))
             << dtype_name(dt) << " n " << n << " " << layout << " vector";
@@ -213,6 +214,35 @@ std::vector<double> eye_like_gram(const array& x) {
   return to_doubles(broadcast_to(eye(k), s));
 }
 
+// The SVD's values as the CPU's; U diag(S) V^T = A over the first k
+// columns and rows; U and V orthogonal (signs are the library's).
+void check_svd(const array& a, double t, const std::string& what) {
+  auto values = [](const std::vector<array>& v, Device d) {
+    return linalg::svd(v[0], false, d)[0];
+  };
+  EXPECT_TRUE(same_on_devices(values, {a}, t)) << what << " S";
+  auto usv = linalg::svd(a, Device::gpu);
+  eval(usv);
+  // U diag(S) V^T over the first k columns and rows = A; U and V
+  // orthogonal.
+  int m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
+  Shape batch(a.shape().begin(), a.shape().end() - 2);
+  Shape uk = batch, vk = batch;
+  uk.insert(uk.end(), {m, k});
+  vk.insert(vk.end(), {k, n});
+  array u = slice(usv[0], Shape(uk.size(), 0), uk);
+  array vt = slice(usv[2], Shape(vk.size(), 0), vk);
+  array us = multiply(u, expand_dims(usv[1], -2), Device::cpu);
+  EXPECT_TRUE(all_close(to_doubles(matmul(us, vt, Device::cpu)),
+                        to_doubles(a), 0, t))
+      << what << " U S V^T";
+  EXPECT_TRUE(all_close(gram(usv[0]), eye_like_gram(usv[0]), 0, t))
+      << what << " U";
+  array v = swapaxes(usv[2], -1, -2);
+  EXPECT_TRUE(all_close(gram(v), eye_like_gram(v), 0, t))
+      << what << " V";
+}
+
 TEST_F(GpuLinalg, QrAndSvd) {
   for (Dtype dt : {float32, float64}) {
     double t = dt == float32 ? 1e-4 : 1e-10;
@@ -233,31 +263,23 @@ TEST_F(GpuLinalg, QrAndSvd) {
             << what << " R upper";
         EXPECT_TRUE(all_close(magnitudes(r), magnitudes(rc), 0, t))
             << what << " |R|";
-        auto values = [](const std::vector<array>& v, Device d) {
-          return linalg::svd(v[0], false, d)[0];
-        };
-        EXPECT_TRUE(same_on_devices(values, {a}, t)) << what << " S";
-        auto usv = linalg::svd(a, Device::gpu);
-        eval(usv);
-        // U diag(S) V^T over the first k columns and rows = A; U and V
-        // orthogonal.
-        int m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
-        Shape batch(a.shape().begin(), a.shape().end() - 2);
-        Shape uk = batch, vk = batch;
-        uk.insert(uk.end(), {m, k});
-        vk.insert(vk.end(), {k, n});
-        array u = slice(usv[0], Shape(uk.size(), 0), uk);
-        array vt = slice(usv[2], Shape(vk.size(), 0), vk);
-        array us = multiply(u, expand_dims(usv[1], -2), Device::cpu);
-        EXPECT_TRUE(all_close(to_doubles(matmul(us, vt, Device::cpu)),
-                              to_doubles(a), 0, t))
-            << what << " U S V^T";
-        EXPECT_TRUE(all_close(gram(usv[0]), eye_like_gram(usv[0]), 0, t))
-            << what << " U";
-        array v = swapaxes(usv[2], -1, -2);
-        EXPECT_TRUE(all_close(gram(v), eye_like_gram(v), 0, t))
-            << what << " V";
+        check_svd(a, t, what);
       }
+    }
+  }
+}
+
+TEST_F(GpuLinalg, SvdFallsBackToQrIterations) {
+  // With one sweep the Jacobi SVD does not converge on these matrices and
+  // the batch is redone by gesvd.
+  struct Sweeps {
+    Sweeps() { cuda::cusolver::set_gesvdj_max_sweeps(1); }
+    ~Sweeps() { cuda::cusolver::set_gesvdj_max_sweeps(100); }
+  } one_sweep;
+  for (Dtype dt : {float32, float64}) {
+    double t = dt == float32 ? 1e-4 : 1e-10;
+    for (Shape shape : {Shape{2, 12, 12}, Shape{2, 13, 7}, Shape{7, 13}}) {
+      check_svd(random_array(shape, dt, -1, 1), t, dtype_name(dt));
     }
   }
 }
@@ -322,7 +344,7 @@ TEST_F(GpuLinalg, FailuresAsOnTheCpu) {
                  {"[linalg::inv]", "singular", "matrix 1 of the batch"});
   expect_failure(
       [&] {
-        return linalg::solve(sbatch, random_array({2, 4}, float32),
+        return linalg::solve(sbatch, random_array({2, 4, 1}, float32),
                              Device::gpu);
       },
       {"[linalg::solve]", "singular", "matrix 1 of the batch"});

@@ -3,6 +3,7 @@
 #include <cusolverDn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -49,6 +50,13 @@ struct Api {
   decltype(&cusolverDnDorgqr) dorgqr = nullptr;
   decltype(&cusolverDnXgesvd_bufferSize) gesvd_size = nullptr;
   decltype(&cusolverDnXgesvd) gesvd = nullptr;
+  // gesvdj has no generic form: one per type.
+  decltype(&cusolverDnCreateGesvdjInfo) create_gesvdj_info = nullptr;
+  decltype(&cusolverDnXgesvdjSetMaxSweeps) gesvdj_set_max_sweeps = nullptr;
+  decltype(&cusolverDnSgesvdj_bufferSize) sgesvdj_size = nullptr;
+  decltype(&cusolverDnSgesvdj) sgesvdj = nullptr;
+  decltype(&cusolverDnDgesvdj_bufferSize) dgesvdj_size = nullptr;
+  decltype(&cusolverDnDgesvdj) dgesvdj = nullptr;
   // CUDA 12.6 and later only.
   decltype(&cusolverDnXgeev_bufferSize) geev_size = nullptr;
   decltype(&cusolverDnXgeev) geev = nullptr;
@@ -89,7 +97,14 @@ const Api* api() {
               KILN_RESOLVE(dorgqr_size, cusolverDnDorgqr_bufferSize) &&
               KILN_RESOLVE(dorgqr, cusolverDnDorgqr) &&
               KILN_RESOLVE(gesvd_size, cusolverDnXgesvd_bufferSize) &&
-              KILN_RESOLVE(gesvd, cusolverDnXgesvd);
+              KILN_RESOLVE(gesvd, cusolverDnXgesvd) &&
+              KILN_RESOLVE(create_gesvdj_info, cusolverDnCreateGesvdjInfo) &&
+              KILN_RESOLVE(gesvdj_set_max_sweeps,
+                           cusolverDnXgesvdjSetMaxSweeps) &&
+              KILN_RESOLVE(sgesvdj_size, cusolverDnSgesvdj_bufferSize) &&
+              KILN_RESOLVE(sgesvdj, cusolverDnSgesvdj) &&
+              KILN_RESOLVE(dgesvdj_size, cusolverDnDgesvdj_bufferSize) &&
+              KILN_RESOLVE(dgesvdj, cusolverDnDgesvdj);
           if (!KILN_RESOLVE(geev_size, cusolverDnXgeev_bufferSize) ||
               !KILN_RESOLVE(geev, cusolverDnXgeev)) {
             a.geev = nullptr; // optional: Eig then runs on the CPU
@@ -395,6 +410,64 @@ void gesvd(bool vectors, int64_t m, int64_t n, int64_t batch, Dtype dt,
                          sv.device_work(), dev, sv.host_work(), host,
                          info + i),
           "gesvd");
+  }
+}
+
+namespace {
+// gesvdj's sweep limit, read at each call.
+std::atomic<int> gesvdj_sweeps{100};
+} // namespace
+
+void set_gesvdj_max_sweeps(int sweeps) { gesvdj_sweeps = sweeps; }
+
+void gesvdj(bool vectors, int64_t m, int64_t n, int64_t batch, Dtype dt,
+            void* a, void* sv_out, void* u, void* v, int* info,
+            const Stream& s) {
+  Solver sv(s);
+  // Machine precision, the sweeps as set; one object for the process,
+  // used under the solver's lock.
+  static gesvdjInfo_t params = nullptr;
+  if (!params) check(sv.lib().create_gesvdj_info(&params), "gesvdj setup");
+  check(sv.lib().gesvdj_set_max_sweeps(params, gesvdj_sweeps.load()),
+        "gesvdj setup");
+  cusolverEigMode_t job =
+      vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  int mi = static_cast<int>(m), ni = static_cast<int>(n), lwork = 0;
+  bool f64 = dt == float64;
+  // Without vectors U and V are not referenced: a stands in for them.
+  void* u0 = vectors ? u : a;
+  void* v0 = vectors ? v : a;
+  check(f64 ? sv.lib().dgesvdj_size(
+                  sv.handle(), job, 0, mi, ni, static_cast<const double*>(a),
+                  mi, static_cast<const double*>(sv_out),
+                  static_cast<const double*>(u0), mi,
+                  static_cast<const double*>(v0), ni, &lwork, params)
+            : sv.lib().sgesvdj_size(
+                  sv.handle(), job, 0, mi, ni, static_cast<const float*>(a),
+                  mi, static_cast<const float*>(sv_out),
+                  static_cast<const float*>(u0), mi,
+                  static_cast<const float*>(v0), ni, &lwork, params),
+        "gesvdj workspace query");
+  sv.reserve(static_cast<size_t>(lwork) * dt.size, 0);
+  int64_t k = std::min(m, n);
+  for (int64_t i = 0; i < batch; ++i) {
+    void* ai = at(a, i, m * n, dt);
+    void* si = at(sv_out, i, k, dt);
+    void* ui = vectors ? at(u, i, m * m, dt) : a;
+    void* vi = vectors ? at(v, i, n * n, dt) : a;
+    check(f64 ? sv.lib().dgesvdj(
+                    sv.handle(), job, 0, mi, ni, static_cast<double*>(ai), mi,
+                    static_cast<double*>(si), static_cast<double*>(ui), mi,
+                    static_cast<double*>(vi), ni,
+                    static_cast<double*>(sv.device_work()), lwork, info + i,
+                    params)
+              : sv.lib().sgesvdj(
+                    sv.handle(), job, 0, mi, ni, static_cast<float*>(ai), mi,
+                    static_cast<float*>(si), static_cast<float*>(ui), mi,
+                    static_cast<float*>(vi), ni,
+                    static_cast<float*>(sv.device_work()), lwork, info + i,
+                    params),
+          "gesvdj");
   }
 }
 

@@ -60,6 +60,15 @@ void orgqr(int64_t m, int64_t n, int64_t k, int64_t stride, int64_t batch,
  *  vectors, all of U (m x m) and V^T (n x n); needs m >= n. Overwrites a. */
 void gesvd(bool vectors, int64_t m, int64_t n, int64_t batch, Dtype dt,
            void* a, void* sv, void* u, void* vt, int* info, const Stream& s);
+/** The same by one-sided Jacobi rotations (PyTorch's default on the GPU),
+ *  for any m and n: U (m x m) and V itself (n x n, not transposed). A
+ *  matrix it did not converge on within the sweep limit has min(m, n) + 1
+ *  in info. */
+void gesvdj(bool vectors, int64_t m, int64_t n, int64_t batch, Dtype dt,
+            void* a, void* sv, void* u, void* v, int* info, const Stream& s);
+/** gesvdj's sweep limit (100 by default); a test lowers it to reach the
+ *  fallback to gesvd. */
+void set_gesvdj_max_sweeps(int sweeps);
 
 /** Whether this cuSOLVER has geev (CUDA 12.6 and later). */
 bool has_geev();

@@ -61,6 +61,11 @@ class Info {
   Info(const Info&) = delete;
   Info& operator=(const Info&) = delete;
   int* ptr() { return static_cast<int*>(scratch_.ptr); }
+  /** Whether any matrix's status is positive (waits for the stream). */
+  bool any_positive() {
+    auto v = cusolver::read_info(ptr(), batch_, stream_);
+    return std::any_of(v.begin(), v.end(), [](int x) { return x > 0; });
+  }
   /** Raises linalg_failure(op, i, ...) for the first matrix i whose status
    *  is positive, with what(status) as the reason. */
   template <typename What>
