@@ -434,9 +434,16 @@ void gesvdj(bool vectors, int64_t m, int64_t n, int64_t batch, Dtype dt,
       vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
   int mi = static_cast<int>(m), ni = static_cast<int>(n), lwork = 0;
   bool f64 = dt == float64;
-  // Without vectors U and V are not referenced: a stands in for them.
-  void* u0 = vectors ? u : a;
-  void* v0 = vectors ? v : a;
+  // Without vectors gesvdj still writes U and V (measured: over a, their
+  // stand-in, it wrote past the buffer): one pair of scratch matrices,
+  // reused down the batch, takes them.
+  std::optional<Scratch> u_scratch, v_scratch;
+  if (!vectors) {
+    u_scratch.emplace(static_cast<size_t>(m * m) * dt.size, s);
+    v_scratch.emplace(static_cast<size_t>(n * n) * dt.size, s);
+  }
+  void* u0 = vectors ? u : u_scratch->ptr;
+  void* v0 = vectors ? v : v_scratch->ptr;
   check(f64 ? sv.lib().dgesvdj_size(
                   sv.handle(), job, 0, mi, ni, static_cast<const double*>(a),
                   mi, static_cast<const double*>(sv_out),
@@ -453,8 +460,8 @@ void gesvdj(bool vectors, int64_t m, int64_t n, int64_t batch, Dtype dt,
   for (int64_t i = 0; i < batch; ++i) {
     void* ai = at(a, i, m * n, dt);
     void* si = at(sv_out, i, k, dt);
-    void* ui = vectors ? at(u, i, m * m, dt) : a;
-    void* vi = vectors ? at(v, i, n * n, dt) : a;
+    void* ui = vectors ? at(u, i, m * m, dt) : u0;
+    void* vi = vectors ? at(v, i, n * n, dt) : v0;
     check(f64 ? sv.lib().dgesvdj(
                     sv.handle(), job, 0, mi, ni, static_cast<double*>(ai), mi,
                     static_cast<double*>(si), static_cast<double*>(ui), mi,
