@@ -28,6 +28,9 @@ JitKernel small_solve_kernel(Dtype dt);
 
 namespace dense {
 
+/** Orders above which potrf and trtri work on the lower triangle
+ *  (column-major), where they are faster. */
+inline constexpr int64_t large_order = 128;
 /** Over the row-major rows x cols matrices of a: zero what lies outside
  *  the lower (or upper) triangle, or with identity write identities. */
 void fill_matrices(array& a, int64_t rows, int64_t cols, bool upper,
