@@ -13,26 +13,16 @@ faster).
 """
 
 import argparse
-import time
 
 import numpy as np
 
 import kiln.core as kc
+from timing import best_ms
 
 try:
     import torch
 except ImportError:  # pragma: no cover
     torch = None
-
-
-def best_ms(fn, sync, repeat):
-    sync(fn())
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        sync(fn())
-        best = min(best, time.perf_counter() - t0)
-    return best * 1e3
 
 
 def kiln_sync(out):

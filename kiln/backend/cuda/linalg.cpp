@@ -103,34 +103,12 @@ void Inverse::eval_gpu(const std::vector<array>& inputs, array& out) {
 }
 
 void Cholesky::eval_gpu(const std::vector<array>& inputs, array& out) {
-  const array& a = inputs[0];
-  int64_t n = a.shape(-1), batch = batch_of(a);
-  // potrf of a large matrix is faster on the lower triangle (column-major)
-  // than on the upper: a row-major lower factor then goes through a
-  // transposed copy each way (a few percent of potrf at order 4096). The
-  // upper factor is the lower one of the plain copy read column-major
-  // (A^T's lower triangle is A's upper), no transposes.
-  bool transposed = !upper_ && n > large_order;
-  array src = transposed ? swapped_view(a) : a;
-  array work = transposed ? like(src) : out;
-  if (!runs_here(a, true) || !cuda::copy_row_major(src, work, stream())) {
-    cuda::eval_on_cpu(*this, inputs, out);
-    return;
-  }
-  Info info(batch, stream());
-  cuda::cusolver::potrf(!upper_ && !transposed, n, batch, a.dtype(),
-                        cuda::device_ptr(work, stream()), info.ptr(),
-                        stream());
-  info.raise_first("linalg::cholesky", [](int v) {
-    return "the matrix is not positive definite (leading minor " +
-           std::to_string(v) + ")";
-  });
-  if (transposed &&
-      !cuda::copy_row_major(swapped_view(work), out, stream())) {
-    cuda::eval_on_cpu(*this, inputs, out);
-    return;
-  }
-  fill_matrices(out, n, n, upper_, false, stream());
+  triangle_routine(*this, inputs, out, upper_, true, cuda::cusolver::potrf,
+                   "linalg::cholesky", [](int v) {
+                     return "the matrix is not positive definite (leading "
+                            "minor " +
+                            std::to_string(v) + ")";
+                   });
 }
 
 void QRF::eval_gpu(const std::vector<array>& inputs,

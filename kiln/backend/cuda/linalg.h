@@ -28,9 +28,6 @@ JitKernel small_solve_kernel(Dtype dt);
 
 namespace dense {
 
-/** Orders above which potrf and trtri work on the lower triangle
- *  (column-major), where they are faster. */
-inline constexpr int64_t large_order = 128;
 /** Over the row-major rows x cols matrices of a: zero what lies outside
  *  the lower (or upper) triangle, or with identity write identities. */
 void fill_matrices(array& a, int64_t rows, int64_t cols, bool upper,
@@ -52,6 +49,20 @@ std::string singular_u(int info);
  *  (its transfers included) than hundreds of calls; `batched` for a
  *  routine that takes a whole batch. */
 bool runs_here(const array& a, bool batched = false);
+
+/** potrf or trtri: the routine over matrices in the triangle named
+ *  (column-major), in place. */
+using TriangleRoutine = void (*)(bool upper, int64_t n, int64_t batch,
+                                 Dtype dt, void* a, int* info,
+                                 const Stream& s);
+/** Cholesky and tri_inv: routine over a copy of inputs[0]'s matrices in
+ *  the column-major triangle that holds the row-major one named, a failure
+ *  raised as op's with why(status), the other triangle of out zeroed;
+ *  `batched` as runs_here's. */
+void triangle_routine(UnaryPrimitive& p, const std::vector<array>& inputs,
+                      array& out, bool upper, bool batched,
+                      TriangleRoutine routine, const char* op,
+                      std::string (*why)(int));
 
 /** Device ints for a batch's statuses. */
 class Info {

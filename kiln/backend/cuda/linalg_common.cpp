@@ -4,6 +4,8 @@
 
 #include <utility>
 
+#include "kiln/backend/cuda/elementwise.h"
+#include "kiln/backend/cuda/fallback.h"
 #include "kiln/backend/cuda/kernels.h"
 #include "kiln/core/layout.h"
 
@@ -86,6 +88,37 @@ bool runs_here(const array& a, bool batched) {
   int64_t n = std::max(a.shape(-1), a.shape(-2));
   bool many_small = !batched && n <= small_order && batch_of(a) > many;
   return cusolver::supports(a.dtype()) && a.size() > 0 && !many_small;
+}
+
+void triangle_routine(UnaryPrimitive& p, const std::vector<array>& inputs,
+                      array& out, bool upper, bool batched,
+                      TriangleRoutine routine, const char* op,
+                      std::string (*why)(int)) {
+  const array& a = inputs[0];
+  const Stream& s = p.stream();
+  int64_t n = a.shape(-1), batch = batch_of(a);
+  // potrf and trtri of a large matrix are faster on the lower triangle
+  // (column-major) than on the upper: a row-major lower triangle then goes
+  // through a transposed copy each way (a few percent of the routine at
+  // order 4096). The upper one is the lower one of the plain copy read
+  // column-major (A^T's lower triangle is A's upper), no transposes.
+  constexpr int64_t large_order = 128;
+  bool transposed = !upper && n > large_order;
+  array src = transposed ? swapped_view(a) : a;
+  array work = transposed ? like(src) : out;
+  if (!runs_here(a, batched) || !copy_row_major(src, work, s)) {
+    eval_on_cpu(p, inputs, out);
+    return;
+  }
+  Info info(batch, s);
+  routine(!upper && !transposed, n, batch, a.dtype(), device_ptr(work, s),
+          info.ptr(), s);
+  info.raise_first(op, why);
+  if (transposed && !copy_row_major(swapped_view(work), out, s)) {
+    eval_on_cpu(p, inputs, out);
+    return;
+  }
+  fill_matrices(out, n, n, upper, false, s);
 }
 
 } // namespace dense

@@ -15,31 +15,11 @@ using namespace cuda::dense;
 
 void TriangularInverse::eval_gpu(const std::vector<array>& inputs,
                                  array& out) {
-  const array& a = inputs[0];
-  int64_t n = a.shape(-1), batch = batch_of(a);
-  // As Cholesky: trtri of a large lower triangle (column-major) goes
-  // through a transposed copy each way.
-  bool transposed = !upper_ && n > large_order;
-  array src = transposed ? swapped_view(a) : a;
-  array work = transposed ? like(src) : out;
-  if (!runs_here(a) || !cuda::copy_row_major(src, work, stream())) {
-    cuda::eval_on_cpu(*this, inputs, out);
-    return;
-  }
-  Info info(batch, stream());
-  cuda::cusolver::trtri(!upper_ && !transposed, n, batch, a.dtype(),
-                        cuda::device_ptr(work, stream()), info.ptr(),
-                        stream());
-  info.raise_first("linalg::tri_inv", [](int v) {
-    return "the matrix is singular (its diagonal entry " +
-           std::to_string(v - 1) + " is zero)";
-  });
-  if (transposed &&
-      !cuda::copy_row_major(swapped_view(work), out, stream())) {
-    cuda::eval_on_cpu(*this, inputs, out);
-    return;
-  }
-  fill_matrices(out, n, n, upper_, false, stream());
+  triangle_routine(*this, inputs, out, upper_, false, cuda::cusolver::trtri,
+                   "linalg::tri_inv", [](int v) {
+                     return "the matrix is singular (its diagonal entry " +
+                            std::to_string(v - 1) + " is zero)";
+                   });
 }
 
 void LUF::eval_gpu(const std::vector<array>& inputs,
