@@ -103,12 +103,12 @@ void Inverse::eval_gpu(const std::vector<array>& inputs, array& out) {
 }
 
 void Cholesky::eval_gpu(const std::vector<array>& inputs, array& out) {
+  auto why = [](int v) {
+    return "the matrix is not positive definite (leading minor " +
+           std::to_string(v) + ")";
+  };
   triangle_routine(*this, inputs, out, upper_, true, cuda::cusolver::potrf,
-                   "linalg::cholesky", [](int v) {
-                     return "the matrix is not positive definite (leading "
-                            "minor " +
-                            std::to_string(v) + ")";
-                   });
+                   true, "linalg::cholesky", why);
 }
 
 void QRF::eval_gpu(const std::vector<array>& inputs,

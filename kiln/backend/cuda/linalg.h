@@ -56,13 +56,14 @@ using TriangleRoutine = void (*)(bool upper, int64_t n, int64_t batch,
                                  Dtype dt, void* a, int* info,
                                  const Stream& s);
 /** Cholesky and tri_inv: routine over a copy of inputs[0]'s matrices in
- *  the column-major triangle that holds the row-major one named, a failure
- *  raised as op's with why(status), the other triangle of out zeroed;
- *  `batched` as runs_here's. */
+ *  the column-major triangle that holds the row-major one named (the lower
+ *  one of large matrices when `lower_faster`), a failure raised as op's
+ *  with why(status), the other triangle of out zeroed; `batched` as
+ *  runs_here's. */
 void triangle_routine(UnaryPrimitive& p, const std::vector<array>& inputs,
                       array& out, bool upper, bool batched,
-                      TriangleRoutine routine, const char* op,
-                      std::string (*why)(int));
+                      TriangleRoutine routine, bool lower_faster,
+                      const char* op, std::string (*why)(int));
 
 /** Device ints for a batch's statuses. */
 class Info {

@@ -15,11 +15,12 @@ using namespace cuda::dense;
 
 void TriangularInverse::eval_gpu(const std::vector<array>& inputs,
                                  array& out) {
+  auto why = [](int v) {
+    return "the matrix is singular (its diagonal entry " +
+           std::to_string(v - 1) + " is zero)";
+  };
   triangle_routine(*this, inputs, out, upper_, false, cuda::cusolver::trtri,
-                   "linalg::tri_inv", [](int v) {
-                     return "the matrix is singular (its diagonal entry " +
-                            std::to_string(v - 1) + " is zero)";
-                   });
+                   false, "linalg::tri_inv", why);
 }
 
 void LUF::eval_gpu(const std::vector<array>& inputs,
