@@ -63,8 +63,9 @@ TEST_F(GpuLinalg, CuSolverLoads) {
 
 TEST_F(GpuLinalg, CholeskyAndTriangularInverse) {
   // Batches of small matrices take cuSOLVER's batched Cholesky; 160 one
-  // call per matrix, a lower factor through transposed copies. Small
-  // values added above the diagonal make the triangle read matter.
+  // call per matrix, a lower factor through transposed copies, and its
+  // triangular inverse cuBLAS's trsm. Small values added above the
+  // diagonal make the triangle read matter.
   for (Dtype dt : {float32, float64}) {
     for (int n : {1, 7, 64, 160}) {
       array lopsided = add(spd({3, n, n}, dt),
@@ -356,6 +357,18 @@ TEST_F(GpuLinalg, FailuresAsOnTheCpu) {
   expect_failure(
       [&] { return linalg::tri_inv(sbatch, false, Device::gpu); },
       {"[linalg::tri_inv]", "singular", "matrix 1 of the batch"});
+  // Large triangular inverses run through trsm, their zero diagonals
+  // found by a kernel: the first one is named, in either triangle.
+  array big = shifted({2, 200, 200}, float32, 20);
+  array zero = zeros({1, 1, 1}, float32);
+  big = slice_update(big, zero, Shape{1, 170, 170}, Shape{2, 171, 171});
+  big = slice_update(big, zero, Shape{1, 150, 150}, Shape{2, 151, 151});
+  for (bool upper : {false, true}) {
+    expect_failure(
+        [&] { return linalg::tri_inv(big, upper, Device::gpu); },
+        {"[linalg::tri_inv]", "diagonal entry 150 is zero",
+         "matrix 1 of the batch"});
+  }
   // Dtypes cuSOLVER does not take here raise as on the CPU.
   EXPECT_THROW(linalg::cholesky(astype(good, float16), false, Device::gpu),
                std::invalid_argument);

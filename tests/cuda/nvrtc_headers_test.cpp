@@ -120,7 +120,9 @@ TEST(NvrtcHeaders, LinalgKernels) {
                       cuda::linalg_fill_kernel(float64, true),
                       cuda::lu_pivots_kernel(), cuda::eig_vectors_kernel(),
                       cuda::small_solve_kernel(float32),
-                      cuda::small_solve_kernel(float64)});
+                      cuda::small_solve_kernel(float64),
+                      cuda::zero_diagonal_kernel(float32),
+                      cuda::zero_diagonal_kernel(float64)});
 }
 
 // Every scan op, and every dtype family on sum (widening ones included),

@@ -25,6 +25,8 @@ JitKernel lu_pivots_kernel();
 JitKernel eig_vectors_kernel();
 /** gSmallSolve{dtype}: batches of small systems solved whole. */
 JitKernel small_solve_kernel(Dtype dt);
+/** gZeroDiagonal{dtype}: each matrix's first zero diagonal entry. */
+JitKernel zero_diagonal_kernel(Dtype dt);
 
 namespace dense {
 

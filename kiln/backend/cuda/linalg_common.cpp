@@ -36,6 +36,13 @@ JitKernel small_solve_kernel(Dtype dt) {
           {}};
 }
 
+JitKernel zero_diagonal_kernel(Dtype dt) {
+  return {"gZeroDiagonal" + dtype_name(dt),
+          "#include \"kiln/backend/cuda/device/linalg.cuh\"\n",
+          std::string("kiln::cuda::zero_diagonal<") + device_type(dt) + ">",
+          {}};
+}
+
 JitKernel lu_pivots_kernel() {
   return {"gLuPivots", "#include \"kiln/backend/cuda/device/linalg.cuh\"\n",
           "kiln::cuda::lu_pivots<int64_t>", {}};

@@ -4,8 +4,9 @@
 // other triangle still holds the input), write identity matrices (the
 // right sides whose solution is an inverse), and turn getrf's pivots into
 // kiln's (0-based swaps and the row order they make), geev's real
-// eigenvectors into complex ones, and batches of small linear systems
-// solved whole (cuSOLVER takes one matrix per call).
+// eigenvectors into complex ones, batches of small linear systems solved
+// whole (cuSOLVER takes one matrix per call), and find the zero diagonal
+// entries cuBLAS's trsm does not report.
 #pragma once
 
 #include "kiln/backend/cuda/device/utils.cuh"
@@ -156,6 +157,25 @@ __global__ void small_solve(const T* __restrict__ a, const T* __restrict__ b,
     if (threadIdx.x == 0) info[s] = status;
     __syncthreads();
   }
+}
+
+/** A warp per matrix of the batch: info[b] = 1 + the first zero on the
+ *  diagonal of n x n matrix b, 0 when there is none (trtri's status). */
+template <typename T>
+__global__ void zero_diagonal(const T* __restrict__ a, int64_t n,
+                              int64_t batch, int* __restrict__ info) {
+  int64_t warp = (blockIdx.x * static_cast<int64_t>(blockDim.x) +
+                  threadIdx.x) / 32;
+  int lane = threadIdx.x % 32;
+  if (warp >= batch) return;
+  const T* m = a + warp * n * n;
+  int64_t first = n;
+  for (int64_t i = lane; i < n && first == n; i += 32) {
+    bool zero = m[i * n + i] == T(0);
+    unsigned hits = __ballot_sync(__activemask(), zero);
+    if (hits) first = i - lane + __ffs(hits) - 1;
+  }
+  if (lane == 0) info[warp] = first < n ? static_cast<int>(first + 1) : 0;
 }
 
 } // namespace kiln::cuda
