@@ -40,9 +40,9 @@ target_sources(kiln_cuda PRIVATE ${KILN_DEVICE_EMBEDDED})
 list(GET CUDAToolkit_INCLUDE_DIRS 0 KILN_CUDA_INCLUDE_DIR)
 target_compile_definitions(kiln_cuda PRIVATE
   KILN_CUDA_INCLUDE_DIR="${KILN_CUDA_INCLUDE_DIR}")
-# cuFFT and cuSOLVER are loaded at run time (toolkit_library.cpp); where the
-# loader's path lacks them, they are looked for in the toolkit's library
-# directory. Their headers come from the toolkit.
+# cuFFT, cuSOLVER and cuBLAS are loaded at run time (toolkit_library.cpp);
+# where the loader's path lacks them, they are looked for in the toolkit's
+# library directory. Their headers come from the toolkit.
 set_property(SOURCE ${KILN_CUDA_DIR}/toolkit_library.cpp APPEND
   PROPERTY COMPILE_DEFINITIONS
   KILN_CUDA_LIBRARY_DIR="${CUDAToolkit_LIBRARY_DIR}")

@@ -1,6 +1,6 @@
 // Toolkit libraries loaded at run time (dlopen), so they are no link
-// dependency of kiln: cuFFT and cuSOLVER. Without one, the primitives it
-// serves run on the CPU.
+// dependency of kiln: cuFFT, cuSOLVER and cuBLAS (for what cuBLASLt
+// lacks). Without one, the primitives it serves run on the CPU.
 #pragma once
 
 #include <functional>
