@@ -166,6 +166,33 @@ TEST_F(GpuMatmul, Complex64EveryLayoutBatchAndAddMM) {
   }
 }
 
+TEST_F(GpuMatmul, EmptyInnerDimensionOnTheGpu) {
+  // A product over nothing is zeros, and addmm's beta * c: written on the
+  // GPU (the output stays in device memory), as the CPU writes them.
+  for (Dtype dt : {float32, bfloat16}) {
+    array a = random_array({2, 5, 0}, dt);
+    array b = random_array({0, 3}, dt);
+    EXPECT_TRUE(same_on_devices(mm, {a, b}, 0)) << dtype_name(dt);
+    array g = matmul(a, b, Device::gpu);
+    eval(g);
+    EXPECT_TRUE(g.on_device()) << dtype_name(dt);
+    for (float beta : {0.0f, 0.5f, 2.0f}) {
+      for (Shape cs : {Shape{3}, Shape{5, 3}, Shape{2, 5, 3}}) {
+        auto fn = [beta](const std::vector<array>& v, Device d) {
+          return addmm(v[0], v[1], v[2], 1.5f, beta, d);
+        };
+        std::string what = dtype_name(dt) + " beta " + std::to_string(beta) +
+                           " c " + std::to_string(cs.size()) + "-d";
+        array c = random_array(cs, dt, 1, 2);
+        EXPECT_TRUE(same_on_devices(fn, {c, a, b}, 0)) << what;
+        array ga = addmm(c, a, b, 1.5f, beta, Device::gpu);
+        eval(ga);
+        EXPECT_TRUE(ga.on_device()) << what;
+      }
+    }
+  }
+}
+
 TEST_F(GpuMatmul, EmptyAndUnsupportedDtypesStillWork) {
   array a = random_array({5, 0}, float32);
   array b = random_array({0, 3}, float32);

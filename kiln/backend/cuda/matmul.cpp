@@ -3,11 +3,15 @@
 // batch collapses to one stride; otherwise they are copied row-major first.
 // AddMM with a packed bias vector over the last axis and beta == 1 uses the
 // BIAS epilogue (alpha scales only the product); any other bias is copied
-// into the output, which the GEMM then reads as C with beta.
+// into the output, which the GEMM then reads as C with beta. A product over
+// an empty inner dimension (which cuBLASLt refuses) is written without a
+// GEMM: zeros, or beta times the bias.
 #include "kiln/backend/cuda/buffer.h"
+#include "kiln/backend/cuda/device.h"
 #include "kiln/backend/cuda/elementwise.h"
 #include "kiln/backend/cuda/fallback.h"
 #include "kiln/backend/cuda/gemm.h"
+#include "kiln/backend/cuda/utils.h"
 #include "kiln/core/layout.h"
 #include "kiln/primitives/linalg.h"
 
@@ -120,10 +124,45 @@ bool epilogue_bias(const array& c, const array& out, float beta) {
 
 namespace kiln {
 
+namespace {
+
+// A view of x over shape without copying it: its last axis (a vector) or
+// nothing (a scalar) repeated over the others.
+array broadcast_view(const array& x, const Shape& shape) {
+  Strides st(shape.size(), 0);
+  if (x.ndim() == 1 && !shape.empty()) st.back() = x.strides()[0];
+  auto l = layout_of(shape, st);
+  array v = array::uninitialized(shape, x.dtype());
+  v.copy_shared_buffer(x, st, l.flags, l.data_size);
+  return v;
+}
+
+// out = beta * c (c as addmm broadcasts it), what a product over an empty
+// inner dimension leaves: zeros (a memset) when beta is 0 or there is no
+// c. False when the elementwise kernels cannot scale c.
+bool empty_product(const array* c, float beta, array& out, const Stream& s) {
+  if (!c || beta == 0.0f) {
+    cuda::set_device_output(out, s);
+    KILN_CHECK_CUDA(cudaMemsetAsync(out.raw_data_ptr(), 0, out.nbytes(),
+                                    cuda::cuda_stream(s)));
+    return true;
+  }
+  array cb = c->ndim() == 1 && out.ndim() > 1 ? broadcast_view(*c, out.shape())
+                                               : *c;
+  array scale = broadcast_view(array(beta, out.dtype()), out.shape());
+  return cuda::elementwise("Multiply", {cb, scale}, out, s);
+}
+
+} // namespace
+
 void Matmul::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& a = inputs[0];
   const array& b = inputs[1];
-  bool gpu = cuda::gemm_supports(out.dtype()) && a.shape(-1) > 0;
+  bool gpu = cuda::gemm_supports(out.dtype());
+  if (gpu && a.shape(-1) == 0) {
+    empty_product(nullptr, 0.0f, out, stream());
+    return;
+  }
   if (gpu) {
     cuda::set_device_output(out, stream());
     if (out.size() == 0) return;
@@ -136,12 +175,18 @@ void AddMM::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& c = inputs[0];
   const array& a = inputs[1];
   const array& b = inputs[2];
-  if (!cuda::gemm_supports(out.dtype()) || a.shape(-1) == 0) {
+  if (!cuda::gemm_supports(out.dtype())) {
     cuda::eval_on_cpu(*this, inputs, out);
     return;
   }
   if (out.size() == 0) {
     cuda::set_device_output(out, stream());
+    return;
+  }
+  if (a.shape(-1) == 0) {
+    if (!empty_product(&c, beta_, out, stream())) {
+      cuda::eval_on_cpu(*this, inputs, out);
+    }
     return;
   }
   // The bias is an input like a and b: device_ptr orders this stream after
@@ -151,15 +196,9 @@ void AddMM::eval_gpu(const std::vector<array>& inputs, array& out) {
     if (cuda::run_gemm(a, b, out, alpha_, 0.0f, &c, stream())) return;
   }
   // General path: out = broadcast(c), then out = alpha * a @ b + beta * out.
-  array cb = c;
-  if (c.ndim() == 1 && out.ndim() > 1) {
-    // The bias vector seen over the whole output without copying it.
-    Strides st(out.ndim(), 0);
-    st.back() = c.strides()[0];
-    auto l = layout_of(out.shape(), st);
-    cb = array::uninitialized(out.shape(), c.dtype());
-    cb.copy_shared_buffer(c, st, l.flags, l.data_size);
-  }
+  // A bias vector is seen over the whole output without copying it.
+  array cb = c.ndim() == 1 && out.ndim() > 1 ? broadcast_view(c, out.shape())
+                                             : c;
   if (beta_ == 0.0f || !cuda::copy_row_major(cb, out, stream())) {
     if (beta_ == 0.0f) {
       cuda::set_device_output(out, stream());
