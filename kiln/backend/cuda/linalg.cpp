@@ -114,9 +114,8 @@ void Cholesky::eval_gpu(const std::vector<array>& inputs, array& out) {
 void QRF::eval_gpu(const std::vector<array>& inputs,
                    std::vector<array>& outputs) {
   const array& a = inputs[0];
-  array at = swapped_view(a);
-  array work = like(at); // a column-major: its transpose row-major
-  if (!runs_here(a) || !cuda::copy_row_major(at, work, stream())) {
+  array work = a;
+  if (!column_major_copy(a, work, stream())) {
     cuda::eval_on_cpu(*this, inputs, outputs);
     return;
   }

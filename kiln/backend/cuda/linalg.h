@@ -43,6 +43,10 @@ array strided_view(const array& a, Shape shape, const Strides& strides);
 array swapped_view(const array& a, int64_t rows = -1);
 /** A fresh array for a row-major copy of x (copy_row_major fills it). */
 array like(const array& x);
+/** work = a's matrices column-major (a row-major copy of their transposes,
+ *  as LU, QR and Eig take them), when cuSOLVER takes a (runs_here) and the
+ *  GPU can copy it; false otherwise, with work unset. */
+bool column_major_copy(const array& a, array& work, const Stream& s);
 /** getrf's reason for a singular matrix, as the CPU words it. */
 std::string singular_u(int info);
 /** Whether cuSOLVER takes a's matrices. Its routines take one matrix per

@@ -85,6 +85,13 @@ array like(const array& x) {
   return array::uninitialized(x.shape(), x.dtype());
 }
 
+bool column_major_copy(const array& a, array& work, const Stream& s) {
+  if (!runs_here(a)) return false;
+  array at = swapped_view(a);
+  work = like(at);
+  return copy_row_major(at, work, s);
+}
+
 std::string singular_u(int info) {
   return "the matrix is singular (U[" + std::to_string(info - 1) + ", " +
          std::to_string(info - 1) + "] is exactly zero)";
