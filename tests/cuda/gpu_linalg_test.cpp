@@ -116,9 +116,11 @@ TEST_F(GpuLinalg, InverseAndSolve) {
             << " transposed sides";
       }
     }
-    // Orders up to 32 (above: 1 and 9) are solved whole by one kernel,
-    // here a batch of 40 with 3 and with 40 right sides (more than it
-    // takes: cuSOLVER); 40 matrices of order 48 run on the host's LAPACK.
+    // Orders and right sides up to 64 (above: 1 and 9) are solved whole
+    // by one kernel, here batches of 40 with 3, 40 and 64 right sides and
+    // inverses of order 48 and 64; past 64 right sides a batch of 40 small
+    // systems runs on the host's LAPACK, and matrices of order 80 one
+    // cuSOLVER call each.
     auto inverse = [](const std::vector<array>& v, Device d) {
       return linalg::inv(v[0], d);
     };
@@ -131,7 +133,18 @@ TEST_F(GpuLinalg, InverseAndSolve) {
         solved, {small, random_array({40, 5, 3}, dt, -1, 1)}, tol_of(dt)));
     EXPECT_TRUE(same_on_devices(
         solved, {small, random_array({40, 5, 40}, dt, -1, 1)}, tol_of(dt)));
-    EXPECT_TRUE(same_on_devices(inverse, {shifted({40, 48, 48}, dt, 13)},
+    for (int n : {48, 64}) {
+      array big = shifted({40, n, n}, dt, 2 + 1.5 * std::sqrt(n));
+      EXPECT_TRUE(same_on_devices(inverse, {big}, tol_of(dt)))
+          << dtype_name(dt) << " n " << n;
+      EXPECT_TRUE(same_on_devices(
+          solved, {big, random_array({40, n, 64}, dt, -1, 1)}, tol_of(dt)))
+          << dtype_name(dt) << " n " << n << " 64 sides";
+    }
+    array mid = shifted({40, 48, 48}, dt, 13);
+    EXPECT_TRUE(same_on_devices(
+        solved, {mid, random_array({40, 48, 65}, dt, -1, 1)}, tol_of(dt)));
+    EXPECT_TRUE(same_on_devices(inverse, {shifted({40, 80, 80}, dt, 16)},
                                 tol_of(dt)));
   }
 }

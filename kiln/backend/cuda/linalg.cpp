@@ -30,7 +30,13 @@ namespace {
 // Systems of at most small_order equations and right sides (device/
 // linalg.cuh) are solved whole by one kernel, a block each: cuSOLVER's
 // routines take one matrix per call, a few kernels and a host round each.
-constexpr int small_order = 32;
+constexpr int small_order = 64;
+
+// The kernel's shared memory for n x n systems with r right sides (its
+// small_solve_shared_elements): [A | B] with padded rows, a factor per row.
+int small_solve_shared_bytes(int n, int r, Dtype dt) {
+  return (n * (n + r + 1) + n) * static_cast<int>(dt.size);
+}
 
 bool small_systems(const array& a, int64_t sides) {
   return cuda::cusolver::supports(a.dtype()) && a.size() > 0 &&
@@ -56,8 +62,9 @@ bool solve_small(const char* op, const array& a, const array* b, array& x,
   void* xp = x.raw_data_ptr();
   int* ip = info.ptr();
   void* args[] = {&ap, &bp, &xp, &n, &r, &batch, &ip};
-  cuda::launch_blocks(cuda::get_kernel(cuda::small_solve_kernel(a.dtype())),
-                      batch, 128, args, s.index);
+  cuda::launch_blocks_shared(
+      cuda::get_kernel(cuda::small_solve_kernel(a.dtype())), batch, 128,
+      small_solve_shared_bytes(n, r, a.dtype()), args, s.index);
   info.raise_first(op, singular_u);
   return true;
 }

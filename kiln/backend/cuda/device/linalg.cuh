@@ -83,76 +83,97 @@ __global__ void eig_vectors(const T* __restrict__ vr,
   }
 }
 
-/** The largest order and number of right sides small_solve takes. */
-inline constexpr int small_order = 32;
+/** The largest order and number of right sides small_solve takes: [A | B]
+ *  of float64 at 64 x 128 is 66 KiB of shared memory. */
+inline constexpr int small_order = 64;
+
+/** The shared memory small_solve needs for n x n systems with r right
+ *  sides: [A | B] with rows padded by one (no bank conflicts down a
+ *  column), and a factor per row. */
+__host__ __device__ inline int small_solve_shared_elements(int n, int r) {
+  return n * (n + r + 1) + n;
+}
 
 /** A X = B for batches of small systems, a block per system (a loop over
  *  them): Gauss-Jordan elimination with partial pivoting (the rows LU's
- *  partial pivoting picks) on [A | B] in shared memory. a holds row-major
- *  n x n matrices, b row-major n x r right sides, or identities when b is
- *  null (x is then the inverse); x gets row-major n x r solutions. info
- *  gets, per system, 0 or the 1-based step whose pivot is exactly zero
- *  (LAPACK's getrf info). */
+ *  partial pivoting picks: the first of the largest magnitudes below the
+ *  diagonal, when larger than the diagonal's) on [A | B] in shared memory
+ *  (small_solve_shared_elements of T, dynamic). a holds row-major n x n
+ *  matrices, b row-major n x r right sides, or identities when b is null
+ *  (x is then the inverse); x gets row-major n x r solutions. info gets,
+ *  per system, 0 or the 1-based step whose pivot is exactly zero
+ *  (LAPACK's getrf info). Blocks of at least 32 threads. */
 template <typename T>
 __global__ void small_solve(const T* __restrict__ a, const T* __restrict__ b,
                             T* __restrict__ x, int n, int r, int64_t batch,
                             int* __restrict__ info) {
-  __shared__ T m[small_order][2 * small_order + 1];
-  __shared__ T factor[small_order];
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  T* m = reinterpret_cast<T*>(shared_bytes);
   __shared__ int pivot;
-  int w = n + r;
+  int w = n + r, stride = w + 1;
+  T* factor = m + n * stride;
   for (int64_t s = blockIdx.x; s < batch; s += gridDim.x) {
     const T* as = a + s * n * n;
     for (int e = threadIdx.x; e < n * w; e += blockDim.x) {
       int i = e / w, j = e % w;
-      m[i][j] = j < n  ? as[i * n + j]
-                : b    ? b[s * n * r + i * r + (j - n)]
-                       : T(i == j - n ? 1 : 0);
+      m[i * stride + j] = j < n  ? as[i * n + j]
+                          : b    ? b[s * n * r + i * r + (j - n)]
+                                 : T(i == j - n ? 1 : 0);
     }
     __syncthreads();
     int status = 0;
     for (int k = 0; k < n; ++k) {
-      if (threadIdx.x == 0) {
-        int p = k;
-        T best = m[k][k] < T(0) ? -m[k][k] : m[k][k];
-        for (int i = k + 1; i < n; ++i) {
-          T v = m[i][k] < T(0) ? -m[i][k] : m[i][k];
-          if (v > best) {
-            best = v;
-            p = i;
-          }
+      if (threadIdx.x < 32) {
+        // The first row below k of the largest magnitude (NaN never
+        // wins), then against the diagonal: what a scan down the column
+        // from k that takes only larger values picks.
+        T best = T(-1);
+        int at = n;
+        for (int i = k + 1 + threadIdx.x; i < n; i += 32) {
+          T v = m[i * stride + k];
+          v = v < T(0) ? -v : v;
+          if (v > best) best = v, at = i; // rows ascend in each lane
         }
-        pivot = p;
+        for (int o = 16; o > 0; o /= 2) {
+          T ob = __shfl_down_sync(0xffffffffu, best, o);
+          int oa = __shfl_down_sync(0xffffffffu, at, o);
+          if (ob > best || (ob == best && oa < at)) best = ob, at = oa;
+        }
+        if (threadIdx.x == 0) {
+          T d = m[k * stride + k];
+          d = d < T(0) ? -d : d;
+          pivot = at < n && best > d ? at : k;
+        }
       }
       __syncthreads();
       int p = pivot;
       if (p != k) {
         for (int j = threadIdx.x; j < w; j += blockDim.x) {
-          T t = m[k][j];
-          m[k][j] = m[p][j];
-          m[p][j] = t;
+          T t = m[k * stride + j];
+          m[k * stride + j] = m[p * stride + j];
+          m[p * stride + j] = t;
         }
         __syncthreads();
       }
-      T d = m[k][k]; // the same for every thread: the branch is uniform
+      T d = m[k * stride + k]; // the same for every thread: a uniform branch
       if (d == T(0)) {
         if (status == 0) status = k + 1;
         __syncthreads(); // every thread has read pivot before it changes
         continue;
       }
       for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        factor[i] = i == k ? T(0) : m[i][k] / d;
+        factor[i] = i == k ? T(0) : m[i * stride + k] / d;
       }
       __syncthreads();
       for (int e = threadIdx.x; e < n * w; e += blockDim.x) {
         int i = e / w, j = e % w;
-        if (i != k && j > k) m[i][j] -= factor[i] * m[k][j];
+        if (i != k && j > k) m[i * stride + j] -= factor[i] * m[k * stride + j];
       }
       __syncthreads();
     }
     for (int e = threadIdx.x; e < n * r; e += blockDim.x) {
       int i = e / r;
-      x[s * n * r + e] = m[i][n + e % r] / m[i][i];
+      x[s * n * r + e] = m[i * stride + n + e % r] / m[i * stride + i];
     }
     if (threadIdx.x == 0) info[s] = status;
     __syncthreads();
