@@ -263,7 +263,11 @@ void check_svd(const array& a, double t, const std::string& what) {
 TEST_F(GpuLinalg, QrAndSvd) {
   for (Dtype dt : {float32, float64}) {
     double t = dt == float32 ? 1e-4 : 1e-10;
-    for (Shape shape : {Shape{3, 6, 6}, Shape{2, 9, 4}, Shape{2, 4, 9}}) {
+    // Small batches: one gesvdj per matrix or (up to 32 x 32) one
+    // gesvdjBatched call; 40 matrices of 12 x 7 that call too, 20 of
+    // 40 x 40 the host.
+    for (Shape shape : {Shape{3, 6, 6}, Shape{2, 9, 4}, Shape{2, 4, 9},
+                        Shape{40, 12, 7}, Shape{20, 40, 40}, Shape{50, 33}}) {
       for (auto& [layout, a] : inputs_of(random_array(shape, dt, -1, 1))) {
         std::string what = dtype_name(dt) + " " + layout;
         auto [q, r] = linalg::qr(a, Device::gpu);

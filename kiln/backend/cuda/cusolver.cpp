@@ -57,6 +57,13 @@ struct Api {
   decltype(&cusolverDnSgesvdj) sgesvdj = nullptr;
   decltype(&cusolverDnDgesvdj_bufferSize) dgesvdj_size = nullptr;
   decltype(&cusolverDnDgesvdj) dgesvdj = nullptr;
+  decltype(&cusolverDnXgesvdjSetSortEig) gesvdj_set_sort = nullptr;
+  decltype(&cusolverDnSgesvdjBatched_bufferSize) sgesvdj_batched_size =
+      nullptr;
+  decltype(&cusolverDnSgesvdjBatched) sgesvdj_batched = nullptr;
+  decltype(&cusolverDnDgesvdjBatched_bufferSize) dgesvdj_batched_size =
+      nullptr;
+  decltype(&cusolverDnDgesvdjBatched) dgesvdj_batched = nullptr;
   // CUDA 12.6 and later only.
   decltype(&cusolverDnXgeev_bufferSize) geev_size = nullptr;
   decltype(&cusolverDnXgeev) geev = nullptr;
@@ -104,7 +111,14 @@ const Api* api() {
               KILN_RESOLVE(sgesvdj_size, cusolverDnSgesvdj_bufferSize) &&
               KILN_RESOLVE(sgesvdj, cusolverDnSgesvdj) &&
               KILN_RESOLVE(dgesvdj_size, cusolverDnDgesvdj_bufferSize) &&
-              KILN_RESOLVE(dgesvdj, cusolverDnDgesvdj);
+              KILN_RESOLVE(dgesvdj, cusolverDnDgesvdj) &&
+              KILN_RESOLVE(gesvdj_set_sort, cusolverDnXgesvdjSetSortEig) &&
+              KILN_RESOLVE(sgesvdj_batched_size,
+                           cusolverDnSgesvdjBatched_bufferSize) &&
+              KILN_RESOLVE(sgesvdj_batched, cusolverDnSgesvdjBatched) &&
+              KILN_RESOLVE(dgesvdj_batched_size,
+                           cusolverDnDgesvdjBatched_bufferSize) &&
+              KILN_RESOLVE(dgesvdj_batched, cusolverDnDgesvdjBatched);
           if (!KILN_RESOLVE(geev_size, cusolverDnXgeev_bufferSize) ||
               !KILN_RESOLVE(geev, cusolverDnXgeev)) {
             a.geev = nullptr; // optional: Eig then runs on the CPU
@@ -414,8 +428,100 @@ void gesvd(bool vectors, int64_t m, int64_t n, int64_t batch, Dtype dt,
 }
 
 namespace {
+
+// One gesvdj call over matrices stride_a apart (U, V and the values
+// likewise by their sizes), or, with `batched`, gesvdjBatched over all of
+// them.
+template <typename T>
+void run_gesvdj(const Api& lib, cusolverDnHandle_t h, gesvdjInfo_t params,
+                bool batched, cusolverEigMode_t job, int m, int n, int count,
+                T* a, T* sv, T* u, T* v, T* work, int lwork, int* info) {
+  constexpr bool f64 = std::is_same_v<T, double>;
+  cusolverStatus_t r;
+  if (batched) {
+    if constexpr (f64) {
+      r = lib.dgesvdj_batched(h, job, m, n, a, m, sv, u, m, v, n, work, lwork,
+                              info, params, count);
+    } else {
+      r = lib.sgesvdj_batched(h, job, m, n, a, m, sv, u, m, v, n, work, lwork,
+                              info, params, count);
+    }
+  } else if constexpr (f64) {
+    r = lib.dgesvdj(h, job, 0, m, n, a, m, sv, u, m, v, n, work, lwork, info,
+                    params);
+  } else {
+    r = lib.sgesvdj(h, job, 0, m, n, a, m, sv, u, m, v, n, work, lwork, info,
+                    params);
+  }
+  check(r, batched ? "gesvdjBatched" : "gesvdj");
+}
+
+template <typename T>
+int gesvdj_lwork(const Api& lib, cusolverDnHandle_t h, gesvdjInfo_t params,
+                 bool batched, cusolverEigMode_t job, int m, int n, int count,
+                 const T* a, const T* sv, const T* u, const T* v) {
+  constexpr bool f64 = std::is_same_v<T, double>;
+  int lwork = 0;
+  cusolverStatus_t r;
+  if (batched) {
+    if constexpr (f64) {
+      r = lib.dgesvdj_batched_size(h, job, m, n, a, m, sv, u, m, v, n, &lwork,
+                                   params, count);
+    } else {
+      r = lib.sgesvdj_batched_size(h, job, m, n, a, m, sv, u, m, v, n, &lwork,
+                                   params, count);
+    }
+  } else if constexpr (f64) {
+    r = lib.dgesvdj_size(h, job, 0, m, n, a, m, sv, u, m, v, n, &lwork,
+                         params);
+  } else {
+    r = lib.sgesvdj_size(h, job, 0, m, n, a, m, sv, u, m, v, n, &lwork,
+                         params);
+  }
+  check(r, "gesvdj workspace query");
+  return lwork;
+}
+
+template <typename T>
+void gesvdj_typed(Solver& sv, gesvdjInfo_t params, bool vectors, int64_t m,
+                  int64_t n, int64_t batch, T* a, T* s_out, T* u, T* v,
+                  int* info, const Stream& s) {
+  cusolverEigMode_t job =
+      vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  int mi = static_cast<int>(m), ni = static_cast<int>(n);
+  bool batched = batch > 1 && m <= gesvdj_batched_max && n <= gesvdj_batched_max;
+  int64_t k = std::min(m, n);
+  // Without vectors gesvdj still writes U and V (measured: over a, their
+  // stand-in, it wrote past the buffer): scratch takes them, one pair
+  // reused down the batch or, for the batched routine, one per matrix.
+  int64_t copies = batched ? batch : 1;
+  std::optional<Scratch> u_scratch, v_scratch;
+  if (!vectors) {
+    u_scratch.emplace(static_cast<size_t>(copies * m * m) * sizeof(T), s);
+    v_scratch.emplace(static_cast<size_t>(copies * n * n) * sizeof(T), s);
+    u = static_cast<T*>(u_scratch->ptr);
+    v = static_cast<T*>(v_scratch->ptr);
+  }
+  int count = batched ? static_cast<int>(batch) : 1;
+  int lwork = gesvdj_lwork<T>(sv.lib(), sv.handle(), params, batched, job, mi,
+                              ni, count, a, s_out, u, v);
+  sv.reserve(static_cast<size_t>(lwork) * sizeof(T), 0);
+  T* work = static_cast<T*>(sv.device_work());
+  if (batched) {
+    run_gesvdj<T>(sv.lib(), sv.handle(), params, true, job, mi, ni, count, a,
+                  s_out, u, v, work, lwork, info);
+    return;
+  }
+  for (int64_t i = 0; i < batch; ++i) {
+    run_gesvdj<T>(sv.lib(), sv.handle(), params, false, job, mi, ni, 1,
+                  a + i * m * n, s_out + i * k, vectors ? u + i * m * m : u,
+                  vectors ? v + i * n * n : v, work, lwork, info + i);
+  }
+}
+
 // gesvdj's sweep limit, read at each call.
 std::atomic<int> gesvdj_sweeps{100};
+
 } // namespace
 
 void set_gesvdj_max_sweeps(int sweeps) { gesvdj_sweeps = sweeps; }
@@ -424,57 +530,25 @@ void gesvdj(bool vectors, int64_t m, int64_t n, int64_t batch, Dtype dt,
             void* a, void* sv_out, void* u, void* v, int* info,
             const Stream& s) {
   Solver sv(s);
-  // Machine precision, the sweeps as set; one object for the process,
-  // used under the solver's lock.
+  // Machine precision, values sorted (descending), the sweeps as set; one
+  // object for the process, used under the solver's lock.
   static gesvdjInfo_t params = nullptr;
-  if (!params) check(sv.lib().create_gesvdj_info(&params), "gesvdj setup");
+  if (!params) {
+    check(sv.lib().create_gesvdj_info(&params), "gesvdj setup");
+    check(sv.lib().gesvdj_set_sort(params, 1), "gesvdj setup");
+  }
   check(sv.lib().gesvdj_set_max_sweeps(params, gesvdj_sweeps.load()),
         "gesvdj setup");
-  cusolverEigMode_t job =
-      vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
-  int mi = static_cast<int>(m), ni = static_cast<int>(n), lwork = 0;
-  bool f64 = dt == float64;
-  // Without vectors gesvdj still writes U and V (measured: over a, their
-  // stand-in, it wrote past the buffer): one pair of scratch matrices,
-  // reused down the batch, takes them.
-  std::optional<Scratch> u_scratch, v_scratch;
-  if (!vectors) {
-    u_scratch.emplace(static_cast<size_t>(m * m) * dt.size, s);
-    v_scratch.emplace(static_cast<size_t>(n * n) * dt.size, s);
-  }
-  void* u0 = vectors ? u : u_scratch->ptr;
-  void* v0 = vectors ? v : v_scratch->ptr;
-  check(f64 ? sv.lib().dgesvdj_size(
-                  sv.handle(), job, 0, mi, ni, static_cast<const double*>(a),
-                  mi, static_cast<const double*>(sv_out),
-                  static_cast<const double*>(u0), mi,
-                  static_cast<const double*>(v0), ni, &lwork, params)
-            : sv.lib().sgesvdj_size(
-                  sv.handle(), job, 0, mi, ni, static_cast<const float*>(a),
-                  mi, static_cast<const float*>(sv_out),
-                  static_cast<const float*>(u0), mi,
-                  static_cast<const float*>(v0), ni, &lwork, params),
-        "gesvdj workspace query");
-  sv.reserve(static_cast<size_t>(lwork) * dt.size, 0);
-  int64_t k = std::min(m, n);
-  for (int64_t i = 0; i < batch; ++i) {
-    void* ai = at(a, i, m * n, dt);
-    void* si = at(sv_out, i, k, dt);
-    void* ui = vectors ? at(u, i, m * m, dt) : u0;
-    void* vi = vectors ? at(v, i, n * n, dt) : v0;
-    check(f64 ? sv.lib().dgesvdj(
-                    sv.handle(), job, 0, mi, ni, static_cast<double*>(ai), mi,
-                    static_cast<double*>(si), static_cast<double*>(ui), mi,
-                    static_cast<double*>(vi), ni,
-                    static_cast<double*>(sv.device_work()), lwork, info + i,
-                    params)
-              : sv.lib().sgesvdj(
-                    sv.handle(), job, 0, mi, ni, static_cast<float*>(ai), mi,
-                    static_cast<float*>(si), static_cast<float*>(ui), mi,
-                    static_cast<float*>(vi), ni,
-                    static_cast<float*>(sv.device_work()), lwork, info + i,
-                    params),
-          "gesvdj");
+  if (dt == float64) {
+    gesvdj_typed<double>(sv, params, vectors, m, n, batch,
+                         static_cast<double*>(a), static_cast<double*>(sv_out),
+                         static_cast<double*>(u), static_cast<double*>(v),
+                         info, s);
+  } else {
+    gesvdj_typed<float>(sv, params, vectors, m, n, batch,
+                        static_cast<float*>(a), static_cast<float*>(sv_out),
+                        static_cast<float*>(u), static_cast<float*>(v), info,
+                        s);
   }
 }
 

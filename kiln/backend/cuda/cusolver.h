@@ -61,9 +61,11 @@ void orgqr(int64_t m, int64_t n, int64_t k, int64_t stride, int64_t batch,
 void gesvd(bool vectors, int64_t m, int64_t n, int64_t batch, Dtype dt,
            void* a, void* sv, void* u, void* vt, int* info, const Stream& s);
 /** The same by one-sided Jacobi rotations (PyTorch's default on the GPU),
- *  for any m and n: U (m x m) and V itself (n x n, not transposed). A
- *  matrix it did not converge on within the sweep limit has min(m, n) + 1
- *  in info. */
+ *  for any m and n: U (m x m) and V itself (n x n, not transposed); a
+ *  batch of matrices of at most gesvdj_batched_max rows and columns as one
+ *  gesvdjBatched call. A matrix it did not converge on within the sweep
+ *  limit has a positive info. */
+inline constexpr int64_t gesvdj_batched_max = 32;
 void gesvdj(bool vectors, int64_t m, int64_t n, int64_t batch, Dtype dt,
             void* a, void* sv, void* u, void* v, int* info, const Stream& s);
 /** gesvdj's sweep limit (100 by default); a test lowers it to reach the

@@ -205,12 +205,15 @@ void svd_qr(SVD& p, const std::vector<array>& inputs,
 // order 1024), on the row-major buffer read column-major: A^T (n x m) =
 // V S U^T, so its U (n x n) read row-major is V^T, the output as it is,
 // and its V (m x m) read row-major is U^T, transposed into the output. A
-// batch with a matrix it did not converge on is redone by gesvd.
+// batch with a matrix it did not converge on is redone by gesvd. Batches of
+// matrices up to 32 x 32 are one gesvdjBatched call, not the host's.
 void SVD::eval_gpu(const std::vector<array>& inputs,
                    std::vector<array>& outputs) {
   const array& a = inputs[0];
   array work = like(a);
-  if (!runs_here(a) || !cuda::copy_row_major(a, work, stream())) {
+  bool batched = std::max(a.shape(-1), a.shape(-2)) <=
+                 cuda::cusolver::gesvdj_batched_max;
+  if (!runs_here(a, batched) || !cuda::copy_row_major(a, work, stream())) {
     cuda::eval_on_cpu(*this, inputs, outputs);
     return;
   }
