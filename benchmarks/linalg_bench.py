@@ -69,6 +69,7 @@ def main():
         ("eigh 1024", [spd(1024, 1024)], L.eigh, T.eigh),
         ("eigvalsh 2048", [spd(2048, 2048)], L.eigvalsh, T.eigvalsh),
         ("svd 1024", [plain(1024, 1024)], L.svd, lambda a: T.svd(a, full_matrices=True)),
+        ("svd, 512 x 16x16", [plain(512, 16, 16)], L.svd, lambda a: T.svd(a, full_matrices=True)),
         ("eig 512", [plain(512, 512)], L.eig, T.eig),
         ("svd values 2048 x 512", [plain(2048, 512)], lambda a, stream=None: L.svd(a, compute_uv=False, stream=stream), T.svdvals),
         ("tri_inv 4096", [np.tril(general(4096, 4096))], L.tri_inv, lambda a: T.solve_triangular(a, torch.eye(a.shape[-1], device=a.device), upper=False)),
