@@ -184,10 +184,18 @@ TEST_F(GpuLinalg, SymmetricEigen) {
 
 TEST_F(GpuLinalg, LuAndDeterminants) {
   for (Dtype dt : {float32, float64}) {
-    for (Shape shape : {Shape{3, 7, 7}, Shape{2, 9, 5}, Shape{2, 5, 9}}) {
-      // A shift of 1 keeps rows swapping (pivots) and the 7 x 7 matrices
-      // invertible for det.
-      array base = shape[1] == shape[2] ? shifted(shape, dt, 1)
+    // Batches of square matrices up to order 64 take cuBLAS's batched
+    // getrf (40 of them: where a cuSOLVER call each gave way to the host),
+    // the others cuSOLVER's getrf per matrix.
+    for (Shape shape : {Shape{3, 7, 7}, Shape{2, 9, 5}, Shape{2, 5, 9},
+                        Shape{40, 8, 8}, Shape{40, 24, 24}, Shape{2, 70, 70},
+                        Shape{1, 7, 7}}) {
+      // A shift of 1 keeps rows of the small matrices swapping (pivots)
+      // and them invertible for det; larger ones take the shift that keeps
+      // them well conditioned.
+      int order = shape[2];
+      double shift = order <= 9 ? 1 : 2 + 1.5 * std::sqrt(order);
+      array base = shape[1] == shape[2] ? shifted(shape, dt, shift)
                                         : random_array(shape, dt, -1, 1);
       for (auto& [layout, a] : inputs_of(base)) {
         for (int out : {0, 1, 2}) {

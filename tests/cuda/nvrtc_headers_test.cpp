@@ -118,7 +118,8 @@ TEST(NvrtcHeaders, ComplexKernels) {
 TEST(NvrtcHeaders, LinalgKernels) {
   expect_all_compile({cuda::linalg_fill_kernel(float32, false),
                       cuda::linalg_fill_kernel(float64, true),
-                      cuda::lu_pivots_kernel(), cuda::eig_vectors_kernel(),
+                      cuda::lu_pivots_kernel(int64),
+                      cuda::lu_pivots_kernel(int32), cuda::eig_vectors_kernel(),
                       cuda::small_solve_kernel(float32),
                       cuda::small_solve_kernel(float64),
                       cuda::zero_diagonal_kernel(float32),

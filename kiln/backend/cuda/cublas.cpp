@@ -5,9 +5,12 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
-#include "kiln/backend/cuda/toolkit_library.h"
+#include "kiln/backend/cuda/buffer.h"
 #include "kiln/backend/cuda/device.h"
+#include "kiln/backend/cuda/toolkit_library.h"
+#include "kiln/backend/cuda/utils.h"
 
 namespace kiln::cuda::cublas {
 
@@ -20,6 +23,8 @@ struct Api {
   decltype(&cublasSetStream_v2) set_stream = nullptr;
   decltype(&cublasStrsm_v2) strsm = nullptr;
   decltype(&cublasDtrsm_v2) dtrsm = nullptr;
+  decltype(&cublasSgetrfBatched) sgetrf_batched = nullptr;
+  decltype(&cublasDgetrfBatched) dgetrf_batched = nullptr;
 };
 
 #define KILN_RESOLVE(field, symbol) resolve(lib, #symbol, a.field)
@@ -33,7 +38,9 @@ const Api* api() {
           return KILN_RESOLVE(create, cublasCreate_v2) &&
                  KILN_RESOLVE(set_stream, cublasSetStream_v2) &&
                  KILN_RESOLVE(strsm, cublasStrsm_v2) &&
-                 KILN_RESOLVE(dtrsm, cublasDtrsm_v2);
+                 KILN_RESOLVE(dtrsm, cublasDtrsm_v2) &&
+                 KILN_RESOLVE(sgetrf_batched, cublasSgetrfBatched) &&
+                 KILN_RESOLVE(dgetrf_batched, cublasDgetrfBatched);
         });
     return lib ? &a : nullptr;
   }();
@@ -49,21 +56,36 @@ void check(cublasStatus_t r, const char* what) {
                            std::to_string(static_cast<int>(r)) + ")");
 }
 
+// One handle for the process (kiln uses one GPU), bound to the caller's
+// stream per call while the lock is held; scalars are read from the host.
+class Blas {
+ public:
+  explicit Blas(const Stream& s) {
+    lib_ = api();
+    if (!lib_) throw std::runtime_error("[linalg] cuBLAS is not available");
+    static std::mutex mutex;
+    static cublasHandle_t handle = nullptr;
+    lock_ = std::unique_lock<std::mutex>(mutex);
+    if (!handle) check(lib_->create(&handle), "handle creation");
+    check(lib_->set_stream(handle, cuda_stream(s)), "stream binding");
+    handle_ = handle;
+  }
+  const Api& lib() const { return *lib_; }
+  cublasHandle_t handle() const { return handle_; }
+
+ private:
+  const Api* lib_ = nullptr;
+  std::unique_lock<std::mutex> lock_;
+  cublasHandle_t handle_ = nullptr;
+};
+
 } // namespace
 
 bool available() { return api() != nullptr; }
 
 void trsm(bool upper, int64_t n, int64_t nrhs, int64_t batch, Dtype dt,
           const void* a, void* b, const Stream& s) {
-  const Api* lib = api();
-  if (!lib) throw std::runtime_error("[linalg] cuBLAS is not available");
-  // One handle for the process (kiln uses one GPU), bound to the caller's
-  // stream per call under the lock; alpha is read from the host.
-  static std::mutex mutex;
-  static cublasHandle_t handle = nullptr;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (!handle) check(lib->create(&handle), "handle creation");
-  check(lib->set_stream(handle, cuda_stream(s)), "stream binding");
+  Blas blas(s);
   cublasFillMode_t fill =
       upper ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
   int ni = static_cast<int>(n), ri = static_cast<int>(nrhs);
@@ -72,18 +94,44 @@ void trsm(bool upper, int64_t n, int64_t nrhs, int64_t batch, Dtype dt,
       const double one = 1;
       auto* ai = static_cast<const double*>(a) + i * n * n;
       auto* bi = static_cast<double*>(b) + i * n * nrhs;
-      check(lib->dtrsm(handle, CUBLAS_SIDE_LEFT, fill, CUBLAS_OP_N,
-                       CUBLAS_DIAG_NON_UNIT, ni, ri, &one, ai, ni, bi, ni),
+      check(blas.lib().dtrsm(blas.handle(), CUBLAS_SIDE_LEFT, fill,
+                             CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, ni, ri, &one,
+                             ai, ni, bi, ni),
             "trsm");
     } else {
       const float one = 1;
       auto* ai = static_cast<const float*>(a) + i * n * n;
       auto* bi = static_cast<float*>(b) + i * n * nrhs;
-      check(lib->strsm(handle, CUBLAS_SIDE_LEFT, fill, CUBLAS_OP_N,
-                       CUBLAS_DIAG_NON_UNIT, ni, ri, &one, ai, ni, bi, ni),
+      check(blas.lib().strsm(blas.handle(), CUBLAS_SIDE_LEFT, fill,
+                             CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, ni, ri, &one,
+                             ai, ni, bi, ni),
             "trsm");
     }
   }
+}
+
+void getrf_batched(int64_t n, int64_t batch, Dtype dt, void* a, int* ipiv,
+                   int* info, const Stream& s) {
+  Blas blas(s);
+  // The routine takes a device array of the matrices' addresses, staged
+  // from pageable memory before the copy returns (ptrs may go).
+  std::vector<void*> ptrs(static_cast<size_t>(batch));
+  for (int64_t i = 0; i < batch; ++i) {
+    ptrs[i] = static_cast<char*>(a) + i * n * n * dt.size;
+  }
+  Scratch list(ptrs.size() * sizeof(void*), s);
+  KILN_CHECK_CUDA(cudaMemcpyAsync(list.ptr, ptrs.data(),
+                                  ptrs.size() * sizeof(void*),
+                                  cudaMemcpyHostToDevice, cuda_stream(s)));
+  int ni = static_cast<int>(n), bi = static_cast<int>(batch);
+  check(dt == float64
+            ? blas.lib().dgetrf_batched(blas.handle(), ni,
+                                        static_cast<double**>(list.ptr), ni,
+                                        ipiv, info, bi)
+            : blas.lib().sgetrf_batched(blas.handle(), ni,
+                                        static_cast<float**>(list.ptr), ni,
+                                        ipiv, info, bi),
+        "getrfBatched");
 }
 
 } // namespace kiln::cuda::cublas

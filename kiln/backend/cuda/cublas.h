@@ -23,4 +23,10 @@ bool available();
 void trsm(bool upper, int64_t n, int64_t nrhs, int64_t batch, Dtype dt,
           const void* a, void* b, const Stream& s);
 
+/** LU with partial pivoting of a batch of n x n matrices, one call over
+ *  them all (cuBLAS's batched getrf, for small matrices): ipiv gets n
+ *  1-based int32 rows per matrix, info a status per matrix (LAPACK's). */
+void getrf_batched(int64_t n, int64_t batch, Dtype dt, void* a, int* ipiv,
+                   int* info, const Stream& s);
+
 } // namespace kiln::cuda::cublas

@@ -19,8 +19,9 @@ namespace kiln::cuda {
 /** gKeepTriangle{dtype} or, with identity, gIdentity{dtype}; each compiles
  *  with the other. */
 JitKernel linalg_fill_kernel(Dtype dt, bool identity);
-/** gLuPivots: getrf's int64 pivots as kiln's pivots and row order. */
-JitKernel lu_pivots_kernel();
+/** gLuPivots{int64|int32}: getrf's pivots (cuSOLVER's int64 or cuBLAS's
+ *  int32) as kiln's pivots and row order. */
+JitKernel lu_pivots_kernel(Dtype index);
 /** gEigVectorsfloat32: geev's real eigenvectors as complex64 ones. */
 JitKernel eig_vectors_kernel();
 /** gSmallSolve{dtype}: batches of small systems solved whole. */
@@ -44,9 +45,11 @@ array swapped_view(const array& a, int64_t rows = -1);
 /** A fresh array for a row-major copy of x (copy_row_major fills it). */
 array like(const array& x);
 /** work = a's matrices column-major (a row-major copy of their transposes,
- *  as LU, QR and Eig take them), when cuSOLVER takes a (runs_here) and the
- *  GPU can copy it; false otherwise, with work unset. */
-bool column_major_copy(const array& a, array& work, const Stream& s);
+ *  as LU, QR and Eig take them), when cuSOLVER takes a (runs_here, with
+ *  `batched` as there) and the GPU can copy it; false otherwise, with work
+ *  unset. */
+bool column_major_copy(const array& a, array& work, const Stream& s,
+                       bool batched = false);
 /** getrf's reason for a singular matrix, as the CPU words it. */
 std::string singular_u(int info);
 /** Whether cuSOLVER takes a's matrices. Its routines take one matrix per

@@ -43,9 +43,11 @@ JitKernel zero_diagonal_kernel(Dtype dt) {
           {}};
 }
 
-JitKernel lu_pivots_kernel() {
-  return {"gLuPivots", "#include \"kiln/backend/cuda/device/linalg.cuh\"\n",
-          "kiln::cuda::lu_pivots<int64_t>", {}};
+JitKernel lu_pivots_kernel(Dtype index) {
+  return {"gLuPivots" + dtype_name(index),
+          "#include \"kiln/backend/cuda/device/linalg.cuh\"\n",
+          std::string("kiln::cuda::lu_pivots<") + device_type(index) + ">",
+          {}};
 }
 
 namespace dense {
@@ -85,8 +87,9 @@ array like(const array& x) {
   return array::uninitialized(x.shape(), x.dtype());
 }
 
-bool column_major_copy(const array& a, array& work, const Stream& s) {
-  if (!runs_here(a)) return false;
+bool column_major_copy(const array& a, array& work, const Stream& s,
+                       bool batched) {
+  if (!runs_here(a, batched)) return false;
   array at = swapped_view(a);
   work = like(at);
   return copy_row_major(at, work, s);

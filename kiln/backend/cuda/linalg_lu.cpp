@@ -55,25 +55,38 @@ void TriangularInverse::eval_gpu(const std::vector<array>& inputs,
   fill_matrices(out, n, n, upper_, false, stream());
 }
 
+// Batches of small square matrices go to cuBLAS's batched getrf, one call
+// over them all (as PyTorch's batched LU), instead of a cuSOLVER call per
+// matrix or the host's LAPACK.
 void LUF::eval_gpu(const std::vector<array>& inputs,
                    std::vector<array>& outputs) {
   const array& a = inputs[0];
+  int64_t m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
+  int64_t batch = batch_of(a);
+  constexpr int64_t batched_max_order = 64;
+  bool batched = m == n && n <= batched_max_order && batch > 1 &&
+                 batch <= INT32_MAX && cuda::cublas::available();
   array work = a;
-  if (!column_major_copy(a, work, stream())) {
+  if (!column_major_copy(a, work, stream(), batched)) {
     cuda::eval_on_cpu(*this, inputs, outputs);
     return;
   }
-  int64_t m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
-  int64_t batch = batch_of(a);
-  array ipiv = array::uninitialized({static_cast<int>(batch * k)}, int64);
+  Dtype index = batched ? int32 : int64;
+  array ipiv = array::uninitialized({static_cast<int>(batch * k)}, index);
   cuda::set_device_output(ipiv, stream());
   Info info(batch, stream());
   // A zero on U's diagonal is no error here (the factors are valid), as on
   // the CPU: the statuses are not read.
-  cuda::cusolver::getrf(m, n, batch, a.dtype(),
-                        cuda::device_ptr(work, stream()),
-                        cuda::device_ptr<int64_t>(ipiv, stream()), info.ptr(),
-                        stream());
+  void* w = cuda::device_ptr(work, stream());
+  if (batched) {
+    cuda::cublas::getrf_batched(n, batch, a.dtype(), w,
+                                static_cast<int*>(ipiv.raw_data_ptr()),
+                                info.ptr(), stream());
+  } else {
+    cuda::cusolver::getrf(m, n, batch, a.dtype(), w,
+                          static_cast<int64_t*>(ipiv.raw_data_ptr()),
+                          info.ptr(), stream());
+  }
   if (!cuda::copy_row_major(swapped_view(work), outputs[0], stream())) {
     cuda::eval_on_cpu(*this, inputs, outputs);
     return;
@@ -86,7 +99,7 @@ void LUF::eval_gpu(const std::vector<array>& inputs,
   void* pivots = outputs[1].raw_data_ptr();
   void* perm = outputs[2].raw_data_ptr();
   void* args[] = {&ipiv_ptr, &pivots, &perm, &order.ptr, &m, &k, &batch};
-  cuda::launch(cuda::get_kernel(cuda::lu_pivots_kernel()), batch, 1, args,
+  cuda::launch(cuda::get_kernel(cuda::lu_pivots_kernel(index)), batch, 1, args,
                stream().index);
 }
 
