@@ -65,6 +65,7 @@ def main():
         ("inv, 512 x 64x64", [general(512, 64, 64)], L.inv, T.inv),
         ("solve, 512 x 48x48, 48 sides", [general(512, 48, 48), plain(512, 48, 48)], L.solve, T.solve),
         ("lu_factor 4096", [general(4096, 4096)], L.lu_factor, T.lu_factor),
+        ("lu_factor, 512 x 32x32", [general(512, 32, 32)], L.lu_factor, T.lu_factor),
         ("qr 4096 x 1024", [plain(4096, 1024)], L.qr, T.qr),
         ("eigh 1024", [spd(1024, 1024)], L.eigh, T.eigh),
         ("eigvalsh 2048", [spd(2048, 2048)], L.eigvalsh, T.eigvalsh),
