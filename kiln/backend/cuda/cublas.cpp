@@ -5,12 +5,10 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
 #include "kiln/backend/cuda/buffer.h"
 #include "kiln/backend/cuda/device.h"
 #include "kiln/backend/cuda/toolkit_library.h"
-#include "kiln/backend/cuda/utils.h"
 
 namespace kiln::cuda::cublas {
 
@@ -113,16 +111,9 @@ void trsm(bool upper, int64_t n, int64_t nrhs, int64_t batch, Dtype dt,
 void getrf_batched(int64_t n, int64_t batch, Dtype dt, void* a, int* ipiv,
                    int* info, const Stream& s) {
   Blas blas(s);
-  // The routine takes a device array of the matrices' addresses, staged
-  // from pageable memory before the copy returns (ptrs may go).
-  std::vector<void*> ptrs(static_cast<size_t>(batch));
-  for (int64_t i = 0; i < batch; ++i) {
-    ptrs[i] = static_cast<char*>(a) + i * n * n * dt.size;
-  }
-  Scratch list(ptrs.size() * sizeof(void*), s);
-  KILN_CHECK_CUDA(cudaMemcpyAsync(list.ptr, ptrs.data(),
-                                  ptrs.size() * sizeof(void*),
-                                  cudaMemcpyHostToDevice, cuda_stream(s)));
+  // The routine takes a device array of the matrices' addresses.
+  Scratch list(static_cast<size_t>(batch) * sizeof(void*), s);
+  pointer_list(list, a, batch, static_cast<size_t>(n * n) * dt.size, s);
   int ni = static_cast<int>(n), bi = static_cast<int>(batch);
   check(dt == float64
             ? blas.lib().dgetrf_batched(blas.handle(), ni,

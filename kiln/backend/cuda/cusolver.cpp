@@ -218,13 +218,8 @@ void potrf(bool upper, int64_t n, int64_t batch, Dtype dt, void* a, int* info,
            const Stream& s) {
   Solver sv(s);
   if (batch > 1 && n <= batched_potrf_max_n && batch <= INT32_MAX) {
-    std::vector<void*> ptrs(static_cast<size_t>(batch));
-    for (int64_t i = 0; i < batch; ++i) ptrs[i] = at(a, i, n * n, dt);
-    // Staged from pageable memory before the call returns: ptrs may go.
-    Scratch list(ptrs.size() * sizeof(void*), s);
-    KILN_CHECK_CUDA(cudaMemcpyAsync(list.ptr, ptrs.data(),
-                                    ptrs.size() * sizeof(void*),
-                                    cudaMemcpyHostToDevice, cuda_stream(s)));
+    Scratch list(static_cast<size_t>(batch) * sizeof(void*), s);
+    pointer_list(list, a, batch, static_cast<size_t>(n * n) * dt.size, s);
     int ni = static_cast<int>(n), bi = static_cast<int>(batch);
     check(dt == float64
               ? sv.lib().dpotrf_batched(sv.handle(), fill(upper), ni,
