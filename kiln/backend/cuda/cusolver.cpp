@@ -424,9 +424,9 @@ void gesvd(bool vectors, int64_t m, int64_t n, int64_t batch, Dtype dt,
 
 namespace {
 
-// One gesvdj call over matrices stride_a apart (U, V and the values
-// likewise by their sizes), or, with `batched`, gesvdjBatched over all of
-// them.
+// gesvdj on the one matrix at a (U and V full, the values at sv), or, with
+// `batched`, gesvdjBatched over `count` matrices stored one after another
+// (and their U, V and values likewise).
 template <typename T>
 void run_gesvdj(const Api& lib, cusolverDnHandle_t h, gesvdjInfo_t params,
                 bool batched, cusolverEigMode_t job, int m, int n, int count,
