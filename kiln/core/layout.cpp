@@ -75,4 +75,13 @@ array::Flags row_major_flags(const Shape& shape) {
   return {true, true, empty || long_axes <= 1};
 }
 
+Strides broadcast_strides(const array& in, const Shape& shape) {
+  Strides strides(shape.size(), 0);
+  size_t diff = shape.size() - in.ndim();
+  for (size_t i = 0; i < in.ndim(); ++i) {
+    if (in.shape()[i] == shape[i + diff]) strides[i + diff] = in.strides()[i];
+  }
+  return strides;
+}
+
 } // namespace kiln

@@ -19,4 +19,9 @@ Layout layout_of(const Shape& shape, const Strides& strides);
  *  longer than 1 or the array is empty. */
 array::Flags row_major_flags(const Shape& shape);
 
+/** Strides that show in over shape (which it broadcasts to) without a
+ *  copy: in's own along its axes, aligned from the right, and 0 along the
+ *  axes it lacks or has of length 1. */
+Strides broadcast_strides(const array& in, const Shape& shape);
+
 } // namespace kiln

@@ -26,14 +26,7 @@ void broadcast_view(const array& in, array& out) {
     out.set_data(allocator::malloc(0));
     return;
   }
-  Strides strides(out.ndim(), 0);
-  size_t diff = out.ndim() - in.ndim();
-  for (size_t i = 0; i < in.ndim(); ++i) {
-    if (in.shape()[i] == out.shape()[i + diff]) {
-      strides[i + diff] = in.strides()[i];
-    }
-  }
-  set_view(in, out, strides);
+  set_view(in, out, broadcast_strides(in, out.shape()));
 }
 
 } // namespace

@@ -484,7 +484,10 @@ void gesvdj_typed(Solver& sv, gesvdjInfo_t params, bool vectors, int64_t m,
   cusolverEigMode_t job =
       vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
   int mi = static_cast<int>(m), ni = static_cast<int>(n);
-  bool batched = batch > 1 && m <= gesvdj_batched_max && n <= gesvdj_batched_max;
+  // A small matrix takes the batched routine even alone: its U and V (their
+  // signs) then do not depend on the batch it comes in (vmap against a
+  // loop).
+  bool batched = m <= gesvdj_batched_max && n <= gesvdj_batched_max;
   int64_t k = std::min(m, n);
   // Without vectors gesvdj still writes U and V (measured: over a, their
   // stand-in, it wrote past the buffer): scratch takes them, one pair

@@ -63,13 +63,14 @@ void gesvd(bool vectors, int64_t m, int64_t n, int64_t batch, Dtype dt,
 /** The same by one-sided Jacobi rotations (PyTorch's default on the GPU),
  *  for any m and n: U (m x m) and V itself (n x n, not transposed); a
  *  batch of matrices of at most gesvdj_batched_max rows and columns as one
- *  gesvdjBatched call. A matrix it did not converge on within the sweep
- *  limit has a positive info. */
+ *  gesvdjBatched call. A matrix gesvdj did not converge on within the
+ *  sweep limit has a positive info; gesvdjBatched reports none (its info
+ *  stays 0 when the limit cuts it short). */
 inline constexpr int64_t gesvdj_batched_max = 32;
 void gesvdj(bool vectors, int64_t m, int64_t n, int64_t batch, Dtype dt,
             void* a, void* sv, void* u, void* v, int* info, const Stream& s);
-/** gesvdj's sweep limit (100 by default); a test lowers it to reach the
- *  fallback to gesvd. */
+/** gesvdj's sweep limit (100 by default, gesvdjBatched's too); a test
+ *  lowers it to reach the fallback to gesvd. */
 void set_gesvdj_max_sweeps(int sweeps);
 
 /** Whether this cuSOLVER has geev (CUDA 12.6 and later). */

@@ -205,8 +205,10 @@ void svd_qr(SVD& p, const std::vector<array>& inputs,
 // order 1024), on the row-major buffer read column-major: A^T (n x m) =
 // V S U^T, so its U (n x n) read row-major is V^T, the output as it is,
 // and its V (m x m) read row-major is U^T, transposed into the output. A
-// batch with a matrix it did not converge on is redone by gesvd. Batches of
-// matrices up to 32 x 32 are one gesvdjBatched call, not the host's.
+// batch with a matrix it did not converge on is redone by gesvd. Matrices
+// up to 32 x 32, one or a batch, are one gesvdjBatched call, not the
+// host's. That one reports no failure to converge: its 100-sweep limit
+// is the only guard (Jacobi converges quadratically).
 void SVD::eval_gpu(const std::vector<array>& inputs,
                    std::vector<array>& outputs) {
   const array& a = inputs[0];

@@ -1,6 +1,6 @@
 // Eigen-decompositions on the GPU through cuSOLVER (linalg.cpp says how
-// row-major matrices meet it): Eigh by syevd, or for batches of small
-// matrices one Jacobi call; Eig by geev (float32), its real eigenvectors
+// row-major matrices meet it): Eigh by syevd, or for small matrices one
+// Jacobi call over the batch; Eig by geev (float32), its real eigenvectors
 // made complex by a kernel.
 #include <algorithm>
 #include <string>
@@ -17,8 +17,10 @@ using namespace cuda::dense;
 void Eigh::eval_gpu(const std::vector<array>& inputs,
                     std::vector<array>& outputs) {
   const array& a = inputs[0];
-  bool batched = batch_of(a) > 1 &&
-                 a.shape(-1) <= cuda::cusolver::syevj_batched_max_n;
+  // Small matrices take the Jacobi route even alone, so a matrix's
+  // eigenvectors (their signs) do not depend on the batch it comes in
+  // (vmap against a loop).
+  bool batched = a.shape(-1) <= cuda::cusolver::syevj_batched_max_n;
   array vectors = like(a);
   if (!runs_here(a, batched) || !cuda::copy_row_major(a, vectors, stream())) {
     cuda::eval_on_cpu(*this, inputs, outputs);

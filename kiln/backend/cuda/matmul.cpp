@@ -126,11 +126,9 @@ namespace kiln {
 
 namespace {
 
-// A view of x over shape without copying it: its last axis (a vector) or
-// nothing (a scalar) repeated over the others.
+// x seen over shape, which it broadcasts to, without copying it.
 array broadcast_view(const array& x, const Shape& shape) {
-  Strides st(shape.size(), 0);
-  if (x.ndim() == 1 && !shape.empty()) st.back() = x.strides()[0];
+  Strides st = broadcast_strides(x, shape);
   auto l = layout_of(shape, st);
   array v = array::uninitialized(shape, x.dtype());
   v.copy_shared_buffer(x, st, l.flags, l.data_size);
@@ -147,10 +145,10 @@ bool empty_product(const array* c, float beta, array& out, const Stream& s) {
                                     cuda::cuda_stream(s)));
     return true;
   }
-  array cb = c->ndim() == 1 && out.ndim() > 1 ? broadcast_view(*c, out.shape())
-                                               : *c;
+  array cb = c->shape() == out.shape() ? *c : broadcast_view(*c, out.shape());
   array scale = broadcast_view(array(beta, out.dtype()), out.shape());
-  return cuda::elementwise("Multiply", {cb, scale}, out, s);
+  // Row-major as every GEMM output (and the CPU's), not c's broadcast layout.
+  return cuda::elementwise("Multiply", {cb, scale}, out, s, true);
 }
 
 } // namespace
