@@ -18,6 +18,25 @@ if os.environ.get("KILN_TEST_DEVICE", "cpu") == "gpu":
     kc.set_default_device(kc.gpu)
 
 
+def pytest_collection_modifyitems(config, items):
+    """KILN_PYTEST_SHARD=i/n keeps every n-th collected test from the i-th
+    (scripts/gpu-check python runs n such processes side by side; taking
+    every n-th test spreads each file's slow tests over the shards)."""
+    shard = os.environ.get("KILN_PYTEST_SHARD")
+    if not shard:
+        return
+    try:
+        index, count = (int(v) for v in shard.split("/"))
+    except ValueError:
+        raise pytest.UsageError(f"KILN_PYTEST_SHARD={shard!r}: expected i/n")
+    if not 0 <= index < count:
+        raise pytest.UsageError(f"KILN_PYTEST_SHARD={shard!r}: need 0 <= i < n")
+    keep = [t for k, t in enumerate(items) if k % count == index]
+    dropped = [t for k, t in enumerate(items) if k % count != index]
+    config.hook.pytest_deselected(items=dropped)
+    items[:] = keep
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
