@@ -12,6 +12,21 @@ void linalg_failure(const char* op, size_t batch, size_t nbatch,
   throw std::runtime_error(std::string("[") + op + "] " + what + where + ".");
 }
 
+std::string singular_pivot_reason(int info) {
+  return "the matrix is singular (U[" + std::to_string(info - 1) + ", " +
+         std::to_string(info - 1) + "] is exactly zero)";
+}
+
+std::string not_positive_definite_reason(int info) {
+  return "the matrix is not positive definite (leading minor " +
+         std::to_string(info) + ")";
+}
+
+std::string zero_diagonal_reason(int info) {
+  return "the matrix is singular (its diagonal entry " +
+         std::to_string(info - 1) + " is zero)";
+}
+
 namespace {
 
 Shape product_shape(const array& a, const array& b) {

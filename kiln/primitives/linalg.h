@@ -19,6 +19,13 @@ namespace kiln {
 [[noreturn]] void linalg_failure(const char* op, size_t batch, size_t nbatch,
                                  const std::string& what);
 
+/** linalg_failure's reasons for LAPACK's (and cuSOLVER's) positive status
+ *  `info`, worded alike by every backend: getrf's zero pivot, potrf's
+ *  leading minor, trtri's zero diagonal entry. */
+std::string singular_pivot_reason(int info);
+std::string not_positive_definite_reason(int info);
+std::string zero_diagonal_reason(int info);
+
 /** out[..., M, N] = a[..., M, K] @ b[..., K, N]; a and b have the same batch
  *  shape (broadcast views allowed). */
 class Matmul : public UnaryPrimitive {

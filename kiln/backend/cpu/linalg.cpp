@@ -78,8 +78,7 @@ void Inverse::eval_cpu(const std::vector<array>& inputs, array& out) {
       check_internal("linalg::inv", info);
       if (info > 0) {
         linalg_failure("linalg::inv", i, offs.size(),
-             "the matrix is singular (U[" + std::to_string(info - 1) + ", " +
-                 std::to_string(info - 1) + "] is exactly zero)");
+                       singular_pivot_reason(info));
       }
       check_internal("linalg::inv", getri(n, work.data(), ipiv.data()));
       write_rows(work.data(), n, n, n, out.data<T>() + i * n * n);
@@ -102,8 +101,7 @@ void Cholesky::eval_cpu(const std::vector<array>& inputs, array& out) {
       check_internal("linalg::cholesky", info);
       if (info > 0) {
         linalg_failure("linalg::cholesky", i, offs.size(),
-             "the matrix is not positive definite (leading minor " +
-                 std::to_string(info) + ")");
+                       not_positive_definite_reason(info));
       }
       // The factor is in the triangle LAPACK read (column-major).
       T* o = out.data<T>() + i * n * n;
@@ -209,8 +207,7 @@ void Solve::eval_cpu(const std::vector<array>& inputs, array& out) {
       check_internal("linalg::solve", info);
       if (info > 0) {
         linalg_failure("linalg::solve", i, oa.size(),
-             "the matrix is singular (U[" + std::to_string(info - 1) + ", " +
-                 std::to_string(info - 1) + "] is exactly zero)");
+                       singular_pivot_reason(info));
       }
       write_rows(wb.data(), n, n, r, out.data<T>() + i * n * r);
     }

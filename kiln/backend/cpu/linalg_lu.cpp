@@ -44,9 +44,7 @@ void TriangularInverse::eval_cpu(const std::vector<array>& inputs, array& out) {
       lapack_int info = trtri(upper_ ? 'U' : 'L', n, work.data());
       check_internal(op, info);
       if (info > 0) {
-        linalg_failure(op, i, offs.size(),
-             "the matrix is singular (its diagonal entry " +
-                 std::to_string(info - 1) + " is zero)");
+        linalg_failure(op, i, offs.size(), zero_diagonal_reason(info));
       }
       // trtri leaves the triangle it did not read untouched.
       T* o = out.data<T>() + i * n * n;

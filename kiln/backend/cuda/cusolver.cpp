@@ -167,13 +167,10 @@ class Solver {
   /** Work areas of these sizes (a query's answer). */
   void reserve(size_t device_bytes, size_t host_bytes) {
     device_.emplace(std::max<size_t>(device_bytes, 1), stream_);
-    device_bytes_ = device_bytes;
     host_.resize(host_bytes);
   }
   void* device_work() { return device_->ptr; }
-  size_t device_bytes() const { return device_bytes_; }
   void* host_work() { return host_.data(); }
-  size_t host_bytes() const { return host_.size(); }
 
  private:
   Stream stream_;
@@ -182,12 +179,15 @@ class Solver {
   cusolverDnHandle_t handle_ = nullptr;
   cusolverDnParams_t params_ = nullptr;
   std::optional<Scratch> device_;
-  size_t device_bytes_ = 0;
   std::vector<char> host_;
 };
 
 cudaDataType data_type(Dtype dt) {
   return dt == float64 ? CUDA_R_64F : CUDA_R_32F;
+}
+
+cusolverEigMode_t eig_mode(bool vectors) {
+  return vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
 }
 
 cublasFillMode_t fill(bool upper) {
@@ -299,8 +299,7 @@ void syevd(bool vectors, bool upper, int64_t n, int64_t batch, Dtype dt,
            void* a, void* w, int* info, const Stream& s) {
   Solver sv(s);
   cudaDataType t = data_type(dt);
-  cusolverEigMode_t job =
-      vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  cusolverEigMode_t job = eig_mode(vectors);
   size_t dev = 0, host = 0;
   check(sv.lib().syevd_size(sv.handle(), sv.params(), job, fill(upper), n, t,
                             a, n, t, w, t, &dev, &host),
@@ -322,8 +321,7 @@ void syevj_batched(bool vectors, bool upper, int64_t n, int64_t batch,
   // object for the process, used under the solver's lock.
   static syevjInfo_t params = nullptr;
   if (!params) check(sv.lib().create_syevj_info(&params), "syevj setup");
-  cusolverEigMode_t job =
-      vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  cusolverEigMode_t job = eig_mode(vectors);
   int ni = static_cast<int>(n), bi = static_cast<int>(batch), lwork = 0;
   bool f64 = dt == float64;
   check(f64 ? sv.lib().dsyevj_size(sv.handle(), job, fill(upper), ni,
@@ -481,8 +479,7 @@ template <typename T>
 void gesvdj_typed(Solver& sv, gesvdjInfo_t params, bool vectors, int64_t m,
                   int64_t n, int64_t batch, T* a, T* s_out, T* u, T* v,
                   int* info, const Stream& s) {
-  cusolverEigMode_t job =
-      vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  cusolverEigMode_t job = eig_mode(vectors);
   int mi = static_cast<int>(m), ni = static_cast<int>(n);
   // A small matrix takes the batched routine even alone: its U and V (their
   // signs) then do not depend on the batch it comes in (vmap against a
@@ -556,8 +553,7 @@ void geev(bool vectors, int64_t n, int64_t batch, void* a, void* w, void* vr,
           int* info, const Stream& s) {
   Solver sv(s);
   cusolverEigMode_t none = CUSOLVER_EIG_MODE_NOVECTOR;
-  cusolverEigMode_t right =
-      vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  cusolverEigMode_t right = eig_mode(vectors);
   size_t dev = 0, host = 0;
   check(sv.lib().geev_size(sv.handle(), sv.params(), none, right, n,
                            CUDA_R_32F, a, n, CUDA_C_32F, w, CUDA_R_32F,

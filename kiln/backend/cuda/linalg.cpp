@@ -65,7 +65,7 @@ bool solve_small(const char* op, const array& a, const array* b, array& x,
   cuda::launch_blocks_shared(
       cuda::get_kernel(cuda::small_solve_kernel(a.dtype())), batch, 128,
       small_solve_shared_bytes(n, r, a.dtype()), args, s.index);
-  info.raise_first(op, singular_u);
+  info.raise_first(op, singular_pivot_reason);
   return true;
 }
 
@@ -80,7 +80,7 @@ array transpose_lu(const char* op, array& lu, const Stream& s) {
   Info info(batch, s);
   cuda::cusolver::getrf(n, n, batch, lu.dtype(), cuda::device_ptr(lu, s),
                         cuda::device_ptr<int64_t>(pivots, s), info.ptr(), s);
-  info.raise_first(op, singular_u);
+  info.raise_first(op, singular_pivot_reason);
   return pivots;
 }
 
@@ -110,12 +110,8 @@ void Inverse::eval_gpu(const std::vector<array>& inputs, array& out) {
 }
 
 void Cholesky::eval_gpu(const std::vector<array>& inputs, array& out) {
-  auto why = [](int v) {
-    return "the matrix is not positive definite (leading minor " +
-           std::to_string(v) + ")";
-  };
   triangle_routine(*this, inputs, out, upper_, true, cuda::cusolver::potrf,
-                   true, "linalg::cholesky", why);
+                   true, "linalg::cholesky", not_positive_definite_reason);
 }
 
 void QRF::eval_gpu(const std::vector<array>& inputs,

@@ -50,8 +50,6 @@ array like(const array& x);
  *  unset. */
 bool column_major_copy(const array& a, array& work, const Stream& s,
                        bool batched = false);
-/** getrf's reason for a singular matrix, as the CPU words it. */
-std::string singular_u(int info);
 /** Whether cuSOLVER takes a's matrices. Its routines take one matrix per
  *  call (a few kernels and a host round of their own each), so a batch of
  *  many small matrices stays on the host's LAPACK, which is faster there

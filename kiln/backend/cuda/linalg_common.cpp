@@ -23,31 +23,36 @@ JitKernel linalg_fill_kernel(Dtype dt, bool identity) {
           keep.second, {eye}};
 }
 
-JitKernel eig_vectors_kernel() {
-  return {"gEigVectorsfloat32",
+namespace {
+
+// A kernel of device/linalg.cuh: kiln::cuda::fn<type>, named name.
+JitKernel linalg_kernel(std::string name, const std::string& fn,
+                        const char* type) {
+  return {std::move(name),
           "#include \"kiln/backend/cuda/device/linalg.cuh\"\n",
-          "kiln::cuda::eig_vectors<float>", {}};
+          "kiln::cuda::" + fn + "<" + type + ">",
+          {}};
+}
+
+} // namespace
+
+JitKernel eig_vectors_kernel() {
+  return linalg_kernel("gEigVectorsfloat32", "eig_vectors", "float");
 }
 
 JitKernel small_solve_kernel(Dtype dt) {
-  return {"gSmallSolve" + dtype_name(dt),
-          "#include \"kiln/backend/cuda/device/linalg.cuh\"\n",
-          std::string("kiln::cuda::small_solve<") + device_type(dt) + ">",
-          {}};
+  return linalg_kernel("gSmallSolve" + dtype_name(dt), "small_solve",
+                       device_type(dt));
 }
 
 JitKernel zero_diagonal_kernel(Dtype dt) {
-  return {"gZeroDiagonal" + dtype_name(dt),
-          "#include \"kiln/backend/cuda/device/linalg.cuh\"\n",
-          std::string("kiln::cuda::zero_diagonal<") + device_type(dt) + ">",
-          {}};
+  return linalg_kernel("gZeroDiagonal" + dtype_name(dt), "zero_diagonal",
+                       device_type(dt));
 }
 
 JitKernel lu_pivots_kernel(Dtype index) {
-  return {"gLuPivots" + dtype_name(index),
-          "#include \"kiln/backend/cuda/device/linalg.cuh\"\n",
-          std::string("kiln::cuda::lu_pivots<") + device_type(index) + ">",
-          {}};
+  return linalg_kernel("gLuPivots" + dtype_name(index), "lu_pivots",
+                       device_type(index));
 }
 
 namespace dense {
@@ -93,11 +98,6 @@ bool column_major_copy(const array& a, array& work, const Stream& s,
   array at = swapped_view(a);
   work = like(at);
   return copy_row_major(at, work, s);
-}
-
-std::string singular_u(int info) {
-  return "the matrix is singular (U[" + std::to_string(info - 1) + ", " +
-         std::to_string(info - 1) + "] is exactly zero)";
 }
 
 bool runs_here(const array& a, bool batched) {

@@ -22,16 +22,12 @@ using namespace cuda::dense;
 // triangular the other way: A^T Y = I gives Y = A^-T, read row-major A^-1.
 void TriangularInverse::eval_gpu(const std::vector<array>& inputs,
                                  array& out) {
-  auto why = [](int v) {
-    return "the matrix is singular (its diagonal entry " +
-           std::to_string(v - 1) + " is zero)";
-  };
   const array& a = inputs[0];
   int64_t n = a.shape(-1), batch = batch_of(a);
   constexpr int64_t trsm_min_order = 128;
   if (n <= trsm_min_order || !cuda::cublas::available()) {
     triangle_routine(*this, inputs, out, upper_, false, cuda::cusolver::trtri,
-                     false, "linalg::tri_inv", why);
+                     false, "linalg::tri_inv", zero_diagonal_reason);
     return;
   }
   array work = like(a);
@@ -47,7 +43,7 @@ void TriangularInverse::eval_gpu(const std::vector<array>& inputs,
   cuda::launch_blocks(cuda::get_kernel(cuda::zero_diagonal_kernel(a.dtype())),
                       (batch + threads / 32 - 1) / (threads / 32), threads,
                       args, stream().index);
-  info.raise_first("linalg::tri_inv", why);
+  info.raise_first("linalg::tri_inv", zero_diagonal_reason);
   cuda::set_device_output(out, stream());
   fill_matrices(out, n, n, false, true, stream());
   cuda::cublas::trsm(!upper_, n, n, batch, a.dtype(), ap, out.raw_data_ptr(),
