@@ -21,6 +21,21 @@ array matmul(const array& a, const array& b, StreamOrDevice s = {});
 array addmm(array c, array a, array b, float alpha = 1.0f, float beta = 1.0f,
             StreamOrDevice s = {});
 
+/** Products of matrices picked from the batches of a (..., M, K) and
+ *  b (..., K, N), as MLX's gather_mm: lhs_indices and rhs_indices are
+ *  integer arrays of flat indices into a's and b's batch (all of a batch,
+ *  in order, when absent), broadcast together to the output's batch shape,
+ *  out[i..., M, N] = a[lhs[i...]] @ b[rhs[i...]]. A 1-d a gains a leading
+ *  1 and a 1-d b a trailing 1 (removed from the result). Each picked
+ *  matrix is read in place, none is gathered into a copy; with neither
+ *  index given it is matmul. sorted_indices says rhs_indices is sorted (a
+ *  hint, as in MLX). Indices are not bounds-checked (as MLX): as in
+ *  kiln's gathers a negative one counts from the end and any other out of
+ *  range reads clamped into the batch. Real floating dtypes only. */
+array gather_mm(array a, array b, std::optional<array> lhs_indices = {},
+                std::optional<array> rhs_indices = {},
+                bool sorted_indices = false, StreamOrDevice s = {});
+
 /** Sum product over the last axes of a and b (a product when one is 0-d). */
 array inner(const array& a, const array& b, StreamOrDevice s = {});
 

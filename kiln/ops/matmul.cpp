@@ -3,6 +3,7 @@
 #include <limits>
 #include <numeric>
 
+#include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/linalg.h"
 #include "kiln/ops/shape.h"
@@ -120,6 +121,80 @@ array addmm(array c, array a, array b, float alpha, float beta,
   array out(full, dt, std::make_shared<AddMM>(to_stream(s), alpha, beta),
             {c, p.a, p.b});
   return out.shape() == p.out_shape ? out : reshape(out, p.out_shape, s);
+}
+
+namespace {
+
+// The flat batch indices of x's matrices that idx picks (all of them, in
+// order, when absent), as uint32 in the shape of x's batch or idx's.
+array batch_indices(const std::optional<array>& idx, const array& x,
+                    const char* name, const array& a, const array& b,
+                    StreamOrDevice s) {
+  Shape batch(x.shape().begin(), x.shape().end() - 2);
+  if (!idx) {
+    int64_t n = 1;
+    for (int d : batch) n *= d;
+    return reshape(arange(0.0, static_cast<double>(n), uint32, s), batch, s);
+  }
+  if (!is_integral(idx->dtype())) {
+    invalid("gather_mm", std::string(name) + " must be integers, got " +
+                             describe(*idx) + " for a " + describe(a) +
+                             " and b " + describe(b) + ".");
+  }
+  return astype(*idx, uint32, s);
+}
+
+// x (..., R, C) as (batch, R, C), its batch flattened.
+array flat_batch(const array& x, StreamOrDevice s) {
+  if (x.ndim() == 3) return x;
+  int64_t n = 1;
+  for (size_t i = 0; i + 2 < x.ndim(); ++i) n *= x.shape()[i];
+  return reshape(x, {static_cast<int32_t>(n), x.shape(-2), x.shape(-1)}, s);
+}
+
+} // namespace
+
+array gather_mm(array a, array b, std::optional<array> lhs_indices,
+                std::optional<array> rhs_indices, bool sorted_indices,
+                StreamOrDevice s) {
+  if (!lhs_indices && !rhs_indices) return matmul(a, b, s);
+  const char* op = "gather_mm";
+  Dtype dt = promote_types(a.dtype(), b.dtype());
+  if (!is_floating_point(dt)) {
+    invalid(op, "only real floating types are supported, but " + describe(a) +
+                    " and " + describe(b) + " promote to " + dtype_name(dt) +
+                    ".");
+  }
+  if (a.ndim() == 0 || b.ndim() == 0) {
+    invalid(op, "inputs must have at least one dimension, got " + describe(a) +
+                    " and " + describe(b) + ".");
+  }
+  bool a_vec = a.ndim() == 1, b_vec = b.ndim() == 1;
+  if (a_vec) a = expand_dims(a, 0, s);
+  if (b_vec) b = expand_dims(b, -1, s);
+  if (a.shape(-1) != b.shape(-2)) {
+    invalid(op, "the last dimension of a (" + describe(a) +
+                    ") must match the second to last dimension of b (" +
+                    describe(b) + ").");
+  }
+  array li = batch_indices(lhs_indices, a, "lhs_indices", a, b, s);
+  array ri = batch_indices(rhs_indices, b, "rhs_indices", a, b, s);
+  Shape batch = detail::broadcast_shapes(li.shape(), ri.shape(), op);
+  li = broadcast_to(li, batch, s);
+  ri = broadcast_to(ri, batch, s);
+  a = flat_batch(astype(a, dt, s), s);
+  b = flat_batch(astype(b, dt, s), s);
+  if (li.size() > 0 && (a.shape(0) == 0 || b.shape(0) == 0)) {
+    invalid(op, "indices pick from an empty batch: a " + describe(a) +
+                    " and b " + describe(b) + ".");
+  }
+  Shape full = batch;
+  full.insert(full.end(), {a.shape(-2), b.shape(-1)});
+  array out(full, dt, std::make_shared<GatherMM>(to_stream(s), sorted_indices),
+            {a, b, li, ri});
+  if (a_vec) out = squeeze(out, {-2}, s);
+  if (b_vec) out = squeeze(out, {-1}, s);
+  return out;
 }
 
 array inner(const array& a, const array& b, StreamOrDevice s) {

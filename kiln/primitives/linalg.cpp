@@ -45,6 +45,12 @@ std::vector<Shape> AddMM::output_shapes(const std::vector<array>& inputs) {
   return {product_shape(inputs[1], inputs[2])};
 }
 
+std::vector<Shape> GatherMM::output_shapes(const std::vector<array>& inputs) {
+  Shape s = inputs[2].shape();
+  s.insert(s.end(), {inputs[0].shape(-2), inputs[1].shape(-1)});
+  return {s};
+}
+
 std::vector<Shape> QRF::output_shapes(const std::vector<array>& inputs) {
   Shape q = inputs[0].shape();
   Shape r = q;

@@ -68,6 +68,33 @@ class AddMM : public UnaryPrimitive {
   const float beta_;
 };
 
+/** out[i, M, N] = a[lhs[i]] @ b[rhs[i]] for inputs {a (A, M, K),
+ *  b (B, K, N), lhs, rhs}: uint32 index arrays of one shape (broadcast
+ *  views allowed), which gives out's leading dimensions. An index is read
+ *  as int32 (the op's cast keeps a negative one's bits), counted from the
+ *  end when negative, then clamped into its batch. rhs_sorted is the
+ *  caller's hint that rhs is sorted. The gradient for b forms each pick's
+ *  K x N product before adding it to its matrix (as MLX's for unsorted
+ *  indices); vmap folds a mapped operand's batch into its flat batch. */
+class GatherMM : public UnaryPrimitive {
+ public:
+  GatherMM(Stream s, bool rhs_sorted)
+      : UnaryPrimitive(s), rhs_sorted_(rhs_sorted) {}
+  const char* name() const override { return "GatherMM"; }
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const GatherMM*>(&other);
+    return o && o->rhs_sorted_ == rhs_sorted_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  bool rhs_sorted() const { return rhs_sorted_; }
+
+ private:
+  const bool rhs_sorted_;
+};
+
 /** Inverse of each square matrix over the last two axes; a singular matrix
  *  raises std::runtime_error at evaluation. d(A^-1) = -A^-1 dA A^-1. */
 class Inverse : public UnaryPrimitive {

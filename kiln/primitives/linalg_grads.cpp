@@ -6,6 +6,7 @@
 
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
+#include "kiln/ops/indexing.h"
 #include "kiln/ops/linalg.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
@@ -70,6 +71,98 @@ std::pair<std::vector<array>, std::vector<int>> Matmul::vmap(
   auto a = batch_first(inputs[0], axes[0], s);
   auto b = batch_first(inputs[1], axes[1], s);
   return {{matmul(a, b, s)}, {0}};
+}
+
+// ---- GatherMM: out[i] = a[lhs[i]] @ b[rhs[i]] ----
+namespace {
+
+// The picks' cotangent products (P, R, C), summed into the matrices of
+// `like` (n, R, C) that idx (P picks) names.
+array sum_into(const array& like, const array& idx, const array& products,
+               StreamOrDevice s) {
+  Shape u = products.shape();
+  u.insert(u.begin() + 1, 1);
+  return scatter_add(zeros_like(like, s), idx, reshape(products, u, s), 0, s);
+}
+
+} // namespace
+
+std::vector<array> GatherMM::vjp(const std::vector<array>& primals,
+                                 const std::vector<array>& cotangents,
+                                 const std::vector<int>& argnums,
+                                 const std::vector<array>&) {
+  StreamOrDevice s = stream();
+  const array& a = primals[0];
+  const array& b = primals[1];
+  int picks = static_cast<int>(primals[2].size());
+  array lhs = reshape(primals[2], {picks}, s);
+  array rhs = reshape(primals[3], {picks}, s);
+  array own = arange(0.0, picks, uint32, s);
+  array cot = reshape(cotangents[0], {picks, a.shape(1), b.shape(2)}, s);
+  std::vector<array> out;
+  for (int i : argnums) {
+    if (i == 0) {
+      // Each pick's cot @ b^T, added to the a matrix it read.
+      out.push_back(sum_into(
+          a, lhs, gather_mm(cot, mT(b, s), own, rhs, rhs_sorted_, s), s));
+    } else if (i == 1) {
+      // Each pick's a^T @ cot, added to the b matrix it read.
+      out.push_back(
+          sum_into(b, rhs, gather_mm(mT(a, s), cot, lhs, own, false, s), s));
+    } else {
+      out.push_back(zeros_like(primals[i], s));
+    }
+  }
+  return out;
+}
+
+std::vector<array> GatherMM::jvp(const std::vector<array>& primals,
+                                 const std::vector<array>& tangents,
+                                 const std::vector<int>& argnums) {
+  StreamOrDevice s = stream();
+  const array& lhs = primals[2];
+  const array& rhs = primals[3];
+  std::optional<array> t;
+  for (size_t k = 0; k < argnums.size(); ++k) {
+    if (argnums[k] > 1) continue;
+    auto term =
+        argnums[k] == 0
+            ? gather_mm(tangents[k], primals[1], lhs, rhs, rhs_sorted_, s)
+            : gather_mm(primals[0], tangents[k], lhs, rhs, rhs_sorted_, s);
+    t = sum_or_first(t, term, s);
+  }
+  if (!t) return {zeros(output_shapes(primals)[0], primals[0].dtype(), s)};
+  return {*t};
+}
+
+std::pair<std::vector<array>, std::vector<int>> GatherMM::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  // A mapped operand's batch (V, n, R, C) becomes a flat batch of V * n
+  // matrices, and the indices of map entry v pick from its v-th block of
+  // n; unmapped indices gain the map axis. The output keeps it first.
+  StreamOrDevice s = stream();
+  int v = batch_size(inputs, axes);
+  std::vector<array> idx;
+  for (int k : {2, 3}) {
+    idx.push_back(detail::to_batch_first(inputs[k], axes[k], v));
+  }
+  std::vector<array> mats;
+  for (int k : {0, 1}) {
+    const array& x = inputs[k];
+    if (axes[k] < 0) {
+      mats.push_back(x);
+      continue;
+    }
+    array xb = batch_first(x, axes[k], s);
+    int n = xb.shape(1);
+    mats.push_back(reshape(xb, {v * n, xb.shape(2), xb.shape(3)}, s));
+    Shape offsets(idx[k].ndim(), 1);
+    offsets[0] = v;
+    array base = reshape(
+        multiply(arange(0.0, v, uint32, s), array(n, uint32), s), offsets, s);
+    idx[k] = add(idx[k], base, s);
+  }
+  return {{gather_mm(mats[0], mats[1], idx[0], idx[1], rhs_sorted_, s)}, {0}};
 }
 
 // ---- AddMM: out = alpha * (a @ b) + beta * c ----

@@ -1,6 +1,6 @@
-"""gather_mm, gather_qmm, block_masked_mm and segmented_mm, composed from
-kiln.core ops (take, dequantize, masks and matmul) with MLX's signatures and
-results. They cost a gather or a mask product more than a fused kernel
+"""gather_qmm, block_masked_mm and segmented_mm, composed from kiln.core
+ops (gather_mm, take, dequantize, masks and matmul) with MLX's signatures
+and results. They cost a gather or a mask product more than a fused kernel
 would."""
 
 import math
@@ -38,13 +38,6 @@ def install(core):
         left = mx.take(fa, li.reshape(-1), axis=0, stream=stream)
         return left, fb, ri.reshape(-1), li.shape
 
-    def gather_mm(a, b, /, lhs_indices=None, rhs_indices=None, *, sorted_indices=False, stream=None):
-        """Matrix multiplication of the batch matrices of ``a`` and ``b``
-        picked by flat batch indices (all batch matrices when None)."""
-        left, fb, ri, shape = _pairs(mx.asarray(a), mx.asarray(b), lhs_indices, rhs_indices, "gather_mm", stream)
-        out = mx.matmul(left, mx.take(fb, ri, axis=0, stream=stream), stream=stream)
-        return out.reshape(*shape, *out.shape[-2:])
-
     def gather_qmm(x, w, /, scales, biases=None, lhs_indices=None, rhs_indices=None, transpose=True,
                    group_size=None, bits=None, mode="affine", global_scale=None, *, sorted_indices=False,
                    stream=None):
@@ -58,25 +51,26 @@ def install(core):
                              f"none; got mode {mode!r} with biases {'None' if biases is None else 'given'}.")
         x, w, scales = mx.asarray(x), mx.asarray(w), mx.asarray(scales)
         biases = None if biases is None else mx.asarray(biases)
-        left, fw, ri, shape = _pairs(x, w, lhs_indices, rhs_indices, "gather_qmm", stream)
         if scales.shape[:-2] != w.shape[:-2] or (biases is not None and biases.shape != scales.shape):
             raise ValueError(
                 f"[gather_qmm] scales {tuple(scales.shape)} (and biases) must share the batch dimensions "
                 f"of w {tuple(w.shape)}."
             )
+        left, fw, ri, shape = _pairs(x, w, lhs_indices, rhs_indices, "gather_qmm", stream)
         experts = fw.shape[0]
         flat = lambda a: None if a is None else a.reshape(experts, *a.shape[-2:])
         kw = dict(group_size=group_size, bits=bits, mode=mode, stream=stream)
         if ri.size >= experts:
-            # More picks than matrices: dequantize each matrix once.
+            # More picks than matrices: dequantize each matrix once, and
+            # gather_mm reads the picked ones in place.
             dt = x.dtype if mx.issubdtype(x.dtype, mx.floating) else mx.float32
             wd = mx.dequantize(fw, flat(scales), flat(biases), dtype=dt, **kw)
-            right = mx.take(wd, ri, axis=0, stream=stream)
-            out = mx.matmul(left, mx.swapaxes(right, -1, -2) if transpose else right, stream=stream)
-        else:
-            pick = lambda a: None if a is None else mx.take(a, ri, axis=0, stream=stream)
-            out = mx.quantized_matmul(left, pick(fw), pick(flat(scales)), pick(flat(biases)),
-                                      transpose=transpose, **kw)
+            wd = wd.reshape(*w.shape[:-2], *wd.shape[-2:])
+            return mx.gather_mm(x, mx.swapaxes(wd, -1, -2) if transpose else wd, lhs_indices,
+                                rhs_indices, sorted_indices=sorted_indices, stream=stream)
+        pick = lambda a: None if a is None else mx.take(a, ri, axis=0, stream=stream)
+        out = mx.quantized_matmul(left, pick(fw), pick(flat(scales)), pick(flat(biases)),
+                                  transpose=transpose, **kw)
         return out.reshape(*shape, *out.shape[-2:])
 
     def _expand_blocks(mask, rows, cols, block_size):
@@ -132,6 +126,6 @@ def install(core):
         out = mx.matmul(a * mask[..., None, :], b, stream=stream)
         return out
 
-    for f in (gather_mm, gather_qmm, block_masked_mm, segmented_mm):
+    for f in (gather_qmm, block_masked_mm, segmented_mm):
         f.__module__ = "kiln.core"
         setattr(core, f.__name__, f)

@@ -5,10 +5,6 @@
 namespace kiln::py {
 
 namespace {
-std::optional<array> opt_array(nb::handle h) {
-  if (h.is_none()) return std::nullopt;
-  return to_array(h);
-}
 
 // A custom kernel's arguments from Python: arrays or scalars, shapes as
 // sequences of ints, dtypes, and template arguments as (name, value) pairs

@@ -88,6 +88,11 @@ array to_array_weak(nb::handle obj, Dtype like);
 
 /** Both operands of a binary op, with weak typing of Python scalars. */
 std::pair<array, array> to_arrays(nb::handle a, nb::handle b);
+/** to_array(h), or nothing for None. */
+inline std::optional<array> opt_array(nb::handle h) {
+  if (h.is_none()) return std::nullopt;
+  return to_array(h);
+}
 
 /** True for Python bool/int/float/complex and NumPy scalars. */
 bool is_python_scalar(nb::handle obj);

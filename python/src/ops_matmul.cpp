@@ -33,6 +33,19 @@ void init_ops_matmul(nb::module_& m) {
       "c"_a, "a"_a, "b"_a, "alpha"_a = 1.0f, "beta"_a = 1.0f,
       "stream"_a = nb::none(), "alpha * (a @ b) + beta * c.");
   m.def(
+      "gather_mm",
+      [](ArrayLike a, ArrayLike b, nb::handle lhs_indices,
+         nb::handle rhs_indices, bool sorted_indices, const StreamArg& s) {
+        auto [x, y] = to_arrays(a, b);
+        return gather_mm(x, y, opt_array(lhs_indices), opt_array(rhs_indices),
+                         sorted_indices, to_sod(s));
+      },
+      "a"_a, "b"_a, "lhs_indices"_a.none() = nb::none(),
+      "rhs_indices"_a.none() = nb::none(), nb::kw_only(),
+      "sorted_indices"_a = false, "stream"_a = nb::none(),
+      "Matrix products of the batch matrices of a and b picked by flat batch "
+      "indices (all of a batch, in order, when None), each read in place.");
+  m.def(
       "inner",
       [](ArrayLike a, ArrayLike b, const StreamArg& s) {
         auto [x, y] = to_arrays(a, b);

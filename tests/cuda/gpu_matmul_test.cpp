@@ -214,5 +214,71 @@ TEST_F(GpuMatmul, EmptyAndUnsupportedDtypesStillWork) {
   }
 }
 
+array picks(std::vector<int> v, Shape shape, Dtype dt = uint32) {
+  return astype(array(v, shape, int32), dt);
+}
+
+auto gmm = [](const std::vector<array>& v, Device d) {
+  return gather_mm(v[0], v[1], v[2], v[3], false, d);
+};
+
+TEST_F(GpuMatmul, GatherMMEveryDtypeLayoutAndPick) {
+  for (Dtype dt : gemm_dtypes()) {
+    array a = random_array({5, 3, 40}, dt, -1, 1);
+    array b = random_array({4, 40, 24}, dt, -1, 1);
+    // b stored (E, N, K) and read transposed, as a mixture of experts does.
+    array bt = swapaxes(random_array({4, 24, 40}, dt, -1, 1), -1, -2);
+    array at = swapaxes(random_array({5, 40, 3}, dt, -1, 1), -1, -2);
+    array big = random_array({5, 3, 80}, dt, -1, 1);
+    array a_strided = slice(big, Shape{0, 0, 0}, Shape{5, 3, 80}, Shape{1, 1, 2});
+    array li = picks({4, 0, 2, 2, 1, 3, 0}, {7});
+    array ri = picks({3, 3, 0, 1, 3, 2, 3}, {7});
+    for (auto [x, y] : {std::pair{a, b}, std::pair{a, bt}, std::pair{at, b},
+                        std::pair{a_strided, bt}}) {
+      EXPECT_TRUE(same_on_devices(gmm, {x, y, li, ri}, gemm_tol(dt)))
+          << dtype_name(dt);
+    }
+    // Broadcast (3, 1) x (1, 4) indices; negative and out-of-range picks
+    // read as on the CPU.
+    EXPECT_TRUE(same_on_devices(
+        gmm, {a, b, picks({1, 4, 0}, {3, 1}), picks({2, 0, 3, 1}, {1, 4})},
+        gemm_tol(dt)))
+        << dtype_name(dt);
+    EXPECT_TRUE(same_on_devices(
+        gmm, {a, b, picks({7, -1, -2}, {3}, int32), picks({-5, 9, -1}, {3}, int64)},
+        gemm_tol(dt)))
+        << dtype_name(dt);
+  }
+  // Empty picks and an empty inner dimension.
+  array a = random_array({3, 2, 4}, float32), b = random_array({3, 4, 5}, float32);
+  EXPECT_TRUE(same_on_devices(gmm, {a, b, picks({}, {0}), picks({}, {0})}, 0));
+  EXPECT_TRUE(same_on_devices(gmm, {random_array({3, 2, 0}, float32),
+                                    random_array({3, 0, 5}, float32),
+                                    picks({1, 2}, {2}), picks({0, 0}, {2})},
+                              0));
+}
+
+TEST_F(GpuMatmul, GatherMMReadsPickedMatricesInPlace) {
+  // 256 tokens, 2 picks each, of 16 experts of 512 -> 1024: a gathered copy
+  // of b's picked matrices would take 1 GiB; the products themselves 1 MiB.
+  array x = random_array({256, 1, 512}, float32, -1, 1);
+  array w = random_array({16, 512, 1024}, float32, -1, 1);
+  std::vector<int> idx;
+  for (int t = 0; t < 256; ++t) idx.insert(idx.end(), {t % 16, (t * 7) % 16});
+  array ri = picks(idx, {256, 2});
+  array li = reshape(arange(0.0, 256.0, uint32), {256, 1});
+  // On the device before the measurement.
+  array xg = multiply(x, array(1.0f), Device::gpu);
+  array wg = multiply(w, array(1.0f), Device::gpu);
+  eval({xg, wg});
+  size_t before = gpu::get_active_memory();
+  gpu::reset_peak_memory();
+  array out = gather_mm(xg, wg, li, ri, false, Device::gpu);
+  eval(out);
+  EXPECT_TRUE(out.on_device());
+  EXPECT_LT(gpu::get_peak_memory() - before, size_t(16) << 20);
+  EXPECT_TRUE(same_on_devices(gmm, {x, w, li, ri}, gemm_tol(float32)));
+}
+
 } // namespace
 } // namespace kiln::test

@@ -6,6 +6,7 @@
 #if KILN_HAS_CUDA
 
 #include "cuda/nvrtc_check.h"
+#include "kiln/backend/cuda/addresses.h"
 #include "kiln/backend/cuda/axis_kernels.h"
 #include "kiln/backend/cuda/elementwise_kernels.h"
 #include "kiln/backend/cuda/linalg.h"
@@ -124,6 +125,12 @@ TEST(NvrtcHeaders, LinalgKernels) {
                       cuda::small_solve_kernel(float64),
                       cuda::zero_diagonal_kernel(float32),
                       cuda::zero_diagonal_kernel(float64)});
+}
+
+// The address lists of batched cuBLAS and cuSOLVER calls and GatherMM's.
+TEST(NvrtcHeaders, AddressKernels) {
+  expect_all_compile({cuda::strided_addresses_kernel(),
+                      cuda::gather_mm_addresses_kernel()});
 }
 
 // Every scan op, and every dtype family on sum (widening ones included),

@@ -209,6 +209,70 @@ TEST(GradAddMM, Compositions) {
                    {rnd({4}), rnd({3, 2}), rnd({2, 4})});
 }
 
+// ---- gather_mm -------------------------------------------------------------
+
+array picks(std::vector<int> v, Shape shape) {
+  return astype(array(v, shape, int32), uint32);
+}
+
+ArrayFn gmm(bool sorted = false) {
+  return [sorted](const std::vector<array>& in) {
+    return gather_mm(in[0], in[1], in[2], in[3], sorted);
+  };
+}
+
+TEST(GradGatherMM, RepeatedPicksSumIntoTheirMatrices) {
+  // Matrices picked twice get both picks' gradients; those never picked
+  // get zeros (a's matrix 3, b's matrix 2).
+  std::vector<array> in = {rnd({4, 2, 3}), rnd({3, 3, 5}),
+                           picks({0, 2, 2, 1, 0}, {5}),
+                           picks({1, 0, 1, 1, 0}, {5})};
+  EXPECT_TRUE(check_vjp(gmm(), in, 1e-6, {2, 3}));
+  EXPECT_TRUE(check_jvp(gmm(), in, 1e-8, {2, 3}));
+  // Broadcast (3, 1) x (1, 2) indices, b read transposed, rows of one.
+  std::vector<array> mo = {rnd({3, 1, 4}), swapaxes(rnd({2, 3, 4}), -1, -2),
+                           picks({0, 1, 2}, {3, 1}), picks({1, 0}, {1, 2})};
+  EXPECT_TRUE(check_vjp(gmm(true), mo, 1e-6, {2, 3}));
+  EXPECT_TRUE(check_jvp(gmm(true), mo, 1e-8, {2, 3}));
+}
+
+TEST(GradGatherMM, MatchesTheGatheredMatmul) {
+  // The gradients equal those of matmul over take()n copies.
+  auto a = rnd({3, 2, 4}), b = rnd({4, 4, 3}), c = rnd({6, 2, 3});
+  auto li = picks({2, 0, 1, 1, 2, 0}, {6}), ri = picks({3, 3, 0, 1, 2, 3}, {6});
+  auto loss = [&](bool gathered) {
+    return [&, gathered](const std::vector<array>& in) {
+      auto p = gathered ? gather_mm(in[0], in[1], li, ri)
+                        : matmul(take(in[0], li, 0), take(in[1], ri, 0));
+      return sum(multiply(c, p));
+    };
+  };
+  auto g = grad(loss(true), std::vector<int>{0, 1})({a, b});
+  auto w = grad(loss(false), std::vector<int>{0, 1})({a, b});
+  EXPECT_TRUE(all_close(to_doubles(g[0]), to_doubles(w[0]), 1e-12, 1e-12));
+  EXPECT_TRUE(all_close(to_doubles(g[1]), to_doubles(w[1]), 1e-12, 1e-12));
+}
+
+TEST(GradGatherMM, VmapOverEachInput) {
+  auto a = rnd({3, 2, 4}), b = rnd({4, 4, 3});
+  auto li = picks({2, 0, 1, 1}, {4}), ri = picks({3, 3, 0, 1}, {4});
+  EXPECT_TRUE(check_vmap(gmm(), {rnd({2, 3, 2, 4}), b, li, ri}, {0, -1, -1, -1}));
+  EXPECT_TRUE(check_vmap(gmm(), {a, rnd({4, 4, 3, 2}), li, ri}, {-1, 3, -1, -1}));
+  auto lis = picks({0, 1, 2, 2, 1, 0, 0, 0}, {2, 4});
+  auto ris = picks({0, 1, 2, 3, 3, 2, 1, 0}, {4, 2});
+  EXPECT_TRUE(check_vmap(gmm(), {a, b, lis, ri}, {-1, -1, 0, -1}));
+  EXPECT_TRUE(check_vmap(gmm(), {a, b, li, ris}, {-1, -1, -1, 1}));
+  EXPECT_TRUE(check_vmap(gmm(), {rnd({2, 3, 2, 4}), rnd({4, 4, 3, 2}), lis, ris},
+                         {0, 3, 0, 1}));
+  // Gradients under vmap: per-example gradients of a mixture of experts.
+  auto f = [&](const std::vector<array>& in) {
+    return grad([&](const std::vector<array>& x) {
+      return sum(square(gather_mm(x[0], x[1], li, ri)));
+    }, std::vector<int>{1})({in[0], in[1]})[0];
+  };
+  EXPECT_TRUE(check_vmap(f, {rnd({2, 3, 2, 4}), b}, {0, -1}));
+}
+
 // ---- inverse and solve -----------------------------------------------------
 
 TEST(GradInverse, Rules) {

@@ -142,19 +142,6 @@ bool donate_device_buffer(const array& in, array& out, const Stream& s) {
   return true;
 }
 
-void pointer_list(Scratch& list, void* base, int64_t count, size_t stride,
-                  const Stream& s) {
-  std::vector<void*> ptrs(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) {
-    ptrs[i] = static_cast<char*>(base) + i * stride;
-  }
-  // A copy from pageable memory is staged before the call returns: ptrs
-  // may go.
-  KILN_CHECK_CUDA(cudaMemcpyAsync(list.ptr, ptrs.data(),
-                                  ptrs.size() * sizeof(void*),
-                                  cudaMemcpyHostToDevice, cuda_stream(s)));
-}
-
 } // namespace cuda
 
 namespace gpu {

@@ -51,10 +51,4 @@ struct Scratch {
   uint64_t used;
 };
 
-/** Makes list a device array of the addresses of `count` blocks `stride`
- *  bytes apart from base (what batched BLAS and LAPACK routines take),
- *  copied from pageable memory before this returns. */
-void pointer_list(Scratch& list, void* base, int64_t count, size_t stride,
-                  const Stream& s);
-
 } // namespace kiln::cuda

@@ -6,13 +6,23 @@
 #include <stdexcept>
 #include <string>
 
+#include "kiln/backend/cuda/addresses.h"
 #include "kiln/backend/cuda/buffer.h"
 #include "kiln/backend/cuda/device.h"
+#include "kiln/backend/cuda/gemm.h"
 #include "kiln/backend/cuda/toolkit_library.h"
 
 namespace kiln::cuda::cublas {
 
 namespace {
+
+// The exported gemmBatchedEx (the header overloads the name with an inline
+// wrapper taking a cudaDataType compute type).
+using GemmBatchedEx = cublasStatus_t (*)(
+    cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+    const void*, const void* const[], cudaDataType, int, const void* const[],
+    cudaDataType, int, const void*, void* const[], cudaDataType, int, int,
+    cublasComputeType_t, cublasGemmAlgo_t);
 
 // The entry points kiln uses, resolved from the loaded library (the _v2
 // names are the exported ones).
@@ -23,6 +33,7 @@ struct Api {
   decltype(&cublasDtrsm_v2) dtrsm = nullptr;
   decltype(&cublasSgetrfBatched) sgetrf_batched = nullptr;
   decltype(&cublasDgetrfBatched) dgetrf_batched = nullptr;
+  GemmBatchedEx gemm_batched = nullptr;
 };
 
 #define KILN_RESOLVE(field, symbol) resolve(lib, #symbol, a.field)
@@ -38,7 +49,8 @@ const Api* api() {
                  KILN_RESOLVE(strsm, cublasStrsm_v2) &&
                  KILN_RESOLVE(dtrsm, cublasDtrsm_v2) &&
                  KILN_RESOLVE(sgetrf_batched, cublasSgetrfBatched) &&
-                 KILN_RESOLVE(dgetrf_batched, cublasDgetrfBatched);
+                 KILN_RESOLVE(dgetrf_batched, cublasDgetrfBatched) &&
+                 KILN_RESOLVE(gemm_batched, cublasGemmBatchedEx);
         });
     return lib ? &a : nullptr;
   }();
@@ -49,7 +61,7 @@ const Api* api() {
 
 void check(cublasStatus_t r, const char* what) {
   if (r == CUBLAS_STATUS_SUCCESS) return;
-  throw std::runtime_error(std::string("[linalg] cuBLAS ") + what +
+  throw std::runtime_error(std::string("[cuBLAS] ") + what +
                            " failed (status " +
                            std::to_string(static_cast<int>(r)) + ")");
 }
@@ -113,7 +125,7 @@ void getrf_batched(int64_t n, int64_t batch, Dtype dt, void* a, int* ipiv,
   Blas blas(s);
   // The routine takes a device array of the matrices' addresses.
   Scratch list(static_cast<size_t>(batch) * sizeof(void*), s);
-  pointer_list(list, a, batch, static_cast<size_t>(n * n) * dt.size, s);
+  strided_addresses(list, a, batch, static_cast<size_t>(n * n) * dt.size, s);
   int ni = static_cast<int>(n), bi = static_cast<int>(batch);
   check(dt == float64
             ? blas.lib().dgetrf_batched(blas.handle(), ni,
@@ -123,6 +135,39 @@ void getrf_batched(int64_t n, int64_t batch, Dtype dt, void* a, int* ipiv,
                                         static_cast<float**>(list.ptr), ni,
                                         ipiv, info, bi),
         "getrfBatched");
+}
+
+bool gemm_batched_supports(Dtype dt) {
+  return dt == float16 || dt == bfloat16 || dt == float32 || dt == float64;
+}
+
+void gemm_batched(int64_t m, int64_t n, int64_t k, Dtype dt,
+                  const void* const* a, bool a_trans, int64_t lda,
+                  const void* const* b, bool b_trans, int64_t ldb,
+                  void* const* c, int64_t batch, const Stream& s) {
+  Blas blas(s);
+  // Row-major C = A B is column-major C^T = B^T A^T: b's matrices come
+  // first, each row-major operand being its transpose column-major.
+  cudaDataType_t type = dt == float16    ? CUDA_R_16F
+                        : dt == bfloat16 ? CUDA_R_16BF
+                        : dt == float64  ? CUDA_R_64F
+                                         : CUDA_R_32F;
+  cublasComputeType_t compute =
+      dt == float64 ? CUBLAS_COMPUTE_64F
+      : dt == float32 && allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                      : CUBLAS_COMPUTE_32F;
+  const double one64 = 1, zero64 = 0;
+  const float one32 = 1, zero32 = 0;
+  const void* alpha = dt == float64 ? static_cast<const void*>(&one64) : &one32;
+  const void* beta = dt == float64 ? static_cast<const void*>(&zero64) : &zero32;
+  check(blas.lib().gemm_batched(
+            blas.handle(), b_trans ? CUBLAS_OP_T : CUBLAS_OP_N,
+            a_trans ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),
+            static_cast<int>(m), static_cast<int>(k), alpha, b, type,
+            static_cast<int>(ldb), a, type, static_cast<int>(lda), beta, c,
+            type, static_cast<int>(n), static_cast<int>(batch), compute,
+            CUBLAS_GEMM_DEFAULT),
+        "gemmBatchedEx");
 }
 
 } // namespace kiln::cuda::cublas

@@ -16,6 +16,9 @@ namespace kiln::cuda::cublas {
  *  directory). */
 bool available();
 
+/** Whether gemm_batched takes dt. */
+bool gemm_batched_supports(Dtype dt);
+
 /** Solves A X = B in place of B for n x n triangular matrices A (the
  *  triangle read: upper or lower, a non-unit diagonal) and n x nrhs right
  *  sides B, float32 or float64, on kiln stream s. Nothing checks A's
@@ -28,5 +31,16 @@ void trsm(bool upper, int64_t n, int64_t nrhs, int64_t batch, Dtype dt,
  *  1-based int32 rows per matrix, info a status per matrix (LAPACK's). */
 void getrf_batched(int64_t n, int64_t batch, Dtype dt, void* a, int* ipiv,
                    int* info, const Stream& s);
+
+/** Row-major products C_p (m x n) = A_p (m x k) @ B_p (k x n) for the
+ *  `batch` address triples in the device arrays a, b, c, one cuBLAS call
+ *  (gemmBatchedEx): A_p and B_p row-major, or stored transposed when
+ *  a_trans / b_trans, with leading dimensions lda, ldb; C_p packed.
+ *  float16 and bfloat16 accumulate in float32, float32 in float32 (TF32
+ *  when gemm.h's switch allows it), float64 in float64. */
+void gemm_batched(int64_t m, int64_t n, int64_t k, Dtype dt,
+                  const void* const* a, bool a_trans, int64_t lda,
+                  const void* const* b, bool b_trans, int64_t ldb,
+                  void* const* c, int64_t batch, const Stream& s);
 
 } // namespace kiln::cuda::cublas

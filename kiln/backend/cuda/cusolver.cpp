@@ -11,6 +11,7 @@
 #include <string>
 #include <type_traits>
 
+#include "kiln/backend/cuda/addresses.h"
 #include "kiln/backend/cuda/buffer.h"
 #include "kiln/backend/cuda/device.h"
 #include "kiln/backend/cuda/toolkit_library.h"
@@ -219,7 +220,7 @@ void potrf(bool upper, int64_t n, int64_t batch, Dtype dt, void* a, int* info,
   Solver sv(s);
   if (batch > 1 && n <= batched_potrf_max_n && batch <= INT32_MAX) {
     Scratch list(static_cast<size_t>(batch) * sizeof(void*), s);
-    pointer_list(list, a, batch, static_cast<size_t>(n * n) * dt.size, s);
+    strided_addresses(list, a, batch, static_cast<size_t>(n * n) * dt.size, s);
     int ni = static_cast<int>(n), bi = static_cast<int>(batch);
     check(dt == float64
               ? sv.lib().dpotrf_batched(sv.handle(), fill(upper), ni,

@@ -5,8 +5,12 @@
 // BIAS epilogue (alpha scales only the product); any other bias is copied
 // into the output, which the GEMM then reads as C with beta. A product over
 // an empty inner dimension (which cuBLASLt refuses) is written without a
-// GEMM: zeros, or beta times the bias.
+// GEMM: zeros, or beta times the bias. GatherMM is one cuBLAS batched GEMM
+// over address lists a kernel writes from the picks, so each picked matrix
+// is read in place.
+#include "kiln/backend/cuda/addresses.h"
 #include "kiln/backend/cuda/buffer.h"
+#include "kiln/backend/cuda/cublas.h"
 #include "kiln/backend/cuda/device.h"
 #include "kiln/backend/cuda/elementwise.h"
 #include "kiln/backend/cuda/fallback.h"
@@ -118,6 +122,40 @@ bool epilogue_bias(const array& c, const array& out, float beta) {
          c.dtype() == out.dtype() && c.offset() % 16 == 0;
 }
 
+// GatherMM's products, one batched GEMM over the picks' addresses. False
+// when the GPU cannot run it.
+bool run_gather_mm(const std::vector<array>& inputs, array& out,
+                   const Stream& s) {
+  const array& a_in = inputs[0];
+  const array& b_in = inputs[1];
+  int64_t picks = inputs[2].size();
+  int64_t m = out.shape(-2), n = out.shape(-1), k = a_in.shape(-1);
+  constexpr int64_t int_max = 2147483647;
+  if (!cublas::available() || !cublas::gemm_batched_supports(out.dtype()) ||
+      picks > int_max || m > int_max || n > int_max || k > int_max) {
+    return false;
+  }
+  Operand a, b;
+  array lhs = inputs[2], rhs = inputs[3];
+  if (!prepare(a_in, 1, s, a) || !prepare(b_in, 1, s, b) ||
+      !row_contiguous(inputs[2], lhs, s) ||
+      !row_contiguous(inputs[3], rhs, s)) {
+    return false;
+  }
+  size_t item = out.itemsize();
+  Scratch list(3 * static_cast<size_t>(picks) * sizeof(void*), s);
+  gather_mm_addresses(list, device_ptr(lhs, s), device_ptr(rhs, s),
+                      device_ptr(a.arr, s), device_ptr(b.arr, s),
+                      out.raw_data_ptr(), a_in.shape(0), b_in.shape(0),
+                      a.batch_stride * item, b.batch_stride * item,
+                      m * n * item, picks, s);
+  auto** ptrs = static_cast<void**>(list.ptr);
+  cublas::gemm_batched(m, n, k, out.dtype(), ptrs, a.transposed, a.ld,
+                       ptrs + picks, b.transposed, b.ld, ptrs + 2 * picks,
+                       picks, s);
+  return true;
+}
+
 } // namespace
 
 } // namespace kiln::cuda
@@ -206,6 +244,21 @@ void AddMM::eval_gpu(const std::vector<array>& inputs, array& out) {
     return;
   }
   if (!cuda::run_gemm(a, b, out, alpha_, beta_, nullptr, stream())) {
+    cuda::eval_on_cpu(*this, inputs, out);
+  }
+}
+
+void GatherMM::eval_gpu(const std::vector<array>& inputs, array& out) {
+  if (!cuda::gemm_supports(out.dtype())) {
+    cuda::eval_on_cpu(*this, inputs, out);
+    return;
+  }
+  if (inputs[0].shape(-1) == 0 || out.size() == 0) {
+    empty_product(nullptr, 0.0f, out, stream());
+    return;
+  }
+  cuda::set_device_output(out, stream());
+  if (!cuda::run_gather_mm(inputs, out, stream())) {
     cuda::eval_on_cpu(*this, inputs, out);
   }
 }
