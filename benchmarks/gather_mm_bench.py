@@ -77,12 +77,15 @@ def main():
 
         got = k_gmm()
         kc.eval(got)
-        ref = np.einsum("td,tknd->tkn", x.astype(np.float64), w[idx].astype(np.float64))
-        err = np.abs(np.array(got).reshape(T, k, N) - ref).max()
+        # Checked on a few tokens (the whole gathered w can be tens of GB).
+        c = min(T, 8)
+        ref = np.einsum("td,tknd->tkn", x[:c].astype(np.float64), w[idx[:c]].astype(np.float64))
+        err = np.abs(np.array(got).reshape(T, k, N)[:c] - ref).max()
         assert err < 1e-2, f"{label}: max error {err}"
         kt = best_ms(k_gmm, kiln_sync, args.repeat)
         peers = {}
-        if args.gpu and torch is not None and torch.cuda.is_available():
+        gathered = T * k * D * N * 4  # bytes of the picked matrices' copy
+        if args.gpu and torch is not None and torch.cuda.is_available() and gathered <= 8 << 30:
             tx, tw = torch.from_numpy(x).cuda(), torch.from_numpy(w).cuda()
             ti = torch.from_numpy(idx.astype(np.int64)).cuda()
 
@@ -93,7 +96,7 @@ def main():
 
             peers["torch index+bmm"] = best_ms(t_fn, lambda _: torch.cuda.synchronize(), args.repeat)
         if not args.gpu:
-            if T * k * D * N * 4 <= 2 << 30:
+            if gathered <= 2 << 30:
                 peers["take+matmul"] = best_ms(lambda: composed(kx, kw, ki), kiln_sync, max(1, args.repeat // 2))
             if mx is not None:
                 mxx, mxw, mxi = mx.array(x), mx.array(w), mx.array(idx)

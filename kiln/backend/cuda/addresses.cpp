@@ -32,6 +32,9 @@ void strided_addresses(Scratch& list, void* base, int64_t count,
   void* out = list.ptr;
   void* args[] = {&p, &st, &count, &out};
   launch(f, count, 1, args, s.index);
+  // A library routine reads the list next, on a stream it may have taken
+  // (and so flushed) before this kernel was recorded for a graph.
+  flush_launches(s.index);
 }
 
 void gather_mm_addresses(Scratch& list, const void* lhs, const void* rhs,
@@ -47,6 +50,7 @@ void gather_mm_addresses(Scratch& list, const void* lhs, const void* rhs,
                   &na,       &nb,    &a_stride, &b_stride, &c_stride,
                   &picks,    &a_out, &b_out, &c_out};
   launch(f, picks, 1, args, s.index);
+  flush_launches(s.index);
 }
 
 } // namespace kiln::cuda

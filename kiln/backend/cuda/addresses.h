@@ -1,6 +1,8 @@
 // Device arrays of matrix addresses for cuBLAS's and cuSOLVER's batched
 // routines, written by kernels (device/addresses.cuh) on the routine's
-// stream, compiled by NVRTC at first use in both builds.
+// stream, compiled by NVRTC at first use in both builds. Each launch is
+// sent to the GPU before these return (not left recorded for a graph):
+// the routine that reads the list may hold a stream handle taken before.
 #pragma once
 
 #include <cstdint>
