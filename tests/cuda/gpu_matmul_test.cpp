@@ -4,6 +4,7 @@
 // epilogue (packed vector, beta == 1, alpha scaling only the product)
 // against its general path.
 #include "cuda/gpu_fixture.h"
+#include "ops/linalg_helpers.h"
 
 namespace kiln::test {
 namespace {
@@ -55,6 +56,10 @@ TEST_F(GpuMatmul, BatchedWithBroadcastBatches) {
     EXPECT_TRUE(same_on_devices(mm, {a, b1}, gemm_tol(dt)))
         << dtype_name(dt);
     EXPECT_TRUE(same_on_devices(mm, {a1, b}, gemm_tol(dt)))
+        << dtype_name(dt);
+    // A reversed batch (a negative batch stride) is copied, not read with
+    // stride 0.
+    EXPECT_TRUE(same_on_devices(mm, {reversed(a, 1), b}, gemm_tol(dt)))
         << dtype_name(dt);
     EXPECT_TRUE(same_on_devices(mm, {transpose(a, {1, 0, 2, 3}),
                                      transpose(b, {1, 0, 2, 3})},
@@ -234,7 +239,8 @@ TEST_F(GpuMatmul, GatherMMEveryDtypeLayoutAndPick) {
     array li = picks({4, 0, 2, 2, 1, 3, 0}, {7});
     array ri = picks({3, 3, 0, 1, 3, 2, 3}, {7});
     for (auto [x, y] : {std::pair{a, b}, std::pair{a, bt}, std::pair{at, b},
-                        std::pair{a_strided, bt}}) {
+                        std::pair{a_strided, bt},
+                        std::pair{reversed(a, 0), reversed(b, 2)}}) {
       EXPECT_TRUE(same_on_devices(gmm, {x, y, li, ri}, gemm_tol(dt)))
           << dtype_name(dt);
     }

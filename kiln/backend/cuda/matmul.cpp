@@ -30,21 +30,25 @@ struct Operand {
   int64_t batch_stride = 0;
 };
 
-// One stride for the whole batch (batch dims of size 1 ignored), or -1.
+// One stride for the whole batch (batch dims of size 1 ignored), or -1
+// when there is none or it is negative (a reversed batch is copied).
 int64_t batch_stride(const array& x, size_t nb) {
-  int64_t stride = -1, extent = 1;
+  int64_t stride = 0, extent = 1;
+  bool found = false;
   for (int i = static_cast<int>(nb) - 1; i >= 0; --i) {
     int64_t n = x.shape()[i], s = x.strides()[i];
     if (n == 1) continue;
-    if (stride < 0) {
+    if (s < 0) return -1;
+    if (!found) {
       stride = s;
+      found = true;
     } else if (s != stride * extent) {
       return -1;
     }
     extent *= n;
     if (stride == 0 && s != 0) return -1;
   }
-  return stride < 0 ? 0 : stride;
+  return stride;
 }
 
 bool read_in_place(const array& x, size_t nb, Operand& op) {
