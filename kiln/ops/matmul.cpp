@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
@@ -25,8 +26,11 @@ struct Product {
   Shape out_shape;
 };
 
-Product prepare_product(const char* op, array a, array b, Dtype dt,
-                        StreamOrDevice s) {
+// a and b as matrices for op's product: a 1-d a gains a leading 1 and a
+// 1-d b a trailing 1 (which of them were vectors is returned); raises when
+// either is 0-d or the inner dimensions differ.
+std::pair<bool, bool> as_matrices(const char* op, array& a, array& b,
+                                  StreamOrDevice s) {
   if (a.ndim() == 0 || b.ndim() == 0) {
     invalid(op, "inputs must have at least one dimension, got " + describe(a) +
                     " and " + describe(b) + ".");
@@ -39,6 +43,12 @@ Product prepare_product(const char* op, array a, array b, Dtype dt,
                     ") must match the second to last dimension of b (" +
                     describe(b) + ").");
   }
+  return {a_vec, b_vec};
+}
+
+Product prepare_product(const char* op, array a, array b, Dtype dt,
+                        StreamOrDevice s) {
+  auto [a_vec, b_vec] = as_matrices(op, a, b, s);
   Shape ab(a.shape().begin(), a.shape().end() - 2);
   Shape bb(b.shape().begin(), b.shape().end() - 2);
   Shape batch = detail::broadcast_shapes(ab, bb, op);
@@ -165,18 +175,7 @@ array gather_mm(array a, array b, std::optional<array> lhs_indices,
                     " and " + describe(b) + " promote to " + dtype_name(dt) +
                     ".");
   }
-  if (a.ndim() == 0 || b.ndim() == 0) {
-    invalid(op, "inputs must have at least one dimension, got " + describe(a) +
-                    " and " + describe(b) + ".");
-  }
-  bool a_vec = a.ndim() == 1, b_vec = b.ndim() == 1;
-  if (a_vec) a = expand_dims(a, 0, s);
-  if (b_vec) b = expand_dims(b, -1, s);
-  if (a.shape(-1) != b.shape(-2)) {
-    invalid(op, "the last dimension of a (" + describe(a) +
-                    ") must match the second to last dimension of b (" +
-                    describe(b) + ").");
-  }
+  auto [a_vec, b_vec] = as_matrices(op, a, b, s);
   array li = batch_indices(lhs_indices, a, "lhs_indices", a, b, s);
   array ri = batch_indices(rhs_indices, b, "rhs_indices", a, b, s);
   Shape batch = detail::broadcast_shapes(li.shape(), ri.shape(), op);
