@@ -90,6 +90,12 @@ class GatherMM : public UnaryPrimitive {
   }
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   bool rhs_sorted() const { return rhs_sorted_; }
+  /** The matrix of n that index (an input's uint32 value) picks. */
+  static int64_t pick(uint32_t index, int64_t n) {
+    int64_t i = static_cast<int32_t>(index);
+    if (i < 0) i += n;
+    return i < 0 ? 0 : (i >= n ? n - 1 : i);
+  }
 
  private:
   const bool rhs_sorted_;

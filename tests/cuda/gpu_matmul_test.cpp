@@ -4,6 +4,10 @@
 // epilogue (packed vector, beta == 1, alpha scaling only the product)
 // against its general path.
 #include "cuda/gpu_fixture.h"
+#include "kiln/config.h"
+#if KILN_HAS_CUDA
+#include "kiln/backend/cuda/cublas.h"
+#endif
 #include "ops/linalg_helpers.h"
 
 namespace kiln::test {
@@ -219,7 +223,7 @@ TEST_F(GpuMatmul, EmptyAndUnsupportedDtypesStillWork) {
   }
 }
 
-array picks(std::vector<int> v, Shape shape, Dtype dt = uint32) {
+array picks_of(std::vector<int> v, Shape shape, Dtype dt = uint32) {
   return astype(array(v, shape, int32), dt);
 }
 
@@ -236,8 +240,8 @@ TEST_F(GpuMatmul, GatherMMEveryDtypeLayoutAndPick) {
     array at = swapaxes(random_array({5, 40, 3}, dt, -1, 1), -1, -2);
     array big = random_array({5, 3, 80}, dt, -1, 1);
     array a_strided = slice(big, Shape{0, 0, 0}, Shape{5, 3, 80}, Shape{1, 1, 2});
-    array li = picks({4, 0, 2, 2, 1, 3, 0}, {7});
-    array ri = picks({3, 3, 0, 1, 3, 2, 3}, {7});
+    array li = picks_of({4, 0, 2, 2, 1, 3, 0}, {7});
+    array ri = picks_of({3, 3, 0, 1, 3, 2, 3}, {7});
     for (auto [x, y] : {std::pair{a, b}, std::pair{a, bt}, std::pair{at, b},
                         std::pair{a_strided, bt},
                         std::pair{reversed(a, 0), reversed(b, 2)}}) {
@@ -247,20 +251,20 @@ TEST_F(GpuMatmul, GatherMMEveryDtypeLayoutAndPick) {
     // Broadcast (3, 1) x (1, 4) indices; negative and out-of-range picks
     // read as on the CPU.
     EXPECT_TRUE(same_on_devices(
-        gmm, {a, b, picks({1, 4, 0}, {3, 1}), picks({2, 0, 3, 1}, {1, 4})},
+        gmm, {a, b, picks_of({1, 4, 0}, {3, 1}), picks_of({2, 0, 3, 1}, {1, 4})},
         gemm_tol(dt)))
         << dtype_name(dt);
     EXPECT_TRUE(same_on_devices(
-        gmm, {a, b, picks({7, -1, -2}, {3}, int32), picks({-5, 9, -1}, {3}, int64)},
+        gmm, {a, b, picks_of({7, -1, -2}, {3}, int32), picks_of({-5, 9, -1}, {3}, int64)},
         gemm_tol(dt)))
         << dtype_name(dt);
   }
   // Empty picks and an empty inner dimension.
   array a = random_array({3, 2, 4}, float32), b = random_array({3, 4, 5}, float32);
-  EXPECT_TRUE(same_on_devices(gmm, {a, b, picks({}, {0}), picks({}, {0})}, 0));
+  EXPECT_TRUE(same_on_devices(gmm, {a, b, picks_of({}, {0}), picks_of({}, {0})}, 0));
   EXPECT_TRUE(same_on_devices(gmm, {random_array({3, 2, 0}, float32),
                                     random_array({3, 0, 5}, float32),
-                                    picks({1, 2}, {2}), picks({0, 0}, {2})},
+                                    picks_of({1, 2}, {2}), picks_of({0, 0}, {2})},
                               0));
 }
 
@@ -271,7 +275,7 @@ TEST_F(GpuMatmul, GatherMMReadsPickedMatricesInPlace) {
   array w = random_array({16, 512, 1024}, float32, -1, 1);
   std::vector<int> idx;
   for (int t = 0; t < 256; ++t) idx.insert(idx.end(), {t % 16, (t * 7) % 16});
-  array ri = picks(idx, {256, 2});
+  array ri = picks_of(idx, {256, 2});
   array li = reshape(arange(0.0, 256.0, uint32), {256, 1});
   // On the device before the measurement.
   array xg = multiply(x, array(1.0f), Device::gpu);
@@ -284,6 +288,57 @@ TEST_F(GpuMatmul, GatherMMReadsPickedMatricesInPlace) {
   EXPECT_TRUE(out.on_device());
   EXPECT_LT(gpu::get_peak_memory() - before, size_t(16) << 20);
   EXPECT_TRUE(same_on_devices(gmm, {x, w, li, ri}, gemm_tol(float32)));
+}
+
+// Grouped GEMMs run so far (none in a build without CUDA, where the GPU
+// tests skip).
+int64_t grouped_calls() {
+#if KILN_HAS_CUDA
+  return cuda::cublas::grouped_gemm_calls();
+#else
+  return 0;
+#endif
+}
+
+TEST_F(GpuMatmul, GatherMMSortedPicksRunOneGemmPerMatrix) {
+  // mlx-lm's sorted prefill: 48 tokens, 2 experts each, picks sorted by
+  // expert with lhs naming each pick's token.
+  std::vector<int> experts, tokens;
+  for (int e = 0; e < 4; ++e) {
+    for (int t = 0; t < 48; ++t) {
+      if (t % 4 == e || (t * 3 + 1) % 4 == e) {
+        experts.push_back(e);
+        tokens.push_back(t);
+      }
+    }
+  }
+  int picks = static_cast<int>(experts.size());
+  array ri = picks_of(experts, {picks});
+  array li = picks_of(tokens, {picks});
+  auto sorted_gmm = [](const std::vector<array>& v, Device d) {
+    return gather_mm(v[0], v[1], v[2], v[3], true, d);
+  };
+  for (Dtype dt : gemm_dtypes()) {
+    for (int m : {1, 3}) {
+      array a = random_array({48, m, 40}, dt, -1, 1);
+      array bt = swapaxes(random_array({4, 24, 40}, dt, -1, 1), -1, -2);
+      int64_t before = grouped_calls();
+      EXPECT_TRUE(same_on_devices(sorted_gmm, {a, bt, li, ri}, gemm_tol(dt)))
+          << dtype_name(dt) << " m " << m;
+      EXPECT_EQ(grouped_calls(), before + 1)
+          << dtype_name(dt) << " m " << m;
+    }
+  }
+  // A hint that is wrong (unsorted picks) takes the batched route, with
+  // the same products.
+  array a = random_array({48, 1, 40}, float32, -1, 1);
+  array b = random_array({4, 40, 24}, float32, -1, 1);
+  std::vector<int> shuffled = experts;
+  std::swap(shuffled.front(), shuffled.back());
+  int64_t before = grouped_calls();
+  EXPECT_TRUE(same_on_devices(
+      sorted_gmm, {a, b, li, picks_of(shuffled, {picks})}, gemm_tol(float32)));
+  EXPECT_EQ(grouped_calls(), before);
 }
 
 } // namespace

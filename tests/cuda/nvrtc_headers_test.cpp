@@ -127,10 +127,14 @@ TEST(NvrtcHeaders, LinalgKernels) {
                       cuda::zero_diagonal_kernel(float64)});
 }
 
-// The address lists of batched cuBLAS and cuSOLVER calls and GatherMM's.
+// The address lists of batched cuBLAS and cuSOLVER calls and GatherMM's,
+// and GatherMM's copy of its picked matrices.
 TEST(NvrtcHeaders, AddressKernels) {
   expect_all_compile({cuda::strided_addresses_kernel(),
-                      cuda::gather_mm_addresses_kernel()});
+                      cuda::gather_mm_addresses_kernel(),
+                      cuda::picked_matrices_kernel(2),
+                      cuda::picked_matrices_kernel(4),
+                      cuda::picked_matrices_kernel(8)});
 }
 
 // Every scan op, and every dtype family on sum (widening ones included),

@@ -36,16 +36,10 @@ Groups group_by(const std::vector<int64_t>& rhs, int64_t nb) {
   return g;
 }
 
-// The picks of idx as GatherMM reads them from n matrices: int32 (the
-// op's uint32 cast keeps a negative index's bits), a negative one counted
-// from the end, then clamped into range as kiln's gathers.
+// The picks of idx among n matrices (GatherMM::pick).
 std::vector<int64_t> read_indices(const array& idx, int64_t n) {
   auto v = detail::index_values(idx);
-  for (int64_t& i : v) {
-    int64_t signed_i = static_cast<int32_t>(static_cast<uint32_t>(i));
-    if (signed_i < 0) signed_i += n;
-    i = std::clamp<int64_t>(signed_i, 0, n - 1);
-  }
+  for (int64_t& i : v) i = GatherMM::pick(static_cast<uint32_t>(i), n);
   return v;
 }
 

@@ -1,14 +1,19 @@
 #include "kiln/backend/cuda/addresses.h"
 
+#include <string>
+#include <utility>
+
 #include "kiln/backend/cuda/kernels.h"
 
 namespace kiln::cuda {
 
 namespace {
 
-JitKernel addresses_kernel(const char* name, const char* expression) {
-  return {name, "#include \"kiln/backend/cuda/device/addresses.cuh\"\n",
-          expression, {}};
+JitKernel addresses_kernel(std::string name, std::string expression) {
+  return {std::move(name),
+          "#include \"kiln/backend/cuda/device/addresses.cuh\"\n",
+          std::move(expression),
+          {}};
 }
 
 } // namespace
@@ -21,6 +26,15 @@ JitKernel strided_addresses_kernel() {
 JitKernel gather_mm_addresses_kernel() {
   return addresses_kernel("gGatherMMAddresses",
                           "kiln::cuda::gather_mm_addresses<unsigned int>");
+}
+
+JitKernel picked_matrices_kernel(size_t itemsize) {
+  const char* word = itemsize == 2   ? "unsigned short"
+                     : itemsize == 4 ? "unsigned int"
+                                     : "unsigned long long";
+  return addresses_kernel("gPickedMatrices" + std::to_string(itemsize),
+                          std::string("kiln::cuda::picked_matrices<") + word +
+                              ">");
 }
 
 void strided_addresses(Scratch& list, void* base, int64_t count,
@@ -51,6 +65,19 @@ void gather_mm_addresses(Scratch& list, const void* lhs, const void* rhs,
                   &picks,    &a_out, &b_out, &c_out};
   launch(f, picks, 1, args, s.index);
   flush_launches(s.index);
+}
+
+void picked_matrices(const void* a, const void* lhs, int64_t na,
+                     int64_t stride, int64_t sr, int64_t sc, int64_t m,
+                     int64_t k, int64_t picks, size_t itemsize, void* out,
+                     const Stream& s) {
+  KernelKey key('g', "PickedMatrices");
+  key.add(static_cast<uint32_t>(itemsize));
+  CUfunction f =
+      find_kernel(key, [&] { return picked_matrices_kernel(itemsize); });
+  int64_t total = picks * m * k;
+  void* args[] = {&a, &lhs, &na, &stride, &sr, &sc, &m, &k, &total, &out};
+  launch(f, total, 1, args, s.index);
 }
 
 } // namespace kiln::cuda

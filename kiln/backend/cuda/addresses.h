@@ -17,6 +17,8 @@ namespace kiln::cuda {
 JitKernel strided_addresses_kernel();
 /** gGatherMMAddresses: GatherMM's picked matrices. */
 JitKernel gather_mm_addresses_kernel();
+/** gPickedMatrices{2|4|8}: picked matrices copied, by element size. */
+JitKernel picked_matrices_kernel(size_t itemsize);
 
 /** Makes list (count pointers) the addresses of `count` blocks `stride`
  *  bytes apart from base, on stream s. */
@@ -31,5 +33,14 @@ void gather_mm_addresses(Scratch& list, const void* lhs, const void* rhs,
                          const void* a, const void* b, void* c, int64_t na,
                          int64_t nb, int64_t a_stride, int64_t b_stride,
                          int64_t c_stride, int64_t picks, const Stream& s);
+
+/** out = a's matrices lhs[p] for p < picks (row-major uint32 device
+ *  indices, read as GatherMM reads them from na matrices `stride`
+ *  elements apart), each m x k with strides sr, sc in elements, copied
+ *  row-major one after another; elements of `itemsize` bytes. */
+void picked_matrices(const void* a, const void* lhs, int64_t na,
+                     int64_t stride, int64_t sr, int64_t sc, int64_t m,
+                     int64_t k, int64_t picks, size_t itemsize, void* out,
+                     const Stream& s);
 
 } // namespace kiln::cuda

@@ -2,9 +2,11 @@
 
 #include <cublas_v2.h>
 
+#include <atomic>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kiln/backend/cuda/addresses.h"
 #include "kiln/backend/cuda/buffer.h"
@@ -24,8 +26,10 @@ using GemmBatchedEx = cublasStatus_t (*)(
     cudaDataType, int, const void*, void* const[], cudaDataType, int, int,
     cublasComputeType_t, cublasGemmAlgo_t);
 
+using GemmGroupedBatchedEx = decltype(&cublasGemmGroupedBatchedEx);
+
 // The entry points kiln uses, resolved from the loaded library (the _v2
-// names are the exported ones).
+// names are the exported ones); gemm_grouped is optional (cuBLAS 12.5 on).
 struct Api {
   decltype(&cublasCreate_v2) create = nullptr;
   decltype(&cublasSetStream_v2) set_stream = nullptr;
@@ -34,6 +38,7 @@ struct Api {
   decltype(&cublasSgetrfBatched) sgetrf_batched = nullptr;
   decltype(&cublasDgetrfBatched) dgetrf_batched = nullptr;
   GemmBatchedEx gemm_batched = nullptr;
+  GemmGroupedBatchedEx gemm_grouped = nullptr;
 };
 
 #define KILN_RESOLVE(field, symbol) resolve(lib, #symbol, a.field)
@@ -50,7 +55,9 @@ const Api* api() {
                  KILN_RESOLVE(dtrsm, cublasDtrsm_v2) &&
                  KILN_RESOLVE(sgetrf_batched, cublasSgetrfBatched) &&
                  KILN_RESOLVE(dgetrf_batched, cublasDgetrfBatched) &&
-                 KILN_RESOLVE(gemm_batched, cublasGemmBatchedEx);
+                 KILN_RESOLVE(gemm_batched, cublasGemmBatchedEx) &&
+                 (KILN_RESOLVE(gemm_grouped, cublasGemmGroupedBatchedEx) ||
+                  true);
         });
     return lib ? &a : nullptr;
   }();
@@ -141,6 +148,29 @@ bool gemm_batched_supports(Dtype dt) {
   return dt == float16 || dt == bfloat16 || dt == float32 || dt == float64;
 }
 
+namespace {
+
+std::atomic<int64_t>& grouped_calls() {
+  static std::atomic<int64_t> n{0};
+  return n;
+}
+
+// The data and compute types of a GEMM in dt (gemm_batched's comment).
+cudaDataType_t data_type(Dtype dt) {
+  return dt == float16    ? CUDA_R_16F
+         : dt == bfloat16 ? CUDA_R_16BF
+         : dt == float64  ? CUDA_R_64F
+                          : CUDA_R_32F;
+}
+
+cublasComputeType_t compute_type(Dtype dt) {
+  return dt == float64                    ? CUBLAS_COMPUTE_64F
+         : dt == float32 && allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
+}
+
+} // namespace
+
 void gemm_batched(int64_t m, int64_t n, int64_t k, Dtype dt,
                   const void* const* a, bool a_trans, int64_t lda,
                   const void* const* b, bool b_trans, int64_t ldb,
@@ -148,14 +178,7 @@ void gemm_batched(int64_t m, int64_t n, int64_t k, Dtype dt,
   Blas blas(s);
   // Row-major C = A B is column-major C^T = B^T A^T: b's matrices come
   // first, each row-major operand being its transpose column-major.
-  cudaDataType_t type = dt == float16    ? CUDA_R_16F
-                        : dt == bfloat16 ? CUDA_R_16BF
-                        : dt == float64  ? CUDA_R_64F
-                                         : CUDA_R_32F;
-  cublasComputeType_t compute =
-      dt == float64 ? CUBLAS_COMPUTE_64F
-      : dt == float32 && allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                      : CUBLAS_COMPUTE_32F;
+  cudaDataType_t type = data_type(dt);
   const double one64 = 1, zero64 = 0;
   const float one32 = 1, zero32 = 0;
   const void* alpha = dt == float64 ? static_cast<const void*>(&one64) : &one32;
@@ -165,9 +188,41 @@ void gemm_batched(int64_t m, int64_t n, int64_t k, Dtype dt,
             a_trans ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),
             static_cast<int>(m), static_cast<int>(k), alpha, b, type,
             static_cast<int>(ldb), a, type, static_cast<int>(lda), beta, c,
-            type, static_cast<int>(n), static_cast<int>(batch), compute,
-            CUBLAS_GEMM_DEFAULT),
+            type, static_cast<int>(n), static_cast<int>(batch),
+            compute_type(dt), CUBLAS_GEMM_DEFAULT),
         "gemmBatchedEx");
+}
+
+int64_t grouped_gemm_calls() { return grouped_calls().load(); }
+
+bool gemm_grouped(const std::vector<int>& rows, int64_t n, int64_t k,
+                  Dtype dt, const void* const* a, const void* const* b,
+                  bool b_trans, int64_t ldb, void* const* c,
+                  const Stream& s) {
+  Blas blas(s);
+  if (!blas.lib().gemm_grouped || rows.empty()) return false;
+  // As gemm_batched: column-major C_g^T (n x rows) = B_g^T A_g^T, each
+  // group one problem.
+  int count = static_cast<int>(rows.size());
+  std::vector<cublasOperation_t> ta(count, b_trans ? CUBLAS_OP_T : CUBLAS_OP_N);
+  std::vector<cublasOperation_t> tb(count, CUBLAS_OP_N);
+  std::vector<int> ns(count, static_cast<int>(n)), ks(count, static_cast<int>(k));
+  std::vector<int> ldbs(count, static_cast<int>(ldb)), ones(count, 1);
+  std::vector<double> one64(count, 1.0), zero64(count, 0.0);
+  std::vector<float> one32(count, 1.0f), zero32(count, 0.0f);
+  const void* alpha = dt == float64 ? static_cast<const void*>(one64.data())
+                                    : one32.data();
+  const void* beta = dt == float64 ? static_cast<const void*>(zero64.data())
+                                   : zero32.data();
+  cudaDataType_t type = data_type(dt);
+  cublasStatus_t r = blas.lib().gemm_grouped(
+      blas.handle(), ta.data(), tb.data(), ns.data(), rows.data(), ks.data(),
+      alpha, b, type, ldbs.data(), a, type, ks.data(), beta, c, type,
+      ns.data(), count, ones.data(), compute_type(dt));
+  // A refusal (types, sizes or this GPU) leaves the caller's other route.
+  if (r != CUBLAS_STATUS_SUCCESS) return false;
+  grouped_calls().fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 } // namespace kiln::cuda::cublas

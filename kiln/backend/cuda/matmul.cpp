@@ -8,6 +8,8 @@
 // GEMM: zeros, or beta times the bias. GatherMM is one cuBLAS batched GEMM
 // over address lists a kernel writes from the picks, so each picked matrix
 // is read in place.
+#include <vector>
+
 #include "kiln/backend/cuda/addresses.h"
 #include "kiln/backend/cuda/buffer.h"
 #include "kiln/backend/cuda/cublas.h"
@@ -126,10 +128,67 @@ bool epilogue_bias(const array& c, const array& out, float beta) {
          c.dtype() == out.dtype() && c.offset() % 16 == 0;
 }
 
-// GatherMM's products, one batched GEMM over the picks' addresses. False
-// when the GPU cannot run it.
-bool run_gather_mm(const std::vector<array>& inputs, array& out,
-                   const Stream& s) {
+// GatherMM with picks sorted by b's matrix (the op's sorted_indices hint):
+// one GEMM per matrix over all its picks' rows (cuBLAS's grouped GEMM), so
+// each matrix is read once rather than once per pick. The groups come from
+// rhs read back (a wait for the stream); a hint that proves wrong, or a
+// cuBLAS without grouped GEMMs, leaves this false with nothing written.
+bool run_gather_mm_grouped(const array& a_in, const Operand& b,
+                           const array& lhs, const array& rhs, array& out,
+                           const Stream& s) {
+  int64_t picks = rhs.size(), nb = b.arr.shape(0);
+  int64_t m = out.shape(-2), n = out.shape(-1), k = a_in.shape(-1);
+  std::vector<uint32_t> raw(static_cast<size_t>(picks));
+  cudaStream_t st = cuda_stream(s);
+  KILN_CHECK_CUDA(cudaMemcpyAsync(raw.data(), device_ptr(rhs, s),
+                                  raw.size() * sizeof(uint32_t),
+                                  cudaMemcpyDeviceToHost, st));
+  KILN_CHECK_CUDA(cudaStreamSynchronize(st));
+  // Runs of picks of one matrix: (matrix, first pick, count).
+  std::vector<int> rows;
+  std::vector<int64_t> matrix, first;
+  for (int64_t p = 0; p < picks; ++p) {
+    int64_t e = GatherMM::pick(raw[p], nb);
+    if (!matrix.empty() && e < matrix.back()) return false;
+    if (matrix.empty() || e != matrix.back()) {
+      matrix.push_back(e);
+      first.push_back(p);
+      rows.push_back(0);
+    }
+    rows.back() += static_cast<int>(m);
+  }
+  // The picked a matrices row-major one after another, so each group's
+  // rows are one packed block (the output's rows already are).
+  size_t item = out.itemsize();
+  Scratch packed(static_cast<size_t>(picks * m * k) * item, s);
+  const Strides& as = a_in.strides();
+  picked_matrices(device_ptr(a_in, s), device_ptr(lhs, s), a_in.shape(0),
+                  as[0], as[1], as[2], m, k, picks, item, packed.ptr, s);
+  size_t groups = rows.size();
+  std::vector<const void*> ptrs(3 * groups);
+  auto* a0 = static_cast<const char*>(packed.ptr);
+  auto* b0 = static_cast<const char*>(device_ptr(b.arr, s));
+  auto* c0 = static_cast<char*>(out.raw_data_ptr());
+  for (size_t g = 0; g < groups; ++g) {
+    ptrs[g] = a0 + first[g] * m * k * item;
+    ptrs[groups + g] = b0 + matrix[g] * b.batch_stride * item;
+    ptrs[2 * groups + g] = c0 + first[g] * m * n * item;
+  }
+  Scratch list(ptrs.size() * sizeof(void*), s);
+  // From pageable memory: staged before the call returns.
+  KILN_CHECK_CUDA(cudaMemcpyAsync(list.ptr, ptrs.data(),
+                                  ptrs.size() * sizeof(void*),
+                                  cudaMemcpyHostToDevice, cuda_stream(s)));
+  auto** lp = static_cast<void**>(list.ptr);
+  return cublas::gemm_grouped(rows, n, k, out.dtype(), lp, lp + groups,
+                              b.transposed, b.ld, lp + 2 * groups, s);
+}
+
+// GatherMM's products: grouped by b's matrix when the picks are sorted
+// and share matrices, else one batched GEMM over the picks' addresses.
+// False when the GPU cannot run it.
+bool run_gather_mm(const std::vector<array>& inputs, bool rhs_sorted,
+                   array& out, const Stream& s) {
   const array& a_in = inputs[0];
   const array& b_in = inputs[1];
   int64_t picks = inputs[2].size();
@@ -145,6 +204,13 @@ bool run_gather_mm(const std::vector<array>& inputs, array& out,
       !row_contiguous(inputs[2], lhs, s) ||
       !row_contiguous(inputs[3], rhs, s)) {
     return false;
+  }
+  // Worth a wait for the stream: picks share matrices, and each group's
+  // rows are a GEMM of some height.
+  if (rhs_sorted && picks >= 2 * b_in.shape(0) && picks * m >= 64 &&
+      picks * m <= int_max &&
+      run_gather_mm_grouped(a_in, b, lhs, rhs, out, s)) {
+    return true;
   }
   size_t item = out.itemsize();
   Scratch list(3 * static_cast<size_t>(picks) * sizeof(void*), s);
@@ -262,7 +328,7 @@ void GatherMM::eval_gpu(const std::vector<array>& inputs, array& out) {
     return;
   }
   cuda::set_device_output(out, stream());
-  if (!cuda::run_gather_mm(inputs, out, stream())) {
+  if (!cuda::run_gather_mm(inputs, rhs_sorted_, out, stream())) {
     cuda::eval_on_cpu(*this, inputs, out);
   }
 }

@@ -1,7 +1,8 @@
 // Device arrays of matrix addresses, what cuBLAS's and cuSOLVER's batched
 // routines take: written by a kernel on the stream that uses them, so no
 // upload from host memory (which waits for the stream) sits between a
-// batch's producer and its routine.
+// batch's producer and its routine; and GatherMM's picked matrices copied
+// one after another for its grouped GEMM.
 #pragma once
 
 #include "kiln/backend/cuda/device/utils.cuh"
@@ -45,6 +46,22 @@ __global__ void gather_mm_addresses(const I* __restrict__ lhs,
     a_out[p] = a + picked_offset(lhs[p], na, a_stride);
     b_out[p] = b + picked_offset(rhs[p], nb, b_stride);
     c_out[p] = c + p * c_stride;
+  }
+}
+
+/** The picked matrices of a row-major one after another, for a grouped
+ *  GEMM: out element i is row r, column c of a's matrix lhs[i / (m * k)]
+ *  (strides sr, sc in elements, matrices `stride` elements apart, read as
+ *  picked_offset reads them), copied as W (a word of the element's size). */
+template <typename W>
+__global__ void picked_matrices(const W* __restrict__ a,
+                                const uint32_t* __restrict__ lhs, int64_t na,
+                                int64_t stride, int64_t sr, int64_t sc,
+                                int64_t m, int64_t k, int64_t total,
+                                W* __restrict__ out) {
+  for (int64_t i = first_index<1>(); i < total; i += grid_step<1>()) {
+    int64_t p = i / (m * k), r = (i / k) % m, c = i % k;
+    out[i] = a[picked_offset(lhs[p], na, stride) + r * sr + c * sc];
   }
 }
 
