@@ -375,6 +375,86 @@ array complex_ties(const Shape& shape) {
   return add(part(re), multiply(part(im), array(complex64_t(0, 1))));
 }
 
+TEST_F(GpuElementwise, ComplexInverseFunctionsPowerAndLogic) {
+  // The inverse trigonometric and hyperbolic functions (double on the GPU,
+  // glibc's float functions on the CPU), on random values and on their
+  // branch cuts with both signs of zero, where the side taken shows;
+  // power, and the logical ops (a value is true when either part is not
+  // zero).
+  array z = complex_random({17, 29}, -3, 3);
+  std::vector<complex64_t> cut;
+  for (float r : {-3.0f, -2.0f, -1.5f, -1.0f, -0.5f, 0.0f, 0.5f, 1.0f, 1.5f,
+                  2.0f, 3.0f}) {
+    for (float zero : {0.0f, -0.0f}) {
+      cut.push_back(complex64_t(r, zero));
+      cut.push_back(complex64_t(zero, r));
+    }
+  }
+  array on_cuts(cut.begin(), {static_cast<int>(cut.size())}, complex64);
+  const std::vector<UnaryCase> inverses = {
+      KILN_UNARY_CASE(arcsin, 0, 0),  KILN_UNARY_CASE(arccos, 0, 0),
+      KILN_UNARY_CASE(arctan, 0, 0),  KILN_UNARY_CASE(arcsinh, 0, 0),
+      KILN_UNARY_CASE(arccosh, 0, 0), KILN_UNARY_CASE(arctanh, 0, 0),
+      KILN_UNARY_CASE(logical_not, 0, 0)};
+  for (auto& c : inverses) {
+    auto fn = [&](const std::vector<array>& a, Device d) {
+      return c.fn(a[0], d);
+    };
+    for (auto& [layout, v] : layouts(z)) {
+      EXPECT_TRUE(same_on_devices(fn, {v}, 2e-5)) << c.name << " " << layout;
+    }
+    // On the cuts the infinities of atanh(+-1) and atan(+-i) compare as
+    // values; signed zeros are checked by the signs of the parts.
+    EXPECT_TRUE(same_on_devices(fn, {on_cuts}, 2e-5)) << c.name << " cuts";
+    array g = c.fn(on_cuts, Device::gpu), h = c.fn(on_cuts, Device::cpu);
+    if (g.dtype() == complex64) {
+      auto gr = to_doubles(real(g, Device::cpu)), hr = to_doubles(real(h, Device::cpu));
+      auto gi = to_doubles(imag(g, Device::cpu)), hi = to_doubles(imag(h, Device::cpu));
+      for (size_t i = 0; i < gr.size(); ++i) {
+        EXPECT_EQ(std::signbit(gr[i]), std::signbit(hr[i])) << c.name << " " << i;
+        EXPECT_EQ(std::signbit(gi[i]), std::signbit(hi[i])) << c.name << " " << i;
+      }
+    }
+  }
+  // Power: random bases and exponents (and exact zero bases, with the
+  // CPU's results for them). glibc's cpowf rounds in float (up to 1.4e-6
+  // of |x^y| measured against double), which a part much smaller than the
+  // whole carries: the exponents keep |x^y| under 70.
+  array base = complex_random({13, 21}, -2, 2);
+  array expo = complex_random({13, 21}, -1, 1);
+  auto pw = [](const std::vector<array>& a, Device d) {
+    return power(a[0], a[1], d);
+  };
+  for (auto& [layout, v] : layouts(base)) {
+    EXPECT_TRUE(same_on_devices(pw, {v, expo}, 2e-4, false)) << layout;
+  }
+  std::vector<complex64_t> zeros(6, complex64_t(0.0f, 0.0f));
+  std::vector<complex64_t> powers = {
+      complex64_t(2, 0),  complex64_t(0, 0), complex64_t(-1, 0),
+      complex64_t(0, 1),  complex64_t(2, 1), complex64_t(-1, 1)};
+  EXPECT_TRUE(same_on_devices(
+      pw, {array(zeros.begin(), {6}, complex64), array(powers.begin(), {6}, complex64)},
+      0));
+  // Logic: parts zero or not in every combination.
+  std::vector<complex64_t> parts = {complex64_t(0, 0), complex64_t(0, 1),
+                                    complex64_t(2, 0), complex64_t(-1, -1)};
+  std::vector<complex64_t> xs, ys;
+  for (auto x : parts) {
+    for (auto y : parts) {
+      xs.push_back(x);
+      ys.push_back(y);
+    }
+  }
+  array xa(xs.begin(), {16}, complex64), ya(ys.begin(), {16}, complex64);
+  using Binary = array (*)(const array&, const array&, StreamOrDevice);
+  for (Binary op : {Binary(logical_and), Binary(logical_or)}) {
+    auto fn = [op](const std::vector<array>& a, Device d) {
+      return op(a[0], a[1], d);
+    };
+    EXPECT_TRUE(same_on_devices(fn, {xa, ya}, 0));
+  }
+}
+
 TEST_F(GpuElementwise, ComplexOrderAndRounding) {
   // The order MLX gives complex values (real part, then imaginary part) in
   // the comparisons and maximum/minimum, NaN parts included; round (halves

@@ -80,9 +80,12 @@ TEST(NvrtcHeaders, ComplexKernels) {
   std::vector<JitKernel> ks;
   for (const char* op : {"Negative", "Sign", "Square", "Exp", "Log", "Log1p",
                          "Log2", "Log10", "Sin", "Cos", "Tan", "Sinh", "Cosh",
-                         "Tanh", "Sqrt", "Rsqrt", "Round", "Conjugate"}) {
+                         "Tanh", "Sqrt", "Rsqrt", "Round", "Conjugate",
+                         "ArcSin", "ArcCos", "ArcTan", "ArcSinh", "ArcCosh",
+                         "ArcTanh"}) {
     ks.push_back(unary_kernel(op, complex64, complex64, "v"));
   }
+  ks.push_back(unary_kernel("LogicalNot", complex64, bool_, "v"));
   for (const char* op : {"Abs", "Real", "Imag"}) {
     ks.push_back(unary_kernel(op, complex64, float32, "g"));
   }
@@ -91,11 +94,13 @@ TEST(NvrtcHeaders, ComplexKernels) {
     ks.push_back(unary_kernel("AsType", complex64, d, "g"));
   }
   for (const char* op :
-       {"Add", "Subtract", "Multiply", "Divide", "Maximum", "Minimum"}) {
+       {"Add", "Subtract", "Multiply", "Divide", "Maximum", "Minimum",
+        "Power"}) {
     ks.push_back(binary_kernel(op, complex64, complex64, "vs"));
   }
   for (const char* op : {"Equal", "NotEqual", "NaNEqual", "Less", "LessEqual",
-                         "Greater", "GreaterEqual"}) {
+                         "Greater", "GreaterEqual", "LogicalAnd",
+                         "LogicalOr"}) {
     ks.push_back(binary_kernel(op, complex64, bool_, "g"));
   }
   ks.push_back(ternary_kernel(complex64, "vsv"));

@@ -85,7 +85,9 @@ bool has_complex_kernel(const char* op) {
       "Subtract", "Multiply", "Divide",   "Maximum",      "Minimum",
       "Equal",    "NotEqual", "NaNEqual", "Less",         "LessEqual",
       "Greater",  "GreaterEqual", "Select", "Real",       "Imag",
-      "Conjugate"};
+      "Conjugate", "ArcSin",  "ArcCos",   "ArcTan",       "ArcSinh",
+      "ArcCosh",  "ArcTanh", "Power",     "LogicalAnd",   "LogicalOr",
+      "LogicalNot"};
   return ops.count(op) != 0;
 }
 

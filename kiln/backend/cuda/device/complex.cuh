@@ -134,6 +134,136 @@ __device__ __forceinline__ complex64_t tan(complex64_t z) {
   return {t.im, -t.re};
 }
 
+// The inverse functions and power, computed in double (float inputs keep
+// z * z + 1 finite there) and rounded once. asinh and atanh are odd and
+// commute with conjugation, so they are evaluated on |re| + i|im|, where
+// the formulas have no cancellation and meet no branch cut, and the signs
+// are put back part by part: the cuts and the signed zeros on them follow
+// C99 (glibc's, which the CPU's std::complex calls). asin, atan are
+// -i asinh(iz) and -i atanh(iz), acos is pi/2 - asin; acosh is
+// log(z + sqrt(z + 1) sqrt(z - 1)), whose principal roots give C99's cut.
+// Finite inputs only: infinities and NaNs follow the formulas, not
+// C99's special cases.
+namespace complex_double {
+
+struct zd {
+  double re, im;
+};
+// Infinity and NaN for both compilers (the host side serves checks of the
+// formulas against the C library).
+__host__ __device__ inline double infinity() {
+#ifdef __CUDA_ARCH__
+  return __longlong_as_double(0x7ff0000000000000ll);
+#else
+  return __builtin_huge_val();
+#endif
+}
+__host__ __device__ inline double quiet_nan() {
+#ifdef __CUDA_ARCH__
+  return __longlong_as_double(0x7ff8000000000000ll);
+#else
+  return __builtin_nan("");
+#endif
+}
+__host__ __device__ inline zd add(zd a, zd b) {
+  return {a.re + b.re, a.im + b.im};
+}
+__host__ __device__ inline zd mul(zd a, zd b) {
+  return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+}
+/** The principal root; a zero imaginary part's sign picks the side of the
+ *  cut along the negative reals. */
+__host__ __device__ inline zd sqrt(zd z) {
+  if (z.re == 0.0 && z.im == 0.0) return {0.0, z.im};
+  double t = ::sqrt(0.5 * (::fabs(z.re) + ::hypot(z.re, z.im)));
+  if (z.re >= 0.0) return {t, z.im / (2.0 * t)};
+  return {::fabs(z.im) / (2.0 * t), ::copysign(t, z.im)};
+}
+__host__ __device__ inline zd log(zd z) {
+  return {::log(::hypot(z.re, z.im)), ::atan2(z.im, z.re)};
+}
+/** asinh of x + iy with x, y >= 0: log(q + sqrt(q^2 + 1)), or its series
+ *  z - z^3/6 + 3z^5/40 near 0, where the logarithm's argument nears 1. */
+__host__ __device__ inline zd asinh_first_quadrant(double x, double y) {
+  zd q{x, y};
+  if (::hypot(x, y) < 1e-2) {
+    zd q2 = mul(q, q), q3 = mul(q2, q), q5 = mul(q3, q2);
+    return {x - q3.re / 6.0 + 3.0 * q5.re / 40.0,
+            y - q3.im / 6.0 + 3.0 * q5.im / 40.0};
+  }
+  return log(add(q, sqrt(add(mul(q, q), {1.0, 0.0}))));
+}
+/** atanh of x + iy with x, y >= 0: the real part 1/4 log1p(4x / |1 - z|^2)
+ *  and the imaginary part 1/2 atan2(2y, (1 - x)(1 + x) - y^2). */
+__host__ __device__ inline zd atanh_first_quadrant(double x, double y) {
+  double u = 1.0 - x;
+  return {0.25 * ::log1p(4.0 * x / (u * u + y * y)),
+          0.5 * ::atan2(2.0 * y, u * (1.0 + x) - y * y)};
+}
+/** f (an odd function commuting with conjugation) of re + i im. */
+template <typename F>
+__host__ __device__ inline zd odd_from_first_quadrant(double re, double im,
+                                                      F f) {
+  zd w = f(::fabs(re), ::fabs(im));
+  return {::copysign(w.re, re), ::copysign(w.im, im)};
+}
+__host__ __device__ inline zd asinh(zd z) {
+  return odd_from_first_quadrant(z.re, z.im, asinh_first_quadrant);
+}
+__host__ __device__ inline zd atanh(zd z) {
+  return odd_from_first_quadrant(z.re, z.im, atanh_first_quadrant);
+}
+/** -i f(iz). */
+template <typename F>
+__host__ __device__ inline zd rotated(zd z, F f) {
+  zd w = f(zd{-z.im, z.re});
+  return {w.im, -w.re};
+}
+__host__ __device__ inline zd asin(zd z) { return rotated(z, asinh); }
+__host__ __device__ inline zd atan(zd z) { return rotated(z, atanh); }
+__host__ __device__ inline zd acos(zd z) {
+  zd a = asin(z);
+  return {1.5707963267948966 - a.re, -a.im};
+}
+/** The real part is >= 0 (|z + r| >= 1): its absolute value keeps a
+ *  rounding below 1 from giving -0-like tiny negatives where C99 has +0. */
+__host__ __device__ inline zd acosh(zd z) {
+  zd r = mul(sqrt({z.re + 1.0, z.im}), sqrt({z.re - 1.0, z.im}));
+  zd w = log(add(z, r));
+  return {::fabs(w.re), w.im};
+}
+/** x^y = exp(y log x); a zero x gives what the CPU's cpowf does: 0 for a
+ *  positive real part of y, inf + i NaN for a negative one, NaN else. */
+__host__ __device__ inline zd pow(zd x, zd y) {
+  if (x.re == 0.0 && x.im == 0.0) {
+    if (y.re > 0.0) return {0.0, -0.0};
+    if (y.re < 0.0) return {infinity(), quiet_nan()};
+    return {quiet_nan(), quiet_nan()};
+  }
+  zd l = mul(y, log(x));
+  double e = ::exp(l.re);
+  return {e * ::cos(l.im), e * ::sin(l.im)};
+}
+
+} // namespace complex_double
+
+#define KILN_COMPLEX_VIA_DOUBLE(name)                                   \
+  __device__ inline complex64_t name(complex64_t z) {                   \
+    complex_double::zd w = complex_double::name({z.re, z.im});          \
+    return {static_cast<float>(w.re), static_cast<float>(w.im)};        \
+  }
+KILN_COMPLEX_VIA_DOUBLE(asin)
+KILN_COMPLEX_VIA_DOUBLE(acos)
+KILN_COMPLEX_VIA_DOUBLE(atan)
+KILN_COMPLEX_VIA_DOUBLE(asinh)
+KILN_COMPLEX_VIA_DOUBLE(acosh)
+KILN_COMPLEX_VIA_DOUBLE(atanh)
+#undef KILN_COMPLEX_VIA_DOUBLE
+__device__ inline complex64_t pow(complex64_t x, complex64_t y) {
+  complex_double::zd w = complex_double::pow({x.re, x.im}, {y.re, y.im});
+  return {static_cast<float>(w.re), static_cast<float>(w.im)};
+}
+
 } // namespace math
 
 } // namespace kiln::cuda
