@@ -36,6 +36,13 @@ array gather_mm(array a, array b, std::optional<array> lhs_indices = {},
                 std::optional<array> rhs_indices = {},
                 bool sorted_indices = false, StreamOrDevice s = {});
 
+/** For each [start, end) pair in segments (..., 2), a[:, start:end] @
+ *  b[start:end, :] of a (M, K) and b (K, N), as MLX's segmented_mm: the
+ *  result is (..., M, N). Bounds are clamped into [0, K]; an empty segment
+ *  gives zeros. Real floating dtypes only. */
+array segmented_mm(array a, array b, const array& segments,
+                   StreamOrDevice s = {});
+
 /** Sum product over the last axes of a and b (a product when one is 0-d). */
 array inner(const array& a, const array& b, StreamOrDevice s = {});
 

@@ -196,6 +196,36 @@ array gather_mm(array a, array b, std::optional<array> lhs_indices,
   return out;
 }
 
+array segmented_mm(array a, array b, const array& segments,
+                   StreamOrDevice s) {
+  const char* op = "segmented_mm";
+  Dtype dt = promote_types(a.dtype(), b.dtype());
+  if (!is_floating_point(dt)) {
+    invalid(op, "only real floating types are supported, but " + describe(a) +
+                    " and " + describe(b) + " promote to " + dtype_name(dt) +
+                    ".");
+  }
+  if (a.ndim() != 2 || b.ndim() != 2 || a.shape(1) != b.shape(0)) {
+    invalid(op, "needs (M, K) and (K, N) operands, got " + describe(a) +
+                    " and " + describe(b) + ".");
+  }
+  if (segments.ndim() < 1 || segments.shape(-1) != 2 ||
+      !is_integral(segments.dtype())) {
+    invalid(op, "segments must be integers of shape (..., 2), got " +
+                    describe(segments) + ".");
+  }
+  Shape batch(segments.shape().begin(), segments.shape().end() - 1);
+  int64_t n = static_cast<int64_t>(segments.size() / 2);
+  array seg = reshape(astype(segments, uint32, s),
+                      {static_cast<int32_t>(n), 2}, s);
+  array out({static_cast<int32_t>(n), a.shape(0), b.shape(1)}, dt,
+            std::make_shared<SegmentedMM>(to_stream(s)),
+            {astype(a, dt, s), astype(b, dt, s), seg});
+  Shape full = batch;
+  full.insert(full.end(), {a.shape(0), b.shape(1)});
+  return reshape(out, full, s);
+}
+
 array inner(const array& a, const array& b, StreamOrDevice s) {
   if (a.ndim() == 0 || b.ndim() == 0) return multiply(a, b, s);
   if (a.shape(-1) != b.shape(-1)) {

@@ -51,6 +51,11 @@ std::vector<Shape> GatherMM::output_shapes(const std::vector<array>& inputs) {
   return {s};
 }
 
+std::vector<Shape> SegmentedMM::output_shapes(
+    const std::vector<array>& inputs) {
+  return {{inputs[2].shape(0), inputs[0].shape(0), inputs[1].shape(1)}};
+}
+
 std::vector<Shape> QRF::output_shapes(const std::vector<array>& inputs) {
   Shape q = inputs[0].shape();
   Shape r = q;

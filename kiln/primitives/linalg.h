@@ -73,9 +73,10 @@ class AddMM : public UnaryPrimitive {
  *  views allowed), which gives out's leading dimensions. An index is read
  *  as int32 (the op's cast keeps a negative one's bits), counted from the
  *  end when negative, then clamped into its batch. rhs_sorted is the
- *  caller's hint that rhs is sorted. The gradient for b forms each pick's
- *  K x N product before adding it to its matrix (as MLX's for unsorted
- *  indices); vmap folds a mapped operand's batch into its flat batch. */
+ *  caller's hint that rhs is sorted. The gradient for b sorts the picks by
+ *  matrix and sums each matrix's picks in one SegmentedMM over their rows
+ *  (memory: the gathered rows, not a K x N product per pick); vmap folds a
+ *  mapped operand's batch into its flat batch. */
 class GatherMM : public UnaryPrimitive {
  public:
   GatherMM(Stream s, bool rhs_sorted)
@@ -99,6 +100,35 @@ class GatherMM : public UnaryPrimitive {
 
  private:
   const bool rhs_sorted_;
+};
+
+/** out[s] = a[:, start_s:end_s] @ b[start_s:end_s, :] for inputs {a (M, K),
+ *  b (K, N), segments (S, 2) uint32}: each bound read as int32 and clamped
+ *  into [0, K], a segment with end <= start giving zeros. vjp sums each
+ *  segment's products masked to its columns (memory S x M x K, so it is
+ *  for modest S); jvp and vmap are exact. */
+class SegmentedMM : public UnaryPrimitive {
+ public:
+  explicit SegmentedMM(Stream s) : UnaryPrimitive(s) {}
+  const char* name() const override { return "SegmentedMM"; }
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
+  KILN_DECLARE_GRADS
+  bool is_equivalent(const Primitive& other) const override {
+    return dynamic_cast<const SegmentedMM*>(&other) != nullptr;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  /** Segment s's bounds [start, end) within k, as read from its two raw
+   *  uint32 values. */
+  static std::pair<int64_t, int64_t> bounds(uint32_t start, uint32_t end,
+                                            int64_t k) {
+    auto clamp = [k](uint32_t v) {
+      int64_t i = static_cast<int32_t>(v);
+      return i < 0 ? int64_t(0) : (i > k ? k : i);
+    };
+    int64_t a = clamp(start), b = clamp(end);
+    return {a, b < a ? a : b};
+  }
 };
 
 /** Inverse of each square matrix over the last two axes; a singular matrix

@@ -10,6 +10,8 @@
 #include "kiln/ops/linalg.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
+#include "kiln/ops/slicing.h"
+#include "kiln/ops/sort.h"
 #include "kiln/primitives/batching.h"
 #include "kiln/primitives/linalg.h"
 
@@ -85,6 +87,37 @@ array sum_into(const array& like, const array& idx, const array& products,
   return scatter_add(zeros_like(like, s), idx, reshape(products, u, s), 0, s);
 }
 
+// GatherMM's picks as the gathers read them from n matrices (a negative
+// index counts from the end, others clamp): int32, which take() reads so.
+array picks_read(const array& idx, int n, StreamOrDevice s) {
+  array i = astype(idx, int32, s);
+  i = where(less(i, array(0, int32), s), add(i, array(n, int32), s), i, s);
+  return clip(i, array(0, int32), array(n - 1, int32), s);
+}
+
+// db[e] = the sum over the picks p of matrix e of a_p^T cot_p: the picks
+// sorted by matrix, their a and cot rows gathered in that order, and one
+// segmented product over each matrix's rows. Memory is the gathered rows
+// and db, not a K x N product per pick.
+array b_gradient(const array& a, const array& b, const array& lhs,
+                 const array& rhs, const array& cot, StreamOrDevice s) {
+  int picks = static_cast<int>(rhs.size());
+  int m = a.shape(1), k = a.shape(2), n = b.shape(2), e = b.shape(0);
+  array r = picks_read(rhs, e, s);
+  array order = argsort(r, s);
+  array rows_a = reshape(take(a, take(astype(lhs, int32, s), order, s), 0, s),
+                         {picks * m, k}, s);
+  array rows_c = reshape(take(cot, order, 0, s), {picks * m, n}, s);
+  array sorted = take(r, order, s);
+  array experts = arange(0, e, 1, s);
+  auto bound = [&](const char* side) {
+    return multiply(searchsorted(sorted, experts, side, s), array(m, uint32),
+                    s);
+  };
+  array segments = stack({bound("left"), bound("right")}, -1, s);
+  return segmented_mm(mT(rows_a, s), rows_c, segments, s);
+}
+
 } // namespace
 
 std::vector<array> GatherMM::vjp(const std::vector<array>& primals,
@@ -106,9 +139,7 @@ std::vector<array> GatherMM::vjp(const std::vector<array>& primals,
       out.push_back(sum_into(
           a, lhs, gather_mm(cot, mT(b, s), own, rhs, rhs_sorted_, s), s));
     } else if (i == 1) {
-      // Each pick's a^T @ cot, added to the b matrix it read.
-      out.push_back(
-          sum_into(b, rhs, gather_mm(mT(a, s), cot, lhs, own, false, s), s));
+      out.push_back(b_gradient(a, b, lhs, rhs, cot, s));
     } else {
       out.push_back(zeros_like(primals[i], s));
     }
@@ -163,6 +194,83 @@ std::pair<std::vector<array>, std::vector<int>> GatherMM::vmap(
     idx[k] = add(idx[k], base, s);
   }
   return {{gather_mm(mats[0], mats[1], idx[0], idx[1], rhs_sorted_, s)}, {0}};
+}
+
+// ---- SegmentedMM: out[s] = a[:, seg_s] @ b[seg_s, :] ----
+namespace {
+
+// Which of the k columns each segment covers, as 0/1 in dt (S, k), its
+// bounds read as SegmentedMM::bounds reads them.
+array segment_mask(const array& segments, int k, Dtype dt, StreamOrDevice s) {
+  auto bound = [&](int j) {
+    array v = astype(take(segments, array(j, int32), 1, s), int32, s);
+    return clip(v, array(0, int32), array(k, int32), s);
+  };
+  array start = expand_dims(bound(0), -1, s);
+  array end = expand_dims(bound(1), -1, s);
+  array col = reshape(arange(0, k, 1, s), {1, k}, s);
+  return astype(
+      logical_and(greater_equal(col, start, s), less(col, end, s), s), dt, s);
+}
+
+} // namespace
+
+std::vector<array> SegmentedMM::vjp(const std::vector<array>& primals,
+                                    const std::vector<array>& cotangents,
+                                    const std::vector<int>& argnums,
+                                    const std::vector<array>&) {
+  StreamOrDevice s = stream();
+  const array& a = primals[0];
+  const array& b = primals[1];
+  const array& cot = cotangents[0];
+  array mask = segment_mask(primals[2], a.shape(1), a.dtype(), s);
+  std::vector<array> out;
+  for (int i : argnums) {
+    if (i == 0) {
+      // Each segment's cot_s @ b^T, kept on its columns.
+      array g = matmul(cot, mT(b, s), s);
+      out.push_back(sum(multiply(g, expand_dims(mask, 1, s), s), {0}, false, s));
+    } else if (i == 1) {
+      array g = matmul(mT(a, s), cot, s);
+      out.push_back(sum(multiply(g, expand_dims(mask, 2, s), s), {0}, false, s));
+    } else {
+      out.push_back(zeros_like(primals[i], s));
+    }
+  }
+  return out;
+}
+
+std::vector<array> SegmentedMM::jvp(const std::vector<array>& primals,
+                                    const std::vector<array>& tangents,
+                                    const std::vector<int>& argnums) {
+  StreamOrDevice s = stream();
+  std::optional<array> t;
+  for (size_t k = 0; k < argnums.size(); ++k) {
+    if (argnums[k] > 1) continue;
+    auto term = argnums[k] == 0
+                    ? segmented_mm(tangents[k], primals[1], primals[2], s)
+                    : segmented_mm(primals[0], tangents[k], primals[2], s);
+    t = sum_or_first(t, term, s);
+  }
+  if (!t) return {zeros(output_shapes(primals)[0], primals[0].dtype(), s)};
+  return {*t};
+}
+
+std::pair<std::vector<array>, std::vector<int>> SegmentedMM::vmap(
+    const std::vector<array>& inputs, const std::vector<int>& axes) {
+  // One product per map entry (a segment's columns differ per entry when
+  // a, b or the segments are mapped), stacked.
+  StreamOrDevice s = stream();
+  int v = batch_size(inputs, axes);
+  std::vector<array> outs;
+  for (int i = 0; i < v; ++i) {
+    std::vector<array> x;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      x.push_back(axes[k] >= 0 ? take(inputs[k], i, axes[k], s) : inputs[k]);
+    }
+    outs.push_back(segmented_mm(x[0], x[1], x[2], s));
+  }
+  return {{stack(outs, 0, s)}, {0}};
 }
 
 // ---- AddMM: out = alpha * (a @ b) + beta * c ----

@@ -1,7 +1,6 @@
-"""gather_qmm, block_masked_mm and segmented_mm, composed from kiln.core
-ops (gather_mm, take, dequantize, masks and matmul) with MLX's signatures
-and results. They cost a gather or a mask product more than a fused kernel
-would."""
+"""gather_qmm and block_masked_mm, composed from kiln.core ops (gather_mm,
+take, dequantize, masks and matmul) with MLX's signatures and results. They
+cost a gather or a mask product more than a fused kernel would."""
 
 import math
 
@@ -107,25 +106,6 @@ def install(core):
         out = mx.matmul(apply(a, mask_lhs, m, k), apply(b, mask_rhs, k, n), stream=stream)
         return apply(out, mask_out, m, n)
 
-    def segmented_mm(a, b, /, segments, *, stream=None):
-        """For each [start, end) in ``segments`` (shape (..., 2)), the
-        product of a[:, start:end] and b[start:end, :]."""
-        a, b, segments = mx.asarray(a), mx.asarray(b), mx.asarray(segments)
-        if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
-            raise ValueError(
-                f"[segmented_mm] needs (M, K) and (K, N) operands, got shapes "
-                f"{tuple(a.shape)} and {tuple(b.shape)}."
-            )
-        if segments.ndim < 1 or segments.shape[-1] != 2:
-            raise ValueError(
-                f"[segmented_mm] segments must have shape (..., 2), got {tuple(segments.shape)}."
-            )
-        k = mx.arange(a.shape[1])
-        start, end = segments[..., 0:1], segments[..., 1:2]
-        mask = ((k >= start) & (k < end)).astype(a.dtype)  # (..., K)
-        out = mx.matmul(a * mask[..., None, :], b, stream=stream)
-        return out
-
-    for f in (gather_qmm, block_masked_mm, segmented_mm):
+    for f in (gather_qmm, block_masked_mm):
         f.__module__ = "kiln.core"
         setattr(core, f.__name__, f)

@@ -46,6 +46,15 @@ void init_ops_matmul(nb::module_& m) {
       "Matrix products of the batch matrices of a and b picked by flat batch "
       "indices (all of a batch, in order, when None), each read in place.");
   m.def(
+      "segmented_mm",
+      [](ArrayLike a, ArrayLike b, ArrayLike segments, const StreamArg& s) {
+        auto [x, y] = to_arrays(a, b);
+        return segmented_mm(x, y, to_array(segments), to_sod(s));
+      },
+      "a"_a, "b"_a, "segments"_a, nb::kw_only(), "stream"_a = nb::none(),
+      "For each [start, end) pair in segments (..., 2), a[:, start:end] @ "
+      "b[start:end, :].");
+  m.def(
       "inner",
       [](ArrayLike a, ArrayLike b, const StreamArg& s) {
         auto [x, y] = to_arrays(a, b);

@@ -341,5 +341,49 @@ TEST_F(GpuMatmul, GatherMMSortedPicksRunOneGemmPerMatrix) {
   EXPECT_EQ(grouped_calls(), before);
 }
 
+TEST_F(GpuMatmul, SegmentedMMOneGroupedGemm) {
+  auto smm = [](const std::vector<array>& v, Device d) {
+    return segmented_mm(v[0], v[1], v[2], d);
+  };
+  // A partition, an empty, an overlapping, a clamped and an inverted
+  // segment: one grouped GEMM over the non-empty ones, zeros elsewhere.
+  array seg = array({0, 9, 9, 9, 9, 40, 3, 30, -5, 50, 20, 10}, {6, 2}, int32);
+  for (Dtype dt : gemm_dtypes()) {
+    array a = random_array({13, 40}, dt, -1, 1);
+    array b = random_array({40, 11}, dt, -1, 1);
+    array at = swapaxes(random_array({40, 13}, dt, -1, 1), 0, 1);
+    array bt = swapaxes(random_array({11, 40}, dt, -1, 1), 0, 1);
+    for (auto [x, y] : {std::pair{a, b}, std::pair{at, b}, std::pair{a, bt},
+                        std::pair{at, bt}}) {
+      int64_t before = grouped_calls();
+      EXPECT_TRUE(same_on_devices(smm, {x, y, seg}, gemm_tol(dt)))
+          << dtype_name(dt);
+      EXPECT_EQ(grouped_calls(), before + 1) << dtype_name(dt);
+    }
+  }
+}
+
+TEST_F(GpuMatmul, GatherMMGradientsOnTheGpu) {
+  // The b gradient (picks sorted on the device, one segmented product) and
+  // the a gradient, against the CPU's.
+  array a = random_array({24, 2, 16}, float32, -1, 1);
+  array b = random_array({4, 16, 8}, float32, -1, 1);
+  std::vector<int> r;
+  for (int t = 0; t < 24; ++t) r.push_back((t * 7 + 3) % 4);
+  array ri = picks_of(r, {24});
+  auto grads = [&](const std::vector<array>& v, Device d) {
+    std::function<array(const std::vector<array>&)> loss =
+        [&](const std::vector<array>& in) {
+          array y = gather_mm(in[0], in[1], std::nullopt, ri, false, d);
+          return sum(square(y, d), false, d);
+        };
+    auto g = grad(loss, std::vector<int>{0, 1})({v[0], v[1]});
+    return concatenate(
+        std::vector<array>{reshape(g[0], {-1}, d), reshape(g[1], {-1}, d)}, 0,
+        d);
+  };
+  EXPECT_TRUE(same_on_devices(grads, {a, b}, 1e-4));
+}
+
 } // namespace
 } // namespace kiln::test

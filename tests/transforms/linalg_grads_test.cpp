@@ -273,6 +273,53 @@ TEST(GradGatherMM, VmapOverEachInput) {
   EXPECT_TRUE(check_vmap(f, {rnd({2, 3, 2, 4}), b}, {0, -1}));
 }
 
+// ---- segmented_mm ----------------------------------------------------------
+
+TEST(GradSegmentedMM, Rules) {
+  auto f = [](const std::vector<array>& in) {
+    return segmented_mm(in[0], in[1], in[2]);
+  };
+  // Overlapping, empty and clamped segments.
+  array seg = array({0, 3, 2, 6, 4, 4, -1, 9}, {4, 2}, int32);
+  std::vector<array> in = {rnd({3, 6}), rnd({6, 4}), seg};
+  EXPECT_TRUE(check_vjp(f, in, 1e-6, {2}));
+  EXPECT_TRUE(check_jvp(f, in, 1e-8, {2}));
+  std::vector<array> tr = {as_transposed(rnd({3, 6})), rnd({6, 4}), seg};
+  EXPECT_TRUE(check_vjp(f, tr, 1e-6, {2}));
+  EXPECT_TRUE(check_vmap(f, {rnd({2, 3, 6}), rnd({6, 4}), seg}, {0, -1, -1}));
+  EXPECT_TRUE(check_vmap(f, {rnd({3, 6}), rnd({6, 4, 2}), seg}, {-1, 2, -1}));
+  array segs = array({0, 3, 3, 6, 1, 5, 0, 0}, {2, 2, 2}, int32);
+  EXPECT_TRUE(check_vmap(f, {rnd({3, 6}), rnd({6, 4}), segs}, {-1, -1, 0}));
+}
+
+TEST(GradGatherMM, BGradientOfManyPicksIsOneSegmentedProduct) {
+  // The b gradient sorts the picks by matrix and sums each matrix's rows
+  // in one product: equal to the per-pick sum, also for unsorted, negative
+  // and clamped picks and several rows per pick.
+  auto a = rnd({4, 3, 5}), b = rnd({3, 5, 2}), c = rnd({9, 3, 2});
+  array li = astype(array({3, 0, 1, 1, 2, 0, 3, 2, 1}, {9}, int32), uint32);
+  array ri = astype(array({2, -1, 0, 7, 1, 1, 0, 2, -3}, {9}, int32), uint32);
+  auto g = grad(
+      [&](const std::vector<array>& in) {
+        return sum(multiply(c, gather_mm(in[0], in[1], li, ri)));
+      },
+      std::vector<int>{1})({a, b})[0];
+  auto av = to_doubles(a), cv = to_doubles(c);
+  std::vector<int> lv = {3, 0, 1, 1, 2, 0, 3, 2, 1}, rv = {2, 2, 0, 2, 1, 1, 0, 2, 0};
+  std::vector<double> want(3 * 5 * 2, 0.0);
+  for (int p = 0; p < 9; ++p) {
+    for (int r = 0; r < 3; ++r) {
+      for (int k = 0; k < 5; ++k) {
+        for (int n = 0; n < 2; ++n) {
+          want[(rv[p] * 5 + k) * 2 + n] +=
+              av[(lv[p] * 3 + r) * 5 + k] * cv[(p * 3 + r) * 2 + n];
+        }
+      }
+    }
+  }
+  EXPECT_TRUE(all_close(to_doubles(g), want, 1e-12, 1e-12));
+}
+
 // ---- inverse and solve -----------------------------------------------------
 
 TEST(GradInverse, Rules) {

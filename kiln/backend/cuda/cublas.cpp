@@ -195,19 +195,20 @@ void gemm_batched(int64_t m, int64_t n, int64_t k, Dtype dt,
 
 int64_t grouped_gemm_calls() { return grouped_calls().load(); }
 
-bool gemm_grouped(const std::vector<int>& rows, int64_t n, int64_t k,
-                  Dtype dt, const void* const* a, const void* const* b,
-                  bool b_trans, int64_t ldb, void* const* c,
-                  const Stream& s) {
+bool gemm_grouped(const std::vector<int>& ms, const std::vector<int>& ks,
+                  int64_t n, Dtype dt, const void* const* a, bool a_trans,
+                  int64_t lda, const void* const* b, bool b_trans,
+                  int64_t ldb, void* const* c, const Stream& s) {
   Blas blas(s);
-  if (!blas.lib().gemm_grouped || rows.empty()) return false;
-  // As gemm_batched: column-major C_g^T (n x rows) = B_g^T A_g^T, each
-  // group one problem.
-  int count = static_cast<int>(rows.size());
+  if (!blas.lib().gemm_grouped || ms.empty()) return false;
+  // As gemm_batched: column-major C_g^T (n x m_g) = B_g^T A_g^T, each group
+  // one problem.
+  int count = static_cast<int>(ms.size());
   std::vector<cublasOperation_t> ta(count, b_trans ? CUBLAS_OP_T : CUBLAS_OP_N);
-  std::vector<cublasOperation_t> tb(count, CUBLAS_OP_N);
-  std::vector<int> ns(count, static_cast<int>(n)), ks(count, static_cast<int>(k));
-  std::vector<int> ldbs(count, static_cast<int>(ldb)), ones(count, 1);
+  std::vector<cublasOperation_t> tb(count, a_trans ? CUBLAS_OP_T : CUBLAS_OP_N);
+  std::vector<int> ns(count, static_cast<int>(n)), ones(count, 1);
+  std::vector<int> ldas(count, static_cast<int>(ldb)),
+      ldbs(count, static_cast<int>(lda));
   std::vector<double> one64(count, 1.0), zero64(count, 0.0);
   std::vector<float> one32(count, 1.0f), zero32(count, 0.0f);
   const void* alpha = dt == float64 ? static_cast<const void*>(one64.data())
@@ -216,8 +217,8 @@ bool gemm_grouped(const std::vector<int>& rows, int64_t n, int64_t k,
                                    : zero32.data();
   cudaDataType_t type = data_type(dt);
   cublasStatus_t r = blas.lib().gemm_grouped(
-      blas.handle(), ta.data(), tb.data(), ns.data(), rows.data(), ks.data(),
-      alpha, b, type, ldbs.data(), a, type, ks.data(), beta, c, type,
+      blas.handle(), ta.data(), tb.data(), ns.data(), ms.data(), ks.data(),
+      alpha, b, type, ldas.data(), a, type, ldbs.data(), beta, c, type,
       ns.data(), count, ones.data(), compute_type(dt));
   // A refusal (types, sizes or this GPU) leaves the caller's other route.
   if (r != CUBLAS_STATUS_SUCCESS) return false;

@@ -44,16 +44,17 @@ void gemm_batched(int64_t m, int64_t n, int64_t k, Dtype dt,
                   const void* const* b, bool b_trans, int64_t ldb,
                   void* const* c, int64_t batch, const Stream& s);
 
-/** One GEMM per group g: row-major C_g (rows[g] x n) = A_g (rows[g] x k,
- *  packed row-major) @ B_g (k x n, row-major or stored transposed when
- *  b_trans, leading dimension ldb), C_g packed, for the device address
- *  arrays a, b, c of rows.size() entries; types as gemm_batched. One call
- *  of cuBLAS's grouped batched GEMM (cuBLAS 12.5 on): false, nothing done,
- *  when the loaded cuBLAS lacks it or refuses the problem. */
-bool gemm_grouped(const std::vector<int>& rows, int64_t n, int64_t k,
-                  Dtype dt, const void* const* a, const void* const* b,
-                  bool b_trans, int64_t ldb, void* const* c,
-                  const Stream& s);
+/** One GEMM per group g: row-major C_g (ms[g] x n, packed) = A_g
+ *  (ms[g] x ks[g]) @ B_g (ks[g] x n), A_g and B_g row-major or stored
+ *  transposed (a_trans, b_trans) with leading dimensions lda, ldb, for the
+ *  device address arrays a, b, c of ms.size() entries; types as
+ *  gemm_batched. One call of cuBLAS's grouped batched GEMM (cuBLAS 12.5
+ *  on): false, nothing done, when the loaded cuBLAS lacks it or refuses
+ *  the problem. */
+bool gemm_grouped(const std::vector<int>& ms, const std::vector<int>& ks,
+                  int64_t n, Dtype dt, const void* const* a, bool a_trans,
+                  int64_t lda, const void* const* b, bool b_trans,
+                  int64_t ldb, void* const* c, const Stream& s);
 
 /** How many gemm_grouped calls ran in this process (tests). */
 int64_t grouped_gemm_calls();

@@ -7,7 +7,8 @@
 // an empty inner dimension (which cuBLASLt refuses) is written without a
 // GEMM: zeros, or beta times the bias. GatherMM is one cuBLAS batched GEMM
 // over address lists a kernel writes from the picks, so each picked matrix
-// is read in place.
+// is read in place, or with sorted picks a grouped GEMM per matrix;
+// SegmentedMM is a grouped GEMM over its segments.
 #include <vector>
 
 #include "kiln/backend/cuda/addresses.h"
@@ -180,8 +181,10 @@ bool run_gather_mm_grouped(const array& a_in, const Operand& b,
                                   ptrs.size() * sizeof(void*),
                                   cudaMemcpyHostToDevice, cuda_stream(s)));
   auto** lp = static_cast<void**>(list.ptr);
-  return cublas::gemm_grouped(rows, n, k, out.dtype(), lp, lp + groups,
-                              b.transposed, b.ld, lp + 2 * groups, s);
+  std::vector<int> ks(groups, static_cast<int>(k));
+  return cublas::gemm_grouped(rows, ks, n, out.dtype(), lp, false, k,
+                              lp + groups, b.transposed, b.ld,
+                              lp + 2 * groups, s);
 }
 
 // GatherMM's products: grouped by b's matrix when the picks are sorted
@@ -224,6 +227,66 @@ bool run_gather_mm(const std::vector<array>& inputs, bool rhs_sorted,
                        ptrs + picks, b.transposed, b.ld, ptrs + 2 * picks,
                        picks, s);
   return true;
+}
+
+// SegmentedMM: the segments read back (a wait for the stream), the output
+// zeroed (empty segments stay so), and one grouped GEMM over the others,
+// each reading its columns of a and rows of b in place. False when the GPU
+// cannot run it.
+bool run_segmented_mm(const std::vector<array>& inputs, array& out,
+                      const Stream& s) {
+  const array& a_in = inputs[0];
+  const array& b_in = inputs[1];
+  int64_t m = a_in.shape(0), k = a_in.shape(1), n = b_in.shape(1);
+  int64_t count = out.shape(0);
+  constexpr int64_t int_max = 2147483647;
+  if (!cublas::available() || !cublas::gemm_batched_supports(out.dtype()) ||
+      m > int_max || n > int_max || k > int_max) {
+    return false;
+  }
+  Operand a, b;
+  array seg = inputs[2];
+  if (!prepare(a_in, 0, s, a) || !prepare(b_in, 0, s, b) ||
+      !row_contiguous(inputs[2], seg, s)) {
+    return false;
+  }
+  std::vector<uint32_t> raw(static_cast<size_t>(2 * count));
+  cudaStream_t st = cuda_stream(s);
+  KILN_CHECK_CUDA(cudaMemcpyAsync(raw.data(), device_ptr(seg, s),
+                                  raw.size() * sizeof(uint32_t),
+                                  cudaMemcpyDeviceToHost, st));
+  KILN_CHECK_CUDA(cudaStreamSynchronize(st));
+  KILN_CHECK_CUDA(cudaMemsetAsync(out.raw_data_ptr(), 0, out.nbytes(), st));
+  size_t item = out.itemsize();
+  // Column `start` of a and row `start` of b, in elements.
+  int64_t a_step = a.transposed ? a.ld : 1, b_step = b.transposed ? 1 : b.ld;
+  auto* a0 = static_cast<const char*>(device_ptr(a.arr, s));
+  auto* b0 = static_cast<const char*>(device_ptr(b.arr, s));
+  auto* c0 = static_cast<char*>(out.raw_data_ptr());
+  std::vector<int> ms, ks;
+  std::vector<const void*> as, bs, cs;
+  for (int64_t g = 0; g < count; ++g) {
+    auto [start, end] = SegmentedMM::bounds(raw[2 * g], raw[2 * g + 1], k);
+    if (end == start) continue;
+    ms.push_back(static_cast<int>(m));
+    ks.push_back(static_cast<int>(end - start));
+    as.push_back(a0 + start * a_step * item);
+    bs.push_back(b0 + start * b_step * item);
+    cs.push_back(c0 + g * m * n * item);
+  }
+  if (ms.empty()) return true;
+  size_t groups = ms.size();
+  std::vector<const void*> ptrs = as;
+  ptrs.insert(ptrs.end(), bs.begin(), bs.end());
+  ptrs.insert(ptrs.end(), cs.begin(), cs.end());
+  Scratch list(ptrs.size() * sizeof(void*), s);
+  KILN_CHECK_CUDA(cudaMemcpyAsync(list.ptr, ptrs.data(),
+                                  ptrs.size() * sizeof(void*),
+                                  cudaMemcpyHostToDevice, cuda_stream(s)));
+  auto** lp = static_cast<void**>(list.ptr);
+  return cublas::gemm_grouped(ms, ks, n, out.dtype(), lp, a.transposed, a.ld,
+                              lp + groups, b.transposed, b.ld,
+                              lp + 2 * groups, s);
 }
 
 } // namespace
@@ -329,6 +392,18 @@ void GatherMM::eval_gpu(const std::vector<array>& inputs, array& out) {
   }
   cuda::set_device_output(out, stream());
   if (!cuda::run_gather_mm(inputs, rhs_sorted_, out, stream())) {
+    cuda::eval_on_cpu(*this, inputs, out);
+  }
+}
+
+void SegmentedMM::eval_gpu(const std::vector<array>& inputs, array& out) {
+  if (!cuda::gemm_supports(out.dtype())) {
+    cuda::eval_on_cpu(*this, inputs, out);
+    return;
+  }
+  cuda::set_device_output(out, stream());
+  if (out.size() == 0) return;
+  if (!cuda::run_segmented_mm(inputs, out, stream())) {
     cuda::eval_on_cpu(*this, inputs, out);
   }
 }
