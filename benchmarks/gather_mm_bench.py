@@ -5,9 +5,11 @@ replaced (take the picked matrices, then matmul) and MLX's gather_mm in
 the same process; with --gpu, kiln on the GPU against PyTorch's
 composition (index the experts, then bmm), PyTorch having no gather_mm.
 "kiln sorted" is mlx-lm's route for 64 picks or more: the picks sorted by
-expert (sorted_indices=True), then put back in token order.
+expert (sorted_indices=True), then put back in token order. --grad adds
+the gradients of both operands of a sum-of-squares loss (kiln, and MLX on
+the CPU where its per-pick products stay under 2 GiB).
 
-    PYTHONPATH=build/python python3 benchmarks/gather_mm_bench.py [--gpu]
+    cd benchmarks && PYTHONPATH=../build/python python3 gather_mm_bench.py [--gpu] [--grad]
 
 Times are wall milliseconds per call (the call, then a wait for its
 result), the best of --repeat after a warm-up. Ratios are peer / kiln
@@ -61,6 +63,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--gpu", action="store_true", help="kiln on the GPU against PyTorch CUDA")
+    ap.add_argument("--grad", action="store_true", help="also time the gradients of both operands")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     rows = []
@@ -122,6 +125,20 @@ def main():
                 mx.eval(mxx, mxw, mxi)
                 m_fn = lambda: mx.gather_mm(mx.expand_dims(mxx, (-2, -3)), mx.swapaxes(mxw, -1, -2), rhs_indices=mxi)
                 peers["MLX gather_mm"] = best_ms(m_fn, mx.eval, args.repeat)
+        if args.grad:
+            # A training step's gradients of both operands (loss: sum of
+            # squares), kiln and MLX on the same picks.
+            def k_grad():
+                f = lambda x, w: (kc.gather_mm(kc.expand_dims(x, (-2, -3)), kc.swapaxes(w, -1, -2),
+                                               rhs_indices=ki) ** 2).sum()
+                with kc.stream(dev):
+                    return kc.grad(f, argnums=(0, 1))(kx, kw)
+            peers["kiln grad"] = best_ms(k_grad, kiln_sync, max(1, args.repeat // 2))
+            if mx is not None and not args.gpu and gathered <= 2 << 30:
+                mf = lambda x, w: (mx.gather_mm(mx.expand_dims(x, (-2, -3)), mx.swapaxes(w, -1, -2),
+                                                rhs_indices=mxi) ** 2).sum()
+                peers["MLX grad"] = best_ms(lambda: mx.grad(mf, argnums=(0, 1))(mxx, mxw), mx.eval,
+                                            max(1, args.repeat // 2))
         rows.append((label, kt, gflop / kt * 1e3, peers))
         print(f"{label}: kiln {kt:.2f} ms" + "".join(f", {n} {t:.2f} ms" for n, t in peers.items()), flush=True)
     print()

@@ -33,6 +33,25 @@ array sum_or_first(const std::optional<array>& acc, const array& x,
   return acc ? add(*acc, x, s) : x;
 }
 
+// The jvp of a product bilinear in its first two inputs (any others held):
+// product(ta, b) + product(a, tb) over those differentiated, zeros of
+// `shape` when neither is.
+template <typename Product>
+array bilinear_jvp(const std::vector<array>& primals,
+                   const std::vector<array>& tangents,
+                   const std::vector<int>& argnums, Product product,
+                   const Shape& shape, StreamOrDevice s) {
+  std::optional<array> t;
+  for (size_t k = 0; k < argnums.size(); ++k) {
+    if (argnums[k] > 1) continue;
+    t = sum_or_first(t,
+                     argnums[k] == 0 ? product(tangents[k], primals[1])
+                                     : product(primals[0], tangents[k]),
+                     s);
+  }
+  return t ? *t : zeros(shape, primals[0].dtype(), s);
+}
+
 } // namespace
 
 // ---- Matmul ----
@@ -56,13 +75,11 @@ std::vector<array> Matmul::jvp(const std::vector<array>& primals,
                                const std::vector<array>& tangents,
                                const std::vector<int>& argnums) {
   StreamOrDevice s = stream();
-  std::optional<array> t;
-  for (size_t k = 0; k < argnums.size(); ++k) {
-    auto term = argnums[k] == 0 ? matmul(tangents[k], primals[1], s)
-                                : matmul(primals[0], tangents[k], s);
-    t = sum_or_first(t, term, s);
-  }
-  return {*t};
+  auto product = [&](const array& a, const array& b) {
+    return matmul(a, b, s);
+  };
+  return {bilinear_jvp(primals, tangents, argnums, product,
+                       output_shapes(primals)[0], s)};
 }
 
 std::pair<std::vector<array>, std::vector<int>> Matmul::vmap(
@@ -151,19 +168,11 @@ std::vector<array> GatherMM::jvp(const std::vector<array>& primals,
                                  const std::vector<array>& tangents,
                                  const std::vector<int>& argnums) {
   StreamOrDevice s = stream();
-  const array& lhs = primals[2];
-  const array& rhs = primals[3];
-  std::optional<array> t;
-  for (size_t k = 0; k < argnums.size(); ++k) {
-    if (argnums[k] > 1) continue;
-    auto term =
-        argnums[k] == 0
-            ? gather_mm(tangents[k], primals[1], lhs, rhs, rhs_sorted_, s)
-            : gather_mm(primals[0], tangents[k], lhs, rhs, rhs_sorted_, s);
-    t = sum_or_first(t, term, s);
-  }
-  if (!t) return {zeros(output_shapes(primals)[0], primals[0].dtype(), s)};
-  return {*t};
+  auto product = [&](const array& a, const array& b) {
+    return gather_mm(a, b, primals[2], primals[3], rhs_sorted_, s);
+  };
+  return {bilinear_jvp(primals, tangents, argnums, product,
+                       output_shapes(primals)[0], s)};
 }
 
 std::pair<std::vector<array>, std::vector<int>> GatherMM::vmap(
@@ -244,16 +253,11 @@ std::vector<array> SegmentedMM::jvp(const std::vector<array>& primals,
                                     const std::vector<array>& tangents,
                                     const std::vector<int>& argnums) {
   StreamOrDevice s = stream();
-  std::optional<array> t;
-  for (size_t k = 0; k < argnums.size(); ++k) {
-    if (argnums[k] > 1) continue;
-    auto term = argnums[k] == 0
-                    ? segmented_mm(tangents[k], primals[1], primals[2], s)
-                    : segmented_mm(primals[0], tangents[k], primals[2], s);
-    t = sum_or_first(t, term, s);
-  }
-  if (!t) return {zeros(output_shapes(primals)[0], primals[0].dtype(), s)};
-  return {*t};
+  auto product = [&](const array& a, const array& b) {
+    return segmented_mm(a, b, primals[2], s);
+  };
+  return {bilinear_jvp(primals, tangents, argnums, product,
+                       output_shapes(primals)[0], s)};
 }
 
 std::pair<std::vector<array>, std::vector<int>> SegmentedMM::vmap(

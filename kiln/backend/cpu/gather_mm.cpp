@@ -12,7 +12,6 @@
 
 #include "kiln/backend/cpu/gemm.h"
 #include "kiln/backend/cpu/indices.h"
-#include "kiln/core/dispatch.h"
 #include "kiln/primitives/linalg.h"
 
 namespace kiln {
@@ -119,16 +118,8 @@ void GatherMM::eval_cpu(const std::vector<array>& inputs, array& out) {
   }
   auto li = read_indices(inputs[2], a.shape(0));
   auto ri = read_indices(inputs[3], b.shape(0));
-  dispatch_type(out.dtype(), [&](auto tag) {
-    using T = KILN_TYPE(tag);
-    if constexpr (is_half_v<T>) {
-      run_gather_mm<T, float>(a, b, li, ri, out);
-    } else if constexpr (std::is_floating_point_v<T>) {
-      run_gather_mm<T, T>(a, b, li, ri, out);
-    } else {
-      throw std::invalid_argument("[gather_mm] unsupported dtype " +
-                                  dtype_name(out.dtype()) + ".");
-    }
+  detail::dispatch_real_gemm("gather_mm", out.dtype(), [&](auto t, auto g) {
+    run_gather_mm<decltype(t), decltype(g)>(a, b, li, ri, out);
   });
 }
 

@@ -5,10 +5,13 @@
 #include <cblas.h>
 
 #include <climits>
+#include <stdexcept>
+#include <string>
 #include <cstdint>
 #include <vector>
 
 #include "kiln/core/cast.h"
+#include "kiln/core/dispatch.h"
 #include "kiln/core/dtype.h"
 
 namespace kiln::detail {
@@ -92,6 +95,25 @@ GemmOperand<G> gemm_operand(const T* p, int64_t rows, int64_t cols, int64_t sr,
       dst[r * cols + c] = cast_to<G>(src[c * sc]);
   }
   return {dst, false, static_cast<int>(cols > 1 ? cols : 1)};
+}
+
+/** f(T{}, G{}) for the storage type T of real floating dtype dt and the
+ *  type G its GEMMs run in (float for the 16-bit floats); raises for any
+ *  other dtype, naming op. */
+template <typename F>
+void dispatch_real_gemm(const char* op, Dtype dt, F&& f) {
+  dispatch_type(dt, [&](auto tag) {
+    using T = KILN_TYPE(tag);
+    if constexpr (is_half_v<T>) {
+      f(T{}, float{});
+    } else if constexpr (std::is_floating_point_v<T>) {
+      f(T{}, T{});
+    } else {
+      throw std::invalid_argument(std::string("[") + op +
+                                  "] unsupported dtype " + dtype_name(dt) +
+                                  ".");
+    }
+  });
 }
 
 } // namespace kiln::detail

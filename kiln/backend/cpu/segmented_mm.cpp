@@ -7,7 +7,6 @@
 
 #include "kiln/backend/cpu/gemm.h"
 #include "kiln/backend/cpu/indices.h"
-#include "kiln/core/dispatch.h"
 #include "kiln/primitives/linalg.h"
 
 namespace kiln {
@@ -64,16 +63,8 @@ void SegmentedMM::eval_cpu(const std::vector<array>& inputs, array& out) {
         "[segmented_mm] matrix dimensions exceed INT_MAX.");
   }
   auto raw = detail::index_values(inputs[2]);
-  dispatch_type(out.dtype(), [&](auto tag) {
-    using T = KILN_TYPE(tag);
-    if constexpr (is_half_v<T>) {
-      run_segmented_mm<T, float>(a, b, raw, out);
-    } else if constexpr (std::is_floating_point_v<T>) {
-      run_segmented_mm<T, T>(a, b, raw, out);
-    } else {
-      throw std::invalid_argument("[segmented_mm] unsupported dtype " +
-                                  dtype_name(out.dtype()) + ".");
-    }
+  detail::dispatch_real_gemm("segmented_mm", out.dtype(), [&](auto t, auto g) {
+    run_segmented_mm<decltype(t), decltype(g)>(a, b, raw, out);
   });
 }
 
