@@ -31,7 +31,9 @@ array addmm(array c, array a, array b, float alpha = 1.0f, float beta = 1.0f,
  *  index given it is matmul. sorted_indices says rhs_indices is sorted (a
  *  hint, as in MLX). Indices are not bounds-checked (as MLX): as in
  *  kiln's gathers a negative one counts from the end and any other out of
- *  range reads clamped into the batch. Real floating dtypes only. */
+ *  range reads clamped into the batch. Real floating dtypes only. Under a
+ *  shapeless compile an absent index is an arange fixed at trace (as in
+ *  MLX): pass both to replay at other batch sizes. */
 array gather_mm(array a, array b, std::optional<array> lhs_indices = {},
                 std::optional<array> rhs_indices = {},
                 bool sorted_indices = false, StreamOrDevice s = {});

@@ -154,12 +154,17 @@ array batch_indices(const std::optional<array>& idx, const array& x,
   return astype(*idx, uint32, s);
 }
 
-// x (..., R, C) as (batch, R, C), its batch flattened.
+// x (..., R, C) as (batch, R, C), its batch flattened (written with -1,
+// so a shapeless compile replays it at a new batch size).
 array flat_batch(const array& x, StreamOrDevice s) {
   if (x.ndim() == 3) return x;
-  int64_t n = 1;
-  for (size_t i = 0; i + 2 < x.ndim(); ++i) n *= x.shape()[i];
-  return reshape(x, {static_cast<int32_t>(n), x.shape(-2), x.shape(-1)}, s);
+  int32_t n = -1;
+  if (x.shape(-2) == 0 || x.shape(-1) == 0) {
+    // Empty matrices leave -1 nothing to infer from.
+    n = 1;
+    for (size_t i = 0; i + 2 < x.ndim(); ++i) n *= x.shape()[i];
+  }
+  return reshape(x, {n, x.shape(-2), x.shape(-1)}, s);
 }
 
 } // namespace

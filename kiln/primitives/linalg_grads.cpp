@@ -99,9 +99,15 @@ namespace {
 // `like` (n, R, C) that idx (P picks) names.
 array sum_into(const array& like, const array& idx, const array& products,
                StreamOrDevice s) {
-  Shape u = products.shape();
-  u.insert(u.begin() + 1, 1);
-  return scatter_add(zeros_like(like, s), idx, reshape(products, u, s), 0, s);
+  return scatter_add(zeros_like(like, s), idx, expand_dims(products, 1, s), 0,
+                     s);
+}
+
+// 0, 1, ... for each of the picks idx (1-d) holds, as uint32: a running
+// count, so a shapeless compile replays it at a new number of picks.
+array picks_in_order(const array& idx, StreamOrDevice s) {
+  array ones = add(multiply(idx, array(0u, uint32), s), array(1u, uint32), s);
+  return cumsum(ones, 0, false, false, s);
 }
 
 // GatherMM's picks as the gathers read them from n matrices (a negative
@@ -118,13 +124,12 @@ array picks_read(const array& idx, int n, StreamOrDevice s) {
 // and db, not a K x N product per pick.
 array b_gradient(const array& a, const array& b, const array& lhs,
                  const array& rhs, const array& cot, StreamOrDevice s) {
-  int picks = static_cast<int>(rhs.size());
   int m = a.shape(1), k = a.shape(2), n = b.shape(2), e = b.shape(0);
   array r = picks_read(rhs, e, s);
   array order = argsort(r, s);
   array rows_a = reshape(take(a, take(astype(lhs, int32, s), order, s), 0, s),
-                         {picks * m, k}, s);
-  array rows_c = reshape(take(cot, order, 0, s), {picks * m, n}, s);
+                         {-1, k}, s);
+  array rows_c = reshape(take(cot, order, 0, s), {-1, n}, s);
   array sorted = take(r, order, s);
   array experts = arange(0, e, 1, s);
   auto bound = [&](const char* side) {
@@ -144,11 +149,11 @@ std::vector<array> GatherMM::vjp(const std::vector<array>& primals,
   StreamOrDevice s = stream();
   const array& a = primals[0];
   const array& b = primals[1];
-  int picks = static_cast<int>(primals[2].size());
-  array lhs = reshape(primals[2], {picks}, s);
-  array rhs = reshape(primals[3], {picks}, s);
-  array own = arange(0.0, picks, uint32, s);
-  array cot = reshape(cotangents[0], {picks, a.shape(1), b.shape(2)}, s);
+  // Sizes written as -1 follow the picks under a shapeless compile.
+  array lhs = reshape(primals[2], {-1}, s);
+  array rhs = reshape(primals[3], {-1}, s);
+  array own = picks_in_order(rhs, s);
+  array cot = reshape(cotangents[0], {-1, a.shape(1), b.shape(2)}, s);
   std::vector<array> out;
   for (int i : argnums) {
     if (i == 0) {

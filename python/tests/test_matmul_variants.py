@@ -71,6 +71,29 @@ def test_gather_mm_grads_match_mlx_on_switch_glu_calls(rng):
     np.testing.assert_allclose(np.array(per_token), loop, rtol=1e-5, atol=1e-5)
 
 
+def test_gather_mm_and_its_gradient_under_shapeless_compile(rng):
+    """Traced once, replayed at other numbers of tokens and picks: the op's
+    reshapes and its gradient's follow the picks (explicit indices; default
+    ones are an arange fixed at trace, as in MLX)."""
+    w = kc.array(rng.standard_normal((4, 12, 16)).astype(np.float32))
+
+    def f(x, w, li, ri):
+        return kc.gather_mm(kc.expand_dims(x, -2), kc.swapaxes(w, -1, -2), li, ri)
+
+    def loss(x, w, li, ri):
+        return (f(x, w, li, ri) ** 2).sum()
+
+    cf = kc.compile(f, shapeless=True)
+    cg = kc.compile(kc.grad(loss, argnums=(0, 1)), shapeless=True)
+    for T in (8, 5, 11):
+        x = kc.array(rng.standard_normal((T, 16)).astype(np.float32))
+        ri = kc.array(rng.integers(0, 4, (2 * T,)).astype(np.uint32))
+        li = kc.array((np.arange(2 * T) // 2).astype(np.uint32))
+        np.testing.assert_allclose(np.array(cf(x, w, li, ri)), np.array(f(x, w, li, ri)), rtol=1e-6)
+        for got, want in zip(cg(x, w, li, ri), kc.grad(loss, argnums=(0, 1))(x, w, li, ri)):
+            np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("float_masks", [False, True])
 def test_block_masked_mm_masks_blocks(rng, float_masks):
     bs = 32
