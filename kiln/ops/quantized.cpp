@@ -311,8 +311,12 @@ array quantized_matmul(const array& x, const array& w, const array& scales,
   }
   Stream st = to_stream(s);
   Dtype dt = x.dtype();
-  bool kernel = transpose && w.ndim() == 2 && st.device.type == Device::cpu &&
-                scales.dtype() == dt && cpu_kernel_dtype(dt);
+  // A batch of matrices (gather_qmm's picked experts) when x has the
+  // same batch: one product per matrix.
+  bool batch = w.ndim() == 3 && x.ndim() == 3 && x.shape(0) == w.shape(0);
+  bool kernel = transpose && (w.ndim() == 2 || batch) &&
+                st.device.type == Device::cpu && scales.dtype() == dt &&
+                cpu_kernel_dtype(dt);
   if (!kernel) {
     return quantized_matmul_graph(x, w, scales, biases, transpose, group_size,
                                   bits, st);
@@ -324,7 +328,7 @@ array quantized_matmul(const array& x, const array& w, const array& scales,
         in[0], in[1], in[2], in[3], true, group_size, bits, st)};
   };
   Shape shape = x.shape();
-  shape.back() = w.shape(0);
+  shape.back() = w.shape(-2);
   return array(shape, dt,
                std::make_shared<fast::QuantizedMatmul>(st, std::move(fallback),
                                                        group_size, bits),

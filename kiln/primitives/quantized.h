@@ -27,9 +27,10 @@ class QuantizedCustom : public Custom {
 };
 
 /** Inputs: x (..., K) row-major, w (N, K * bits / 32) uint32, scales and
- *  biases (N, K / group_size) of x's dtype. Output (..., N), x's dtype.
- *  Per output: the sum over groups of scale * (x . codes) + bias * sum(x),
- *  in float32. */
+ *  biases (N, K / group_size) of x's dtype; or a batch of them, w (B, N,
+ *  K * bits / 32) with x (B, M, K), one product per matrix. Output
+ *  (..., N), x's dtype. Per output: the sum over groups of scale *
+ *  (x . codes) + bias * sum(x), in float32. */
 class QuantizedMatmul : public QuantizedCustom {
  public:
   using QuantizedCustom::QuantizedCustom;
@@ -38,7 +39,7 @@ class QuantizedMatmul : public QuantizedCustom {
                 std::vector<array>& outputs) override;
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
     Shape s = in[0].shape();
-    s.back() = in[1].shape(0);
+    s.back() = in[1].shape(-2);
     return {s};
   }
 };

@@ -59,9 +59,10 @@ def install(core):
         experts = fw.shape[0]
         flat = lambda a: None if a is None else a.reshape(experts, *a.shape[-2:])
         kw = dict(group_size=group_size, bits=bits, mode=mode, stream=stream)
-        if ri.size >= experts:
-            # More picks than matrices: dequantize each matrix once, and
-            # gather_mm reads the picked ones in place.
+        if ri.size * x.shape[-2] >= 8 * experts:
+            # Many rows per matrix: dequantize each matrix once, and
+            # gather_mm reads the picked ones in place (one GEMM per matrix
+            # on the CPU). Fewer (decode) read each pick's packed codes.
             dt = x.dtype if mx.issubdtype(x.dtype, mx.floating) else mx.float32
             wd = mx.dequantize(fw, flat(scales), flat(biases), dtype=dt, **kw)
             wd = wd.reshape(*w.shape[:-2], *wd.shape[-2:])

@@ -133,11 +133,12 @@ def test_graph_and_cpu_kernel_agree(rng, bits):
 
 
 @pytest.mark.parametrize("transpose", [True, False])
-@pytest.mark.parametrize("picks", ["few", "many", "lhs"])
+@pytest.mark.parametrize("picks", ["few", "many", "dense", "lhs"])
 def test_gather_qmm_against_dequantized_gather(transpose, picks):
     """gather_qmm equals gather_mm over the dequantized matrices, whether it
-    dequantizes only the picked matrices (fewer picks than matrices) or all
-    of them once."""
+    reads each pick's packed codes (few rows per matrix: a batched
+    quantized_matmul, the CPU's kernel) or dequantizes all of them once
+    (at least 8 rows per matrix)."""
     rng = np.random.default_rng(3)
     E, N, K = 5, 64, 128
     w = rng.standard_normal((E, N, K) if transpose else (E, K, N)).astype(np.float32)
@@ -151,7 +152,8 @@ def test_gather_qmm_against_dequantized_gather(transpose, picks):
         mats = [wd[r].T if transpose else wd[r] for r in ri]
         want = np.stack([x[l] @ m for l, m in zip(li, mats)])
     else:
-        ri = np.array([[1], [3]], np.uint32) if picks == "few" else (np.arange(12, dtype=np.uint32) % E).reshape(2, 6)
+        count = {"few": 2, "many": 12, "dense": 48}[picks]
+        ri = (np.arange(count, dtype=np.uint32) * 3 % E).reshape(2, count // 2)
         x = rng.standard_normal((2, 1, 1, K)).astype(np.float32)
         got = kc.gather_qmm(kc.array(x), *q, rhs_indices=kc.array(ri), transpose=transpose)
         want = np.empty(ri.shape + (1, N), np.float32)
@@ -163,6 +165,21 @@ def test_gather_qmm_against_dequantized_gather(transpose, picks):
 
 
 @needs_mlx
+def test_batched_quantized_matmul_reads_each_matrix():
+    """quantized_matmul of x (B, M, K) with a batch of quantized matrices
+    (B, N, K): the CPU kernel per matrix, against the dequantized product,
+    for widths the kernel reads by bytes and code by code."""
+    rng = np.random.default_rng(5)
+    for bits in (4, 3, 8):
+        w = rng.standard_normal((3, 40, 128)).astype(np.float32)
+        x = rng.standard_normal((3, 5, 128)).astype(np.float32)
+        q = kc.quantize(kc.array(w), group_size=64, bits=bits)
+        wd = np.asarray(kc.dequantize(*q, group_size=64, bits=bits)).astype(np.float64)
+        got = kc.quantized_matmul(kc.array(x), *q, transpose=True, group_size=64, bits=bits)
+        assert got.shape == (3, 5, 40)
+        np.testing.assert_allclose(np.array(got), x @ np.swapaxes(wd, -1, -2), rtol=1e-4, atol=1e-4)
+
+
 def test_gather_qmm_matches_mlx():
     rng = np.random.default_rng(4)
     w = rng.standard_normal((4, 64, 128)).astype(np.float32)

@@ -89,17 +89,13 @@ byte_codes_dot(const float* x, const uint8_t* bytes, int nb, int c, int bits,
 // unpacking per group on the 2-core build machine).
 constexpr int64_t gemm_min_rows = 8;
 
+// op (M x N) = xp (M x K) @ dequantize(wp (N x W words), sp, bp).T.
 template <typename T>
-void quantized_matmul(const std::vector<array>& in, array& out, int gs,
-                      int bits) {
-  const array &x = in[0], &w = in[1], &sc = in[2], &bi = in[3];
-  const int64_t K = x.shape(-1), N = w.shape(0), W = w.shape(1);
-  const int64_t M = K ? static_cast<int64_t>(x.size()) / K : 0, G = K / gs;
-  const T* xp = x.data<T>();
-  const uint32_t* wp = w.data<uint32_t>();
-  const T* sp = sc.data<T>();
-  const T* bp = bi.data<T>();
-  T* op = out.data<T>();
+void quantized_matmul_matrix(const T* xp, int64_t M, int64_t K,
+                             const uint32_t* wp, int64_t N, int64_t W,
+                             const T* sp, const T* bp, T* op, int gs,
+                             int bits) {
+  const int64_t G = K / gs;
   // x in float, and its sum over each group (what the biases multiply).
   detail::scratch_vector<float> xf(M * K);
   std::vector<float> xsum(M * G, 0.0f);
@@ -194,6 +190,25 @@ void quantized_matmul(const std::vector<array>& in, array& out, int gs,
       for (int64_t m = 0; m < M; ++m) op[m * N + o] = static_cast<T>(acc[m]);
     }
   });
+}
+
+// One product per weight matrix: w (N, W), or a batch (B, N, W) with x
+// (B, M, K) (gather_qmm's picked experts).
+template <typename T>
+void quantized_matmul(const std::vector<array>& in, array& out, int gs,
+                      int bits) {
+  const array &x = in[0], &w = in[1], &sc = in[2], &bi = in[3];
+  const int64_t B = w.ndim() == 3 ? w.shape(0) : 1;
+  const int64_t K = x.shape(-1), N = w.shape(-2), W = w.shape(-1);
+  const int64_t M = K && B ? static_cast<int64_t>(x.size()) / K / B : 0;
+  const int64_t G = K / gs;
+  for (int64_t b = 0; b < B; ++b) {
+    quantized_matmul_matrix<T>(x.data<T>() + b * M * K, M, K,
+                               w.data<uint32_t>() + b * N * W, N, W,
+                               sc.data<T>() + b * N * G,
+                               bi.data<T>() + b * N * G,
+                               out.data<T>() + b * M * N, gs, bits);
+  }
 }
 
 } // namespace
