@@ -251,6 +251,10 @@ void check_quantized(const char* op, const array& w, const array& scales,
   }
 }
 
+array dequantize_graph(const array& w, const array& scales,
+                       const array& biases, int group_size, int bits,
+                       Dtype out_dt, StreamOrDevice s);
+
 } // namespace
 
 array dequantize(const array& w, const array& scales, const array& biases,
@@ -264,6 +268,34 @@ array dequantize(const array& w, const array& scales, const array& biases,
     throw std::invalid_argument("[dequantize] dtype must be floating, got " +
                                 dtype_name(*dtype) + ".");
   }
+  Stream st = to_stream(s);
+  Dtype out_dt = dtype.value_or(scales.dtype());
+  if (st.device.type == Device::cpu && cpu_kernel_dtype(scales.dtype()) &&
+      cpu_kernel_dtype(out_dt)) {
+    // The CPU dequantizes group by group in one pass; the graph is its
+    // fallback (transformations).
+    auto fallback = [=](std::vector<array> in) {
+      return std::vector<array>{dequantize_graph(in[0], in[1], in[2],
+                                                 group_size, bits, out_dt, st)};
+    };
+    Shape shape = w.shape();
+    shape.back() = static_cast<int32_t>(int64_t(shape.back()) * 32 / bits);
+    return array(shape, out_dt,
+                 std::make_shared<fast::Dequantize>(st, std::move(fallback),
+                                                    group_size, bits),
+                 {contiguous(w, false, st), contiguous(scales, false, st),
+                  contiguous(biases, false, st)});
+  }
+  return dequantize_graph(w, scales, biases, group_size, bits, out_dt, st);
+}
+
+namespace {
+
+// dequantize as a graph of ops (the GPU's path, and the CPU kernel's
+// fallback).
+array dequantize_graph(const array& w, const array& scales,
+                       const array& biases, int group_size, int bits,
+                       Dtype out_dt, StreamOrDevice s) {
   array codes = unpack(w, bits, s); // (..., N)
   Shape lead(w.shape().begin(), w.shape().end() - 1);
   int n = codes.shape(-1);
@@ -276,8 +308,10 @@ array dequantize(const array& w, const array& scales, const array& biases,
                   expand_dims(biases, -1, s), s);
   Shape flat = lead;
   flat.push_back(n);
-  return astype(reshape(out, flat, s), dtype.value_or(scales.dtype()), s);
+  return astype(reshape(out, flat, s), out_dt, s);
 }
+
+} // namespace
 
 namespace {
 

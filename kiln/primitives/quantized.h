@@ -44,6 +44,23 @@ class QuantizedMatmul : public QuantizedCustom {
   }
 };
 
+/** Inputs: w (..., N * bits / 32) uint32 row-major, scales and biases
+ *  (..., N / group_size) row-major of one float type. Output (..., N) of
+ *  the dtype given: code * scale + bias in the scales' type, each step
+ *  rounded to it (the graph's operations, so the same bits), then cast. */
+class Dequantize : public QuantizedCustom {
+ public:
+  using QuantizedCustom::QuantizedCustom;
+  const char* name() const override { return "Dequantize"; }
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    Shape s = in[0].shape();
+    s.back() = s.back() * 32 / bits_;
+    return {s};
+  }
+};
+
 /** Input: w (..., N) row-major, float32, float16 or bfloat16. Outputs: the
  *  packed codes (..., N * bits / 32) uint32, scales and biases
  *  (..., N / group_size) of w's dtype, as kiln::quantize defines them

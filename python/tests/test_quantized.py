@@ -165,6 +165,27 @@ def test_gather_qmm_against_dequantized_gather(transpose, picks):
 
 
 @needs_mlx
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_dequantize_kernel_matches_its_graph(dtype):
+    """On the CPU dequantize runs a kernel; vmap transforms its fallback,
+    the graph of ops: the two agree bit for bit for every width, in the
+    scales' dtype and cast to another, also from non-contiguous inputs."""
+    rng = np.random.default_rng(7)
+    kdt = getattr(kc, dtype)
+    for bits in (2, 3, 4, 5, 6, 8):
+        w = kc.array(rng.standard_normal((3, 32, 128)).astype(np.float32)).astype(kdt)
+        q = kc.quantize(w, 64, bits)
+        for out in (None, kc.float32):
+            got = kc.dequantize(*q, 64, bits, dtype=out)
+            want = kc.vmap(lambda a, b, c: kc.dequantize(a, b, c, 64, bits, dtype=out))(*q)
+            assert got.dtype == (out or kdt)
+            np.testing.assert_array_equal(np.array(got.astype(kc.float32)), np.array(want.astype(kc.float32)))
+        sliced = [x[:, ::2] for x in q]
+        np.testing.assert_array_equal(
+            np.array(kc.dequantize(*sliced, 64, bits).astype(kc.float32)),
+            np.array(kc.dequantize(*q, 64, bits).astype(kc.float32))[:, ::2])
+
+
 def test_batched_quantized_matmul_reads_each_matrix():
     """quantized_matmul of x (B, M, K) with a batch of quantized matrices
     (B, N, K): the CPU kernel per matrix, against the dequantized product,

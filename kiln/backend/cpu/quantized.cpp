@@ -280,6 +280,50 @@ void with_float_type(const Primitive& p, Dtype dt, F&& f) {
 
 } // namespace
 
+namespace {
+
+// out = codes * scale + bias group by group, in S (the scales' type) with
+// each step rounded to it as the graph's ops round, then cast to D.
+template <typename S, typename D>
+void dequantize_groups(const std::vector<array>& in, array& out, int gs,
+                       int bits) {
+  const uint32_t* wp = in[0].data<uint32_t>();
+  const S* sp = in[1].data<S>();
+  const S* bp = in[2].data<S>();
+  D* op = out.data<D>();
+  const int64_t groups = static_cast<int64_t>(out.size()) / gs;
+  const int64_t words = gs * bits / 32;
+  detail::parallel_for(groups, 64, [&](size_t g0, size_t g1) {
+    std::vector<float> codes(gs);
+    for (size_t g = g0; g < g1; ++g) {
+      unpack(wp + g * words, 0, gs, bits, codes.data());
+      const S scale = sp[g], bias = bp[g];
+      D* o = op + g * gs;
+      for (int j = 0; j < gs; ++j) {
+        S c = static_cast<S>(codes[j]);
+        S p = static_cast<S>(static_cast<float>(c) * static_cast<float>(scale));
+        S r = static_cast<S>(static_cast<float>(p) + static_cast<float>(bias));
+        o[j] = static_cast<D>(static_cast<float>(r));
+      }
+    }
+  });
+}
+
+} // namespace
+
+void Dequantize::eval_cpu(const std::vector<array>& inputs,
+                          std::vector<array>& outputs) {
+  array& out = outputs[0];
+  out.set_data(allocator::malloc(out.nbytes()));
+  if (out.size() == 0) return;
+  with_float_type(*this, inputs[1].dtype(), [&](auto scales) {
+    with_float_type(*this, out.dtype(), [&](auto result) {
+      dequantize_groups<KILN_TYPE(scales), KILN_TYPE(result)>(
+          inputs, out, group_size_, bits_);
+    });
+  });
+}
+
 void Quantize::eval_cpu(const std::vector<array>& inputs,
                         std::vector<array>& outputs) {
   for (auto& o : outputs) o.set_data(allocator::malloc(o.nbytes()));
