@@ -135,6 +135,17 @@ array addmm(array c, array a, array b, float alpha, float beta,
 
 namespace {
 
+// The real floating dtype a and b promote to, which op requires.
+Dtype real_floating_type(const char* op, const array& a, const array& b) {
+  Dtype dt = promote_types(a.dtype(), b.dtype());
+  if (!is_floating_point(dt)) {
+    invalid(op, "only real floating types are supported, but " + describe(a) +
+                    " and " + describe(b) + " promote to " + dtype_name(dt) +
+                    ".");
+  }
+  return dt;
+}
+
 // The flat batch indices of x's matrices that idx picks (all of them, in
 // order, when absent), as uint32 in the shape of x's batch or idx's.
 array batch_indices(const std::optional<array>& idx, const array& x,
@@ -174,12 +185,7 @@ array gather_mm(array a, array b, std::optional<array> lhs_indices,
                 StreamOrDevice s) {
   if (!lhs_indices && !rhs_indices) return matmul(a, b, s);
   const char* op = "gather_mm";
-  Dtype dt = promote_types(a.dtype(), b.dtype());
-  if (!is_floating_point(dt)) {
-    invalid(op, "only real floating types are supported, but " + describe(a) +
-                    " and " + describe(b) + " promote to " + dtype_name(dt) +
-                    ".");
-  }
+  Dtype dt = real_floating_type(op, a, b);
   auto [a_vec, b_vec] = as_matrices(op, a, b, s);
   array li = batch_indices(lhs_indices, a, "lhs_indices", a, b, s);
   array ri = batch_indices(rhs_indices, b, "rhs_indices", a, b, s);
@@ -204,12 +210,7 @@ array gather_mm(array a, array b, std::optional<array> lhs_indices,
 array segmented_mm(array a, array b, const array& segments,
                    StreamOrDevice s) {
   const char* op = "segmented_mm";
-  Dtype dt = promote_types(a.dtype(), b.dtype());
-  if (!is_floating_point(dt)) {
-    invalid(op, "only real floating types are supported, but " + describe(a) +
-                    " and " + describe(b) + " promote to " + dtype_name(dt) +
-                    ".");
-  }
+  Dtype dt = real_floating_type(op, a, b);
   if (a.ndim() != 2 || b.ndim() != 2 || a.shape(1) != b.shape(0)) {
     invalid(op, "needs (M, K) and (K, N) operands, got " + describe(a) +
                     " and " + describe(b) + ".");

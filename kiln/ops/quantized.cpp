@@ -251,9 +251,25 @@ void check_quantized(const char* op, const array& w, const array& scales,
   }
 }
 
+// dequantize as a graph of ops (the GPU's path, and the CPU kernel's
+// fallback).
 array dequantize_graph(const array& w, const array& scales,
                        const array& biases, int group_size, int bits,
-                       Dtype out_dt, StreamOrDevice s);
+                       Dtype out_dt, StreamOrDevice s) {
+  array codes = unpack(w, bits, s); // (..., N)
+  Shape lead(w.shape().begin(), w.shape().end() - 1);
+  int n = codes.shape(-1);
+  Shape grouped = lead;
+  grouped.push_back(n / group_size);
+  grouped.push_back(group_size);
+  // In the scales' dtype, each step rounded to it, as MLX computes it.
+  codes = reshape(astype(codes, scales.dtype(), s), grouped, s);
+  array out = add(multiply(codes, expand_dims(scales, -1, s), s),
+                  expand_dims(biases, -1, s), s);
+  Shape flat = lead;
+  flat.push_back(n);
+  return astype(reshape(out, flat, s), out_dt, s);
+}
 
 } // namespace
 
@@ -288,30 +304,6 @@ array dequantize(const array& w, const array& scales, const array& biases,
   }
   return dequantize_graph(w, scales, biases, group_size, bits, out_dt, st);
 }
-
-namespace {
-
-// dequantize as a graph of ops (the GPU's path, and the CPU kernel's
-// fallback).
-array dequantize_graph(const array& w, const array& scales,
-                       const array& biases, int group_size, int bits,
-                       Dtype out_dt, StreamOrDevice s) {
-  array codes = unpack(w, bits, s); // (..., N)
-  Shape lead(w.shape().begin(), w.shape().end() - 1);
-  int n = codes.shape(-1);
-  Shape grouped = lead;
-  grouped.push_back(n / group_size);
-  grouped.push_back(group_size);
-  // In the scales' dtype, each step rounded to it, as MLX computes it.
-  codes = reshape(astype(codes, scales.dtype(), s), grouped, s);
-  array out = add(multiply(codes, expand_dims(scales, -1, s), s),
-                  expand_dims(biases, -1, s), s);
-  Shape flat = lead;
-  flat.push_back(n);
-  return astype(reshape(out, flat, s), out_dt, s);
-}
-
-} // namespace
 
 namespace {
 
