@@ -7,8 +7,20 @@ matmul of each, and quantize itself.
 
 Times are the best of repeated calls, in ms; ratios are MLX/kiln (> 1
 means kiln is faster).
+
+With --gpu, on the GPU against PyTorch in the same process: float16 x @
+W^T with W quantized to 4 bits in groups of 64, for decode (1 and 8 rows)
+and prefill (512 rows) on Llama-sized layers, against PyTorch's float16
+matmul of the unquantized weight and, where this PyTorch has it, its
+int4 kernel (_weight_int4pack_mm, bfloat16, groups of 64); GPU time from
+the CUDA profiler (gpu_bench.py's helpers), effective bandwidth of the
+weight's bytes against the device copy ceiling; and mlx-lm's quantized
+SwitchGLU decode through gather_qmm (wall time per call).
+
+    cd benchmarks && PYTHONPATH=../build-gpu-jit/python python3 quantized_bench.py --gpu
 """
 
+import argparse
 
 import numpy as np
 
@@ -54,5 +66,93 @@ def main():
         print(f"| {name} | {k:.1f} | " + (f"{p:.1f} | {p / k:.2f}x |" if p else "| |"))
 
 
+def torch_int4_us(torch, x, n, k, gs=64):
+    """PyTorch's int4 matmul (tinygemm) on random codes, GPU us; None where
+    this PyTorch lacks it."""
+    try:
+        codes = torch.randint(0, 16, (n, k), dtype=torch.int32, device="cuda")
+        packed = torch._convert_weight_to_int4pack((codes[:, ::2] << 4 | codes[:, 1::2]).to(torch.uint8), 8)
+        sz = torch.rand(k // gs, n, 2, dtype=torch.bfloat16, device="cuda")
+        xb = x.to(torch.bfloat16)
+        torch._weight_int4pack_mm(xb, packed, gs, sz)
+    except Exception as e:  # pragma: no cover - depends on the build
+        print(f"(no PyTorch int4 matmul: {type(e).__name__}: {str(e)[:100]})")
+        return None
+    from gpu_bench import torch_gpu_us
+    return torch_gpu_us(lambda: torch._weight_int4pack_mm(xb, packed, gs, sz))
+
+
+def gpu_main():
+    import torch
+    from gpu_bench import bench_copy_ceiling, kiln_gpu_us, kiln_throughput_us, torch_gpu_us
+
+    ceiling = bench_copy_ceiling(1 << 26)
+    rng = np.random.default_rng(0)
+    rows = []
+    for n, k in ((4096, 4096), (14336, 4096), (4096, 14336)):
+        w = (rng.standard_normal((n, k)) * 0.02).astype(np.float16)
+        with kc.stream(kc.gpu):
+            kw = kc.array(w)
+            kq = kc.quantize(kw)
+            kc.eval(kw, *kq)
+        tw = torch.from_numpy(w).cuda()
+        qbytes = sum(a.nbytes for a in kq)
+        for m in (1, 8, 512):
+            x = rng.standard_normal((m, k)).astype(np.float16)
+            kx, tx = kc.array(x), torch.from_numpy(x).cuda()
+            kc.eval(kx)
+            ref = x.astype(np.float32) @ np.array(kc.dequantize(*kq, dtype=kc.float32)).T
+            with kc.stream(kc.gpu):
+                got = np.array(kc.quantized_matmul(kx, *kq), dtype=np.float32)
+            err = np.abs(got - ref).max() / np.abs(ref).max()
+            assert err < 1e-2, f"{n} x {k}, {m} rows: relative error {err}"
+
+            def k_fn():
+                with kc.stream(kc.gpu):
+                    return kc.quantized_matmul(kx, *kq)
+
+            kg = kiln_gpu_us(k_fn)
+            kt = kiln_throughput_us(k_fn)
+            tg = torch_gpu_us(lambda: tx @ tw.T)
+            t4 = torch_int4_us(torch, tx, n, k)
+            tbps = qbytes / (kg * 1e-6) / 1e12
+            rows.append((f"{m} x {k} by {n} x {k}", kg, kt, tbps, tg, t4))
+            print(rows[-1], flush=True)
+    print()
+    print(f"float16 x, 4-bit weight in groups of 64; GPU us from the CUDA profiler; copy ceiling {ceiling:.2f} TB/s")
+    print("| x by W^T | kiln q4 GPU us | kiln q4 wall us/call | kiln weight TB/s | torch fp16 GPU us (/ kiln) | torch int4 GPU us (/ kiln) |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, kg, kt, tbps, tg, t4 in rows:
+        int4 = f"{t4:.1f} ({t4 / kg:.2f}x)" if t4 else "n/a"
+        print(f"| {name} | {kg:.1f} | {kt:.1f} | {tbps:.2f} | {tg:.1f} ({tg / kg:.2f}x) | {int4} |")
+    gather_qmm_decode(kiln_throughput_us)
+
+
+def gather_qmm_decode(throughput):
+    """mlx-lm's quantized SwitchGLU projection at decode: 8 tokens, top-8 of
+    64 experts, 2048 -> 1408, 4 bits."""
+    rng = np.random.default_rng(1)
+    e, n, k, t, top = 64, 1408, 2048, 8, 8
+    w = (rng.standard_normal((e, n, k)) * 0.02).astype(np.float16)
+    x = rng.standard_normal((t, 1, 1, k)).astype(np.float16)
+    idx = np.stack([rng.permutation(e)[:top] for _ in range(t)]).astype(np.uint32)
+    with kc.stream(kc.gpu):
+        kq = kc.quantize(kc.array(w))
+        kx, ki = kc.array(x), kc.array(idx)
+        kc.eval(*kq, kx, ki)
+
+        def fn():
+            with kc.stream(kc.gpu):
+                return kc.gather_qmm(kx, *kq, rhs_indices=ki, transpose=True)
+
+        us = throughput(fn)
+    print(f"gather_qmm decode ({t} tokens, top-{top} of {e} experts, {k} -> {n}, 4 bits, float16): {us:.1f} us per call")
+
+
 if __name__ == "__main__":
-    main()
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gpu", action="store_true", help="kiln on the GPU against PyTorch CUDA")
+    if ap.parse_args().gpu:
+        gpu_main()
+    else:
+        main()

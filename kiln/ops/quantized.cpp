@@ -76,9 +76,14 @@ Layout layout(int bits, StreamOrDevice s) {
           not_equal(carry, array(0u), s)};
 }
 
-// The dtypes the CPU's quantization kernels take (others run the graphs).
-bool cpu_kernel_dtype(Dtype dt) {
+// The dtypes the quantization kernels take (others run the graphs).
+bool kernel_dtype(Dtype dt) {
   return dt == float32 || dt == float16 || dt == bfloat16;
+}
+
+// Devices with dequantize and quantized_matmul kernels: the CPU and GPU.
+bool kernel_device(const Stream& s) {
+  return s.device.type == Device::cpu || s.device.type == Device::gpu;
 }
 
 // quantize as a graph of ops (the GPU's path, and the CPU kernel's
@@ -169,7 +174,7 @@ std::tuple<array, array, array> quantize(const array& w, int group_size,
         ".");
   }
   Dtype dt = w.dtype();
-  if (s.device.type != Device::cpu || !cpu_kernel_dtype(dt)) {
+  if (s.device.type != Device::cpu || !kernel_dtype(dt)) {
     return quantize_graph(w, group_size, bits, s);
   }
   // The CPU quantizes group by group in one pass; the graph is its
@@ -286,9 +291,9 @@ array dequantize(const array& w, const array& scales, const array& biases,
   }
   Stream st = to_stream(s);
   Dtype out_dt = dtype.value_or(scales.dtype());
-  if (st.device.type == Device::cpu && cpu_kernel_dtype(scales.dtype()) &&
-      cpu_kernel_dtype(out_dt)) {
-    // The CPU dequantizes group by group in one pass; the graph is its
+  if (kernel_device(st) && kernel_dtype(scales.dtype()) &&
+      kernel_dtype(out_dt)) {
+    // A kernel dequantizes group by group in one pass; the graph is its
     // fallback (transformations).
     auto fallback = [=](std::vector<array> in) {
       return std::vector<array>{dequantize_graph(in[0], in[1], in[2],
@@ -341,14 +346,13 @@ array quantized_matmul(const array& x, const array& w, const array& scales,
   // same batch: one product per matrix.
   bool batch = w.ndim() == 3 && x.ndim() == 3 && x.shape(0) == w.shape(0);
   bool kernel = transpose && (w.ndim() == 2 || batch) &&
-                st.device.type == Device::cpu && scales.dtype() == dt &&
-                cpu_kernel_dtype(dt);
+                kernel_device(st) && scales.dtype() == dt && kernel_dtype(dt);
   if (!kernel) {
     return quantized_matmul_graph(x, w, scales, biases, transpose, group_size,
                                   bits, st);
   }
-  // The CPU reads the packed codes directly; the graph is its fallback
-  // (gradients, batching).
+  // The kernels read the packed codes directly; the graph is their
+  // fallback (gradients, batching).
   auto fallback = [=](std::vector<array> in) {
     return std::vector<array>{quantized_matmul_graph(
         in[0], in[1], in[2], in[3], true, group_size, bits, st)};

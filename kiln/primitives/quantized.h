@@ -1,7 +1,8 @@
-// The CPU's quantization primitives (the ops make them on CPU streams;
-// elsewhere, and for their transformations, the graphs of ops they stand
-// for, their fallbacks): Quantize, and QuantizedMatmul, x @ dequantize(w).T
-// read straight from the packed codes.
+// The quantization primitives (the ops make them for the inputs their
+// kernels take; otherwise, and for their transformations, the graphs of
+// ops they stand for, their fallbacks): QuantizedMatmul, x @
+// dequantize(w).T read straight from the packed codes, and Dequantize, on
+// the CPU and the GPU; Quantize on the CPU.
 #pragma once
 
 #include <typeinfo>
@@ -37,6 +38,7 @@ class QuantizedMatmul : public QuantizedCustom {
   const char* name() const override { return "QuantizedMatmul"; }
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
+  KILN_GPU_EVAL
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
     Shape s = in[0].shape();
     s.back() = in[1].shape(-2);
@@ -54,6 +56,7 @@ class Dequantize : public QuantizedCustom {
   const char* name() const override { return "Dequantize"; }
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
+  KILN_GPU_EVAL
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
     Shape s = in[0].shape();
     s.back() = s.back() * 32 / bits_;

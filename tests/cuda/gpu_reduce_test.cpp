@@ -480,7 +480,12 @@ TEST_F(GpuReduce, Complex64SumsProductsAllAndAny) {
       auto fn = [&](const std::vector<array>& v, Device d) {
         return prod(v[0], axes, false, d);
       };
-      EXPECT_TRUE(same_on_devices(fn, {z}, 1e-5))
+      // Each product's rounding is relative, and the two devices multiply
+      // in other orders: the error walks as sqrt(n) (all 1,961 factors:
+      // 5.7e-5 relative seen on an H200).
+      int64_t n = 1;
+      for (int a : axes) n *= z.shape(a);
+      EXPECT_TRUE(same_on_devices(fn, {z}, 5e-6 * std::sqrt(double(n))))
           << "prod " << layout << " " << axes_str(axes);
     }
   }

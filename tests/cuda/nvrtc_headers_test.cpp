@@ -10,6 +10,7 @@
 #include "kiln/backend/cuda/axis_kernels.h"
 #include "kiln/backend/cuda/elementwise_kernels.h"
 #include "kiln/backend/cuda/linalg.h"
+#include "kiln/backend/cuda/quantized.h"
 #include "kiln/backend/cuda/reduce_kernels.h"
 #include "kiln/backend/cuda/row_kernels.h"
 
@@ -145,6 +146,22 @@ TEST(NvrtcHeaders, AddressKernels) {
 // Every scan op, and every dtype family on sum (widening ones included),
 // each in its three per-line patterns (s, r, c) and its two passes in
 // pieces (t, k).
+TEST(NvrtcHeaders, QuantizedKernels) {
+  // Every width; a program per dtype (the matvec's row variants are
+  // siblings), the dequantize kernels together.
+  std::vector<cuda::JitKernel> dequantize;
+  for (Dtype dt : {float32, float16, bfloat16}) {
+    std::vector<cuda::JitKernel> matvec;
+    for (int bits : {1, 2, 3, 4, 5, 6, 8}) {
+      matvec.push_back(cuda::quantized_matvec_kernel(dt, bits, 1));
+      dequantize.push_back(cuda::dequantize_kernel(dt, float32, bits));
+    }
+    expect_all_compile(matvec);
+  }
+  dequantize.push_back(cuda::dequantize_kernel(float32, bfloat16, 4));
+  expect_all_compile(dequantize);
+}
+
 TEST(NvrtcHeaders, ScanFamily) {
   using cuda::scan_kernel;
   std::vector<JitKernel> ks;

@@ -42,6 +42,7 @@ void add_aot_rows(AotTable& t);
 void add_aot_reduce(AotTable& t);
 void add_aot_conv(AotTable& t);
 void add_aot_fft(AotTable& t);
+void add_aot_quantized(AotTable& t);
 #endif
 
 AotTable& aot_table() {
@@ -57,6 +58,7 @@ AotTable& aot_table() {
     add_aot_reduce(*t);
     add_aot_conv(*t);
     add_aot_fft(*t);
+    add_aot_quantized(*t);
 #endif
     return t;
   }();

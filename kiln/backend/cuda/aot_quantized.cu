@@ -1,0 +1,39 @@
+// Ahead-of-time quantization kernels: 4 and 8 bits (the widths models
+// ship in) on float32, float16 and bfloat16. Other widths, mixed dtypes,
+// and everything in the JIT build, are compiled by NVRTC at first use.
+#include "kiln/backend/cuda/aot.cuh"
+#include "kiln/backend/cuda/device/quantized.cuh"
+#include "kiln/backend/cuda/quantized.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+template <typename T, int Bits>
+void width(AotTable& t) {
+  Dtype d = aot::dtype_v<T>;
+  aot::put(t, quantized_matvec_kernel(d, Bits, 1),
+           reinterpret_cast<const void*>(&quantized_matvec<T, Bits, 1>));
+  aot::put(t, quantized_matvec_kernel(d, Bits, 2),
+           reinterpret_cast<const void*>(&quantized_matvec<T, Bits, 2>));
+  aot::put(t, quantized_matvec_kernel(d, Bits, 4),
+           reinterpret_cast<const void*>(&quantized_matvec<T, Bits, 4>));
+  aot::put(t, dequantize_kernel(d, d, Bits),
+           reinterpret_cast<const void*>(&dequantize<T, T, Bits>));
+}
+
+template <typename T>
+void widths(AotTable& t) {
+  width<T, 4>(t);
+  width<T, 8>(t);
+}
+
+} // namespace
+
+void add_aot_quantized(AotTable& t) {
+  widths<float>(t);
+  widths<__half>(t);
+  widths<__nv_bfloat16>(t);
+}
+
+} // namespace kiln::cuda

@@ -1,0 +1,184 @@
+// QuantizedMatmul and Dequantize on the GPU (device/quantized.cuh).
+//
+// QuantizedMatmul, x @ dequantize(w).T: up to qmv_max_rows rows of x (a
+// decode step, a few sequences) read the packed codes directly, every code
+// once per four rows of x, so the weight's traffic is bits / 16 of a
+// float16 weight's; more rows dequantize the weight into x's dtype once and
+// hand it to cuBLASLt, where the GEMM's FLOPs dominate. The ops make these
+// primitives on GPU streams only for inputs the kernels take (row-major,
+// float32/float16/bfloat16, the scales of x's dtype).
+#include "kiln/backend/cuda/quantized.h"
+
+#include <algorithm>
+#include <string>
+
+#include "kiln/backend/cuda/buffer.h"
+#include "kiln/backend/cuda/device.h"
+#include "kiln/backend/cuda/fallback.h"
+#include "kiln/backend/cuda/gemm.h"
+#include "kiln/backend/cuda/kernels.h"
+#include "kiln/primitives/quantized.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+const char* header = "#include \"kiln/backend/cuda/device/quantized.cuh\"\n";
+
+std::string matvec_name(Dtype dt, int bits, int rows) {
+  return "bQuantizedMatvec" + std::to_string(bits) + "r" +
+         std::to_string(rows) + dtype_name(dt);
+}
+
+std::string matvec_expression(Dtype dt, int bits, int rows) {
+  return std::string("kiln::cuda::quantized_matvec<") + device_type(dt) +
+         ", " + std::to_string(bits) + ", " + std::to_string(rows) + ">";
+}
+
+} // namespace
+
+JitKernel quantized_matvec_kernel(Dtype dt, int bits, int rows) {
+  JitKernel k{matvec_name(dt, bits, rows), header,
+              matvec_expression(dt, bits, rows), {}};
+  for (int r : {1, 2, 4}) {
+    if (r != rows) {
+      k.siblings.emplace_back(matvec_name(dt, bits, r),
+                              matvec_expression(dt, bits, r));
+    }
+  }
+  return k;
+}
+
+JitKernel dequantize_kernel(Dtype scales, Dtype out, int bits) {
+  return {"vDequantize" + std::to_string(bits) + dtype_name(scales) +
+              dtype_name(out),
+          header,
+          std::string("kiln::cuda::dequantize<") + device_type(scales) + ", " +
+              device_type(out) + ", " + std::to_string(bits) + ">",
+          {}};
+}
+
+namespace {
+
+// From this many rows of x on, the weight is dequantized for a GEMM:
+// 16 rows read the codes four times (4096 x 4096 at 4 bits: 4 x 8 MB)
+// against writing and reading a 32 MB float16 copy.
+constexpr int64_t qmv_max_rows = 16;
+// quantized_matvec's blocks (device/quantized.cuh's qmv_threads and
+// qmv_outputs).
+constexpr int qmv_threads = 128, qmv_outputs = 4;
+
+bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+// Writes dequantize(w) (blocks 32-code blocks) into out.
+void dequantize_into(const void* w, const void* scales, const void* biases,
+                     void* out, int64_t blocks, Dtype scales_dt, Dtype out_dt,
+                     int group_size, int bits, const Stream& s) {
+  KernelKey key('v', "Dequantize");
+  key.add(static_cast<uint32_t>(bits))
+      .add(static_cast<uint32_t>(scales_dt.val))
+      .add(static_cast<uint32_t>(out_dt.val));
+  CUfunction f = find_kernel(
+      key, [&] { return dequantize_kernel(scales_dt, out_dt, bits); });
+  void* args[] = {&w, &scales, &biases, &out, &blocks, &group_size};
+  launch(f, blocks, 1, args, s.index);
+}
+
+} // namespace
+
+} // namespace kiln::cuda
+
+namespace kiln::fast {
+
+// inputs: x (..., K) or (B, M, K), w (N, W) or (B, N, W), scales and
+// biases (N, G) or (B, N, G), all row-major.
+void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs,
+                               std::vector<array>& outputs) {
+  const Stream& s = stream();
+  array& out = outputs[0];
+  const array &x = inputs[0], &w = inputs[1];
+  Dtype dt = out.dtype();
+  int64_t k = x.shape(-1), n = w.shape(-2);
+  int64_t batch = w.ndim() == 3 ? w.shape(0) : 1;
+  int64_t m = k == 0 ? 0 : static_cast<int64_t>(x.size()) / k / batch;
+  const void* px = cuda::device_ptr(x, s);
+  const void* pw = cuda::device_ptr(w, s);
+  // Views at odd offsets (never made by kiln's ops) and empty products
+  // are left to the CPU.
+  if (k == 0 || !cuda::aligned16(px) || !cuda::aligned16(pw) ||
+      batch > 65535) {
+    cuda::eval_on_cpu(*this, inputs, outputs);
+    return;
+  }
+  cuda::set_device_output(out, s);
+  if (out.size() == 0) return;
+  const void* ps = cuda::device_ptr(inputs[2], s);
+  const void* pb = cuda::device_ptr(inputs[3], s);
+  void* po = out.raw_data_ptr();
+  int64_t groups = k / group_size_, words = w.shape(-1);
+  if (m <= cuda::qmv_max_rows) {
+    int rows = m == 1 ? 1 : (m == 2 ? 2 : 4);
+    cuda::KernelKey key('b', "QuantizedMatvec");
+    key.add(static_cast<uint32_t>(bits_))
+        .add(static_cast<uint32_t>(rows))
+        .add(static_cast<uint32_t>(dt.val));
+    int bits = bits_;
+    CUfunction f = cuda::find_kernel(key, [&] {
+      return cuda::quantized_matvec_kernel(dt, bits, rows);
+    });
+    int gs = group_size_;
+    int64_t x_batch = m * k, w_batch = n * words, p_batch = n * groups,
+            out_batch = m * n;
+    void* args[] = {&px,      &pw,      &ps,      &pb,       &po,
+                    &m,       &n,       &k,       &gs,       &x_batch,
+                    &w_batch, &p_batch, &out_batch};
+    cuda::LaunchShape shape;
+    shape.grid[0] = static_cast<unsigned>((n + cuda::qmv_outputs - 1) /
+                                          cuda::qmv_outputs);
+    shape.grid[1] = static_cast<unsigned>((m + rows - 1) / rows);
+    shape.grid[2] = static_cast<unsigned>(batch);
+    shape.block[0] = cuda::qmv_threads;
+    cuda::set_current_device();
+    cuda::submit_kernel(f, shape, args, s.index);
+    return;
+  }
+  // Many rows: the weight dequantized into x's dtype, then one (batched)
+  // GEMM, out = x @ wd^T with wd (N, K) row-major read transposed.
+  cuda::Scratch wd(static_cast<size_t>(batch * n * k) * dt.size, s);
+  cuda::dequantize_into(pw, ps, pb, wd.ptr, batch * n * k / 32,
+                        inputs[2].dtype(), dt, group_size_, bits_, s);
+  cuda::GemmArgs g;
+  g.dtype = dt;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.batch = batch;
+  g.a = {px, false, k, m * k};
+  g.b = {wd.ptr, true, k, n * k};
+  g.out = po;
+  g.stream = s.index;
+  if (!cuda::gemm(g)) cuda::eval_on_cpu(*this, inputs, outputs);
+}
+
+// inputs: w (..., W), scales and biases (..., G), row-major.
+void Dequantize::eval_gpu(const std::vector<array>& inputs,
+                          std::vector<array>& outputs) {
+  const Stream& s = stream();
+  array& out = outputs[0];
+  const void* pw = cuda::device_ptr(inputs[0], s);
+  if (!cuda::aligned16(pw)) {
+    cuda::eval_on_cpu(*this, inputs, outputs);
+    return;
+  }
+  cuda::set_device_output(out, s);
+  if (out.size() == 0) return;
+  cuda::dequantize_into(pw, cuda::device_ptr(inputs[1], s),
+                        cuda::device_ptr(inputs[2], s), out.raw_data_ptr(),
+                        static_cast<int64_t>(out.size()) / 32,
+                        inputs[1].dtype(), out.dtype(), group_size_, bits_,
+                        s);
+}
+
+} // namespace kiln::fast

@@ -1,0 +1,169 @@
+// quantized_matmul and dequantize on the GPU against float64 products of
+// the exactly dequantized weight (and dequantize against the CPU, bit for
+// bit): every width and group size, float32/float16/bfloat16, rows of x on
+// both sides of the read-the-codes / dequantize-then-GEMM switch, output
+// rows not a multiple of the kernel's four, batches of matrices,
+// non-contiguous inputs, the gradient, and the graph for what the kernels
+// do not take.
+#include "cuda/gpu_fixture.h"
+#include "kiln/ops/quantized.h"
+#include "kiln/ops/utils.h"
+#include "kiln/transforms/autograd.h"
+
+namespace kiln::test {
+namespace {
+
+using GpuQuantized = GpuTest;
+
+// x @ wd.T in float64 on the CPU, wd = scale * code + bias exactly.
+array reference(const array& x, const array& q, const array& s,
+                const array& b, int gs, int bits) {
+  array wd = dequantize(q, astype(s, float64, Device::cpu),
+                        astype(b, float64, Device::cpu), gs, bits, "affine",
+                        float64, Device::cpu);
+  return matmul(astype(x, float64, Device::cpu), swapaxes(wd, -1, -2),
+                Device::cpu);
+}
+
+// float32 sums in another order; 16-bit outputs round once (and, from 17
+// rows, the weight is rounded to the dtype before the GEMM).
+double qmm_tol(Dtype dt) { return dt == float32 ? 1e-4 : 4 * tolerance(dt); }
+
+::testing::AssertionResult close_to_reference(const array& got,
+                                              const array& ref, Dtype dt) {
+  if (got.dtype() != dt || got.shape() != ref.shape()) {
+    return ::testing::AssertionFailure() << "got " << got << " for " << ref;
+  }
+  return all_close(to_doubles(got), to_doubles(ref), qmm_tol(dt),
+                   qmm_tol(dt));
+}
+
+TEST_F(GpuQuantized, MatmulEveryWidthGroupDtypeAndRowCount) {
+  const int n = 67, k = 256; // 67 output rows: a partial last block
+  for (Dtype dt : {float32, float16, bfloat16}) {
+    for (int bits : {1, 2, 3, 4, 5, 6, 8}) {
+      for (int gs : {32, 64, 128}) {
+        array w = random_array({n, k}, dt, -1, 1);
+        auto [q, s, b] = quantize(w, gs, bits, "affine", Device::cpu);
+        // 1, 2, 3 rows: each matvec variant; 5 and 16: several blocks of
+        // rows; 17: the GEMM route.
+        for (int rows : {1, 2, 3, 5, 16, 17}) {
+          array x = random_array({rows, k}, dt, -1, 1);
+          array got = quantized_matmul(x, q, s, b, true, gs, bits, "affine",
+                                       Device::gpu);
+          EXPECT_TRUE(close_to_reference(got, reference(x, q, s, b, gs, bits),
+                                         dt))
+              << dtype_name(dt) << " bits=" << bits << " gs=" << gs
+              << " rows=" << rows;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GpuQuantized, BatchesOfMatricesAndLeadingAxes) {
+  for (Dtype dt : {float16, float32}) {
+    for (int rows : {1, 3, 24}) {
+      // gather_qmm's form: a matrix per batch entry.
+      array w = random_array({5, 36, 128}, dt, -1, 1);
+      auto [q, s, b] = quantize(w, 64, 4, "affine", Device::cpu);
+      array x = random_array({5, rows, 128}, dt, -1, 1);
+      array got = quantized_matmul(x, q, s, b, true, 64, 4, "affine",
+                                   Device::gpu);
+      EXPECT_TRUE(close_to_reference(got, reference(x, q, s, b, 64, 4), dt))
+          << dtype_name(dt) << " rows=" << rows;
+    }
+    // One matrix, x with leading axes: they fold into the rows.
+    array w = random_array({40, 128}, dt, -1, 1);
+    auto [q, s, b] = quantize(w, 32, 8, "affine", Device::cpu);
+    for (Shape xs : {Shape{2, 3, 128}, Shape{4, 5, 128}}) {
+      array x = random_array(xs, dt, -1, 1);
+      array got = quantized_matmul(x, q, s, b, true, 32, 8, "affine",
+                                   Device::gpu);
+      EXPECT_TRUE(close_to_reference(got, reference(x, q, s, b, 32, 8), dt))
+          << dtype_name(dt) << " " << detail::shape_str(xs);
+    }
+  }
+}
+
+TEST_F(GpuQuantized, NonContiguousInputs) {
+  array w = random_array({48, 256}, float16, -1, 1);
+  auto [q, s, b] = quantize(w, 64, 4, "affine", Device::cpu);
+  // x transposed and sliced; every other row of the weight.
+  array xt = transpose(random_array({256, 3}, float16, -1, 1));
+  array xs = slice(random_array({6, 300}, float16, -1, 1), Shape{1, 20},
+                   Shape{6, 276}, Shape{2, 1});
+  array q2 = slice(q, Shape{0, 0}, Shape{48, q.shape(1)}, Shape{2, 1});
+  array s2 = slice(s, Shape{0, 0}, Shape{48, s.shape(1)}, Shape{2, 1});
+  array b2 = slice(b, Shape{0, 0}, Shape{48, b.shape(1)}, Shape{2, 1});
+  for (const array& x : {xt, xs}) {
+    for (bool every_other : {false, true}) {
+      const array& qq = every_other ? q2 : q;
+      const array& ss = every_other ? s2 : s;
+      const array& bb = every_other ? b2 : b;
+      array got = quantized_matmul(x, qq, ss, bb, true, 64, 4, "affine",
+                                   Device::gpu);
+      EXPECT_TRUE(close_to_reference(got, reference(x, qq, ss, bb, 64, 4),
+                                     float16))
+          << x << " every other row " << every_other;
+    }
+  }
+}
+
+TEST_F(GpuQuantized, WithoutTransposeAndOtherDtypesRunTheGraph) {
+  array w = random_array({128, 64}, float32, -1, 1);
+  auto [q, s, b] = quantize(w, 64, 4, "affine", Device::cpu);
+  // x @ dequantize(w) (transpose=false).
+  array x = random_array({3, 128}, float32, -1, 1);
+  array got = quantized_matmul(x, q, s, b, false, 64, 4, "affine",
+                               Device::gpu);
+  array wd = dequantize(q, astype(s, float64, Device::cpu),
+                        astype(b, float64, Device::cpu), 64, 4, "affine",
+                        float64, Device::cpu);
+  array ref = matmul(astype(x, float64, Device::cpu), wd, Device::cpu);
+  EXPECT_TRUE(all_close(to_doubles(got), to_doubles(ref), 1e-4, 1e-4));
+  // float16 x against float32 scales: the graph (its product promotes to
+  // float32), as on the CPU.
+  array xh = random_array({2, 64}, float16, -1, 1);
+  EXPECT_TRUE(same_on_devices(
+      [&](const std::vector<array>& in, Device d) {
+        return quantized_matmul(in[0], q, s, b, true, 64, 4, "affine", d);
+      },
+      {xh}, 1e-3));
+}
+
+TEST_F(GpuQuantized, DequantizeMatchesTheCpuBitForBit) {
+  for (Dtype dt : {float32, float16, bfloat16}) {
+    for (int bits : {1, 2, 3, 4, 5, 6, 8}) {
+      array w = random_array({2, 9, 256}, dt, -3, 3);
+      auto [q, s, b] = quantize(w, 64, bits, "affine", Device::cpu);
+      for (Dtype out : {dt, float32, bfloat16}) {
+        array g = dequantize(q, s, b, 64, bits, "affine", out, Device::gpu);
+        array c = dequantize(q, s, b, 64, bits, "affine", out, Device::cpu);
+        ASSERT_EQ(g.dtype(), out);
+        EXPECT_TRUE(all_close(to_doubles(g), to_doubles(c), 0, 0))
+            << dtype_name(dt) << " -> " << dtype_name(out)
+            << " bits=" << bits;
+      }
+    }
+  }
+}
+
+TEST_F(GpuQuantized, GradientOfXOnTheGpu) {
+  array w = random_array({20, 128}, float32, -1, 1);
+  auto [q, s, b] = quantize(w, 64, 4, "affine", Device::cpu);
+  array x = random_array({3, 128}, float32, -1, 1);
+  auto loss = [&](Device d) {
+    return [=](const std::vector<array>& in) {
+      array y = quantized_matmul(in[0], q, s, b, true, 64, 4, "affine", d);
+      return std::vector<array>{sum(multiply(y, y, d), false, d)};
+    };
+  };
+  auto [gv, gg] = vjp(loss(Device::gpu), {x}, {array(1.0f)});
+  auto [cv, cg] = vjp(loss(Device::cpu), {x}, {array(1.0f)});
+  EXPECT_TRUE(all_close(to_doubles(gg[0]), to_doubles(cg[0]), 1e-3, 1e-3));
+  EXPECT_TRUE(all_close(to_doubles(gv[0]), to_doubles(cv[0]), 1e-3, 1e-3));
+}
+
+} // namespace
+} // namespace kiln::test
