@@ -1,7 +1,9 @@
 """Affine-quantized matmul on the CPU, kiln against MLX (mlx[cpu]) in the
 same process: x @ W^T with W (4096, 4096) quantized to 4 bits in groups of
 64, for a decode step (1 row of x) and a batch (32 rows); the float32
-matmul of each, and quantize itself.
+matmul of each, and quantize itself; then gather_qmm as mlx-lm's quantized
+SwitchGLU calls it (64 experts, top-8) for 1 and 8 tokens (and 512 with
+--prefill).
 
     PYTHONPATH=build/python python3 benchmarks/quantized_bench.py
 
@@ -128,14 +130,43 @@ def gpu_main():
     gather_qmm_decode(kiln_throughput_us)
 
 
-def gather_qmm_decode(throughput):
-    """mlx-lm's quantized SwitchGLU projection at decode: 8 tokens, top-8 of
-    64 experts, 2048 -> 1408, 4 bits."""
+def switch_glu_case(tokens, dtype):
+    """mlx-lm's quantized SwitchGLU projection: top-8 of 64 experts, 2048 ->
+    1408, 4 bits in groups of 64; x (tokens, 1, 1, 2048), the picks
+    (tokens, 8). Returns (x, w, picks) as NumPy arrays."""
     rng = np.random.default_rng(1)
-    e, n, k, t, top = 64, 1408, 2048, 8, 8
-    w = (rng.standard_normal((e, n, k)) * 0.02).astype(np.float16)
-    x = rng.standard_normal((t, 1, 1, k)).astype(np.float16)
-    idx = np.stack([rng.permutation(e)[:top] for _ in range(t)]).astype(np.uint32)
+    e, n, k, top = 64, 1408, 2048, 8
+    w = (rng.standard_normal((e, n, k)) * 0.02).astype(dtype)
+    x = rng.standard_normal((tokens, 1, 1, k)).astype(dtype)
+    idx = np.stack([rng.permutation(e)[:top] for _ in range(tokens)]).astype(np.uint32)
+    return x, w, idx
+
+
+def gather_qmm_cpu(prefill):
+    """gather_qmm on the CPU against MLX's, decode (1 and 8 tokens) and,
+    with --prefill, 512 tokens (MLX's takes about 27 s there)."""
+    print()
+    print("| gather_qmm, 64 experts 1408 x 2048, 4 bits, top-8, float32 | kiln ms | MLX ms | MLX/kiln |")
+    print("| --- | --- | --- | --- |")
+    for tokens in (1, 8) + ((512,) if prefill else ()):
+        x, w, idx = switch_glu_case(tokens, np.float32)
+        kq = kc.quantize(kc.array(w))
+        kx, ki = kc.array(x), kc.array(idx)
+        kc.eval(*kq, kx, ki)
+        repeat = 2 if tokens > 8 else 5
+        k = best_ms(lambda: kc.gather_qmm(kx, *kq, rhs_indices=ki), kc.eval, repeat)
+        p = None
+        if mc is not None:
+            mq = mc.quantize(mc.array(w))
+            mx_, mi = mc.array(x), mc.array(idx)
+            mc.eval(*mq, mx_, mi)
+            p = best_ms(lambda: mc.gather_qmm(mx_, *mq, rhs_indices=mi), mc.eval, repeat)
+        print(f"| {tokens} tokens | {k:.1f} | " + (f"{p:.1f} | {p / k:.2f}x |" if p else "| |"), flush=True)
+
+
+def gather_qmm_decode(throughput):
+    """The SwitchGLU projection at decode on the GPU (8 tokens, float16)."""
+    x, w, idx = switch_glu_case(8, np.float16)
     with kc.stream(kc.gpu):
         kq = kc.quantize(kc.array(w))
         kx, ki = kc.array(x), kc.array(idx)
@@ -146,13 +177,16 @@ def gather_qmm_decode(throughput):
                 return kc.gather_qmm(kx, *kq, rhs_indices=ki, transpose=True)
 
         us = throughput(fn)
-    print(f"gather_qmm decode ({t} tokens, top-{top} of {e} experts, {k} -> {n}, 4 bits, float16): {us:.1f} us per call")
+    print(f"gather_qmm decode (8 tokens, top-8 of 64 experts, 2048 -> 1408, 4 bits, float16): {us:.1f} us per call")
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--gpu", action="store_true", help="kiln on the GPU against PyTorch CUDA")
-    if ap.parse_args().gpu:
+    ap.add_argument("--prefill", action="store_true", help="also gather_qmm over 512 tokens on the CPU")
+    args = ap.parse_args()
+    if args.gpu:
         gpu_main()
     else:
         main()
+        gather_qmm_cpu(args.prefill)

@@ -6,6 +6,7 @@
 
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
+#include "kiln/ops/gather_batches.h"
 #include "kiln/ops/linalg.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/utils.h"
@@ -146,11 +147,13 @@ Dtype real_floating_type(const char* op, const array& a, const array& b) {
   return dt;
 }
 
-// The flat batch indices of x's matrices that idx picks (all of them, in
-// order, when absent), as uint32 in the shape of x's batch or idx's.
+} // namespace
+
+namespace detail {
+
 array batch_indices(const std::optional<array>& idx, const array& x,
-                    const char* name, const array& a, const array& b,
-                    StreamOrDevice s) {
+                    const char* op, const char* name,
+                    const std::string& operands, StreamOrDevice s) {
   Shape batch(x.shape().begin(), x.shape().end() - 2);
   if (!idx) {
     int64_t n = 1;
@@ -158,15 +161,12 @@ array batch_indices(const std::optional<array>& idx, const array& x,
     return reshape(arange(0.0, static_cast<double>(n), uint32, s), batch, s);
   }
   if (!is_integral(idx->dtype())) {
-    invalid("gather_mm", std::string(name) + " must be integers, got " +
-                             describe(*idx) + " for a " + describe(a) +
-                             " and b " + describe(b) + ".");
+    invalid(op, std::string(name) + " must be integers, got " +
+                    describe(*idx) + " for " + operands + ".");
   }
   return astype(*idx, uint32, s);
 }
 
-// x (..., R, C) as (batch, R, C), its batch flattened (written with -1,
-// so a shapeless compile replays it at a new batch size).
 array flat_batch(const array& x, StreamOrDevice s) {
   if (x.ndim() == 3) return x;
   int32_t n = -1;
@@ -178,7 +178,7 @@ array flat_batch(const array& x, StreamOrDevice s) {
   return reshape(x, {n, x.shape(-2), x.shape(-1)}, s);
 }
 
-} // namespace
+} // namespace detail
 
 array gather_mm(array a, array b, std::optional<array> lhs_indices,
                 std::optional<array> rhs_indices, bool sorted_indices,
@@ -187,13 +187,16 @@ array gather_mm(array a, array b, std::optional<array> lhs_indices,
   const char* op = "gather_mm";
   Dtype dt = real_floating_type(op, a, b);
   auto [a_vec, b_vec] = as_matrices(op, a, b, s);
-  array li = batch_indices(lhs_indices, a, "lhs_indices", a, b, s);
-  array ri = batch_indices(rhs_indices, b, "rhs_indices", a, b, s);
+  std::string operands = "a " + describe(a) + " and b " + describe(b);
+  array li = detail::batch_indices(lhs_indices, a, op, "lhs_indices",
+                                   operands, s);
+  array ri = detail::batch_indices(rhs_indices, b, op, "rhs_indices",
+                                   operands, s);
   Shape batch = detail::broadcast_shapes(li.shape(), ri.shape(), op);
   li = broadcast_to(li, batch, s);
   ri = broadcast_to(ri, batch, s);
-  a = flat_batch(astype(a, dt, s), s);
-  b = flat_batch(astype(b, dt, s), s);
+  a = detail::flat_batch(astype(a, dt, s), s);
+  b = detail::flat_batch(astype(b, dt, s), s);
   if (li.size() > 0 && (a.shape(0) == 0 || b.shape(0) == 0)) {
     invalid(op, "indices pick from an empty batch: a " + describe(a) +
                     " and b " + describe(b) + ".");

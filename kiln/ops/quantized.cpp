@@ -13,6 +13,7 @@
 
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
+#include "kiln/ops/gather_batches.h"
 #include "kiln/ops/indexing.h"
 #include "kiln/ops/linalg.h"
 #include "kiln/ops/reduction.h"
@@ -366,6 +367,124 @@ array quantized_matmul(const array& x, const array& w, const array& scales,
                 contiguous(scales, false, st), contiguous(biases, false, st)});
 }
 
+
+namespace {
+
+// From this many rows of x per pick down, gather_qmm reads each pick's
+// codes in place (the kernels' matvec route); more take the pick's codes.
+constexpr int in_place_max_rows = 16;
+
+void check_gather_qmm(const array& x, const array& w, const array& scales,
+                      const std::optional<array>& biases,
+                      const std::string& mode) {
+  const char* op = "gather_qmm";
+  if ((mode == "affine") != biases.has_value()) {
+    detail::invalid(op, "the affine mode needs biases (from quantize) and "
+                        "the others have none; got mode '" +
+                            mode + "' with biases " +
+                            (biases ? "given" : "absent") + ".");
+  }
+  if (x.ndim() < 2 || w.ndim() < 2) {
+    detail::invalid(op, "operands need at least 2 dimensions, got x " +
+                            detail::describe(x) + " and w " +
+                            detail::describe(w) + ".");
+  }
+  Shape wb(w.shape().begin(), w.shape().end() - 2);
+  Shape sb(scales.shape().begin(), scales.shape().end() - 2);
+  if (scales.ndim() < 2 || sb != wb ||
+      (biases && biases->shape() != scales.shape())) {
+    detail::invalid(op, "scales " + detail::describe(scales) +
+                            " (and biases) must share the batch dimensions "
+                            "of w " +
+                            detail::describe(w) + ".");
+  }
+}
+
+} // namespace
+
+array gather_qmm(const array& x, const array& w, const array& scales,
+                 const std::optional<array>& biases,
+                 std::optional<array> lhs_indices,
+                 std::optional<array> rhs_indices, bool transpose,
+                 int group_size, int bits, const std::string& mode,
+                 bool sorted_indices, StreamOrDevice s) {
+  const char* op = "gather_qmm";
+  check_gather_qmm(x, w, scales, biases, mode);
+  const bool affine = mode == "affine";
+  auto qmm = [&](const array& a, const array& q, const array& sc,
+                 const std::optional<array>& bi) {
+    return affine ? quantized_matmul(a, q, sc, *bi, transpose, group_size,
+                                     bits, mode, s)
+                  : quantized_matmul_fp(a, q, sc, transpose, group_size,
+                                        bits, mode, s);
+  };
+  if (!lhs_indices && !rhs_indices) return qmm(x, w, scales, biases);
+  Stream st = to_stream(s);
+  std::string operands = "x " + detail::describe(x) + " and w " +
+                         detail::describe(w);
+  array li = detail::batch_indices(lhs_indices, x, op, "lhs_indices",
+                                   operands, st);
+  array ri = detail::batch_indices(rhs_indices, w, op, "rhs_indices",
+                                   operands, st);
+  Shape batch = detail::broadcast_shapes(li.shape(), ri.shape(), op);
+  array fw = detail::flat_batch(w, st);
+  array fs = detail::flat_batch(scales, st);
+  std::optional<array> fb;
+  if (biases) fb = detail::flat_batch(*biases, st);
+  const int64_t experts = fw.shape(0), rows = x.shape(-2);
+  const int64_t picks = shape_size(batch);
+  if (picks * rows >= 8 * experts) {
+    // Many rows per matrix: each matrix dequantized once, and gather_mm
+    // reads the picked ones in place.
+    Dtype dt = issubdtype(x.dtype(), floating) ? x.dtype() : float32;
+    array wd = affine ? dequantize(fw, fs, *fb, group_size, bits, mode, dt, st)
+                      : dequantize_fp(fw, fs, group_size, bits, mode, dt, st);
+    Shape ws(w.shape().begin(), w.shape().end() - 2);
+    ws.insert(ws.end(), {wd.shape(-2), wd.shape(-1)});
+    wd = reshape(wd, ws, st);
+    return gather_mm(x, transpose ? swapaxes(wd, -1, -2, st) : wd,
+                     lhs_indices, rhs_indices, sorted_indices, st);
+  }
+  array left = take(detail::flat_batch(x, st),
+                    flatten(broadcast_to(li, batch, st), 0, -1, st), 0, st);
+  array right = flatten(broadcast_to(ri, batch, st), 0, -1, st);
+  Dtype dt = left.dtype();
+  array out = [&] {
+    bool in_place = affine && transpose && rows <= in_place_max_rows &&
+                    kernel_device(st) && kernel_dtype(dt) &&
+                    fs.dtype() == dt && left.shape(-1) ==
+                                            int64_t(fw.shape(-1)) * 32 / bits;
+    // take reads the indices as int32, as the kernels do (negative from
+    // the end; uint32 would read them as past the end).
+    if (!in_place) {
+      array r = astype(right, int32, st);
+      auto pick = [&](const array& a) { return take(a, r, 0, st); };
+      return qmm(left, pick(fw), pick(fs),
+                 fb ? std::optional<array>(pick(*fb)) : std::nullopt);
+    }
+    check_quantized(op, fw, fs, *fb, group_size, bits);
+    // The kernels read each pick's matrix through its index; the graph
+    // (take the picks' codes, then the product) is their fallback.
+    auto fallback = [=](std::vector<array> in) {
+      array r = astype(in[4], int32, st);
+      auto pick = [&](const array& a) { return take(a, r, 0, st); };
+      return std::vector<array>{
+          quantized_matmul_graph(in[0], pick(in[1]), pick(in[2]),
+                                 pick(in[3]), true, group_size, bits, st)};
+    };
+    Shape shape = left.shape();
+    shape.back() = fw.shape(-2);
+    return array(shape, dt,
+                 std::make_shared<fast::QuantizedMatmul>(
+                     st, std::move(fallback), group_size, bits),
+                 {contiguous(left, false, st), contiguous(fw, false, st),
+                  contiguous(fs, false, st), contiguous(*fb, false, st),
+                  right});
+  }();
+  Shape full = batch;
+  full.insert(full.end(), {out.shape(-2), out.shape(-1)});
+  return reshape(out, full, st);
+}
 
 // ---- fp8 (e4m3: 1 sign, 4 exponent bits of bias 7, 3 mantissa bits) ----
 

@@ -45,6 +45,20 @@ array quantized_matmul(const array& x, const array& w, const array& scales,
                        const std::string& mode = "affine",
                        StreamOrDevice s = {});
 
+/** gather_mm with a quantized w (quantized_matmul's arguments; biases
+ *  only in the affine mode): the batch matrices of x and of dequantize(w)
+ *  that flat batch indices pick (all of a batch, in order, when absent).
+ *  A few rows per picked matrix read its packed codes in place (the
+ *  affine mode, transpose, up to 16 rows per pick); more rows per matrix
+ *  (at least 8 per matrix of w) dequantize w once for gather_mm. */
+array gather_qmm(const array& x, const array& w, const array& scales,
+                 const std::optional<array>& biases,
+                 std::optional<array> lhs_indices = std::nullopt,
+                 std::optional<array> rhs_indices = std::nullopt,
+                 bool transpose = true, int group_size = 64, int bits = 4,
+                 const std::string& mode = "affine",
+                 bool sorted_indices = false, StreamOrDevice s = {});
+
 /** The microscaling modes "mxfp4" (group_size 32, bits 4), "mxfp8" (32, 8)
  *  and "nvfp4" (16, 4), as MLX's: {w_q (uint32, packed codes), scales
  *  (uint8: e8m0 exponents, or e4m3 for nvfp4)}; no biases. */

@@ -29,9 +29,11 @@ class QuantizedCustom : public Custom {
 
 /** Inputs: x (..., K) row-major, w (N, K * bits / 32) uint32, scales and
  *  biases (N, K / group_size) of x's dtype; or a batch of them, w (B, N,
- *  K * bits / 32) with x (B, M, K), one product per matrix. Output
- *  (..., N), x's dtype. Per output: the sum over groups of scale *
- *  (x . codes) + bias * sum(x), in float32. */
+ *  K * bits / 32) with x (B, M, K), one product per matrix; or, with a
+ *  fifth input, uint32 indices (P,) picking for each x (P, M, K) its
+ *  matrix of the batch (GatherMM::pick's rule; gather_qmm's picks read in
+ *  place). Output (..., N), x's dtype. Per output: the sum over groups of
+ *  scale * (x . codes) + bias * sum(x), in float32. */
 class QuantizedMatmul : public QuantizedCustom {
  public:
   using QuantizedCustom::QuantizedCustom;

@@ -1,5 +1,5 @@
 // Quantized weights (the affine and microscaling modes): quantize,
-// dequantize, quantized_matmul;
+// dequantize, quantized_matmul, gather_qmm;
 // the fp8 (e4m3) conversions.
 #include "kiln_py.h"
 
@@ -115,6 +115,31 @@ void init_ops_quantized(nb::module_& m) {
       "bits"_a = nb::none(), "mode"_a = "affine", nb::kw_only(),
       "stream"_a = nb::none(),
       "x @ dequantize(w).T (transpose=True) or x @ dequantize(w).");
+  m.def(
+      "gather_qmm",
+      [](ArrayLike x, ArrayLike w, ArrayLike scales, nb::handle biases,
+         nb::handle lhs_indices, nb::handle rhs_indices, bool transpose,
+         std::optional<int> group_size, std::optional<int> bits,
+         const std::string& mode, nb::handle global_scale,
+         bool sorted_indices, const StreamArg& s) {
+        no_global_scale(global_scale, "gather_qmm");
+        std::optional<array> b;
+        if (!biases.is_none()) b = to_array(biases);
+        return gather_qmm(to_array(x), to_array(w), to_array(scales), b,
+                          opt_array(lhs_indices), opt_array(rhs_indices),
+                          transpose, group_of(group_size, mode),
+                          bits_of(bits, mode), mode, sorted_indices,
+                          to_sod(s));
+      },
+      "x"_a, "w"_a, "scales"_a, "biases"_a = nb::none(),
+      "lhs_indices"_a.none() = nb::none(), "rhs_indices"_a.none() = nb::none(),
+      "transpose"_a = true, "group_size"_a = nb::none(),
+      "bits"_a = nb::none(), "mode"_a = "affine",
+      "global_scale"_a.none() = nb::none(), nb::kw_only(),
+      "sorted_indices"_a = false, "stream"_a = nb::none(),
+      "gather_mm with a quantized w (quantized_matmul's arguments): the "
+      "batch matrices of x and of dequantize(w) picked by flat batch "
+      "indices; a few rows per pick read its packed codes in place.");
   m.def(
       "to_fp8",
       [](ArrayLike x, const StreamArg& s) { return to_fp8(to_array(x), to_sod(s)); },

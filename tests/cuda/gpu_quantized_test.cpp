@@ -3,8 +3,8 @@
 // bit): every width and group size, float32/float16/bfloat16, rows of x on
 // both sides of the read-the-codes / dequantize-then-GEMM switch, output
 // rows not a multiple of the kernel's four, batches of matrices,
-// non-contiguous inputs, the gradient, and the graph for what the kernels
-// do not take.
+// non-contiguous inputs, gather_qmm's picks read in place, the gradient,
+// and the graph for what the kernels do not take.
 #include "cuda/gpu_fixture.h"
 #include "kiln/ops/quantized.h"
 #include "kiln/ops/utils.h"
@@ -144,6 +144,29 @@ TEST_F(GpuQuantized, DequantizeMatchesTheCpuBitForBit) {
         EXPECT_TRUE(all_close(to_doubles(g), to_doubles(c), 0, 0))
             << dtype_name(dt) << " -> " << dtype_name(out)
             << " bits=" << bits;
+      }
+    }
+  }
+}
+
+TEST_F(GpuQuantized, GatherQmmReadsPicksInPlace) {
+  // -1 is the last matrix, 9 clamps to it, -7 to the first.
+  array li = array({0, 3, 1, 2, -1, 0, 2}, {7}, int32);
+  array ri = array({4, 0, -1, 9, 2, -7, 1}, {7}, int32);
+  for (Dtype dt : {float32, float16, bfloat16}) {
+    for (int bits : {2, 4, 5, 8}) {
+      array w = random_array({5, 36, 128}, dt, -1, 1);
+      auto [q, s, b] = quantize(w, 32, bits, "affine", Device::cpu);
+      // 1 and 3 rows per pick read in place; 12 rows per pick (84 rows
+      // over 5 matrices) take the dequantize-then-gather_mm route.
+      for (int rows : {1, 3, 12}) {
+        array x = random_array({4, rows, 128}, dt, -1, 1);
+        auto fn = [&](const std::vector<array>& in, Device d) {
+          return gather_qmm(in[0], q, s, b, li, ri, true, 32, bits, "affine",
+                            false, d);
+        };
+        EXPECT_TRUE(same_on_devices(fn, {x}, qmm_tol(dt)))
+            << dtype_name(dt) << " bits=" << bits << " rows=" << rows;
       }
     }
   }

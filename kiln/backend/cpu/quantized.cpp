@@ -23,6 +23,7 @@
 #include "kiln/core/allocator.h"
 #include "kiln/core/dispatch.h"
 #include "kiln/core/thread_pool.h"
+#include "kiln/primitives/linalg.h"
 #include "kiln/primitives/quantized.h"
 
 namespace kiln::fast {
@@ -193,20 +194,24 @@ void quantized_matmul_matrix(const T* xp, int64_t M, int64_t K,
 }
 
 // One product per weight matrix: w (N, W), or a batch (B, N, W) with x
-// (B, M, K) (gather_qmm's picked experts).
+// (B, M, K), or x (P, M, K) with indices (P,) picking each one's matrix
+// of w (gather_qmm's picked experts).
 template <typename T>
 void quantized_matmul(const std::vector<array>& in, array& out, int gs,
                       int bits) {
   const array &x = in[0], &w = in[1], &sc = in[2], &bi = in[3];
-  const int64_t B = w.ndim() == 3 ? w.shape(0) : 1;
+  const bool picked = in.size() == 5;
+  const int64_t B = picked ? x.shape(0) : (w.ndim() == 3 ? w.shape(0) : 1);
   const int64_t K = x.shape(-1), N = w.shape(-2), W = w.shape(-1);
   const int64_t M = K && B ? static_cast<int64_t>(x.size()) / K / B : 0;
   const int64_t G = K / gs;
   for (int64_t b = 0; b < B; ++b) {
+    const int64_t m =
+        picked ? GatherMM::pick(in[4].data<uint32_t>()[b], w.shape(0)) : b;
     quantized_matmul_matrix<T>(x.data<T>() + b * M * K, M, K,
-                               w.data<uint32_t>() + b * N * W, N, W,
-                               sc.data<T>() + b * N * G,
-                               bi.data<T>() + b * N * G,
+                               w.data<uint32_t>() + m * N * W, N, W,
+                               sc.data<T>() + m * N * G,
+                               bi.data<T>() + m * N * G,
                                out.data<T>() + b * M * N, gs, bits);
   }
 }

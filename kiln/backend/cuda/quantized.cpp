@@ -93,22 +93,26 @@ void dequantize_into(const void* w, const void* scales, const void* biases,
 namespace kiln::fast {
 
 // inputs: x (..., K) or (B, M, K), w (N, W) or (B, N, W), scales and
-// biases (N, G) or (B, N, G), all row-major.
+// biases (N, G) or (B, N, G), all row-major; or x (P, M, K) and the
+// indices (P,) of its matrices in w (read in place, by the matvec).
 void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs,
                                std::vector<array>& outputs) {
   const Stream& s = stream();
   array& out = outputs[0];
   const array &x = inputs[0], &w = inputs[1];
   Dtype dt = out.dtype();
+  const bool picked = inputs.size() == 5;
   int64_t k = x.shape(-1), n = w.shape(-2);
-  int64_t batch = w.ndim() == 3 ? w.shape(0) : 1;
-  int64_t m = k == 0 ? 0 : static_cast<int64_t>(x.size()) / k / batch;
+  int64_t batch = picked ? x.shape(0) : (w.ndim() == 3 ? w.shape(0) : 1);
+  int64_t m = k == 0 || batch == 0
+                  ? 0
+                  : static_cast<int64_t>(x.size()) / k / batch;
   const void* px = cuda::device_ptr(x, s);
   const void* pw = cuda::device_ptr(w, s);
-  // Views at odd offsets (never made by kiln's ops) and empty products
-  // are left to the CPU.
+  // Views at odd offsets (never made by kiln's ops), empty products and
+  // picks with more rows than the matvec takes are left to the CPU.
   if (k == 0 || !cuda::aligned16(px) || !cuda::aligned16(pw) ||
-      batch > 65535) {
+      batch > 65535 || (picked && m > cuda::qmv_max_rows)) {
     cuda::eval_on_cpu(*this, inputs, outputs);
     return;
   }
@@ -131,9 +135,11 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs,
     int gs = group_size_;
     int64_t x_batch = m * k, w_batch = n * words, p_batch = n * groups,
             out_batch = m * n;
-    void* args[] = {&px,      &pw,      &ps,      &pb,       &po,
-                    &m,       &n,       &k,       &gs,       &x_batch,
-                    &w_batch, &p_batch, &out_batch};
+    const void* index = picked ? cuda::device_ptr(inputs[4], s) : nullptr;
+    int64_t w_count = w.ndim() == 3 ? w.shape(0) : 1;
+    void* args[] = {&px,      &pw,      &ps,        &pb,    &po,
+                    &m,       &n,       &k,         &gs,    &x_batch,
+                    &w_batch, &p_batch, &out_batch, &index, &w_count};
     cuda::LaunchShape shape;
     shape.grid[0] = static_cast<unsigned>((n + cuda::qmv_outputs - 1) /
                                           cuda::qmv_outputs);

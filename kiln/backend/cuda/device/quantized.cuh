@@ -9,6 +9,7 @@
 // many-row case (a GEMM follows) and the dequantize op.
 #pragma once
 
+#include "kiln/backend/cuda/device/addresses.cuh"
 #include "kiln/backend/cuda/device/utils.cuh"
 
 namespace kiln::cuda {
@@ -84,22 +85,26 @@ inline constexpr int qmv_outputs = 4;
  *  float32, as the CPU kernel. Sums meet through shuffles and shared
  *  memory. x (.., m, k), w (.., n, k * Bits / 32), scales and biases
  *  (.., n, k / group_size) and out (.., m, n) are row-major; blockIdx.z
- *  picks the matrix of a batch (strides in elements, 0 when shared). */
+ *  is the batch entry (strides in elements), whose weight matrix is entry
+ *  z, or, with w_index, the one of w_count that w_index[z] picks
+ *  (GatherMM's rule: int32, negative from the end, clamped). */
 template <typename T, int Bits, int Rows>
 __global__ void __launch_bounds__(qmv_threads) quantized_matvec(
     const T* __restrict__ x, const uint32_t* __restrict__ w,
     const T* __restrict__ scales, const T* __restrict__ biases,
     T* __restrict__ out, int64_t m, int64_t n, int64_t k, int group_size,
-    int64_t x_batch, int64_t w_batch, int64_t p_batch, int64_t out_batch) {
+    int64_t x_batch, int64_t w_batch, int64_t p_batch, int64_t out_batch,
+    const uint32_t* __restrict__ w_index, int64_t w_count) {
   constexpr int R = Rows, O = qmv_outputs;
   const int64_t z = blockIdx.z;
   const int64_t o0 = int64_t(blockIdx.x) * O;
   const int64_t r0 = int64_t(blockIdx.y) * R;
   const int64_t words = k / 32 * Bits, groups = k / group_size;
+  const int64_t matrix = w_index ? picked_offset(w_index[z], w_count, 1) : z;
   x += z * x_batch + r0 * k;
-  w += z * w_batch;
-  scales += z * p_batch;
-  biases += z * p_batch;
+  w += matrix * w_batch;
+  scales += matrix * p_batch;
+  biases += matrix * p_batch;
   float acc[O][R] = {};
   for (int64_t b = threadIdx.x; b < k / 32; b += qmv_threads) {
     uint32_t v[O][Bits];

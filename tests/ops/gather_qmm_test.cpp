@@ -1,0 +1,163 @@
+// gather_qmm against float64 products of the exactly dequantized picked
+// matrices: picks read in place (few rows per pick), the dequantize-then-
+// gather_mm route (many), broadcast and absent indices, negative and
+// out-of-range picks, every float dtype, the gradient through the
+// primitive's fallback, and bad input.
+#include "kiln/ops/quantized.h"
+#include "kiln/transforms/autograd.h"
+#include "test_utils.h"
+
+namespace kiln::test {
+namespace {
+
+// The row of a batch of n that index i picks: negative from the end, then
+// clamped (kiln's gathers).
+int64_t pick(int64_t i, int64_t n) {
+  if (i < 0) i += n;
+  return std::min<int64_t>(std::max<int64_t>(i, 0), n - 1);
+}
+
+// For each pick p (over the broadcast of li and ri, given flat here):
+// x[li[p]] @ wd[ri[p]].T in float64, wd = scale * code + bias exactly.
+std::vector<double> reference(const array& x, const array& q, const array& s,
+                              const array& b, const std::vector<int>& li,
+                              const std::vector<int>& ri, int gs, int bits) {
+  array wd = dequantize(q, astype(s, float64), astype(b, float64), gs, bits,
+                        "affine", float64);
+  int64_t E = wd.shape(0), N = wd.shape(1), K = wd.shape(2);
+  int64_t X = x.shape(0), M = x.shape(1);
+  auto xv = to_doubles(x), wv = to_doubles(wd);
+  std::vector<double> out;
+  for (size_t p = 0; p < ri.size(); ++p) {
+    int64_t a = pick(li[p], X), e = pick(ri[p], E);
+    for (int64_t m = 0; m < M; ++m) {
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          acc += xv[(a * M + m) * K + k] * wv[(e * N + n) * K + k];
+        }
+        out.push_back(acc);
+      }
+    }
+  }
+  return out;
+}
+
+double tol(Dtype dt) { return dt == float32 ? 1e-4 : 4 * tolerance(dt); }
+
+array ints(const std::vector<int>& v, Shape shape) {
+  return array(v, std::move(shape), int32);
+}
+
+TEST(GatherQmm, PicksReadInPlaceForEveryDtypeAndWidth) {
+  // -1 is the last matrix, 7 clamps to it, -6 to the first.
+  std::vector<int> li = {0, 3, 1, 2, -1, 0}, ri = {4, 0, -1, 7, 2, -6};
+  for (Dtype dt : {float32, float16, bfloat16}) {
+    for (int bits : {3, 4, 8}) {
+      array w = random_array({5, 36, 128}, dt, -1, 1);
+      auto [q, s, b] = quantize(w, 64, bits);
+      for (int rows : {1, 3}) {
+        array x = random_array({4, rows, 128}, dt, -1, 1);
+        array got = gather_qmm(x, q, s, b, ints(li, {6}), ints(ri, {6}), true,
+                               64, bits);
+        ASSERT_EQ(got.shape(), (Shape{6, rows, 36}));
+        ASSERT_EQ(got.dtype(), dt);
+        // The picks' codes read through their indices, not taken first.
+        ASSERT_TRUE(got.has_primitive());
+        EXPECT_STREQ(got.primitive().name(), "QuantizedMatmul");
+        EXPECT_EQ(got.inputs().size(), 5u);
+        EXPECT_TRUE(all_close(to_doubles(got),
+                              reference(x, q, s, b, li, ri, 64, bits),
+                              tol(dt), tol(dt)))
+            << dtype_name(dt) << " bits=" << bits << " rows=" << rows;
+      }
+    }
+  }
+}
+
+TEST(GatherQmm, ManyRowsPerMatrixDequantizeOnce) {
+  // 6 picks of 40 rows over 5 matrices: past 8 rows per matrix.
+  std::vector<int> li = {0, 1, 1, 0, 1, 0}, ri = {4, 0, 4, 2, -1, 1};
+  array w = random_array({5, 24, 64}, float32, -1, 1);
+  auto [q, s, b] = quantize(w, 32, 4);
+  array x = random_array({2, 40, 64}, float32, -1, 1);
+  array got = gather_qmm(x, q, s, b, ints(li, {6}), ints(ri, {6}), true, 32,
+                         4);
+  EXPECT_TRUE(all_close(to_doubles(got), reference(x, q, s, b, li, ri, 32, 4),
+                        1e-4, 1e-4));
+  // Without transpose: w quantized as (in, out), x @ wd.
+  array wt = random_array({5, 64, 32}, float32, -1, 1);
+  auto [qt, st, bt] = quantize(wt, 32, 4);
+  array got_t = gather_qmm(random_array({2, 1, 64}, float32, -1, 1), qt, st,
+                           bt, ints({0, 1}, {2}), ints({3, 3}, {2}), false,
+                           32, 4);
+  EXPECT_EQ(got_t.shape(), (Shape{2, 1, 32}));
+}
+
+TEST(GatherQmm, BroadcastAndAbsentIndices) {
+  array w = random_array({3, 20, 64}, float16, -1, 1);
+  auto [q, s, b] = quantize(w, 64, 4);
+  // lhs (3, 1) against rhs (1, 2): a (3, 2) batch of picks.
+  array x = random_array({3, 1, 64}, float16, -1, 1);
+  array got = gather_qmm(x, q, s, b, ints({0, 1, 2}, {3, 1}),
+                         ints({2, 0}, {1, 2}), true, 64, 4);
+  ASSERT_EQ(got.shape(), (Shape{3, 2, 1, 20}));
+  std::vector<int> li = {0, 0, 1, 1, 2, 2}, ri = {2, 0, 2, 0, 2, 0};
+  EXPECT_TRUE(all_close(to_doubles(got), reference(x, q, s, b, li, ri, 64, 4),
+                        tol(float16), tol(float16)));
+  // No lhs: x's own batch (2, 3) in order, rhs of the same shape.
+  array x2 = random_array({2, 3, 1, 64}, float16, -1, 1);
+  array got2 = gather_qmm(x2, q, s, b, std::nullopt,
+                          ints({1, 2, 0, 0, 1, 2}, {2, 3}), true, 64, 4);
+  ASSERT_EQ(got2.shape(), (Shape{2, 3, 1, 20}));
+  EXPECT_TRUE(all_close(to_doubles(got2),
+                        reference(reshape(x2, {6, 1, 64}), q, s, b,
+                                  {0, 1, 2, 3, 4, 5}, {1, 2, 0, 0, 1, 2}, 64,
+                                  4),
+                        tol(float16), tol(float16)));
+}
+
+TEST(GatherQmm, GradientOfXMatchesTheComposition) {
+  array w = random_array({4, 16, 64}, float32, -1, 1);
+  auto [q, s, b] = quantize(w, 32, 4);
+  array li = ints({1, 0, 1}, {3}), ri = ints({3, -1, 0}, {3});
+  array x = random_array({2, 2, 64}, float32, -1, 1);
+  auto loss = [&](bool composed) {
+    return [=](const std::vector<array>& in) {
+      array y = composed
+                    ? quantized_matmul(take(in[0], li, 0), take(q, ri, 0),
+                                       take(s, ri, 0), take(b, ri, 0), true,
+                                       32, 4)
+                    : gather_qmm(in[0], q, s, b, li, ri, true, 32, 4);
+      return std::vector<array>{sum(multiply(y, y))};
+    };
+  };
+  auto [v1, g1] = vjp(loss(false), {x}, {array(1.0f)});
+  auto [v2, g2] = vjp(loss(true), {x}, {array(1.0f)});
+  EXPECT_TRUE(all_close(to_doubles(v1[0]), to_doubles(v2[0]), 1e-4, 1e-4));
+  EXPECT_TRUE(all_close(to_doubles(g1[0]), to_doubles(g2[0]), 1e-4, 1e-4));
+}
+
+TEST(GatherQmm, BadInputRaises) {
+  array w = random_array({2, 8, 64}, float32);
+  auto [q, s, b] = quantize(w);
+  array x = random_array({1, 64}, float32);
+  expect_invalid(
+      [&] { gather_qmm(x, q, s, b, std::nullopt, array({0.5f}, {1})); },
+      "gather_qmm", "rhs_indices must be integers");
+  expect_invalid([&] { gather_qmm(x, q, s, std::nullopt); }, "gather_qmm",
+                 "needs biases");
+  expect_invalid([&] { gather_qmm(random_array({64}, float32), q, s, b); },
+                 "gather_qmm", "at least 2 dimensions");
+  expect_invalid(
+      [&] { gather_qmm(x, q, reshape(s, {1, 16, 1}), b, std::nullopt,
+                       ints({0}, {1})); },
+      "gather_qmm", "batch dimensions");
+  expect_invalid(
+      [&] { gather_qmm(random_array({1, 32}, float32), q, s, b, std::nullopt,
+                       ints({1}, {1})); },
+      "quantized_matmul", "does not match");
+}
+
+} // namespace
+} // namespace kiln::test
