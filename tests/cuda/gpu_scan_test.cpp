@@ -300,15 +300,46 @@ TEST_F(GpuScan, Complex64SumsAndProducts) {
   }
 }
 
-// The other complex64 scans have no GPU kernel: they run on the CPU and
-// agree (MLX orders complex values for cummax/cummin and logcumsumexp); a
-// bad axis raises on the GPU as on the CPU.
-TEST_F(GpuScan, Complex64FallsBack) {
-  array z = complex_of(random_array({4, 9}, float32, -1, 1),
-                       random_array({4, 9}, float32, -1, 1));
-  for (auto& op : scan_ops()) {
-    EXPECT_TRUE(scan_matches(op, z, 1, false, true)) << op.name;
-    EXPECT_TRUE(scan_matches(op, z, 0, true, false)) << op.name;
+// complex64 cummax, cummin (ordered by real part, then imaginary part, NaN
+// spreading) and logcumsumexp: every layout, both directions, inclusive and
+// exclusive, ties and NaN, long lines scanned in pieces; a bad axis raises
+// on the GPU as on the CPU.
+TEST_F(GpuScan, Complex64MaxMinAndLogAddExp) {
+  // Real parts from a few values, so ties fall to the imaginary part.
+  array re = floor(random_array({23, 35}, float32, -3, 3));
+  array z = complex_of(re, random_array({23, 35}, float32, -1, 1));
+  for (size_t i = 2; i < scan_ops().size(); ++i) {
+    const auto& op = scan_ops()[i];
+    for (bool reverse : {false, true}) {
+      for (bool inclusive : {true, false}) {
+        for (int axis : {0, 1}) {
+          for (auto& [layout, v] : layouts(z)) {
+            EXPECT_TRUE(scan_matches(op, v, axis, reverse, inclusive))
+                << op.name << " " << layout << " axis " << axis
+                << " reverse " << reverse << " inclusive " << inclusive;
+          }
+        }
+      }
+    }
+    for (int n : {3000, 65536 * 4 + 5}) {
+      // Phases within an arc narrower than pi: every partial sum's phase
+      // stays in it, so no association of logcumsumexp's steps can land
+      // on another branch of the log (they agree modulo 2 pi only).
+      array line = complex_of(random_array({n}, float32, -2, 2),
+                              random_array({n}, float32, -1, 1));
+      EXPECT_TRUE(scan_matches(op, line, 0, false, true))
+          << op.name << " line " << n;
+      EXPECT_TRUE(scan_matches(op, line, 0, true, false))
+          << op.name << " reversed exclusive line " << n;
+    }
+  }
+  // A NaN part spreads through the max and min scans from where it is.
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  array with_nan = complex_of(array({1.0f, 3.0f, 2.0f, 5.0f, 0.0f}, {5}),
+                              array({0.0f, 0.0f, nan, 0.0f, 1.0f}, {5}));
+  for (size_t i = 2; i < 4; ++i) {
+    EXPECT_TRUE(scan_matches(scan_ops()[i], with_nan, 0, false, true))
+        << scan_ops()[i].name << " with NaN";
   }
   EXPECT_THROW(cumsum(z, 2, false, true, Device::gpu), std::invalid_argument);
 }

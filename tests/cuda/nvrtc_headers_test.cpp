@@ -183,6 +183,9 @@ TEST(NvrtcHeaders, ScanFamily) {
   ks.push_back(scan_kernel("Multiply", bfloat16, bfloat16, 't'));
   ks.push_back(scan_kernel("Maximum", float16, float16, 'k'));
   ks.push_back(scan_kernel("LogAddExp", float64, float64, 't'));
+  // complex64's identities and logaddexp (the GPU tests compile the rest).
+  ks.push_back(scan_kernel("Minimum", complex64, complex64, 'c'));
+  ks.push_back(scan_kernel("LogAddExp", complex64, complex64, 't'));
   expect_all_compile(ks);
 }
 

@@ -49,6 +49,9 @@ TEST(NvrtcIndexing, ScatterEveryReductionAndDtype) {
       ks.push_back(cuda::scatter_kernel(r, dt, int32, 1, true, false));
     }
     ks.push_back(cuda::scatter_kernel(r, float16, int64, 3, false, true));
+    if (r == ScatterReduce::Sum || r == ScatterReduce::Prod) {
+      ks.push_back(cuda::scatter_kernel(r, complex64, int32, 1, true, false));
+    }
     expect_all_compile(ks);
   }
   std::vector<JitKernel> assign;

@@ -3,7 +3,7 @@
 // read on the device as they are (any integer dtype, any strides), and the
 // kernels are compiled by NVRTC per variant (indexing.h). Layouts the
 // kernels cannot walk (more than max_ndim dimensions after collapsing, more
-// than max_ndim index arrays) and complex64 products run on the CPU.
+// than max_ndim index arrays) run on the CPU.
 #include "kiln/backend/cuda/indexing.h"
 
 #include <climits>
@@ -55,12 +55,13 @@ Dtype scatter_element(ScatterReduce r, Dtype dt) {
   return r == ScatterReduce::None ? raw_dtype(dt) : dt;
 }
 
-// complex64 scatters on the GPU when it assigns (raw moves) or adds (an
-// atomic add per part, device/indexing.cuh); its products (max and min
-// refuse complex values) run on the CPU.
+// complex64 scatters on the GPU when it assigns (raw moves), adds (an
+// atomic add per part, device/indexing.cuh) or multiplies (compare-and-swap
+// of the 8-byte value); max and min refuse complex values.
 bool scatters_on_gpu(ScatterReduce r, Dtype dt) {
   if (dt == complex64) {
-    return r == ScatterReduce::None || r == ScatterReduce::Sum;
+    return r == ScatterReduce::None || r == ScatterReduce::Sum ||
+           r == ScatterReduce::Prod;
   }
   return gpu_supports(dt);
 }

@@ -1,7 +1,6 @@
 // Scans on the GPU (device/scan.cuh). The output is row-major, as on the
-// CPU; dtype pairs the CPU does not scan (complex64 max, min and logaddexp
-// included) and inputs whose other axes do not collapse to max_ndim
-// dimensions run on the CPU.
+// CPU; dtype pairs the CPU does not scan and inputs whose other axes do not
+// collapse to max_ndim dimensions run on the CPU.
 #include "kiln/backend/cuda/axis_kernels.h"
 #include "kiln/backend/cuda/buffer.h"
 #include "kiln/backend/cuda/device.h"
@@ -54,10 +53,10 @@ const char* scan_op(Scan::Type t) {
 
 // The dtype pairs backend/cpu/scan.cpp scans (anything else is its error).
 bool scans_on_gpu(Scan::Type t, Dtype in, Dtype out) {
-  // complex64 sums and products (device/complex.cuh's arithmetic).
-  if (in == complex64 || out == complex64) {
-    return in == out && (t == Scan::Sum || t == Scan::Prod);
-  }
+  // complex64 in its own type: sums and products (device/complex.cuh's
+  // arithmetic), max and min in the real-then-imaginary order, and
+  // logcumsumexp as the CPU's.
+  if (in == complex64 || out == complex64) return in == out;
   if (!gpu_supports(in) || !gpu_supports(out)) return false;
   if (t == Scan::Sum || t == Scan::Prod) {
     return in == out || ((in == bool_ || is_integral(in)) && is_integral(out) &&

@@ -146,6 +146,14 @@ struct ArcTan2 {
 struct LogAddExp {
   template <typename T>
   __device__ T operator()(T a, T b) const {
+    if constexpr (is_complex_v<T>) {
+      // complex64 reaches this through logcumsumexp only, as the CPU's
+      // scan (and MLX's): the larger value (real part, then imaginary
+      // part) plus log(1 + exp(smaller - larger)), from -inf + 0i.
+      T hi = Maximum{}(a, b), lo = Minimum{}(a, b);
+      if (hi.re == -math::infinity<float>()) return hi;
+      return hi + math::log(T(1.0f) + math::exp(lo - hi));
+    }
     if (math::isnan(a) || math::isnan(b)) return a + b;
     T m = a > b ? a : b;
     if (math::isinf(m)) return m; // both -inf, or one is +inf

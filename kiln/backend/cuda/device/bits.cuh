@@ -38,6 +38,10 @@ __device__ __forceinline__ bits_t<T> to_bits(T v) {
     return __float_as_uint(v);
   } else if constexpr (is_same_v<T, double>) {
     return static_cast<unsigned long long>(__double_as_longlong(v));
+  } else if constexpr (is_complex_v<T>) {
+    // The parts as laid out in memory: real in the low word.
+    return static_cast<unsigned long long>(__float_as_uint(v.im)) << 32 |
+           __float_as_uint(v.re);
   } else {
     return static_cast<bits_t<T>>(v); // integers and bool
   }
@@ -53,6 +57,9 @@ __device__ __forceinline__ T from_bits(bits_t<T> b) {
     return __uint_as_float(b);
   } else if constexpr (is_same_v<T, double>) {
     return __longlong_as_double(static_cast<long long>(b));
+  } else if constexpr (is_complex_v<T>) {
+    return T(__uint_as_float(static_cast<unsigned int>(b)),
+             __uint_as_float(static_cast<unsigned int>(b >> 32)));
   } else if constexpr (is_same_v<T, bool>) {
     return b != 0;
   } else {

@@ -19,7 +19,20 @@ namespace kiln::cuda {
 /** The value a scan with Op starts from (the CPU's init). */
 template <typename Op, typename A>
 __device__ __forceinline__ A scan_identity() {
-  if constexpr (is_same_v<Op, Add>) {
+  if constexpr (is_complex_v<A> && !is_same_v<Op, Add> &&
+                !is_same_v<Op, Multiply>) {
+    // Below (above) every value in the real-then-imaginary order; -inf +
+    // 0i for logcumsumexp, as the CPU starts.
+    const float inf = math::infinity<float>();
+    if constexpr (is_same_v<Op, Maximum>) {
+      return A(-inf, -inf);
+    } else if constexpr (is_same_v<Op, Minimum>) {
+      return A(inf, inf);
+    } else {
+      static_assert(is_same_v<Op, LogAddExp>, "no identity for this scan op");
+      return A(-inf, 0.0f);
+    }
+  } else if constexpr (is_same_v<Op, Add>) {
     return A(0);
   } else if constexpr (is_same_v<Op, Multiply>) {
     return A(1);
