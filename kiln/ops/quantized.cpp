@@ -367,7 +367,6 @@ array quantized_matmul(const array& x, const array& w, const array& scales,
                 contiguous(scales, false, st), contiguous(biases, false, st)});
 }
 
-
 namespace {
 
 // From this many rows of x per pick down, gather_qmm reads each pick's
