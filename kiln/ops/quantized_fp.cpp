@@ -8,8 +8,9 @@
 // value with ties toward zero, and a value that rounds to zero is +0; e4m3
 // codes are to_fp8's. Codes are packed from the low bits of uint32 words,
 // as the affine mode's. Built from existing ops, as the affine mode's
-// graph is.
+// graph is. The fp8 (e4m3) conversions, to_fp8 and from_fp8, are here too.
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -211,6 +212,68 @@ array quantized_matmul_fp(const array& x, const array& w, const array& scales,
         (transpose ? "true" : "false") + ".");
   }
   return matmul(astype(x, dt, s), transpose ? swapaxes(wd, -1, -2, s) : wd, s);
+}
+
+// ---- fp8 (e4m3: 1 sign, 4 exponent bits of bias 7, 3 mantissa bits) ----
+
+array to_fp8(const array& x, StreamOrDevice s) {
+  if (!issubdtype(x.dtype(), floating)) {
+    throw std::invalid_argument(
+        "[to_fp8] Only real floating types are supported; got " +
+        detail::describe(x) + ".");
+  }
+  // Exact integer arithmetic on float32's bits: the exponent and the top
+  // three mantissa bits, rounded to nearest even on the twenty below.
+  array f = astype(x, float32, s);
+  array bits = view(f, uint32, s);
+  array sign = astype(right_shift(bits, array(31u), s), uint8, s);
+  array a = abs(f, s);
+  // Saturate (NaN and infinities too, as MLX's conversion does).
+  a = where(logical_or(isnan(a, s), greater(a, array(448.0f), s), s),
+            array(448.0f), a, s);
+  array ab = view(a, uint32, s);
+  array e = subtract(astype(right_shift(ab, array(23u), s), int32, s),
+                     array(127), s);
+  array m = bitwise_and(ab, array(0x7fffffu), s);
+  array q = right_shift(m, array(20u), s);
+  array rest = bitwise_and(m, array(0xfffffu), s);
+  array up = logical_or(
+      greater(rest, array(0x80000u), s),
+      logical_and(equal(rest, array(0x80000u), s),
+                  equal(bitwise_and(q, array(1u), s), array(1u), s), s),
+      s);
+  // q + up may reach 8: the code's carry into the exponent is exact.
+  array normal = add(left_shift(astype(add(e, array(7), s), uint32, s),
+                                array(3u), s),
+                     add(q, astype(up, uint32, s), s), s);
+  // Below 2^-6: multiples of 2^-9, rounded to nearest even (8 is the
+  // smallest normal's code).
+  array sub = astype(round(multiply(a, array(512.0f), s), 0, s), uint32, s);
+  array code = where(less(a, array(0.015625f), s), sub, normal, s);
+  return bitwise_or(astype(code, uint8, s),
+                    left_shift(sign, array(uint8_t(7)), s), s);
+}
+
+array from_fp8(const array& x, Dtype dtype, StreamOrDevice s) {
+  if (x.dtype() != uint8) {
+    throw std::invalid_argument("[from_fp8] Input must have type uint8; got " +
+                                detail::describe(x) + ".");
+  }
+  if (!issubdtype(dtype, floating)) {
+    throw std::invalid_argument("[from_fp8] dtype must be a float type; got " +
+                                dtype_name(dtype) + ".");
+  }
+  // Every code's value, made once: sign, exponent and mantissa fields.
+  std::vector<float> table(256);
+  for (int c = 0; c < 256; ++c) {
+    int e = (c >> 3) & 0xf, q = c & 7;
+    float v = e == 0 ? std::ldexp(static_cast<float>(q), -9)
+                     : std::ldexp(1.0f + q / 8.0f, e - 7);
+    if ((c & 0x7f) == 0x7f) v = std::numeric_limits<float>::quiet_NaN();
+    table[c] = c & 0x80 ? -v : v;
+  }
+  array values = astype(array(table, Shape{256}, float32), dtype, s);
+  return take(values, astype(x, uint32, s), 0, s);
 }
 
 } // namespace kiln
