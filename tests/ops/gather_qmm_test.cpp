@@ -75,6 +75,23 @@ TEST(GatherQmm, PicksReadInPlaceForEveryDtypeAndWidth) {
   }
 }
 
+TEST(GatherQmm, PicksSplitAcrossThreadsMidMatrix) {
+  // Long rows: the CPU's loop over every pick's output rows splits into
+  // chunks that start inside a matrix and run into the next.
+  std::vector<int> li = {1, 0, 1}, ri = {2, 0, 2};
+  for (int bits : {4, 5}) {
+    array w = random_array({3, 100, 2048}, float32, -1, 1);
+    auto [q, s, b] = quantize(w, 128, bits);
+    array x = random_array({2, 1, 2048}, float32, -1, 1);
+    array got = gather_qmm(x, q, s, b, ints(li, {3}), ints(ri, {3}), true,
+                           128, bits);
+    EXPECT_TRUE(all_close(to_doubles(got),
+                          reference(x, q, s, b, li, ri, 128, bits), 1e-4,
+                          1e-4))
+        << "bits=" << bits;
+  }
+}
+
 TEST(GatherQmm, ManyRowsPerMatrixDequantizeOnce) {
   // 6 picks of 40 rows over 5 matrices: past 8 rows per matrix.
   std::vector<int> li = {0, 1, 1, 0, 1, 0}, ri = {4, 0, 4, 2, -1, 1};

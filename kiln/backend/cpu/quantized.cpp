@@ -6,9 +6,9 @@
 //
 // QuantizedMatmul: per output row of the weight, group by
 // group: scale * (x . codes) + bias * sum(x over the group), for every row
-// of x; output rows are split over the cores, and the packed weight is
-// read once per call (a decode step moves bits / 32 of what a float32
-// weight would). Codes of 1, 2, 4 or 8 bits are read byte by byte against
+// of x; output rows (of every matrix of a batch together) are split over
+// the cores, and the packed weight is read once per call (a decode step
+// moves bits / 32 of what a float32 weight would). Codes of 1, 2, 4 or 8 bits are read byte by byte against
 // x dealt into matching streams; 3, 5 and 6 bits are unpacked one code at
 // a time. From gemm_min_rows rows of x on, the weight is dequantized once
 // and multiplied by BLAS.
@@ -90,112 +90,113 @@ byte_codes_dot(const float* x, const uint8_t* bytes, int nb, int c, int bits,
 // unpacking per group on the 2-core build machine).
 constexpr int64_t gemm_min_rows = 8;
 
-// op (M x N) = xp (M x K) @ dequantize(wp (N x W words), sp, bp).T.
+// op (M x N) = xp (M x K) @ dequantize(wp (N x W words), sp, bp).T for
+// many rows of x: the weight dequantized once to float32 (scale * code +
+// bias, unrounded), then one BLAS GEMM.
 template <typename T>
-void quantized_matmul_matrix(const T* xp, int64_t M, int64_t K,
-                             const uint32_t* wp, int64_t N, int64_t W,
-                             const T* sp, const T* bp, T* op, int gs,
-                             int bits) {
+void dequantized_gemm(const T* xp, int64_t M, int64_t K, const uint32_t* wp,
+                      int64_t N, int64_t W, const T* sp, const T* bp, T* op,
+                      int gs, int bits) {
   const int64_t G = K / gs;
-  // x in float, and its sum over each group (what the biases multiply).
-  detail::scratch_vector<float> xf(M * K);
-  std::vector<float> xsum(M * G, 0.0f);
+  detail::scratch_vector<float> xf(M * K), wf(N * K);
   for (int64_t i = 0; i < M * K; ++i) xf[i] = static_cast<float>(xp[i]);
+  detail::parallel_for(N, 16, [&](size_t o0, size_t o1) {
+    for (size_t o = o0; o < o1; ++o) {
+      float* r = wf.data() + o * K;
+      unpack(wp + o * W, 0, static_cast<int>(K), bits, r);
+      for (int64_t g = 0; g < G; ++g) {
+        float sg = static_cast<float>(sp[o * G + g]);
+        float bg = static_cast<float>(bp[o * G + g]);
+        float* rg = r + g * gs;
+        for (int k = 0; k < gs; ++k) rg[k] = rg[k] * sg + bg;
+      }
+    }
+  });
+  detail::scratch_vector<float> yf;
+  float* y = nullptr;
+  if constexpr (std::is_same_v<T, float>) {
+    y = op;
+  } else {
+    yf.resize(M * N);
+    y = yf.data();
+  }
+  detail::gemm(false, true, int(M), int(N), int(K), 1.0f, xf.data(), int(K),
+               wf.data(), int(K), 0.0f, y, int(N));
+  if constexpr (!std::is_same_v<T, float>) {
+    for (int64_t i = 0; i < M * N; ++i) op[i] = static_cast<T>(yf[i]);
+  }
+}
+
+// A few rows of x read against the packed codes: x in float, its sum over
+// each group (what the biases multiply), and for codes of 1, 2, 4 or 8 bits
+// x dealt, per group, into the c = 8 / bits streams that meet each
+// position of a byte (so a group's dot is c plain loops over its bytes).
+template <typename T>
+void prepare_rows(const T* xp, int64_t M, int64_t K, int gs, int bits,
+                  float* xf, float* xsum, float* xd) {
+  const int64_t G = K / gs;
+  for (int64_t i = 0; i < M * K; ++i) xf[i] = static_cast<float>(xp[i]);
+  std::fill(xsum, xsum + M * G, 0.0f);
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t k = 0; k < K; ++k) xsum[m * G + k / gs] += xf[m * K + k];
   }
-  if (M >= gemm_min_rows && M <= INT_MAX && N <= INT_MAX && K <= INT_MAX) {
-    // Many rows of x: the weight dequantized once to float32 (scale * code
-    // + bias, unrounded), then one BLAS GEMM.
-    detail::scratch_vector<float> wf(N * K);
-    detail::parallel_for(N, 16, [&](size_t o0, size_t o1) {
-      for (size_t o = o0; o < o1; ++o) {
-        float* r = wf.data() + o * K;
-        unpack(wp + o * W, 0, static_cast<int>(K), bits, r);
-        for (int64_t g = 0; g < G; ++g) {
-          float sg = static_cast<float>(sp[o * G + g]);
-          float bg = static_cast<float>(bp[o * G + g]);
-          float* rg = r + g * gs;
-          for (int k = 0; k < gs; ++k) rg[k] = rg[k] * sg + bg;
-        }
+  if (8 % bits != 0) return;
+  const int c = 8 / bits, nb = gs / c; // codes per byte, bytes per group
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t g = 0; g < G; ++g) {
+      const float* xs = xf + m * K + g * gs;
+      float* xt = xd + m * K + g * gs;
+      for (int t = 0; t < c; ++t) {
+        for (int i = 0; i < nb; ++i) xt[t * nb + i] = xs[i * c + t];
       }
-    });
-    detail::scratch_vector<float> yf;
-    float* y = nullptr;
-    if constexpr (std::is_same_v<T, float>) {
-      y = op;
-    } else {
-      yf.resize(M * N);
-      y = yf.data();
     }
-    detail::gemm(false, true, int(M), int(N), int(K), 1.0f, xf.data(),
-                 int(K), wf.data(), int(K), 0.0f, y, int(N));
-    if constexpr (!std::is_same_v<T, float>) {
-      for (int64_t i = 0; i < M * N; ++i) op[i] = static_cast<T>(yf[i]);
-    }
-    return;
   }
-  if (8 % bits == 0) {
-    // Whole codes per byte (1, 2, 4 or 8 bits): x is dealt, per group, into
-    // the c = 8 / bits streams that meet each position of a byte, so the
-    // dot is c plain loops over the group's bytes (vectorized: widen the
-    // bytes, shift, mask, convert, multiply-add).
-    const int c = 8 / bits, nb = gs / c; // codes per byte, bytes per group
-    const uint32_t mask = (1u << bits) - 1u;
-    detail::scratch_vector<float> xd(M * K);
-    for (int64_t m = 0; m < M; ++m) {
-      for (int64_t g = 0; g < G; ++g) {
-        const float* xs = xf.data() + m * K + g * gs;
-        float* xt = xd.data() + m * K + g * gs;
-        for (int t = 0; t < c; ++t) {
-          for (int i = 0; i < nb; ++i) xt[t * nb + i] = xs[i * c + t];
-        }
-      }
-    }
-    detail::parallel_for(N, 16, [&](size_t o0, size_t o1) {
-      std::vector<float> acc(M);
-      for (size_t o = o0; o < o1; ++o) {
-        std::fill(acc.begin(), acc.end(), 0.0f);
-        const uint8_t* row = reinterpret_cast<const uint8_t*>(wp + o * W);
-        for (int64_t g = 0; g < G; ++g) {
-          const uint8_t* bytes = row + g * nb;
-          float s = static_cast<float>(sp[o * G + g]);
-          float b = static_cast<float>(bp[o * G + g]);
-          for (int64_t m = 0; m < M; ++m) {
-            const float* xt = xd.data() + m * K + g * gs;
-            acc[m] += s * byte_codes_dot(xt, bytes, nb, c, bits, mask) +
-                      b * xsum[m * G + g];
-          }
-        }
-        for (int64_t m = 0; m < M; ++m) op[m * N + o] = static_cast<T>(acc[m]);
-      }
-    });
-    return;
-  }
-  detail::parallel_for(N, 16, [&](size_t o0, size_t o1) {
-    std::vector<float> codes(gs), acc(M);
-    for (size_t o = o0; o < o1; ++o) {
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      const uint32_t* row = wp + o * W;
-      for (int64_t g = 0; g < G; ++g) {
-        unpack(row, g * gs, gs, bits, codes.data());
-        float s = static_cast<float>(sp[o * G + g]);
-        float b = static_cast<float>(bp[o * G + g]);
+}
+
+// Output rows [o0, o1) of one matrix's op (M x N), from its x as
+// prepare_rows left it (xf, xsum, and xd for whole codes per byte); acc
+// holds M floats and codes group_size.
+template <typename T>
+void matvec_rows(const float* xf, const float* xsum, const float* xd,
+                 int64_t M, int64_t K, const uint32_t* wp, int64_t N,
+                 int64_t W, const T* sp, const T* bp, T* op, int gs, int bits,
+                 int64_t o0, int64_t o1, float* acc, float* codes) {
+  const int64_t G = K / gs;
+  const uint32_t mask = (1u << bits) - 1u;
+  for (int64_t o = o0; o < o1; ++o) {
+    std::fill(acc, acc + M, 0.0f);
+    for (int64_t g = 0; g < G; ++g) {
+      float s = static_cast<float>(sp[o * G + g]);
+      float b = static_cast<float>(bp[o * G + g]);
+      if (8 % bits == 0) {
+        const int c = 8 / bits, nb = gs / c;
+        const uint8_t* bytes =
+            reinterpret_cast<const uint8_t*>(wp + o * W) + g * nb;
         for (int64_t m = 0; m < M; ++m) {
-          const float* xr = xf.data() + m * K + g * gs;
+          const float* xt = xd + m * K + g * gs;
+          acc[m] += s * byte_codes_dot(xt, bytes, nb, c, bits, mask) +
+                    b * xsum[m * G + g];
+        }
+      } else {
+        unpack(wp + o * W, g * gs, gs, bits, codes);
+        for (int64_t m = 0; m < M; ++m) {
+          const float* xr = xf + m * K + g * gs;
           float dot = 0.0f;
           for (int k = 0; k < gs; ++k) dot += xr[k] * codes[k];
           acc[m] += s * dot + b * xsum[m * G + g];
         }
       }
-      for (int64_t m = 0; m < M; ++m) op[m * N + o] = static_cast<T>(acc[m]);
     }
-  });
+    for (int64_t m = 0; m < M; ++m) op[m * N + o] = static_cast<T>(acc[m]);
+  }
 }
 
 // One product per weight matrix: w (N, W), or a batch (B, N, W) with x
 // (B, M, K), or x (P, M, K) with indices (P,) picking each one's matrix
-// of w (gather_qmm's picked experts).
+// of w (gather_qmm's picked experts). Few rows of x: every matrix's x is
+// prepared first, then one parallel loop runs over all matrices' output
+// rows (a loop per matrix cost a pool hand-off each: 16 tiny matrices took
+// 382 us); many rows: a GEMM per matrix.
 template <typename T>
 void quantized_matmul(const std::vector<array>& in, array& out, int gs,
                       int bits) {
@@ -205,15 +206,51 @@ void quantized_matmul(const std::vector<array>& in, array& out, int gs,
   const int64_t K = x.shape(-1), N = w.shape(-2), W = w.shape(-1);
   const int64_t M = K && B ? static_cast<int64_t>(x.size()) / K / B : 0;
   const int64_t G = K / gs;
-  for (int64_t b = 0; b < B; ++b) {
-    const int64_t m =
-        picked ? GatherMM::pick(in[4].data<uint32_t>()[b], w.shape(0)) : b;
-    quantized_matmul_matrix<T>(x.data<T>() + b * M * K, M, K,
-                               w.data<uint32_t>() + m * N * W, N, W,
-                               sc.data<T>() + m * N * G,
-                               bi.data<T>() + m * N * G,
-                               out.data<T>() + b * M * N, gs, bits);
+  auto matrix = [&](int64_t b) {
+    return picked ? GatherMM::pick(in[4].data<uint32_t>()[b], w.shape(0))
+                  : b;
+  };
+  const T* xp = x.data<T>();
+  const uint32_t* wp = w.data<uint32_t>();
+  const T* sp = sc.data<T>();
+  const T* bp = bi.data<T>();
+  T* op = out.data<T>();
+  if (M >= gemm_min_rows && M <= INT_MAX && N <= INT_MAX && K <= INT_MAX) {
+    for (int64_t b = 0; b < B; ++b) {
+      int64_t m = matrix(b);
+      dequantized_gemm<T>(xp + b * M * K, M, K, wp + m * N * W, N, W,
+                          sp + m * N * G, bp + m * N * G, op + b * M * N, gs,
+                          bits);
+    }
+    return;
   }
+  const bool dealt = 8 % bits == 0;
+  detail::scratch_vector<float> xf(B * M * K), xsum(B * M * G),
+      xd(dealt ? B * M * K : 0);
+  for (int64_t b = 0; b < B; ++b) {
+    prepare_rows(xp + b * M * K, M, K, gs, bits, xf.data() + b * M * K,
+                 xsum.data() + b * M * G,
+                 dealt ? xd.data() + b * M * K : nullptr);
+  }
+  // At least 64K codes times rows of x per chunk: smaller products run
+  // on the calling thread, without a pool hand-off.
+  const int64_t grain = std::max<int64_t>(16, (int64_t(1) << 16) /
+                                                  std::max<int64_t>(1, M * K));
+  detail::parallel_for(B * N, grain, [&](size_t i0, size_t i1) {
+    std::vector<float> acc(M), codes(gs);
+    for (int64_t i = i0; i < static_cast<int64_t>(i1);) {
+      // The run of rows of one matrix within [i0, i1).
+      const int64_t b = i / N, o0 = i % N;
+      const int64_t o1 = std::min<int64_t>(N, o0 + int64_t(i1) - i);
+      const int64_t m = matrix(b);
+      matvec_rows<T>(xf.data() + b * M * K, xsum.data() + b * M * G,
+                     dealt ? xd.data() + b * M * K : nullptr, M, K,
+                     wp + m * N * W, N, W, sp + m * N * G, bp + m * N * G,
+                     op + b * M * N, gs, bits, o0, o1, acc.data(),
+                     codes.data());
+      i += o1 - o0;
+    }
+  });
 }
 
 } // namespace
