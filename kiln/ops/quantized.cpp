@@ -478,7 +478,7 @@ array gather_qmm(const array& x, const array& w, const array& scales,
                      st, std::move(fallback), group_size, bits),
                  {contiguous(left, false, st), contiguous(fw, false, st),
                   contiguous(fs, false, st), contiguous(*fb, false, st),
-                  right});
+                  contiguous(right, false, st)});
   }();
   Shape full = batch;
   full.insert(full.end(), {out.shape(-2), out.shape(-1)});

@@ -92,6 +92,33 @@ TEST(GatherQmm, PicksSplitAcrossThreadsMidMatrix) {
   }
 }
 
+TEST(GatherQmm, StridedIndicesAreReadAsTheirValues) {
+  // A transposed index array and a strided slice: views the kernels must
+  // not read as packed.
+  array w = random_array({5, 20, 64}, float32, -1, 1);
+  auto [q, s, b] = quantize(w, 64, 4);
+  array x = random_array({3, 1, 64}, float32, -1, 1);
+  array rhs = transpose(ints({4, 2, 0, 3, 1, 2}, {2, 3})); // (3, 2)
+  array lhs = slice(ints({0, 9, 1, 9, 2, 9}, {6}), Shape{0}, Shape{6},
+                    Shape{2});
+  array got = gather_qmm(x, q, s, b, reshape(lhs, {3, 1}), rhs, true, 64, 4);
+  ASSERT_EQ(got.shape(), (Shape{3, 2, 1, 20}));
+  // lhs is {0, 1, 2}; rhs rows are {4, 3}, {2, 1}, {0, 2}.
+  EXPECT_TRUE(all_close(to_doubles(got),
+                        reference(x, q, s, b, {0, 0, 1, 1, 2, 2},
+                                  {4, 3, 2, 1, 0, 2}, 64, 4),
+                        1e-4, 1e-4));
+  // A strided uint32 rhs already of the picks' shape reaches the kernel
+  // without a cast or a broadcast.
+  array rhs1 = slice(astype(ints({4, 9, 3, 9, 2, 9}, {6}), uint32), Shape{0},
+                     Shape{6}, Shape{2});
+  eval(rhs1);
+  array got1 = gather_qmm(x, q, s, b, std::nullopt, rhs1, true, 64, 4);
+  EXPECT_TRUE(all_close(to_doubles(got1),
+                        reference(x, q, s, b, {0, 1, 2}, {4, 3, 2}, 64, 4),
+                        1e-4, 1e-4));
+}
+
 TEST(GatherQmm, ManyRowsPerMatrixDequantizeOnce) {
   // 6 picks of 40 rows over 5 matrices: past 8 rows per matrix.
   std::vector<int> li = {0, 1, 1, 0, 1, 0}, ri = {4, 0, 4, 2, -1, 1};
