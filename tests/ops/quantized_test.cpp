@@ -187,6 +187,22 @@ TEST(Quantized, CpuKernelMatchesTheGraph) {
   }
 }
 
+TEST(Quantized, EmptyInnerDimensionGivesZeros) {
+  // x (3, 0) @ w(5, 0).T: sums over nothing, for one matrix and a batch.
+  for (Dtype dt : {float32, float16}) {
+    array x = zeros({3, 0}, dt);
+    array w = zeros({5, 0}, uint32), s = ones({5, 0}, dt), b = ones({5, 0}, dt);
+    array y = quantized_matmul(x, w, s, b);
+    ASSERT_EQ(y.shape(), (Shape{3, 5}));
+    EXPECT_TRUE(all_close(to_doubles(y), std::vector<double>(15, 0.0), 0, 0))
+        << dtype_name(dt);
+    array yb = quantized_matmul(zeros({2, 3, 0}, dt), zeros({2, 5, 0}, uint32),
+                                ones({2, 5, 0}, dt), ones({2, 5, 0}, dt));
+    EXPECT_TRUE(all_close(to_doubles(yb), std::vector<double>(30, 0.0), 0, 0))
+        << dtype_name(dt) << " batch";
+  }
+}
+
 TEST(Quantized, BadInputRaises) {
   array w = random_array({4, 128}, float32);
   expect_invalid([&] { quantize(w, 16, 4); }, "quantize", "group_size 16");

@@ -14,6 +14,7 @@
 // and multiplied by BLAS.
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <cmath>
 #include <type_traits>
 #include <vector>
@@ -380,6 +381,11 @@ void QuantizedMatmul::eval_cpu(const std::vector<array>& inputs,
   array& out = outputs[0];
   out.set_data(allocator::malloc(out.nbytes()));
   if (out.size() == 0) return;
+  if (inputs[0].shape(-1) == 0) {
+    // An empty inner dimension: every sum is over nothing.
+    std::memset(out.data<void>(), 0, out.nbytes());
+    return;
+  }
   with_float_type(*this, out.dtype(), [&](auto tag) {
     quantized_matmul<KILN_TYPE(tag)>(inputs, out, group_size_, bits_);
   });
