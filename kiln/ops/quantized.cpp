@@ -369,10 +369,6 @@ array quantized_matmul(const array& x, const array& w, const array& scales,
 
 namespace {
 
-// From this many rows of x per pick down, gather_qmm reads each pick's
-// codes in place (the kernels' matvec route); more take the pick's codes.
-constexpr int in_place_max_rows = 16;
-
 void check_gather_qmm(const array& x, const array& w, const array& scales,
                       const std::optional<array>& biases,
                       const std::string& mode) {
@@ -449,10 +445,11 @@ array gather_qmm(const array& x, const array& w, const array& scales,
   array right = flatten(broadcast_to(ri, batch, st), 0, -1, st);
   Dtype dt = left.dtype();
   array out = [&] {
-    bool in_place = affine && transpose && rows <= in_place_max_rows &&
+    bool in_place = affine && transpose &&
+                    rows <= fast::QuantizedMatmul::max_picked_rows &&
                     kernel_device(st) && kernel_dtype(dt) &&
-                    fs.dtype() == dt && left.shape(-1) ==
-                                            int64_t(fw.shape(-1)) * 32 / bits;
+                    fs.dtype() == dt &&
+                    left.shape(-1) == int64_t(fw.shape(-1)) * 32 / bits;
     // take reads the indices as int32, as the kernels do (negative from
     // the end; uint32 would read them as past the end).
     if (!in_place) {

@@ -37,6 +37,10 @@ class QuantizedCustom : public Custom {
 class QuantizedMatmul : public QuantizedCustom {
  public:
   using QuantizedCustom::QuantizedCustom;
+  /** The most rows of x per pick the indexed form takes: the GPU's
+   *  matvec reads the codes for up to this many rows, and gather_qmm
+   *  takes the picks' codes for more. */
+  static constexpr int64_t max_picked_rows = 16;
   const char* name() const override { return "QuantizedMatmul"; }
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;

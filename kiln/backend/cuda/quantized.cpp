@@ -60,10 +60,11 @@ JitKernel dequantize_kernel(Dtype scales, Dtype out, int bits) {
 
 namespace {
 
-// From this many rows of x on, the weight is dequantized for a GEMM:
-// 16 rows read the codes four times (4096 x 4096 at 4 bits: 4 x 8 MB)
-// against writing and reading a 32 MB float16 copy.
-constexpr int64_t qmv_max_rows = 16;
+// Past this many rows of x, the weight is dequantized for a GEMM: 16
+// rows read the codes four times (4096 x 4096 at 4 bits: 4 x 8 MB)
+// against writing and reading a 32 MB float16 copy. Picks (gather_qmm's
+// indexed form) come with at most this many rows.
+constexpr int64_t qmv_max_rows = fast::QuantizedMatmul::max_picked_rows;
 // quantized_matvec's blocks (device/quantized.cuh's qmv_threads and
 // qmv_outputs).
 constexpr int qmv_threads = 128, qmv_outputs = 4;
