@@ -11,8 +11,9 @@ Times are the best of repeated calls, in ms; ratios are MLX/kiln (> 1
 means kiln is faster).
 
 With --gpu, on the GPU against PyTorch in the same process: float16 x @
-W^T with W quantized to 4 bits in groups of 64, for decode (1 and 8 rows)
-and prefill (512 rows) on Llama-sized layers, against PyTorch's float16
+W^T with W quantized to 4 bits in groups of 64, for decode (1 row), a few
+sequences (8, 16 and 64 rows) and prefill (512 rows) on Llama-sized
+layers, and at 8 bits for 1 and 8 rows, against PyTorch's float16
 matmul of the unquantized weight and, where this PyTorch has it, its
 int4 kernel (_weight_int4pack_mm, bfloat16, groups of 64); GPU time from
 the CUDA profiler (gpu_bench.py's helpers), effective bandwidth of the
@@ -93,36 +94,38 @@ def gpu_main():
     rows = []
     for n, k in ((4096, 4096), (14336, 4096), (4096, 14336)):
         w = (rng.standard_normal((n, k)) * 0.02).astype(np.float16)
-        with kc.stream(kc.gpu):
-            kw = kc.array(w)
-            kq = kc.quantize(kw)
-            kc.eval(kw, *kq)
         tw = torch.from_numpy(w).cuda()
-        qbytes = sum(a.nbytes for a in kq)
-        for m in (1, 8, 512):
+        quantized = {}
+        for bits, m in [(4, m) for m in (1, 8, 16, 64, 512)] + [(8, 1), (8, 8)]:
+            if bits not in quantized:
+                with kc.stream(kc.gpu):
+                    quantized[bits] = kc.quantize(kc.array(w), bits=bits)
+                    kc.eval(*quantized[bits])
+            kq = quantized[bits]
+            qbytes = sum(a.nbytes for a in kq)
             x = rng.standard_normal((m, k)).astype(np.float16)
             kx, tx = kc.array(x), torch.from_numpy(x).cuda()
             kc.eval(kx)
-            ref = x.astype(np.float32) @ np.array(kc.dequantize(*kq, dtype=kc.float32)).T
+            ref = x.astype(np.float32) @ np.array(kc.dequantize(*kq, bits=bits, dtype=kc.float32)).T
             with kc.stream(kc.gpu):
-                got = np.array(kc.quantized_matmul(kx, *kq), dtype=np.float32)
+                got = np.array(kc.quantized_matmul(kx, *kq, bits=bits), dtype=np.float32)
             err = np.abs(got - ref).max() / np.abs(ref).max()
-            assert err < 1e-2, f"{n} x {k}, {m} rows: relative error {err}"
+            assert err < 1e-2, f"{n} x {k}, {m} rows, {bits} bits: relative error {err}"
 
             def k_fn():
                 with kc.stream(kc.gpu):
-                    return kc.quantized_matmul(kx, *kq)
+                    return kc.quantized_matmul(kx, *kq, bits=bits)
 
             kg = kiln_gpu_us(k_fn)
             kt = kiln_throughput_us(k_fn)
             tg = torch_gpu_us(lambda: tx @ tw.T)
-            t4 = torch_int4_us(torch, tx, n, k)
+            t4 = torch_int4_us(torch, tx, n, k) if bits == 4 else None
             tbps = qbytes / (kg * 1e-6) / 1e12
-            rows.append((f"{m} x {k} by {n} x {k}", kg, kt, tbps, tg, t4))
+            rows.append((f"{m} x {k} by {n} x {k}, {bits} bits", kg, kt, tbps, tg, t4))
             print(rows[-1], flush=True)
     print()
-    print(f"float16 x, 4-bit weight in groups of 64; GPU us from the CUDA profiler; copy ceiling {ceiling:.2f} TB/s")
-    print("| x by W^T | kiln q4 GPU us | kiln q4 wall us/call | kiln weight TB/s | torch fp16 GPU us (/ kiln) | torch int4 GPU us (/ kiln) |")
+    print(f"float16 x, weight in groups of 64; GPU us from the CUDA profiler; copy ceiling {ceiling:.2f} TB/s")
+    print("| x by W^T | kiln GPU us | kiln wall us/call | kiln weight TB/s | torch fp16 GPU us (/ kiln) | torch int4 GPU us (/ kiln) |")
     print("| --- | --- | --- | --- | --- | --- |")
     for name, kg, kt, tbps, tg, t4 in rows:
         int4 = f"{t4:.1f} ({t4 / kg:.2f}x)" if t4 else "n/a"

@@ -1,10 +1,15 @@
 // quantized_matmul and dequantize on the GPU against float64 products of
 // the exactly dequantized weight (and dequantize against the CPU, bit for
 // bit): every width and group size, float32/float16/bfloat16, rows of x on
-// both sides of the read-the-codes / dequantize-then-GEMM switch, output
-// rows not a multiple of the kernel's four, batches of matrices,
-// non-contiguous inputs, gather_qmm's picks read in place, the gradient,
-// and the graph for what the kernels do not take.
+// both sides of the read-the-codes / dequantize-then-GEMM switch at 16
+// rows (the matvec, or from 2 rows the tensor-core kernel), output rows not a
+// multiple of the kernels' blocks, inner dimensions that end inside the
+// tensor-core kernel's chunks, batches of matrices, non-contiguous inputs,
+// gather_qmm's picks read in place, the gradient, and the graph for what
+// the kernels do not take.
+#include <algorithm>
+#include <cmath>
+
 #include "cuda/gpu_fixture.h"
 #include "kiln/ops/quantized.h"
 #include "kiln/ops/utils.h"
@@ -25,17 +30,20 @@ array reference(const array& x, const array& q, const array& s,
                 Device::cpu);
 }
 
-// float32 sums in another order; 16-bit outputs round once (and, from 17
-// rows, the weight is rounded to the dtype before the GEMM).
+// float32 sums in another order; 16-bit outputs round once (and the
+// tensor-core kernel and the GEMM route round the weight to the dtype).
 double qmm_tol(Dtype dt) { return dt == float32 ? 1e-4 : 4 * tolerance(dt); }
 
+// The weight's rounding errors add up as the square root of the inner
+// dimension k: the tolerance grows with it past 256.
 ::testing::AssertionResult close_to_reference(const array& got,
-                                              const array& ref, Dtype dt) {
+                                              const array& ref, Dtype dt,
+                                              int64_t k = 256) {
   if (got.dtype() != dt || got.shape() != ref.shape()) {
     return ::testing::AssertionFailure() << "got " << got << " for " << ref;
   }
-  return all_close(to_doubles(got), to_doubles(ref), qmm_tol(dt),
-                   qmm_tol(dt));
+  double tol = qmm_tol(dt) * std::max(1.0, std::sqrt(k / 256.0));
+  return all_close(to_doubles(got), to_doubles(ref), tol, tol);
 }
 
 TEST_F(GpuQuantized, MatmulEveryWidthGroupDtypeAndRowCount) {
@@ -45,9 +53,11 @@ TEST_F(GpuQuantized, MatmulEveryWidthGroupDtypeAndRowCount) {
       for (int gs : {32, 64, 128}) {
         array w = random_array({n, k}, dt, -1, 1);
         auto [q, s, b] = quantize(w, gs, bits, "affine", Device::cpu);
-        // 1, 2, 3 rows: each matvec variant; 5 and 16: several blocks of
-        // rows; 17: the GEMM route.
-        for (int rows : {1, 2, 3, 5, 16, 17}) {
+        // 1, 2, 3 rows: each matvec variant (float16/bfloat16 at 4 and 8
+        // bits: the matvec, then the tensor-core kernel); 5 and 16:
+        // several blocks of rows (one tensor-core block); 17 and 40: the
+        // GEMM route.
+        for (int rows : {1, 2, 3, 5, 16, 17, 40}) {
           array x = random_array({rows, k}, dt, -1, 1);
           array got = quantized_matmul(x, q, s, b, true, gs, bits, "affine",
                                        Device::gpu);
@@ -55,6 +65,40 @@ TEST_F(GpuQuantized, MatmulEveryWidthGroupDtypeAndRowCount) {
                                          dt))
               << dtype_name(dt) << " bits=" << bits << " gs=" << gs
               << " rows=" << rows;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GpuQuantized, TensorCoreInnerDimensionsAndWeightRows) {
+  // Inner dimensions that end inside a chunk (128 codes per quad of lanes
+  // at 4 bits, 64 at 8), one chunk, and many (several warps over the
+  // inner dimension, and more chunks than warps); 8 weight rows (part of
+  // a block) and 300 (several, the last partial).
+  struct Case {
+    int k, gs;
+  };
+  for (Dtype dt : {float16, bfloat16}) {
+    for (int bits : {4, 8}) {
+      for (Case c : {Case{96, 32}, Case{160, 32}, Case{4160, 64},
+                     Case{12288, 128}}) {
+        for (int n : {8, 300}) {
+          array w = random_array({n, c.k}, dt, -1, 1);
+          auto [q, s, b] = quantize(w, c.gs, bits, "affine", Device::cpu);
+          for (int rows : {2, 8, 9, 16}) {
+            array x = random_array({rows, c.k}, dt, -1, 1);
+            array got = quantized_matmul(x, q, s, b, true, c.gs, bits,
+                                         "affine", Device::gpu);
+            EXPECT_TRUE(close_to_reference(
+                got, reference(x, q, s, b, c.gs, bits), dt, c.k))
+                << dtype_name(dt) << " bits=" << bits << " k=" << c.k
+                << " n=" << n << " rows=" << rows;
+            // The warps' sums meet in a fixed order: the same bits again.
+            array again = quantized_matmul(x, q, s, b, true, c.gs, bits,
+                                           "affine", Device::gpu);
+            EXPECT_TRUE(all_close(to_doubles(got), to_doubles(again), 0, 0));
+          }
         }
       }
     }

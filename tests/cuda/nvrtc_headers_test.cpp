@@ -143,9 +143,6 @@ TEST(NvrtcHeaders, AddressKernels) {
                       cuda::picked_matrices_kernel(8)});
 }
 
-// Every scan op, and every dtype family on sum (widening ones included),
-// each in its three per-line patterns (s, r, c) and its two passes in
-// pieces (t, k).
 TEST(NvrtcHeaders, QuantizedKernels) {
   // Every width; a program per dtype (the matvec's row variants are
   // siblings), the dequantize kernels together.
@@ -156,12 +153,19 @@ TEST(NvrtcHeaders, QuantizedKernels) {
       matvec.push_back(cuda::quantized_matvec_kernel(dt, bits, 1));
       dequantize.push_back(cuda::dequantize_kernel(dt, float32, bits));
     }
+    if (dt != float32) {
+      matvec.push_back(cuda::quantized_mma_kernel(dt, 4));
+      matvec.push_back(cuda::quantized_mma_kernel(dt, 8));
+    }
     expect_all_compile(matvec);
   }
   dequantize.push_back(cuda::dequantize_kernel(float32, bfloat16, 4));
   expect_all_compile(dequantize);
 }
 
+// Every scan op, and every dtype family on sum (widening ones included),
+// each in its three per-line patterns (s, r, c) and its two passes in
+// pieces (t, k).
 TEST(NvrtcHeaders, ScanFamily) {
   using cuda::scan_kernel;
   std::vector<JitKernel> ks;

@@ -1,6 +1,9 @@
 // Ahead-of-time quantization kernels: 4 and 8 bits (the widths models
-// ship in) on float32, float16 and bfloat16. Other widths, mixed dtypes,
-// and everything in the JIT build, are compiled by NVRTC at first use.
+// ship in) on float32, float16 and bfloat16, and the tensor-core products
+// of float16 and bfloat16. Other widths, mixed dtypes, and everything in
+// the JIT build, are compiled by NVRTC at first use.
+#include <type_traits>
+
 #include "kiln/backend/cuda/aot.cuh"
 #include "kiln/backend/cuda/device/quantized.cuh"
 #include "kiln/backend/cuda/quantized.h"
@@ -26,6 +29,13 @@ template <typename T>
 void widths(AotTable& t) {
   width<T, 4>(t);
   width<T, 8>(t);
+  if constexpr (!std::is_same_v<T, float>) {
+    Dtype d = aot::dtype_v<T>;
+    aot::put(t, quantized_mma_kernel(d, 4),
+             reinterpret_cast<const void*>(&quantized_mma<T, 4>));
+    aot::put(t, quantized_mma_kernel(d, 8),
+             reinterpret_cast<const void*>(&quantized_mma<T, 8>));
+  }
 }
 
 } // namespace

@@ -1,12 +1,15 @@
 // QuantizedMatmul and Dequantize on the GPU (device/quantized.cuh).
 //
-// QuantizedMatmul, x @ dequantize(w).T: up to qmv_max_rows rows of x (a
-// decode step, a few sequences) read the packed codes directly, every code
-// once per four rows of x, so the weight's traffic is bits / 16 of a
-// float16 weight's; more rows dequantize the weight into x's dtype once and
-// hand it to cuBLASLt, where the GEMM's FLOPs dominate. The ops make these
-// primitives on GPU streams only for inputs the kernels take (row-major,
-// float32/float16/bfloat16, the scales of x's dtype).
+// QuantizedMatmul, x @ dequantize(w).T: a few rows of x (a decode step, a
+// few sequences, a speculative batch) read the packed codes directly, so
+// the weight's traffic is bits / 16 of a float16 weight's: on tensor cores
+// for float16/bfloat16 at 4 and 8 bits (2 to 16 rows, the codes read
+// once), otherwise by the matvec (up to qmv_max_rows rows, every code read
+// once per four rows). More rows dequantize the
+// weight into x's dtype once and hand it to cuBLASLt, where the GEMM's
+// FLOPs dominate. The ops make these primitives on GPU streams only for
+// inputs the kernels take (row-major, float32/float16/bfloat16, the scales
+// of x's dtype).
 #include "kiln/backend/cuda/quantized.h"
 
 #include <algorithm>
@@ -36,6 +39,14 @@ std::string matvec_expression(Dtype dt, int bits, int rows) {
 }
 
 } // namespace
+
+JitKernel quantized_mma_kernel(Dtype dt, int bits) {
+  return {"bQuantizedMma" + std::to_string(bits) + dtype_name(dt),
+          header,
+          std::string("kiln::cuda::quantized_mma<") + device_type(dt) + ", " +
+              std::to_string(bits) + ">",
+          {}};
+}
 
 JitKernel quantized_matvec_kernel(Dtype dt, int bits, int rows) {
   JitKernel k{matvec_name(dt, bits, rows), header,
@@ -68,6 +79,48 @@ constexpr int64_t qmv_max_rows = fast::QuantizedMatmul::max_picked_rows;
 // quantized_matvec's blocks (device/quantized.cuh's qmv_threads and
 // qmv_outputs).
 constexpr int qmv_threads = 128, qmv_outputs = 4;
+// quantized_mma's blocks (device/quantized.cuh's qmma_max_warps, and 8 *
+// qmma_weight_tiles weight rows), and the rows of x it takes. On an H200
+// (benchmarks/quantized_bench.py --gpu, float16, 4 bits) it beat the
+// matvec from 2 rows (8 rows of a 4096 x 14336 weight: 73 -> 24 us) but
+// not at 1 (19.1 against 23.1 us); past 16 rows, where a block of 16 rows
+// of x per weight block reads the codes again, the dequantize-and-GEMM
+// route was as fast or faster at 64 rows (113-118 us against 87-128).
+constexpr int qmma_max_warps = 16, qmma_rows_per_block = 32;
+constexpr int64_t qmma_max_rows = 16;
+
+// The kernel's mma.sync shapes need an Ampere or newer GPU.
+bool mma_takes(Dtype dt, int bits, int64_t m) {
+  return (dt == float16 || dt == bfloat16) && (bits == 4 || bits == 8) &&
+         m >= 2 && m <= qmma_max_rows && device_info().major >= 8;
+}
+
+// Launches quantized_mma (arguments as quantized_matvec's) with as many
+// warps over the inner dimension as fill the GPU (two blocks of eight
+// warps per SM) and have chunks to take.
+void launch_mma(KernelArgs args, Dtype dt, int bits, int64_t m, int64_t n,
+                int64_t k, int64_t batch, int stream) {
+  KernelKey key('b', "QuantizedMma");
+  key.add(static_cast<uint32_t>(bits)).add(static_cast<uint32_t>(dt.val));
+  CUfunction f =
+      find_kernel(key, [&] { return quantized_mma_kernel(dt, bits); });
+  LaunchShape shape;
+  shape.grid[0] = static_cast<unsigned>((n + qmma_rows_per_block - 1) /
+                                        qmma_rows_per_block);
+  shape.grid[1] = static_cast<unsigned>((m + 15) / 16);
+  shape.grid[2] = static_cast<unsigned>(batch);
+  const int64_t blocks = int64_t(shape.grid[0]) * shape.grid[1] * batch;
+  const int64_t chunks = (k + 512 / bits - 1) / (512 / bits);
+  const int64_t resident = int64_t(device_info().sm_count) * 16;
+  int warps = qmma_max_warps;
+  while (warps > 1 && (warps / 2 >= chunks ||
+                       (warps > 4 && blocks * (warps / 2) >= resident))) {
+    warps /= 2;
+  }
+  shape.block[0] = 32 * warps;
+  set_current_device();
+  submit_kernel(f, shape, args, stream);
+}
 
 bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
@@ -123,7 +176,20 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs,
   const void* pb = cuda::device_ptr(inputs[3], s);
   void* po = out.raw_data_ptr();
   int64_t groups = k / group_size_, words = w.shape(-1);
-  if (m <= cuda::qmv_max_rows) {
+  const bool mma = cuda::mma_takes(dt, bits_, m);
+  if (mma || m <= cuda::qmv_max_rows) {
+    int gs = group_size_;
+    int64_t x_batch = m * k, w_batch = n * words, p_batch = n * groups,
+            out_batch = m * n;
+    const void* index = picked ? cuda::device_ptr(inputs[4], s) : nullptr;
+    int64_t w_count = w.ndim() == 3 ? w.shape(0) : 1;
+    void* args[] = {&px,      &pw,      &ps,        &pb,    &po,
+                    &m,       &n,       &k,         &gs,    &x_batch,
+                    &w_batch, &p_batch, &out_batch, &index, &w_count};
+    if (mma) {
+      cuda::launch_mma(args, dt, bits_, m, n, k, batch, s.index);
+      return;
+    }
     int rows = m == 1 ? 1 : (m == 2 ? 2 : 4);
     cuda::KernelKey key('b', "QuantizedMatvec");
     key.add(static_cast<uint32_t>(bits_))
@@ -133,14 +199,6 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs,
     CUfunction f = cuda::find_kernel(key, [&] {
       return cuda::quantized_matvec_kernel(dt, bits, rows);
     });
-    int gs = group_size_;
-    int64_t x_batch = m * k, w_batch = n * words, p_batch = n * groups,
-            out_batch = m * n;
-    const void* index = picked ? cuda::device_ptr(inputs[4], s) : nullptr;
-    int64_t w_count = w.ndim() == 3 ? w.shape(0) : 1;
-    void* args[] = {&px,      &pw,      &ps,        &pb,    &po,
-                    &m,       &n,       &k,         &gs,    &x_batch,
-                    &w_batch, &p_batch, &out_batch, &index, &w_count};
     cuda::LaunchShape shape;
     shape.grid[0] = static_cast<unsigned>((n + cuda::qmv_outputs - 1) /
                                           cuda::qmv_outputs);

@@ -1,7 +1,8 @@
 // Names and instantiations of the affine-quantization kernels
 // (device/quantized.cuh), shared by the launchers and the ahead-of-time
 // table. "bQuantizedMatvec{bits}r{rows}{dtype}" (rows of x per block: 1, 2
-// or 4, compiled together) and "vDequantize{bits}{scales}{out}".
+// or 4, compiled together), "bQuantizedMma{bits}{dtype}" and
+// "vDequantize{bits}{scales}{out}".
 #pragma once
 
 #include "kiln/backend/cuda/jit_module.h"
@@ -17,6 +18,8 @@ inline bool quantized_kernels_support(Dtype dt) {
 
 /** Rows of x each quantized_matvec block reads; 1, 2 or 4. */
 JitKernel quantized_matvec_kernel(Dtype dt, int bits, int rows);
+/** dt float16 or bfloat16, bits 4 or 8. */
+JitKernel quantized_mma_kernel(Dtype dt, int bits);
 JitKernel dequantize_kernel(Dtype scales, Dtype out, int bits);
 
 } // namespace kiln::cuda

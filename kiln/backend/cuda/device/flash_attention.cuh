@@ -7,17 +7,8 @@
 // two buffers: the next key and value tiles load while this one is used.
 // Warp w owns query rows [16w, 16w + 16) of the tile throughout, and
 // everything per row stays in its registers, in the fragment layouts of
-// the `mma.sync.aligned.m16n8k16.row.col.f32.{f16|bf16}` instruction (PTX
-// ISA, "Matrix Fragments for mma.m16n8k16 with floating point type"; g =
-// lane / 4 and t = lane % 4 below):
-//   A (16 x 16, 4 registers of two T): rows g and g + 8, columns 2t, 2t + 1
-//     (registers 0, 1) and 2t + 8, 2t + 9 (registers 2, 3); register 0 is
-//     row g, 1 row g + 8, 2 row g, 3 row g + 8; the lower half of each
-//     register holds the lower column.
-//   B (16 x 8, 2 registers): column g, rows 2t, 2t + 1 (register 0) and
-//     2t + 8, 2t + 9 (register 1).
-//   C (16 x 8, 4 floats): rows g (0, 1) and g + 8 (2, 3), columns 2t and
-//     2t + 1.
+// the `mma.sync.aligned.m16n8k16.row.col.f32.{f16|bf16}` instruction
+// (device/mma.cuh describes them; g = lane / 4 and t = lane % 4 below).
 // Operands come from shared memory by `ldmatrix.sync.aligned.m8n8.x4`
 // (PTX ISA, "Warp-level matrix load instruction: ldmatrix"): lanes 8m ..
 // 8m + 7 give the row addresses of 8x8 matrix m and lane l receives, in
@@ -69,6 +60,7 @@
 #pragma once
 
 #include "kiln/backend/cuda/device/flash_tiles.cuh"
+#include "kiln/backend/cuda/device/mma.cuh"
 #include "kiln/backend/cuda/device/sdpa.cuh"
 
 namespace kiln::cuda {
@@ -142,26 +134,6 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4],
         : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
         : "r"(a)
         : "memory");
-  }
-}
-
-/** c += a b for one m16n8k16 step: a the A fragment (16 x 16 of T), b0 and
- *  b1 the B fragment (16 x 8 of T), c the float C fragment (16 x 8), all in
- *  the layouts of the header comment. */
-template <typename T>
-__device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4],
-                                         unsigned b0, unsigned b1) {
-  if constexpr (is_same_v<T, __half>) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
-        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    static_assert(is_same_v<T, __nv_bfloat16>);
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, "
-        "%3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
 }
 
@@ -317,8 +289,8 @@ __global__ void __launch_bounds__(flash_threads, flash_min_blocks(D))
           unsigned kf[4];
           flash::ldmatrix_x4<false>(
               kf, ks_tile + (n * 8 + k_row) * ldt + ks * 16 + k_col);
-          flash::mma16816<T>(s[n], qa, kf[0], kf[1]);
-          flash::mma16816<T>(s[n + 1], qa, kf[2], kf[3]);
+          mma16816<T>(s[n], qa, kf[0], kf[1]);
+          mma16816<T>(s[n + 1], qa, kf[2], kf[3]);
         }
       }
 
@@ -432,8 +404,8 @@ __global__ void __launch_bounds__(flash_threads, flash_min_blocks(D))
           unsigned vf[4];
           flash::ldmatrix_x4<true>(
               vf, vs_tile + (j * 16 + a_row) * ldt + n * 8 + a_col);
-          flash::mma16816<T>(o[n], pf, vf[0], vf[1]);
-          flash::mma16816<T>(o[n + 1], pf, vf[2], vf[3]);
+          mma16816<T>(o[n], pf, vf[0], vf[1]);
+          mma16816<T>(o[n + 1], pf, vf[2], vf[3]);
         }
       }
 

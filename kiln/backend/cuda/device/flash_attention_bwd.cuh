@@ -12,8 +12,8 @@
 // Warp w owns keys [16w, 16w + 16) of the tile throughout; their dK and dV
 // (16 x D each) stay in its registers as float C fragments of
 // `mma.sync.aligned.m16n8k16` (the layouts, g = lane / 4 and t = lane % 4,
-// and the `ldmatrix` loads are described in flash_attention.cuh; its
-// helpers flash::ldmatrix_x4, mma16816 and pack_pair serve here). The Q and
+// are in mma.cuh, the `ldmatrix` loads in flash_attention.cuh; its helpers
+// flash::ldmatrix_x4 and pack_pair serve here). The Q and
 // dO tiles of the walk's next query tile and its rows' statistics are
 // copied by cp.async into a second buffer while this one is used (one
 // barrier publishes them). Per query tile of 64 rows,
@@ -265,10 +265,10 @@ __global__ void __launch_bounds__(flash_bwd_threads, flash_bwd_min_blocks(D))
             const int at = (c0 + n * 8 + b_row) * ldt + kd * 16 + b_col;
             flash::ldmatrix_x4<false>(qf, qs + at);
             flash::ldmatrix_x4<false>(df, dos + at);
-            flash::mma16816<T>(s[n], ka, qf[0], qf[1]);
-            flash::mma16816<T>(s[n + 1], ka, qf[2], qf[3]);
-            flash::mma16816<T>(dp[n], va, df[0], df[1]);
-            flash::mma16816<T>(dp[n + 1], va, df[2], df[3]);
+            mma16816<T>(s[n], ka, qf[0], qf[1]);
+            mma16816<T>(s[n + 1], ka, qf[2], qf[3]);
+            mma16816<T>(dp[n], va, df[0], df[1]);
+            mma16816<T>(dp[n + 1], va, df[2], df[3]);
           }
         }
 
@@ -336,10 +336,10 @@ __global__ void __launch_bounds__(flash_bwd_threads, flash_bwd_min_blocks(D))
             const int at = (c0 + 16 * j + a_row) * ldt + n * 8 + a_col;
             flash::ldmatrix_x4<true>(of, dos + at);
             flash::ldmatrix_x4<true>(qf, qs + at);
-            flash::mma16816<T>(dv_acc[n], pf, of[0], of[1]);
-            flash::mma16816<T>(dv_acc[n + 1], pf, of[2], of[3]);
-            flash::mma16816<T>(dk_acc[n], sf, qf[0], qf[1]);
-            flash::mma16816<T>(dk_acc[n + 1], sf, qf[2], qf[3]);
+            mma16816<T>(dv_acc[n], pf, of[0], of[1]);
+            mma16816<T>(dv_acc[n + 1], pf, of[2], of[3]);
+            mma16816<T>(dk_acc[n], sf, qf[0], qf[1]);
+            mma16816<T>(dk_acc[n + 1], sf, qf[2], qf[3]);
           }
         }
       }
@@ -371,8 +371,8 @@ __global__ void __launch_bounds__(flash_bwd_threads, flash_bwd_min_blocks(D))
             unsigned kf[4];
             flash::ldmatrix_x4<true>(
                 kf, ks + (kk + a_row) * ldt + (f0 + n) * 8 + a_col);
-            flash::mma16816<T>(acc[n], sa, kf[0], kf[1]);
-            flash::mma16816<T>(acc[n + 1], sa, kf[2], kf[3]);
+            mma16816<T>(acc[n], sa, kf[0], kf[1]);
+            mma16816<T>(acc[n + 1], sa, kf[2], kf[3]);
           }
         }
 #pragma unroll

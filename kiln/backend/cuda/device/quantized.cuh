@@ -5,11 +5,14 @@
 //
 // quantized_matvec: out = x @ dequantize(w).T for a few rows of x read
 // straight from the packed codes (a decode step moves Bits / 16 of the
-// bytes of a float16 weight). dequantize: the weight unpacked, for the
-// many-row case (a GEMM follows) and the dequantize op.
+// bytes of a float16 weight), any width and dtype. quantized_mma: the same
+// for float16/bfloat16 x at 4 and 8 bits on tensor cores, 16 rows a block.
+// dequantize: the weight unpacked, for the many-row case (a GEMM follows)
+// and the dequantize op.
 #pragma once
 
 #include "kiln/backend/cuda/device/addresses.cuh"
+#include "kiln/backend/cuda/device/mma.cuh"
 #include "kiln/backend/cuda/device/utils.cuh"
 
 namespace kiln::cuda {
@@ -174,6 +177,239 @@ __global__ void __launch_bounds__(qmv_threads) quantized_matvec(
 #pragma unroll
       for (int i = 0; i < qmv_threads / 32; ++i) a += partial[i][o * R + r];
       out[z * out_batch + (r0 + r) * n + o0 + o] = cast_to<T>(a);
+    }
+  }
+}
+
+/** Warps of a quantized_mma block at most (their partial sums take 32 KB
+ *  of shared memory), and the 8-row tiles of the weight that each warp
+ *  takes: 32 weight rows per block. */
+inline constexpr int qmma_max_warps = 16;
+inline constexpr int qmma_weight_tiles = 4;
+
+namespace quantized {
+
+template <typename To, typename From>
+__device__ __forceinline__ To bits_as(const From& f) {
+  static_assert(sizeof(To) == sizeof(From));
+  return *reinterpret_cast<const To*>(&f);
+}
+
+/** B fragments of quantized_mma from words of codes, scale * code + bias
+ *  rounded to T. A code is ORed into the low mantissa bits of a 16-bit
+ *  float 2^e (1024 for float16, whose ulp is 1 up to 2048; 128 for
+ *  bfloat16, ulp 1 up to 256, so 4-bit codes only), which is then 2^e +
+ *  code: subtracting 2^e is exact and a fused multiply-add rounds once,
+ *  two codes per instruction. 8-bit codes in bfloat16 go through float
+ *  2^23 the same way. Per word the k16 steps' register pairs in order: at 4
+ *  bits codes (0, 4) and (1, 5), then (2, 6) and (3, 7) (a mask and a
+ *  shift each); at 8 bits (0, 2) and (1, 3) (a byte permute each). */
+template <typename T, int Bits>
+struct Decoder {
+  static_assert(Bits == 4 || Bits == 8);
+  static constexpr int regs = Bits == 4 ? 4 : 2;
+  static constexpr bool half = is_same_v<T, __half>;
+  static constexpr bool via_float = Bits == 8 && !half;
+  using P = conditional_t<half, __half2, __nv_bfloat162>;
+  static constexpr uint32_t magic = half ? 0x64006400u : 0x43004300u;
+  P scale, bias;
+  float fscale, fbias;
+
+  __device__ __forceinline__ void set(T s, T b) {
+    if constexpr (via_float) {
+      fscale = static_cast<float>(s), fbias = static_cast<float>(b);
+    } else {
+      scale = P(s, s), bias = P(b, b);
+    }
+  }
+
+  __device__ __forceinline__ uint32_t pair(uint32_t biased) const {
+    const uint32_t base = magic; // a copy: bits_as takes a reference
+    P h = bits_as<P>(biased), m = bits_as<P>(base);
+    return bits_as<uint32_t>(__hfma2(__hsub2(h, m), scale, bias));
+  }
+
+  __device__ __forceinline__ void fragments(uint32_t q,
+                                            uint32_t (&r)[regs]) const {
+    if constexpr (Bits == 4) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        r[i] = pair(((q >> (4 * i)) & 0x000f000fu) | magic);
+      }
+    } else if constexpr (!via_float) {
+      r[0] = pair(__byte_perm(q, 0x64646464u, 0x4240));
+      r[1] = pair(__byte_perm(q, 0x64646464u, 0x4341));
+    } else {
+      float v[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        float c = __uint_as_float(__byte_perm(q, 0x4b000000u, 0x7540 | i)) -
+                  8388608.0f;
+        v[i] = fmaf(c, fscale, fbias);
+      }
+      r[0] = bits_as<uint32_t>(__floats2bfloat162_rn(v[0], v[2]));
+      r[1] = bits_as<uint32_t>(__floats2bfloat162_rn(v[1], v[3]));
+    }
+  }
+};
+
+/** A fragments of one word's k16 steps for rows g (xr[0]) and g + 8
+ *  (xr[1]) of the block's 16, x at the positions of the word's codes from k0 in
+ *  Decoder's pairs: 4 bits, (0, 4) and (1, 5), then (2, 6) and (3, 7), of
+ *  one 16-byte load; 8 bits, (0, 2) and (1, 3) of an 8-byte load. Zeros
+ *  for a null row or !valid. */
+template <typename T, int Bits>
+__device__ __forceinline__ void x_fragments(const T* const (&xr)[2],
+                                            bool valid, int64_t k0,
+                                            uint32_t (&a)[8 / Bits][4]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if constexpr (Bits == 4) {
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (valid && xr[h]) {
+        v = __ldg(reinterpret_cast<const uint4*>(xr[h] + k0));
+      }
+      a[0][h] = __byte_perm(v.x, v.z, 0x5410);
+      a[0][h + 2] = __byte_perm(v.x, v.z, 0x7632);
+      a[1][h] = __byte_perm(v.y, v.w, 0x5410);
+      a[1][h + 2] = __byte_perm(v.y, v.w, 0x7632);
+    } else {
+      uint2 v = make_uint2(0, 0);
+      if (valid && xr[h]) {
+        v = __ldg(reinterpret_cast<const uint2*>(xr[h] + k0));
+      }
+      a[0][h] = __byte_perm(v.x, v.y, 0x5410);
+      a[0][h + 2] = __byte_perm(v.x, v.y, 0x7632);
+    }
+  }
+}
+
+} // namespace quantized
+
+/** out[z] = x[z] @ dequantize(w[matrix]).T on tensor cores for T float16
+ *  or bfloat16 and Bits 4 or 8. A block takes 16 rows of x (from r0 =
+ *  blockIdx.y * 16; rows past m are zeros) against the 32 weight rows of
+ *  blockIdx.x, and its warps deal out the inner
+ *  dimension in chunks: per weight row, a quad of lanes reads 16 bytes of
+ *  codes each (128 codes at 4 bits, 64 at 8), two chunks in flight per
+ *  warp. The weight keeps its layout: an mma step sums over its 16 k slots
+ *  in any order, so lane t's slots are mapped onto the codes that its own
+ *  registers hold (Decoder's pairs) and its A fragment is gathered from x
+ *  at the same positions (x_fragments). Products sum in float32; the
+ *  warps' partial tiles add up in shared memory in warp order (the same
+ *  sums every run). Arguments as quantized_matvec's. */
+template <typename T, int Bits>
+__global__ void __launch_bounds__(32 * qmma_max_warps) quantized_mma(
+    const T* __restrict__ x, const uint32_t* __restrict__ w,
+    const T* __restrict__ scales, const T* __restrict__ biases,
+    T* __restrict__ out, int64_t m, int64_t n, int64_t k, int group_size,
+    int64_t x_batch, int64_t w_batch, int64_t p_batch, int64_t out_batch,
+    const uint32_t* __restrict__ w_index, int64_t w_count) {
+  constexpr int NT = qmma_weight_tiles;
+  constexpr int per_lane = 128 / Bits, chunk = 4 * per_lane;
+  constexpr int steps = 8 / Bits; // k16 steps per word
+  using Dec = quantized::Decoder<T, Bits>;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int warps = blockDim.x / 32;
+  const int g = lane / 4, t = lane % 4;
+  const int64_t z = blockIdx.z;
+  const int64_t n0 = int64_t(blockIdx.x) * 8 * NT;
+  const int64_t r0 = int64_t(blockIdx.y) * 16;
+  const int64_t words = k / 32 * Bits, groups = k / group_size;
+  const int64_t matrix = w_index ? picked_offset(w_index[z], w_count, 1) : z;
+  x += z * x_batch;
+  w += matrix * w_batch;
+  scales += matrix * p_batch;
+  biases += matrix * p_batch;
+  // This lane's weight rows, one per 8-row tile (past n: row n - 1 again,
+  // never stored), and its rows of x, g and g + 8 (null past m).
+  int64_t wrow[NT];
+#pragma unroll
+  for (int i = 0; i < NT; ++i) {
+    int64_t row = n0 + 8 * i + g;
+    wrow[i] = row < n ? row : n - 1;
+  }
+  const T* xr[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    int64_t row = r0 + 8 * h + g;
+    xr[h] = row < m ? x + row * k : nullptr;
+  }
+  float acc[NT][4] = {};
+  const int64_t chunks = (k + chunk - 1) / chunk;
+  for (int64_t c = warp; c < chunks; c += 2 * warps) {
+    // Both chunks' codes first, so their loads are in flight together.
+    uint32_t q[2][NT][4];
+    int64_t kk[2];
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      kk[u] = (c + u * warps) * chunk + t * per_lane;
+      const bool valid = c + u * warps < chunks && kk[u] < k;
+#pragma unroll
+      for (int i = 0; i < NT; ++i) {
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (valid) {
+          v = __ldg(reinterpret_cast<const uint4*>(w + wrow[i] * words +
+                                                   kk[u] * Bits / 32));
+        }
+        q[u][i][0] = v.x, q[u][i][1] = v.y, q[u][i][2] = v.z,
+        q[u][i][3] = v.w;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      if (c + u * warps >= chunks) break; // the same for the whole warp
+      // Lanes past k (its last chunk's) add zeros: their x is zero, their
+      // codes (zeros) decode to finite biases.
+      const bool valid = kk[u] < k;
+      const int64_t grp = (valid ? kk[u] : 0) / group_size;
+      Dec dec[NT];
+#pragma unroll
+      for (int i = 0; i < NT; ++i) {
+        dec[i].set(scales[wrow[i] * groups + grp],
+                   biases[wrow[i] * groups + grp]);
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        uint32_t b[NT][Dec::regs];
+#pragma unroll
+        for (int i = 0; i < NT; ++i) dec[i].fragments(q[u][i][j], b[i]);
+        uint32_t a[steps][4];
+        quantized::x_fragments<T, Bits>(xr, valid, kk[u] + j * (per_lane / 4),
+                                        a);
+#pragma unroll
+        for (int st = 0; st < steps; ++st) {
+#pragma unroll
+          for (int i = 0; i < NT; ++i) {
+            mma16816<T>(acc[i], a[st], b[i][2 * st], b[i][2 * st + 1]);
+          }
+        }
+      }
+    }
+  }
+  // The warps' C fragments, lane-minor in shared memory; then each output
+  // summed over the warps in order.
+  constexpr int values = NT * 4;
+  __shared__ float part[qmma_max_warps * values * 32];
+#pragma unroll
+  for (int i = 0; i < NT; ++i) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      part[(warp * values + i * 4 + e) * 32 + lane] = acc[i][e];
+    }
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < values * 32; idx += blockDim.x) {
+    const int v = idx / 32, l = idx % 32;
+    float sum = 0.0f;
+    for (int wp = 0; wp < warps; ++wp) {
+      sum += part[(wp * values + v) * 32 + l];
+    }
+    const int i = v / 4, e = v % 4;
+    const int64_t row = r0 + l / 4 + (e >= 2 ? 8 : 0);
+    const int64_t col = n0 + 8 * i + 2 * (l % 4) + (e & 1);
+    if (row < m && col < n) {
+      out[z * out_batch + row * n + col] = cast_to<T>(sum);
     }
   }
 }
