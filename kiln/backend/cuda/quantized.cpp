@@ -5,11 +5,10 @@
 // the weight's traffic is bits / 16 of a float16 weight's: on tensor cores
 // for float16/bfloat16 at 4 and 8 bits (2 to 16 rows, the codes read
 // once), otherwise by the matvec (up to qmv_max_rows rows, every code read
-// once per four rows). More rows dequantize the
-// weight into x's dtype once and hand it to cuBLASLt, where the GEMM's
-// FLOPs dominate. The ops make these primitives on GPU streams only for
-// inputs the kernels take (row-major, float32/float16/bfloat16, the scales
-// of x's dtype).
+// once per four rows). More rows dequantize the weight into x's dtype once
+// and hand it to cuBLASLt, where the GEMM's FLOPs dominate. The ops make
+// these primitives on GPU streams only for inputs the kernels take
+// (row-major, float32/float16/bfloat16, the scales of x's dtype).
 #include "kiln/backend/cuda/quantized.h"
 
 #include <algorithm>
@@ -110,6 +109,7 @@ void launch_mma(KernelArgs args, Dtype dt, int bits, int64_t m, int64_t n,
   shape.grid[1] = static_cast<unsigned>((m + 15) / 16);
   shape.grid[2] = static_cast<unsigned>(batch);
   const int64_t blocks = int64_t(shape.grid[0]) * shape.grid[1] * batch;
+  // The kernel's chunks: a quad of lanes' 16-byte loads, 512 / bits codes.
   const int64_t chunks = (k + 512 / bits - 1) / (512 / bits);
   const int64_t resident = int64_t(device_info().sm_count) * 16;
   int warps = qmma_max_warps;
