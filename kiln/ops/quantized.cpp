@@ -402,7 +402,8 @@ array gather_qmm(const array& x, const array& w, const array& scales,
                  std::optional<array> lhs_indices,
                  std::optional<array> rhs_indices, bool transpose,
                  int group_size, int bits, const std::string& mode,
-                 bool sorted_indices, StreamOrDevice s) {
+                 bool sorted_indices, const std::optional<array>& global_scale,
+                 StreamOrDevice s) {
   const char* op = "gather_qmm";
   check_gather_qmm(x, w, scales, biases, mode);
   const bool affine = mode == "affine";
@@ -413,6 +414,19 @@ array gather_qmm(const array& x, const array& w, const array& scales,
                   : quantized_matmul_fp(a, q, sc, transpose, group_size,
                                         bits, mode, s);
   };
+  if (global_scale) {
+    const int64_t matrices =
+        w.ndim() > 2 ? shape_size(w.shape()) / (w.shape(-1) * w.shape(-2)) : 1;
+    if (mode != "nvfp4" || (!lhs_indices && !rhs_indices) ||
+        global_scale->ndim() != 1 || global_scale->shape(0) != matrices) {
+      throw std::invalid_argument(
+          "[gather_qmm] a global scale is nvfp4's, one per matrix of w (" +
+          std::to_string(matrices) + " for w " + detail::describe(w) +
+          "), with indices; got " + detail::describe(*global_scale) +
+          " in mode '" + mode + "'" +
+          (lhs_indices || rhs_indices ? "." : " without indices."));
+    }
+  }
   if (!lhs_indices && !rhs_indices) return qmm(x, w, scales, biases);
   Stream st = to_stream(s);
   std::string operands = "x " + detail::describe(x) + " and w " +
@@ -428,12 +442,13 @@ array gather_qmm(const array& x, const array& w, const array& scales,
   if (biases) fb = detail::flat_batch(*biases, st);
   const int64_t experts = fw.shape(0), rows = x.shape(-2);
   const int64_t picks = shape_size(batch);
-  if (picks * rows >= 8 * experts) {
+  if (picks * rows >= 8 * experts || global_scale) {
     // Many rows per matrix: each matrix dequantized once, and gather_mm
     // reads the picked ones in place.
     Dtype dt = issubdtype(x.dtype(), floating) ? x.dtype() : float32;
     array wd = affine ? dequantize(fw, fs, *fb, group_size, bits, mode, dt, st)
-                      : dequantize_fp(fw, fs, group_size, bits, mode, dt, st);
+                      : dequantize_fp(fw, fs, group_size, bits, mode, dt,
+                                      global_scale, st);
     Shape ws(w.shape().begin(), w.shape().end() - 2);
     ws.insert(ws.end(), {wd.shape(-2), wd.shape(-1)});
     wd = reshape(wd, ws, st);

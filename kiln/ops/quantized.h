@@ -50,23 +50,34 @@ array quantized_matmul(const array& x, const array& w, const array& scales,
  *  that flat batch indices pick (all of a batch, in order, when absent).
  *  A few rows per picked matrix read its packed codes in place (the
  *  affine mode, transpose, up to 16 rows per pick); more rows per matrix
- *  (at least 8 per matrix of w) dequantize w once for gather_mm. */
+ *  (at least 8 per matrix of w) dequantize w once for gather_mm.
+ *  global_scale: nvfp4's, one per matrix of w (float32, w's batch size),
+ *  with indices only, as MLX's. */
 array gather_qmm(const array& x, const array& w, const array& scales,
                  const std::optional<array>& biases,
                  std::optional<array> lhs_indices = std::nullopt,
                  std::optional<array> rhs_indices = std::nullopt,
                  bool transpose = true, int group_size = 64, int bits = 4,
                  const std::string& mode = "affine",
-                 bool sorted_indices = false, StreamOrDevice s = {});
+                 bool sorted_indices = false,
+                 const std::optional<array>& global_scale = std::nullopt,
+                 StreamOrDevice s = {});
 
 /** The microscaling modes "mxfp4" (group_size 32, bits 4), "mxfp8" (32, 8)
  *  and "nvfp4" (16, 4), as MLX's: {w_q (uint32, packed codes), scales
- *  (uint8: e8m0 exponents, or e4m3 for nvfp4)}; no biases. */
-std::pair<array, array> quantize_fp(const array& w, int group_size, int bits,
-                                    const std::string& mode,
-                                    StreamOrDevice s = {});
+ *  (uint8: e8m0 exponents, or e4m3 for nvfp4)}; no biases. nvfp4 takes a
+ *  second-level global_scale g (float32, one value; MLX's convention is
+ *  the tensor's max |w|): the e4m3 scales are stored divided by g / 2688,
+ *  so that groups of smaller magnitude keep e4m3's precision. */
+std::pair<array, array> quantize_fp(
+    const array& w, int group_size, int bits, const std::string& mode,
+    const std::optional<array>& global_scale = std::nullopt,
+    StreamOrDevice s = {});
+/** code * scale (* g / 2688 with nvfp4's global scale g: one value, or
+ *  one per matrix of a 3-D w). */
 array dequantize_fp(const array& w, const array& scales, int group_size,
                     int bits, const std::string& mode, Dtype dtype = bfloat16,
+                    const std::optional<array>& global_scale = std::nullopt,
                     StreamOrDevice s = {});
 /** x @ dequantize_fp(w).T (transpose) or x @ dequantize_fp(w), in x's
  *  float type. */

@@ -4,7 +4,11 @@
 //   mxfp8: 32 values of e4m3 (8 bits) per e8m0 scale;
 //   nvfp4: 16 values of e2m1 per e4m3 scale.
 // The mx scale is 2^ceil(log2(max|w| / largest code)), so no value clips;
-// nvfp4's is max|w| / 6 rounded to e4m3. e2m1 codes round to the nearest
+// nvfp4's is max|w| / 6 rounded to e4m3, or with a global scale g (the
+// tensor's max|w|, as MLX's), max|w| / 6 / (g / 2688) rounded to e4m3, the
+// group's values then being code * scale * (g / 2688) (2688 = 448 * 6, the
+// largest e4m3 scale times the largest e2m1 value, so a group as large as
+// g gets the largest scale). e2m1 codes round to the nearest
 // value with ties toward zero, and a value that rounds to zero is +0; e4m3
 // codes are to_fp8's. Codes are packed from the low bits of uint32 words,
 // as the affine mode's. Built from existing ops, as the affine mode's
@@ -111,6 +115,30 @@ std::vector<float> e8m0_table() {
   return t;
 }
 
+// g / 2688 for nvfp4's global scale g, checked as MLX checks it: nvfp4
+// only, float32, one value (`per` values, one per matrix, when per > 0).
+array global_factor(const char* op, const std::string& mode,
+                    const array& g, int64_t per, StreamOrDevice s) {
+  if (mode != "nvfp4") {
+    throw std::invalid_argument(
+        std::string("[") + op + "] a global scale is only supported in the "
+        "nvfp4 mode; got mode '" + mode + "'.");
+  }
+  if (g.dtype() != float32) {
+    throw std::invalid_argument(std::string("[") + op +
+                                "] the global scale must be float32; got " +
+                                detail::describe(g) + ".");
+  }
+  if (per > 0 ? (g.ndim() != 1 || g.shape(0) != per) : g.size() != 1) {
+    throw std::invalid_argument(
+        std::string("[") + op + "] the global scale must be " +
+        (per > 0 ? "one value per matrix, (" + std::to_string(per) + ")"
+                 : std::string("a scalar")) +
+        "; got " + detail::describe(g) + ".");
+  }
+  return divide(per > 0 ? g : reshape(g, {}, s), array(2688.0f), s);
+}
+
 void check_weight(const char* op, const array& w, const FpMode& m) {
   if (w.ndim() < 2 || w.shape(-1) % m.group_size != 0 ||
       !issubdtype(w.dtype(), floating)) {
@@ -125,10 +153,13 @@ void check_weight(const char* op, const array& w, const FpMode& m) {
 
 std::pair<array, array> quantize_fp(const array& w, int group_size, int bits,
                                     const std::string& mode,
+                                    const std::optional<array>& global_scale,
                                     StreamOrDevice s) {
   const char* op = "quantize";
   FpMode m = fp_mode(op, mode, group_size, bits);
   check_weight(op, w, m);
+  std::optional<array> factor;
+  if (global_scale) factor = global_factor(op, mode, *global_scale, 0, s);
   Shape g = w.shape();
   g.back() /= m.group_size;
   g.push_back(m.group_size);
@@ -136,8 +167,11 @@ std::pair<array, array> quantize_fp(const array& w, int group_size, int bits,
   array amax = max(abs(x, s), -1, true, s);
   array scale_code(0u), scale(0.0f);
   if (m.nv) {
-    scale_code = to_fp8(divide(amax, array(6.0f), s), s);
+    array y = divide(amax, array(6.0f), s);
+    if (factor) y = divide(y, *factor, s);
+    scale_code = to_fp8(y, s);
     scale = from_fp8(scale_code, float32, s);
+    if (factor) scale = multiply(scale, *factor, s);
   } else {
     // ceil(log2(y)) exactly from y's bits: its exponent, plus one unless
     // y is a power of two; subnormal y take the smallest, and a group of
@@ -167,9 +201,16 @@ std::pair<array, array> quantize_fp(const array& w, int group_size, int bits,
 
 array dequantize_fp(const array& w, const array& scales, int group_size,
                     int bits, const std::string& mode, Dtype dtype,
+                    const std::optional<array>& global_scale,
                     StreamOrDevice s) {
   const char* op = "dequantize";
   FpMode m = fp_mode(op, mode, group_size, bits);
+  // One global scale, or one per matrix of a 3-D w (gather_qmm's experts).
+  std::optional<array> factor;
+  if (global_scale) {
+    int64_t per = global_scale->size() == 1 || w.ndim() != 3 ? 0 : w.shape(0);
+    factor = global_factor(op, mode, *global_scale, per, s);
+  }
   int64_t n = int64_t(w.ndim() ? w.shape(-1) : 0) * 32 / m.bits;
   if (w.dtype() != uint32 || scales.dtype() != uint8 || w.ndim() < 1 ||
       scales.ndim() != w.ndim() || n % m.group_size != 0 ||
@@ -190,6 +231,12 @@ array dequantize_fp(const array& w, const array& scales, int group_size,
   }
   array scale = m.nv ? from_fp8(scales, float32, s)
                      : lookup(e8m0_table(), scales, s);
+  if (factor) {
+    // scale * (g / 2688) for each matrix's scales (a scalar broadcasts).
+    Shape fs(scale.ndim(), 1);
+    if (factor->ndim() == 1) fs[0] = factor->shape(0);
+    scale = multiply(scale, reshape(*factor, fs, s), s);
+  }
   Shape g = values.shape();
   g.back() /= m.group_size;
   g.push_back(m.group_size);
@@ -202,7 +249,8 @@ array quantized_matmul_fp(const array& x, const array& w, const array& scales,
                           bool transpose, int group_size, int bits,
                           const std::string& mode, StreamOrDevice s) {
   Dtype dt = issubdtype(x.dtype(), floating) ? x.dtype() : float32;
-  array wd = dequantize_fp(w, scales, group_size, bits, mode, dt, s);
+  array wd =
+      dequantize_fp(w, scales, group_size, bits, mode, dt, std::nullopt, s);
   int64_t inner = transpose ? wd.shape(-1) : wd.shape(-2);
   if (x.ndim() < 1 || x.shape(-1) != inner) {
     throw std::invalid_argument(

@@ -36,13 +36,18 @@ array biases_of(nb::handle biases, const char* op) {
   return to_array(biases);
 }
 
-void no_global_scale(nb::handle global_scale, const char* op) {
-  if (!global_scale.is_none()) {
+// nvfp4's second-level scale, where given; other modes have none (as
+// MLX's error says).
+std::optional<array> global_scale_of(nb::handle global_scale, const char* op,
+                                     const std::string& mode) {
+  if (global_scale.is_none()) return std::nullopt;
+  if (mode != "nvfp4") {
     throw nb::value_error((std::string("[") + op +
-                           "] global_scale (nvfp4's second-level scale) is "
-                           "not supported by kiln.")
+                           "] a global scale is only supported in the nvfp4 "
+                           "mode; got mode '" + mode + "'.")
                               .c_str());
   }
+  return opt_array(global_scale);
 }
 
 } // namespace
@@ -53,11 +58,11 @@ void init_ops_quantized(nb::module_& m) {
       [](ArrayLike w, std::optional<int> group_size, std::optional<int> bits,
          const std::string& mode, nb::handle global_scale,
          const StreamArg& s) {
-        no_global_scale(global_scale, "quantize");
+        auto g = global_scale_of(global_scale, "quantize", mode);
         if (microscaling(mode)) {
           auto [q, scales] =
               quantize_fp(to_array(w), group_of(group_size, mode),
-                          bits_of(bits, mode), mode, to_sod(s));
+                          bits_of(bits, mode), mode, g, to_sod(s));
           return nb::make_tuple(q, scales);
         }
         auto [q, scales, biases] = quantize(
@@ -75,12 +80,19 @@ void init_ops_quantized(nb::module_& m) {
          std::optional<int> group_size, std::optional<int> bits,
          const std::string& mode, nb::handle global_scale,
          std::optional<Dtype> dtype, const StreamArg& s) {
-        no_global_scale(global_scale, "dequantize");
+        auto g = global_scale_of(global_scale, "dequantize", mode);
         if (microscaling(mode)) {
           no_biases(biases, "dequantize", mode);
+          // MLX's default output: bfloat16, float32 with a global scale.
+          if (g && g->size() != 1) {
+            throw nb::value_error(("[dequantize] the global scale must be a "
+                                   "scalar; got " + detail::describe(*g) + ".")
+                                      .c_str());
+          }
           return dequantize_fp(to_array(w), to_array(scales),
                                group_of(group_size, mode), bits_of(bits, mode),
-                               mode, dtype.value_or(bfloat16), to_sod(s));
+                               mode, dtype.value_or(g ? float32 : bfloat16), g,
+                               to_sod(s));
         }
         return dequantize(to_array(w), to_array(scales),
                           biases_of(biases, "dequantize"),
@@ -122,13 +134,13 @@ void init_ops_quantized(nb::module_& m) {
          std::optional<int> group_size, std::optional<int> bits,
          const std::string& mode, nb::handle global_scale,
          bool sorted_indices, const StreamArg& s) {
-        no_global_scale(global_scale, "gather_qmm");
+        auto g = global_scale_of(global_scale, "gather_qmm", mode);
         std::optional<array> b;
         if (!biases.is_none()) b = to_array(biases);
         return gather_qmm(to_array(x), to_array(w), to_array(scales), b,
                           opt_array(lhs_indices), opt_array(rhs_indices),
                           transpose, group_of(group_size, mode),
-                          bits_of(bits, mode), mode, sorted_indices,
+                          bits_of(bits, mode), mode, sorted_indices, g,
                           to_sod(s));
       },
       "x"_a, "w"_a, "scales"_a, "biases"_a = nb::none(),

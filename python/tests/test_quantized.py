@@ -217,7 +217,7 @@ def test_gather_qmm_errors():
         kc.gather_qmm(kc.ones((1, 64)), w[0], w[1], None)
     with pytest.raises(ValueError, match=r"\[gather_qmm\].*2 dimensions"):
         kc.gather_qmm(kc.ones((64,)), *w)
-    with pytest.raises(ValueError, match=r"\[gather_qmm\].*global_scale"):
+    with pytest.raises(ValueError, match=r"\[gather_qmm\].*only supported in the nvfp4 mode"):
         kc.gather_qmm(kc.ones((1, 64)), *w, global_scale=kc.ones((1,)))
 
 
@@ -347,3 +347,42 @@ def test_gather_qmm_in_microscaling_modes(mode, group, bits):
     got = kc.gather_qmm(kc.array(x), q, s, rhs_indices=kc.array(ri), mode=mode)
     want = np.stack([x[i] @ wd[r].T for i, r in enumerate(ri)])
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)
+
+
+@needs_mlx
+def test_nvfp4_global_scale_matches_mlx_bit_for_bit():
+    """nvfp4's second-level scale: codes, scales and float32 values as
+    MLX's, for the weight's max (MLX's convention), a small one (scales
+    saturate at 448) and a large one."""
+    rng = np.random.default_rng(10)
+    w = (rng.standard_normal((64, 256)) * rng.uniform(0.01, 10, (64, 1))).astype(np.float32)
+    for g in (float(np.abs(w).max()), 1e-3, 5e4):
+        kq = kc.quantize(kc.array(w), mode="nvfp4", global_scale=kc.array(g))
+        mq = mx.quantize(mx.array(w), mode="nvfp4", global_scale=mx.array(g))
+        for a, b in zip(kq, mq):
+            assert np.array_equal(np.asarray(a), np.array(b))
+        kd = kc.dequantize(*kq, mode="nvfp4", global_scale=kc.array(g))
+        md = mx.dequantize(*mq, mode="nvfp4", global_scale=mx.array(g))
+        assert kd.dtype == kc.float32  # MLX's default with a global scale
+        assert np.array_equal(np.asarray(kd), np.array(md))
+
+
+def test_nvfp4_global_scale_in_gather_qmm_and_errors():
+    rng = np.random.default_rng(11)
+    w = rng.standard_normal((3, 16, 64)).astype(np.float32)
+    g = np.array([4.0, 0.25, 30.0], np.float32)
+    q, s = kc.quantize(kc.array(w), mode="nvfp4")
+    x = rng.standard_normal((2, 1, 64)).astype(np.float32)
+    ri = np.array([1, 2], np.uint32)
+    got = kc.gather_qmm(kc.array(x), q, s, rhs_indices=kc.array(ri), mode="nvfp4", global_scale=kc.array(g))
+    wd = [np.asarray(kc.dequantize(q[e], s[e], mode="nvfp4", global_scale=kc.array(g[e]))) for e in range(3)]
+    want = np.stack([x[i] @ wd[r].T for i, r in enumerate(ri)])
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="nvfp4"):
+        kc.quantize(kc.array(w[0]), mode="mxfp4", global_scale=kc.array(1.0))
+    with pytest.raises(ValueError, match="float32"):
+        kc.quantize(kc.array(w[0]), mode="nvfp4", global_scale=kc.array(1.0, dtype=kc.float16))
+    with pytest.raises(ValueError, match="scalar"):
+        kc.dequantize(q[0], s[0], mode="nvfp4", global_scale=kc.array(g))
+    with pytest.raises(ValueError, match="without indices"):
+        kc.gather_qmm(kc.array(x), q, s, mode="nvfp4", global_scale=kc.array(g))

@@ -207,7 +207,7 @@ TEST_F(GpuQuantized, GatherQmmReadsPicksInPlace) {
         array x = random_array({4, rows, 128}, dt, -1, 1);
         auto fn = [&](const std::vector<array>& in, Device d) {
           return gather_qmm(in[0], q, s, b, li, ri, true, 32, bits, "affine",
-                            false, d);
+                            false, std::nullopt, d);
         };
         EXPECT_TRUE(same_on_devices(fn, {x}, qmm_tol(dt)))
             << dtype_name(dt) << " bits=" << bits << " rows=" << rows;

@@ -383,5 +383,81 @@ TEST(QuantizedModes, MxAndNvAgainstAReference) {
   }
 }
 
+// nvfp4's global scale g against loops written here: the e4m3 scale of
+// max / 6 / (g / 2688), codes against scale * (g / 2688), and the values
+// code * (scale * (g / 2688)); g from 1e-3 (scales saturate at 448) to a
+// weight's max. One g per matrix for gather_qmm's experts.
+TEST(QuantizedModes, NvGlobalScaleAgainstAReference) {
+  const float e2m1[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+  array w = multiply(random_array({6, 64}, float32, -1, 1),
+                     random_array({6, 1}, float32, 0.01, 50));
+  auto wv = to_doubles(w);
+  double wmax = 0;
+  for (double v : wv) wmax = std::max(wmax, std::abs(v));
+  for (float gv : {float(wmax), 3.7f, 1e-3f}) {
+    array g(gv);
+    auto [q, sc] = quantize_fp(w, 16, 4, "nvfp4", g);
+    auto dq = to_doubles(dequantize_fp(q, sc, 16, 4, "nvfp4", float32, g));
+    const float factor = gv / 2688.0f;
+    for (int grp = 0; grp < 6 * 4; ++grp) {
+      float amax = 0;
+      for (int j = 0; j < 16; ++j) {
+        amax = std::max(amax, float(std::abs(wv[grp * 16 + j])));
+      }
+      float stored = static_cast<float>(
+          to_doubles(from_fp8(to_fp8(array(amax / 6.0f / factor)),
+                              float32))[0]);
+      const float scale = stored * factor;
+      for (int j = 0; j < 16; ++j) {
+        const int i = grp * 16 + j;
+        float v = scale == 0 ? 0.0f : float(wv[i]) / scale;
+        int k = 0;
+        for (int c = 0; c < 7; ++c) {
+          k += std::abs(v) > (e2m1[c] + e2m1[c + 1]) / 2;
+        }
+        float want = (v < 0 ? -1.0f : 1.0f) * e2m1[k] * scale;
+        EXPECT_EQ(dq[i], want) << "g=" << gv << " " << i << " v=" << v;
+      }
+    }
+  }
+  // Per expert: gather_qmm dequantizes each picked matrix with its own g.
+  array w3 = reshape(w, {3, 2, 64});
+  auto [q3, s3] = quantize_fp(w3, 16, 4, "nvfp4");
+  array gs = array({2.0f, 0.5f, 40.0f}, {3});
+  array x = random_array({2, 1, 64}, float32, -1, 1);
+  array ri = array({2u, 0u}, {2});
+  array got = gather_qmm(x, q3, s3, std::nullopt, std::nullopt, ri, true, 16,
+                         4, "nvfp4", false, gs);
+  for (int p = 0; p < 2; ++p) {
+    int e = p == 0 ? 2 : 0;
+    array wd = dequantize_fp(take(q3, array(e), 0), take(s3, array(e), 0), 16,
+                             4, "nvfp4", float32, take(gs, array(e), 0));
+    array want = matmul(take(x, array(p), 0), transpose(wd));
+    EXPECT_TRUE(all_close(to_doubles(take(got, array(p), 0)),
+                          to_doubles(want), 1e-6, 1e-6));
+  }
+  // Misuse: another mode, float16, a vector for quantize, none per expert
+  // or no indices for gather_qmm.
+  expect_invalid([&] { quantize_fp(w, 32, 4, "mxfp4", array(1.0f)); },
+                 "quantize", "nvfp4");
+  expect_invalid(
+      [&] { quantize_fp(w, 16, 4, "nvfp4", astype(array(1.0f), float16)); },
+      "quantize", "float32");
+  expect_invalid([&] { quantize_fp(w, 16, 4, "nvfp4", gs); }, "quantize",
+                 "scalar");
+  expect_invalid(
+      [&] {
+        gather_qmm(x, q3, s3, std::nullopt, std::nullopt, ri, true, 16, 4,
+                   "nvfp4", false, array(1.0f));
+      },
+      "gather_qmm", "one per matrix");
+  expect_invalid(
+      [&] {
+        gather_qmm(x, q3, s3, std::nullopt, std::nullopt, std::nullopt, true,
+                   16, 4, "nvfp4", false, gs);
+      },
+      "gather_qmm", "without indices");
+}
+
 } // namespace
 } // namespace kiln::test
