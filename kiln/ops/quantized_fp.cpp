@@ -8,11 +8,11 @@
 // tensor's max|w|, as MLX's), max|w| / 6 / (g / 2688) rounded to e4m3, the
 // group's values then being code * scale * (g / 2688) (2688 = 448 * 6, the
 // largest e4m3 scale times the largest e2m1 value, so a group as large as
-// g gets the largest scale). e2m1 codes round to the nearest
-// value with ties toward zero, and a value that rounds to zero is +0; e4m3
-// codes are to_fp8's. Codes are packed from the low bits of uint32 words,
-// as the affine mode's. Built from existing ops, as the affine mode's
-// graph is. The fp8 (e4m3) conversions, to_fp8 and from_fp8, are here too.
+// g gets the largest scale). e2m1 codes round to the nearest value with
+// ties toward zero, and a value that rounds to zero is +0; e4m3 codes are
+// to_fp8's. Codes are packed from the low bits of uint32 words, as the
+// affine mode's. Built from existing ops, as the affine mode's graph is.
+// The fp8 (e4m3) conversions, to_fp8 and from_fp8, are here too.
 #include <cmath>
 #include <limits>
 #include <stdexcept>
