@@ -254,10 +254,10 @@ struct Decoder {
 };
 
 /** A fragments of one word's k16 steps for rows g (xr[0]) and g + 8
- *  (xr[1]) of the block's 16, x at the positions of the word's codes from k0 in
- *  Decoder's pairs: 4 bits, (0, 4) and (1, 5), then (2, 6) and (3, 7), of
- *  one 16-byte load; 8 bits, (0, 2) and (1, 3) of an 8-byte load. Zeros
- *  for a null row or !valid. */
+ *  (xr[1]) of the block's 16, x at the positions of the word's codes from
+ *  k0 in Decoder's pairs: 4 bits, (0, 4) and (1, 5), then (2, 6) and
+ *  (3, 7), of one 16-byte load; 8 bits, (0, 2) and (1, 3) of an 8-byte
+ *  load. Zeros for a null row or !valid. */
 template <typename T, int Bits>
 __device__ __forceinline__ void x_fragments(const T* const (&xr)[2],
                                             bool valid, int64_t k0,
@@ -289,10 +289,9 @@ __device__ __forceinline__ void x_fragments(const T* const (&xr)[2],
 /** out[z] = x[z] @ dequantize(w[matrix]).T on tensor cores for T float16
  *  or bfloat16 and Bits 4 or 8. A block takes 16 rows of x (from r0 =
  *  blockIdx.y * 16; rows past m are zeros) against the 32 weight rows of
- *  blockIdx.x, and its warps deal out the inner
- *  dimension in chunks: per weight row, a quad of lanes reads 16 bytes of
- *  codes each (128 codes at 4 bits, 64 at 8), two chunks in flight per
- *  warp. The weight keeps its layout: an mma step sums over its 16 k slots
+ *  blockIdx.x, and its warps deal out the inner dimension in chunks: per
+ *  weight row, a quad of lanes reads 16 bytes of codes each (128 codes at
+ *  4 bits, 64 at 8), two chunks in flight per warp. The weight keeps its layout: an mma step sums over its 16 k slots
  *  in any order, so lane t's slots are mapped onto the codes that its own
  *  registers hold (Decoder's pairs) and its A fragment is gathered from x
  *  at the same positions (x_fragments). Products sum in float32; the
