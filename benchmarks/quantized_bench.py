@@ -12,13 +12,15 @@ means kiln is faster).
 
 With --gpu, on the GPU against PyTorch in the same process: float16 x @
 W^T with W quantized to 4 bits in groups of 64, for decode (1 row), a few
-sequences (8, 16 and 64 rows) and prefill (512 rows) on Llama-sized
-layers, and at 8 bits for 1 and 8 rows, against PyTorch's float16
-matmul of the unquantized weight and, where this PyTorch has it, its
-int4 kernel (_weight_int4pack_mm, bfloat16, groups of 64); GPU time from
-the CUDA profiler (gpu_bench.py's helpers), effective bandwidth of the
-weight's bytes against the device copy ceiling; and mlx-lm's quantized
-SwitchGLU decode through gather_qmm (wall time per call).
+sequences or a short prompt (8, 16, 32, 64 and 128 rows) and prefill
+(512 rows) on Llama-sized layers, and at 8 bits for 1, 8, 32 and 64 rows,
+against PyTorch's float16 matmul of the unquantized weight and, where
+this PyTorch has it, its int4 kernel (_weight_int4pack_mm, bfloat16,
+groups of 64) and, from 16 rows, kiln's own dequantize-then-matmul (the
+route past the quantized kernels); GPU time from the CUDA profiler (gpu_bench.py's helpers),
+effective bandwidth of the weight's bytes against the device copy
+ceiling; and mlx-lm's quantized SwitchGLU decode through gather_qmm
+(wall time per call).
 
     cd benchmarks && PYTHONPATH=../build-gpu-jit/python python3 quantized_bench.py --gpu
 """
@@ -96,7 +98,7 @@ def gpu_main():
         w = (rng.standard_normal((n, k)) * 0.02).astype(np.float16)
         tw = torch.from_numpy(w).cuda()
         quantized = {}
-        for bits, m in [(4, m) for m in (1, 8, 16, 64, 512)] + [(8, 1), (8, 8)]:
+        for bits, m in [(4, m) for m in (1, 8, 16, 32, 64, 128, 512)] + [(8, m) for m in (1, 8, 32, 64)]:
             if bits not in quantized:
                 with kc.stream(kc.gpu):
                     quantized[bits] = kc.quantize(kc.array(w), bits=bits)
@@ -120,16 +122,25 @@ def gpu_main():
             kt = kiln_throughput_us(k_fn)
             tg = torch_gpu_us(lambda: tx @ tw.T)
             t4 = torch_int4_us(torch, tx, n, k) if bits == 4 else None
+
+            def dequantized_fn():  # the route that rows past the kernels take
+                with kc.stream(kc.gpu):
+                    wd = kc.dequantize(*kq, bits=bits, dtype=kc.float16)
+                    return kc.matmul(kx, kc.transpose(wd))
+
+            kd = kiln_gpu_us(dequantized_fn) if m >= 16 else None
             tbps = qbytes / (kg * 1e-6) / 1e12
-            rows.append((f"{m} x {k} by {n} x {k}, {bits} bits", kg, kt, tbps, tg, t4))
+            rows.append((f"{m} x {k} by {n} x {k}, {bits} bits", kg, kt, tbps, tg, t4, kd))
             print(rows[-1], flush=True)
     print()
     print(f"float16 x, weight in groups of 64; GPU us from the CUDA profiler; copy ceiling {ceiling:.2f} TB/s")
-    print("| x by W^T | kiln GPU us | kiln wall us/call | kiln weight TB/s | torch fp16 GPU us (/ kiln) | torch int4 GPU us (/ kiln) |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for name, kg, kt, tbps, tg, t4 in rows:
+    print("| x by W^T | kiln GPU us | kiln wall us/call | kiln weight TB/s | torch fp16 GPU us (/ kiln) "
+          "| torch int4 GPU us (/ kiln) | kiln dequantize + matmul GPU us (/ kiln) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name, kg, kt, tbps, tg, t4, kd in rows:
         int4 = f"{t4:.1f} ({t4 / kg:.2f}x)" if t4 else "n/a"
-        print(f"| {name} | {kg:.1f} | {kt:.1f} | {tbps:.2f} | {tg:.1f} ({tg / kg:.2f}x) | {int4} |")
+        dq = f"{kd:.1f} ({kd / kg:.2f}x)" if kd else "n/a"
+        print(f"| {name} | {kg:.1f} | {kt:.1f} | {tbps:.2f} | {tg:.1f} ({tg / kg:.2f}x) | {int4} | {dq} |")
     gather_qmm_decode(kiln_throughput_us)
 
 

@@ -156,6 +156,9 @@ TEST(NvrtcHeaders, QuantizedKernels) {
     if (dt != float32) {
       matvec.push_back(cuda::quantized_mma_kernel(dt, 4));
       matvec.push_back(cuda::quantized_mma_kernel(dt, 8));
+      matvec.push_back(cuda::quantized_gemm_kernel(dt, 4));
+      matvec.push_back(cuda::quantized_gemm_kernel(dt, 8));
+      matvec.push_back(cuda::sum_partials_kernel(dt));
     }
     expect_all_compile(matvec);
   }

@@ -35,6 +35,12 @@ void widths(AotTable& t) {
              reinterpret_cast<const void*>(&quantized_mma<T, 4>));
     aot::put(t, quantized_mma_kernel(d, 8),
              reinterpret_cast<const void*>(&quantized_mma<T, 8>));
+    aot::put(t, quantized_gemm_kernel(d, 4),
+             reinterpret_cast<const void*>(&quantized_gemm<T, 4>));
+    aot::put(t, quantized_gemm_kernel(d, 8),
+             reinterpret_cast<const void*>(&quantized_gemm<T, 8>));
+    aot::put(t, sum_partials_kernel(d),
+             reinterpret_cast<const void*>(&sum_partials<T>));
   }
 }
 

@@ -47,6 +47,20 @@ JitKernel quantized_mma_kernel(Dtype dt, int bits) {
           {}};
 }
 
+JitKernel quantized_gemm_kernel(Dtype dt, int bits) {
+  return {"bQuantizedGemm" + std::to_string(bits) + dtype_name(dt),
+          header,
+          std::string("kiln::cuda::quantized_gemm<") + device_type(dt) +
+              ", " + std::to_string(bits) + ">",
+          {}};
+}
+
+JitKernel sum_partials_kernel(Dtype dt) {
+  return {std::string("vSumPartials") + dtype_name(dt), header,
+          std::string("kiln::cuda::sum_partials<") + device_type(dt) + ">",
+          {}};
+}
+
 JitKernel quantized_matvec_kernel(Dtype dt, int bits, int rows) {
   JitKernel k{matvec_name(dt, bits, rows), header,
               matvec_expression(dt, bits, rows), {}};
@@ -83,8 +97,7 @@ constexpr int qmv_threads = 128, qmv_outputs = 4;
 // (benchmarks/quantized_bench.py --gpu, float16, 4 bits) it beat the
 // matvec from 2 rows (8 rows of a 4096 x 14336 weight: 73 -> 24 us) but
 // not at 1 (19.1 against 23.1 us); past 16 rows, where a block of 16 rows
-// of x per weight block reads the codes again, the dequantize-and-GEMM
-// route was as fast or faster at 64 rows (113-118 us against 87-128).
+// of x per weight block reads the codes again, quantized_gemm takes over.
 constexpr int qmma_max_warps = 16, qmma_rows_per_block = 32;
 constexpr int64_t qmma_max_rows = 16;
 
@@ -122,6 +135,85 @@ void launch_mma(KernelArgs args, Dtype dt, int bits, int64_t m, int64_t n,
   submit_kernel(f, shape, args, stream);
 }
 
+// quantized_gemm's block (device/quantized.cuh's qgemm_threads, qgemm_rows,
+// qgemm_cols and qgemm_blocks_per_sm), and the most rows of x it takes at
+// 4 and 8 bits. On an H200 (benchmarks/quantized_bench.py --gpu, float16,
+// Llama-sized weights) it beat dequantize-then-GEMM by 1.07-1.70x at 24
+// rows, and at 64 rows by 0.94-1.50x at 4 bits but 0.73-1.46x at 8 (whose
+// chunks are half as long, each costing about as much); from 128 rows the
+// GEMM's wgmma kernels won (0.5-0.9x), the mma.sync kernel spending most
+// of its time waiting on its loads one chunk ahead.
+constexpr int qgemm_threads = 256, qgemm_rows = 64, qgemm_cols = 128;
+constexpr int qgemm_blocks_per_sm = 2;
+
+int64_t qgemm_max_rows(int bits) { return bits == 4 ? 64 : 32; }
+
+bool gemm_takes(Dtype dt, int bits, int64_t m) {
+  return (dt == float16 || dt == bfloat16) && (bits == 4 || bits == 8) &&
+         m > qmma_max_rows && m <= qgemm_max_rows(bits) &&
+         device_info().major >= 8;
+}
+
+// The number of runs to split the inner dimension's `chunks` into over
+// `blocks` blocks: the fewest that minimize the chunks each SM walks in
+// turn (waves of resident blocks times chunks per run), runs of at least
+// four chunks. A partial last wave costs as much as a full one: 32 blocks
+// of 32 chunks on 132 SMs (264 resident) take 8 splits, one wave of 4
+// chunks a block, where 5 would fill the GPU's SMs once and walk 7.
+int gemm_splits(int64_t blocks, int64_t chunks, int64_t batch) {
+  const int64_t resident =
+      int64_t(device_info().sm_count) * qgemm_blocks_per_sm;
+  const int64_t most = std::min<int64_t>(std::max<int64_t>(1, chunks / 4),
+                                         65535 / batch);
+  int64_t best = 1, best_cost = -1;
+  for (int64_t s = 1; s <= most; ++s) {
+    const int64_t waves = (blocks * s + resident - 1) / resident;
+    const int64_t cost = waves * ((chunks + s - 1) / s);
+    if (best_cost < 0 || cost < best_cost) best = s, best_cost = cost;
+  }
+  return static_cast<int>(best);
+}
+
+// Launches quantized_gemm over `batch` matrices with gemm_splits' runs of
+// the inner dimension, the splits' float32 sums added by sum_partials.
+void launch_gemm(const void* x, const void* w, const void* scales,
+                 const void* biases, void* out, Dtype dt, int bits,
+                 int group_size, int64_t m, int64_t n, int64_t k,
+                 int64_t batch, const Stream& s) {
+  KernelKey key('b', "QuantizedGemm");
+  key.add(static_cast<uint32_t>(bits)).add(static_cast<uint32_t>(dt.val));
+  CUfunction f =
+      find_kernel(key, [&] { return quantized_gemm_kernel(dt, bits); });
+  LaunchShape shape;
+  shape.grid[0] = static_cast<unsigned>((n + qgemm_cols - 1) / qgemm_cols);
+  shape.grid[1] = static_cast<unsigned>((m + qgemm_rows - 1) / qgemm_rows);
+  const int64_t blocks = int64_t(shape.grid[0]) * shape.grid[1] * batch;
+  // The kernel's chunks: a quad of lanes' 16-byte loads, 512 / bits codes.
+  const int64_t chunks = (k + 512 / bits - 1) / (512 / bits);
+  int splits = gemm_splits(blocks, chunks, batch);
+  shape.grid[2] = static_cast<unsigned>(batch * splits);
+  shape.block[0] = qgemm_threads;
+  const size_t size = static_cast<size_t>(batch * m * n);
+  Scratch partial(splits > 1 ? size * splits * sizeof(float) : 0, s);
+  float* pp = static_cast<float*>(partial.ptr);
+  int gs = group_size;
+  int64_t x_batch = m * k, w_batch = n * (k / 32 * bits),
+          p_batch = n * (k / group_size), out_batch = m * n;
+  void* args[] = {&x, &w, &scales, &biases, &out, &pp, &m, &n, &k, &gs,
+                  &x_batch, &w_batch, &p_batch, &out_batch, &splits};
+  set_current_device();
+  submit_kernel(f, shape, args, s.index);
+  if (splits == 1) return;
+  KernelKey sum_key('v', "SumPartials");
+  sum_key.add(static_cast<uint32_t>(dt.val));
+  CUfunction g =
+      find_kernel(sum_key, [&] { return sum_partials_kernel(dt); });
+  int64_t n_out = static_cast<int64_t>(size);
+  const float* cp = pp;
+  void* sum_args[] = {&cp, &out, &n_out, &splits};
+  launch(g, n_out, 1, sum_args, s.index);
+}
+
 bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
@@ -137,7 +229,7 @@ void dequantize_into(const void* w, const void* scales, const void* biases,
   CUfunction f = find_kernel(
       key, [&] { return dequantize_kernel(scales_dt, out_dt, bits); });
   void* args[] = {&w, &scales, &biases, &out, &blocks, &group_size};
-  launch(f, blocks, 1, args, s.index);
+  launch(f, blocks * 4, 1, args, s.index); // a thread per 8 codes
 }
 
 } // namespace
@@ -207,6 +299,11 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs,
     shape.block[0] = cuda::qmv_threads;
     cuda::set_current_device();
     cuda::submit_kernel(f, shape, args, s.index);
+    return;
+  }
+  if (cuda::gemm_takes(dt, bits_, m)) {
+    cuda::launch_gemm(px, pw, ps, pb, po, dt, bits_, group_size_, m, n, k,
+                      batch, s);
     return;
   }
   // Many rows: the weight dequantized into x's dtype, then one (batched)

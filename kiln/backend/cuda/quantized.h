@@ -1,7 +1,8 @@
 // Names and instantiations of the affine-quantization kernels
 // (device/quantized.cuh), shared by the launchers and the ahead-of-time
 // table. "bQuantizedMatvec{bits}r{rows}{dtype}" (rows of x per block: 1, 2
-// or 4, compiled together), "bQuantizedMma{bits}{dtype}" and
+// or 4, compiled together), "bQuantizedMma{bits}{dtype}",
+// "bQuantizedGemm{bits}{dtype}" with "vSumPartials{dtype}", and
 // "vDequantize{bits}{scales}{out}".
 #pragma once
 
@@ -20,6 +21,9 @@ inline bool quantized_kernels_support(Dtype dt) {
 JitKernel quantized_matvec_kernel(Dtype dt, int bits, int rows);
 /** dt float16 or bfloat16, bits 4 or 8. */
 JitKernel quantized_mma_kernel(Dtype dt, int bits);
+JitKernel quantized_gemm_kernel(Dtype dt, int bits);
+/** The sum of quantized_gemm's splits, rounded to dt. */
+JitKernel sum_partials_kernel(Dtype dt);
 JitKernel dequantize_kernel(Dtype scales, Dtype out, int bits);
 
 } // namespace kiln::cuda

@@ -59,6 +59,7 @@
 // sum is kept in float, O is divided in float and rounded once.
 #pragma once
 
+#include "kiln/backend/cuda/device/async_copy.cuh"
 #include "kiln/backend/cuda/device/flash_tiles.cuh"
 #include "kiln/backend/cuda/device/mma.cuh"
 #include "kiln/backend/cuda/device/sdpa.cuh"
@@ -66,27 +67,6 @@
 namespace kiln::cuda {
 
 namespace flash {
-
-/** 16 bytes from global src to shared dst, or zeros when !valid (no bytes
- *  are read then; src need only be a valid address). */
-__device__ __forceinline__ void copy16(void* dst, const void* src,
-                                       bool valid) {
-  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  int n = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s),
-               "l"(src), "r"(n)
-               : "memory");
-}
-
-__device__ __forceinline__ void commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-/** Waits until at most N of this thread's copy groups are in flight. */
-template <int N>
-__device__ __forceinline__ void wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 
 /** Starts copying rows [row0, row0 + 64) of a (rows, D) slice with row
  *  stride `stride` (elements; feature stride 1, rows 16-byte aligned) into
@@ -106,7 +86,7 @@ __device__ __forceinline__ void load_tile(T* tile, const T* base,
     int64_t g = row0 + r;
     bool valid = g < rows;
     const T* src = valid ? base + g * stride + col : base;
-    copy16(tile + r * (D + flash_pad_t) + col, src, valid);
+    copy16_async(tile + r * (D + flash_pad_t) + col, src, valid);
   }
 }
 
@@ -240,8 +220,8 @@ __global__ void __launch_bounds__(flash_threads, flash_min_blocks(D))
     flash::load_tile<T, D>(qs, qb, p.q_strides[2], q0, p.Lq);
     flash::load_tile<T, D>(kv, kb, p.k_strides[2], 0, p.Lk);
     flash::load_tile<T, D>(kv + tile, vb, p.v_strides[2], 0, p.Lk);
-    flash::commit();
-    flash::wait<0>();
+    commit_copies();
+    wait_copies<0>();
     __syncthreads(); // Q and the first key and value tiles are visible
 
     const T* qw = qs + (warp * 16) * ldt;
@@ -270,7 +250,7 @@ __global__ void __launch_bounds__(flash_threads, flash_min_blocks(D))
         int64_t k1 = (kt + 1) * flash_keys;
         flash::load_tile<T, D>(next, kb, p.k_strides[2], k1, p.Lk);
         flash::load_tile<T, D>(next + tile, vb, p.v_strides[2], k1, p.Lk);
-        flash::commit();
+        commit_copies();
       }
       const int64_t k0 = kt * flash_keys;
 
@@ -409,7 +389,7 @@ __global__ void __launch_bounds__(flash_threads, flash_min_blocks(D))
         }
       }
 
-      flash::wait<0>(); // the next tile (if any) ...
+      wait_copies<0>(); // the next tile (if any) ...
       __syncthreads();  // ... is visible, and every warp is done with this
     }
 

@@ -75,17 +75,6 @@ namespace kiln::cuda {
 
 namespace flash {
 
-/** 4 bytes from global src to shared dst, or zeros when !valid (src need
- *  only be a valid address then), as copy16. */
-__device__ __forceinline__ void copy4(void* dst, const void* src,
-                                      bool valid) {
-  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  int n = valid ? 4 : 0;
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s),
-               "l"(src), "r"(n)
-               : "memory");
-}
-
 /** at[0] += lo, at[1] += hi atomically, at 8-byte aligned: one vector atomic
  *  on sm_90 and later (half the atomic instructions), two scalar ones
  *  before. Each float is added atomically either way. */
@@ -177,7 +166,7 @@ __global__ void __launch_bounds__(flash_bwd_threads, flash_bwd_min_blocks(D))
                                               p.Lk);
     flash::load_tile<T, D, flash_bwd_threads>(vs, vb, p.v_strides[2], k0,
                                               p.Lk);
-    flash::commit();
+    commit_copies();
 
     // dK and dV of the warp's 16 keys over all D features: C fragments of
     // features 8n .. 8n + 7.
@@ -217,9 +206,9 @@ __global__ void __launch_bounds__(flash_bwd_threads, flash_bwd_min_blocks(D))
       float* sb = stat_bufs + buf * stat_floats;
       for (int c = threadIdx.x; c < stat_floats; c += flash_bwd_threads) {
         bool valid = q0 + c / 3 < p.Lq;
-        flash::copy4(sb + c, valid ? st + c : stats, valid);
+        copy4_async(sb + c, valid ? st + c : stats, valid);
       }
-      flash::commit();
+      commit_copies();
     };
 
     int64_t t = next_visible(0);
@@ -233,7 +222,7 @@ __global__ void __launch_bounds__(flash_bwd_threads, flash_bwd_min_blocks(D))
       const T* dos = qs + tile;
       const float* st = stat_bufs + buf * stat_floats;
 
-      flash::wait<0>(); // K, V (first step), this step's Q, dO, statistics
+      wait_copies<0>(); // K, V (first step), this step's Q, dO, statistics
       __syncthreads();  // ... are visible; every warp is done with the other
                         // buffer and with dS^T (the last step)
       if (t_next < walk) load_queries(t_next, buf ^ 1);
@@ -389,7 +378,7 @@ __global__ void __launch_bounds__(flash_bwd_threads, flash_bwd_min_blocks(D))
       }
       t = t_next;
     }
-    flash::wait<0>(); // K and V, where no query tile was visited
+    wait_copies<0>(); // K and V, where no query tile was visited
 
     // dK * scale and dV as T, row-major, straight from the C fragments.
 #pragma unroll

@@ -6,12 +6,14 @@
 // quantized_matvec: out = x @ dequantize(w).T for a few rows of x read
 // straight from the packed codes (a decode step moves Bits / 16 of the
 // bytes of a float16 weight), any width and dtype. quantized_mma: the same
-// for float16/bfloat16 x at 4 and 8 bits on tensor cores, 16 rows a block.
-// dequantize: the weight unpacked, for the many-row case (a GEMM follows)
-// and the dequantize op.
+// for float16/bfloat16 x at 4 and 8 bits on tensor cores, 16 rows a block;
+// quantized_gemm: 64 rows a block, for a few dozen rows. dequantize: the
+// weight unpacked, for the many-row case (a GEMM follows) and the
+// dequantize op.
 #pragma once
 
 #include "kiln/backend/cuda/device/addresses.cuh"
+#include "kiln/backend/cuda/device/async_copy.cuh"
 #include "kiln/backend/cuda/device/mma.cuh"
 #include "kiln/backend/cuda/device/utils.cuh"
 
@@ -253,34 +255,51 @@ struct Decoder {
   }
 };
 
+/** Row half h (0: row g, 1: row g + 8) of the A fragments of one word's
+ *  k16 steps, from x at the positions of the word's codes in Decoder's
+ *  pairs: 4 bits, (0, 4) and (1, 5), then (2, 6) and (3, 7), of 8 values
+ *  in v (x, y, z, w: values 0-1, 2-3, 4-5, 6-7); 8 bits, (0, 2) and (1, 3)
+ *  of 4 values in v.x and v.y. */
+template <int Bits>
+__device__ __forceinline__ void x_pairs(const uint4& v, int h,
+                                        uint32_t (&a)[8 / Bits][4]) {
+  if constexpr (Bits == 4) {
+    a[0][h] = __byte_perm(v.x, v.z, 0x5410);
+    a[0][h + 2] = __byte_perm(v.x, v.z, 0x7632);
+    a[1][h] = __byte_perm(v.y, v.w, 0x5410);
+    a[1][h + 2] = __byte_perm(v.y, v.w, 0x7632);
+  } else {
+    a[0][h] = __byte_perm(v.x, v.y, 0x5410);
+    a[0][h + 2] = __byte_perm(v.x, v.y, 0x7632);
+  }
+}
+
+/** x_pairs' values of one word: 8 (4 bits) or 4 (8 bits) elements of 16
+ *  bits from global p, zeros for a null p. */
+template <int Bits>
+__device__ __forceinline__ uint4 x_values(const void* p) {
+  uint4 v = make_uint4(0, 0, 0, 0);
+  if (!p) return v;
+  if constexpr (Bits == 4) {
+    v = __ldg(reinterpret_cast<const uint4*>(p));
+  } else {
+    uint2 u = __ldg(reinterpret_cast<const uint2*>(p));
+    v.x = u.x, v.y = u.y;
+  }
+  return v;
+}
+
 /** A fragments of one word's k16 steps for rows g (xr[0]) and g + 8
- *  (xr[1]) of the block's 16, x at the positions of the word's codes from
- *  k0 in Decoder's pairs: 4 bits, (0, 4) and (1, 5), then (2, 6) and
- *  (3, 7), of one 16-byte load; 8 bits, (0, 2) and (1, 3) of an 8-byte
- *  load. Zeros for a null row or !valid. */
+ *  (xr[1]) of the block's 16, x from k0 (x_pairs); zeros for a null row or
+ *  !valid. */
 template <typename T, int Bits>
 __device__ __forceinline__ void x_fragments(const T* const (&xr)[2],
                                             bool valid, int64_t k0,
                                             uint32_t (&a)[8 / Bits][4]) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    if constexpr (Bits == 4) {
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (valid && xr[h]) {
-        v = __ldg(reinterpret_cast<const uint4*>(xr[h] + k0));
-      }
-      a[0][h] = __byte_perm(v.x, v.z, 0x5410);
-      a[0][h + 2] = __byte_perm(v.x, v.z, 0x7632);
-      a[1][h] = __byte_perm(v.y, v.w, 0x5410);
-      a[1][h + 2] = __byte_perm(v.y, v.w, 0x7632);
-    } else {
-      uint2 v = make_uint2(0, 0);
-      if (valid && xr[h]) {
-        v = __ldg(reinterpret_cast<const uint2*>(xr[h] + k0));
-      }
-      a[0][h] = __byte_perm(v.x, v.y, 0x5410);
-      a[0][h + 2] = __byte_perm(v.x, v.y, 0x7632);
-    }
+    x_pairs<Bits>(
+        x_values<Bits>(valid && xr[h] ? xr[h] + k0 : nullptr), h, a);
   }
 }
 
@@ -291,10 +310,11 @@ __device__ __forceinline__ void x_fragments(const T* const (&xr)[2],
  *  blockIdx.y * 16; rows past m are zeros) against the 32 weight rows of
  *  blockIdx.x, and its warps deal out the inner dimension in chunks: per
  *  weight row, a quad of lanes reads 16 bytes of codes each (128 codes at
- *  4 bits, 64 at 8), two chunks in flight per warp. The weight keeps its layout: an mma step sums over its 16 k slots
- *  in any order, so lane t's slots are mapped onto the codes that its own
- *  registers hold (Decoder's pairs) and its A fragment is gathered from x
- *  at the same positions (x_fragments). Products sum in float32; the
+ *  4 bits, 64 at 8), two chunks in flight per warp. The weight keeps its
+ *  layout: an mma step sums over its 16 k slots in any order, so lane t's
+ *  slots are mapped onto the codes that its own registers hold (Decoder's
+ *  pairs) and its A fragment is gathered from x at the same positions
+ *  (x_fragments). Products sum in float32; the
  *  warps' partial tiles add up in shared memory in warp order (the same
  *  sums every run). Arguments as quantized_matvec's. */
 template <typename T, int Bits>
@@ -413,34 +433,264 @@ __global__ void __launch_bounds__(32 * qmma_max_warps) quantized_mma(
   }
 }
 
+/** quantized_gemm's block: 8 warps, 2 (over rows of x) by 4 (over weight
+ *  rows), each taking 32 rows of x by 32 weight rows: 64 by 128. Two
+ *  blocks fit on an SM (128 registers a thread), so one block's loads
+ *  overlap the other's arithmetic. */
+inline constexpr int qgemm_threads = 256;
+inline constexpr int qgemm_rows = 64;
+inline constexpr int qgemm_cols = 128;
+inline constexpr int qgemm_blocks_per_sm = 2;
+
+namespace quantized {
+
+/** Where quantized_gemm keeps a chunk of x in shared memory (elements):
+ *  row r's lane-t run (the values of lane t's codes) starts at r * stride
+ *  + t * run. Chosen so that the 16-byte loads of an access phase (eight
+ *  lanes: rows g and g + 1, t = 0 to 3) fall in distinct banks: at 4 bits
+ *  the runs are 64 bytes, padded to 80 (banks 0, 20, 8, 28), and rows are
+ *  320 bytes (the next row's runs start 16 banks on); at 8 bits a load
+ *  takes two words' values (runs of 32 bytes: banks 0, 8, 16, 24) and
+ *  rows are 144 bytes (4 banks on). */
+template <int Bits>
+struct StagedX {
+  static constexpr int chunk = 512 / Bits; // codes per weight row
+  static constexpr int run = Bits == 4 ? chunk / 4 + 8 : chunk / 4;
+  static constexpr int stride = Bits == 4 ? 4 * run : chunk + 8;
+  static constexpr int size = qgemm_rows * stride;
+  /** Element offset of the 16-byte unit holding chunk column `col` (a
+   *  multiple of 8) of row r. */
+  static __device__ __forceinline__ int at(int r, int col) {
+    return r * stride + col / (chunk / 4) * run + col % (chunk / 4);
+  }
+};
+
+} // namespace quantized
+
+/** out[z] = x[z] @ dequantize(w[z]).T on tensor cores for more rows of x
+ *  than quantized_mma takes (T float16 or bfloat16, Bits 4 or 8): a block
+ *  computes 64 rows of x (from blockIdx.y * 64; past m, zeros) by 128
+ *  weight rows (blockIdx.x's), walking the inner dimension in
+ *  quantized_mma's chunks (512 / Bits codes: per weight row, a quad of
+ *  lanes reads 16 bytes of codes each). x's 64 rows of a chunk are staged
+ *  in shared memory by cp.async (zeros past m and past k; StagedX's
+ *  layout), two buffers deep, and each warp reads its A fragments from
+ *  there at the positions of its lanes' codes (x_pairs) for its two m16
+ *  tiles; a lane's codes, scales and biases for the next chunk load into
+ *  registers while this one's are decoded (Decoder), each B fragment
+ *  serving both m16 tiles. blockIdx.z is the batch entry times `splits`,
+ *  plus the split: split s takes the s-th of `splits` equal runs of
+ *  chunks and, with more than one, stores its float32 sums in
+ *  partial[(s * batch + entry) * m * n ...] for sum_partials to add in
+ *  split order; with one, the block writes out. group_size is a power of
+ *  two. Strides as quantized_matvec's (elements). */
+template <typename T, int Bits>
+__global__ void __launch_bounds__(qgemm_threads, qgemm_blocks_per_sm)
+    quantized_gemm(const T* __restrict__ x, const uint32_t* __restrict__ w,
+                   const T* __restrict__ scales, const T* __restrict__ biases,
+                   T* __restrict__ out, float* __restrict__ partial,
+                   int64_t m, int64_t n, int64_t k, int group_size,
+                   int64_t x_batch, int64_t w_batch, int64_t p_batch,
+                   int64_t out_batch, int splits) {
+  constexpr int NT = 4, MT = 2; // n8 tiles and m16 tiles per warp
+  constexpr int per_lane = 128 / Bits, chunk = 4 * per_lane;
+  constexpr int steps = 8 / Bits;
+  using X = quantized::StagedX<Bits>;
+  // A thread's 16-byte copies of a chunk of x: one column, rows `hop`
+  // apart.
+  constexpr int row_units = chunk / 8, hop = qgemm_threads / row_units;
+  constexpr int copies = qgemm_rows / hop;
+  using Dec = quantized::Decoder<T, Bits>;
+  __shared__ alignas(16) T xs[2][X::size];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int g = lane / 4, t = lane % 4;
+  const int warp_m = warp % 2, warp_n = warp / 2;
+  const int64_t batch = gridDim.z / splits;
+  const int64_t z = blockIdx.z / splits;
+  const int split = static_cast<int>(blockIdx.z % splits);
+  const int64_t n0 = int64_t(blockIdx.x) * qgemm_cols + warp_n * 32;
+  const int64_t r0 = int64_t(blockIdx.y) * qgemm_rows;
+  const int64_t words = k / 32 * Bits, groups = k / group_size;
+  const int group_shift = __ffs(group_size) - 1;
+  x += z * x_batch;
+  w += z * w_batch;
+  scales += z * p_batch;
+  biases += z * p_batch;
+  const int64_t chunks = (k + chunk - 1) / chunk;
+  const int64_t per_split = (chunks + splits - 1) / splits;
+  const int64_t c0 = split * per_split;
+  const int64_t c1 = c0 + per_split < chunks ? c0 + per_split : chunks;
+  // This lane's weight rows (past n: row n - 1 again, never stored), as
+  // 32-bit indices: pointers would take 24 registers.
+  int wrow[NT];
+#pragma unroll
+  for (int i = 0; i < NT; ++i) {
+    wrow[i] = static_cast<int>(n0 + 8 * i + g < n ? n0 + 8 * i + g : n - 1);
+  }
+  const int copy_col = threadIdx.x % row_units * 8;
+  const int copy_row = threadIdx.x / row_units;
+  const T* x_col = x + (r0 + copy_row) * k + copy_col;
+  // Starts staging chunk c's rows of x into buffer b.
+  auto stage = [&](int64_t c, int b) {
+    const bool in_k = c * chunk + copy_col < k;
+#pragma unroll
+    for (int i = 0; i < copies; ++i) {
+      const bool valid = in_k && r0 + copy_row + i * hop < m;
+      const T* src = x_col + (int64_t(i) * hop * k + c * chunk);
+      copy16_async(&xs[b][X::at(copy_row + i * hop, copy_col)],
+                   valid ? src : x, valid);
+    }
+    commit_copies();
+  };
+  // A lane's codes of a chunk (one 16-byte load per weight row), and the
+  // scale and bias of their group.
+  struct Codes {
+    uint32_t q[NT][4];
+    T s[NT], bias[NT];
+  };
+  static_assert(sizeof(Codes) == (16 * NT + 4 * NT));
+  // Loads chunk c's codes; past the split or past k, those of the row's
+  // start (finite, and against zeros of x), so that no load is guarded.
+  auto load = [&](int64_t c, Codes& to) {
+    int64_t kk = c * chunk + t * per_lane;
+    kk = c < c1 && kk < k ? kk : 0;
+#pragma unroll
+    for (int i = 0; i < NT; ++i) {
+      const uint4 v = __ldg(reinterpret_cast<const uint4*>(
+          w + wrow[i] * words + kk * Bits / 32));
+      to.q[i][0] = v.x, to.q[i][1] = v.y, to.q[i][2] = v.z, to.q[i][3] = v.w;
+      to.s[i] = scales[wrow[i] * groups + (kk >> group_shift)];
+      to.bias[i] = biases[wrow[i] * groups + (kk >> group_shift)];
+    }
+  };
+  float acc[MT][NT][4] = {};
+  // Chunk c from buffer b with codes `now`, while chunk c + 1's rows of x
+  // stage into the other buffer and its codes load into `next`.
+  auto walk = [&](int64_t c, int b, const Codes& now, Codes& next) {
+    if (c + 1 < c1) {
+      stage(c + 1, b ^ 1);
+    } else {
+      commit_copies(); // an empty group: the wait below counts groups
+    }
+    load(c + 1, next);
+    wait_copies<1>(); // this chunk's rows (this thread's copies)
+    __syncthreads();  // and every other thread's
+    Dec dec[NT];
+#pragma unroll
+    for (int i = 0; i < NT; ++i) dec[i].set(now.s[i], now.bias[i]);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      uint32_t bf[NT][Dec::regs];
+#pragma unroll
+      for (int i = 0; i < NT; ++i) dec[i].fragments(now.q[i][j], bf[i]);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        uint32_t a[steps][4];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = warp_m * 32 + mt * 16 + 8 * h + g;
+          // At 8 bits one 16-byte load holds words j and j + 1's values.
+          const T* p =
+              &xs[b][r * X::stride + t * X::run + (j & ~(Bits / 8)) *
+                                                      (per_lane / 4)];
+          uint4 v = *reinterpret_cast<const uint4*>(p);
+          if (Bits == 8 && (j & 1)) v.x = v.z, v.y = v.w;
+          quantized::x_pairs<Bits>(v, h, a);
+        }
+#pragma unroll
+        for (int st = 0; st < steps; ++st) {
+#pragma unroll
+          for (int i = 0; i < NT; ++i) {
+            mma16816<T>(acc[mt][i], a[st], bf[i][2 * st], bf[i][2 * st + 1]);
+          }
+        }
+      }
+    }
+    __syncthreads(); // buffer b is staged again two chunks on
+  };
+  // Two chunks a turn, the codes' registers trading roles (no copies).
+  Codes even, odd;
+  if (c0 < c1) {
+    stage(c0, 0);
+    load(c0, even);
+  }
+  for (int64_t c = c0; c < c1; c += 2) {
+    walk(c, 0, even, odd);
+    if (c + 1 < c1) walk(c + 1, 1, odd, even);
+  }
+  // C fragments: rows g and g + 8 of each m16 tile, columns 2t and 2t + 1
+  // of each n8 tile.
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int i = 0; i < NT; ++i) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int64_t row = r0 + warp_m * 32 + mt * 16 + g + (e >= 2 ? 8 : 0);
+        const int64_t col = n0 + 8 * i + 2 * t + (e & 1);
+        if (row >= m || col >= n) continue;
+        if (splits == 1) {
+          out[z * out_batch + row * n + col] = cast_to<T>(acc[mt][i][e]);
+        } else {
+          partial[((split * batch + z) * m + row) * n + col] = acc[mt][i][e];
+        }
+      }
+    }
+  }
+}
+
+/** out[i] = the sum over s < splits of partial[s * size + i], in order,
+ *  rounded to T (quantized_gemm's splits of the inner dimension). */
+template <typename T>
+__global__ void sum_partials(const float* __restrict__ partial,
+                             T* __restrict__ out, int64_t size, int splits) {
+  for (int64_t i = first_index<1>(); i < size; i += grid_step<1>()) {
+    float sum = 0.0f;
+    for (int s = 0; s < splits; ++s) sum += partial[s * size + i];
+    out[i] = cast_to<T>(sum);
+  }
+}
+
 /** Unpacks `blocks` 32-code blocks of w (row-major, rows of whole groups)
  *  into out: code * scale + bias in S (the scales' type), each step
- *  rounded to S as the graph of ops computes it, then cast to Out. One
- *  block of codes per thread. */
+ *  rounded to S as the graph of ops computes it, then cast to Out. A
+ *  thread takes a run of 8 codes (a quarter block: Bits bytes, read from
+ *  the one or two words that hold it), so a warp's stores cover one
+ *  contiguous span (512 bytes of float16) rather than 32 runs 64 bytes
+ *  apart. */
 template <typename S, typename Out, int Bits>
 __global__ void dequantize(const uint32_t* __restrict__ w,
                            const S* __restrict__ scales,
                            const S* __restrict__ biases, Out* __restrict__ out,
                            int64_t blocks, int group_size) {
-  for (int64_t b = first_index<1>(); b < blocks; b += grid_step<1>()) {
-    uint32_t v[Bits];
-    quantized::load_block<Bits>(w + b * Bits, v);
-    const int64_t g = b * 32 / group_size;
+  constexpr uint64_t mask = (1u << Bits) - 1u;
+  const int64_t runs = blocks * 4;
+  for (int64_t r = first_index<1>(); r < runs; r += grid_step<1>()) {
+    // The run's bits start at bit 8 * Bits * (r % 4) of its block; with
+    // Bits at most 8 they end within the next word (Bits 5: at bit 24 +
+    // 40 = 64 of the two).
+    const uint32_t* p = w + r / 4 * Bits;
+    const int bit = int(r % 4) * 8 * Bits, word = bit / 32, shift = bit % 32;
+    uint64_t codes = __ldg(p + word);
+    if (shift + 8 * Bits > 32) codes |= uint64_t(__ldg(p + word + 1)) << 32;
+    codes >>= shift;
+    const int64_t g = r * 8 / group_size;
     const float s = static_cast<float>(scales[g]);
     const float c = static_cast<float>(biases[g]);
-    // 32 outputs in whole 16-byte stores for every output type.
+    // 8 outputs in whole 16-byte stores for every output type.
     constexpr int per = 16 / sizeof(Out);
 #pragma unroll
-    for (int i = 0; i < 32 / per; ++i) {
-      Vec<Out, per> r;
+    for (int i = 0; i < 8 / per; ++i) {
+      Vec<Out, per> v;
 #pragma unroll
       for (int j = 0; j < per; ++j) {
-        float q = quantized::code_at<Bits>(v, i * per + j);
+        const uint32_t code = uint32_t(codes >> ((i * per + j) * Bits) & mask);
+        float q = __uint_as_float(0x4b000000u | code) - 8388608.0f;
         // _rn: no multiply-add contraction (the graph rounds twice).
         float y = static_cast<float>(cast_to<S>(__fmul_rn(q, s)));
-        r.v[j] = cast_to<Out>(cast_to<S>(__fadd_rn(y, c)));
+        v.v[j] = cast_to<Out>(cast_to<S>(__fadd_rn(y, c)));
       }
-      reinterpret_cast<Vec<Out, per>*>(out + b * 32)[i] = r;
+      reinterpret_cast<Vec<Out, per>*>(out + r * 8)[i] = v;
     }
   }
 }
