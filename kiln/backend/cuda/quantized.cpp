@@ -141,8 +141,11 @@ void launch_mma(KernelArgs args, Dtype dt, int bits, int64_t m, int64_t n,
 // Llama-sized weights) it beat dequantize-then-GEMM by 1.07-1.70x at 24
 // rows, and at 64 rows by 0.94-1.50x at 4 bits but 0.73-1.46x at 8 (whose
 // chunks are half as long, each costing about as much); from 128 rows the
-// GEMM's wgmma kernels won (0.5-0.9x), the mma.sync kernel spending most
-// of its time waiting on its loads one chunk ahead.
+// GEMM's wgmma kernels won (0.5-0.9x). The mma.sync kernel is bound by
+// its issue rate (about 12.6 instructions per mma, two blocks of 8 warps
+// per SM); a form with codes and scales also staged through a three-deep
+// cp.async pipeline was measured no faster (64 rows: 24.5 / 77.1 / 57.3
+// us against 23.2 / 68.0 / 53.2).
 constexpr int qgemm_threads = 256, qgemm_rows = 64, qgemm_cols = 128;
 constexpr int qgemm_blocks_per_sm = 2;
 
