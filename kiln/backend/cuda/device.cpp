@@ -142,6 +142,7 @@ const DeviceInfo& device_info() {
     d.major = p.major;
     d.minor = p.minor;
     d.total_memory = p.totalGlobalMem;
+    d.shared_per_block_optin = p.sharedMemPerBlockOptin;
     d.name = p.name;
     return d;
   }();

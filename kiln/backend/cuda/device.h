@@ -15,6 +15,8 @@ struct DeviceInfo {
   int sm_count = 0;
   int major = 0, minor = 0;
   size_t total_memory = 0;
+  /** The most shared memory a block may have once it opts in. */
+  size_t shared_per_block_optin = 0;
   std::string name;
   /** NVRTC's target for this device's own machine code, e.g. "sm_90". */
   std::string arch() const;

@@ -99,6 +99,9 @@ constexpr int qmv_threads = 128, qmv_outputs = 4;
 // not at 1 (19.1 against 23.1 us); past 16 rows, where a block of 16 rows
 // of x per weight block reads the codes again, quantized_gemm takes over.
 constexpr int qmma_max_warps = 16, qmma_rows_per_block = 32;
+// A warp's ring of codes: qmma_stages chunks of qmma_weight_tiles (4)
+// rows' 512 bytes (device/quantized.cuh).
+constexpr int qmma_stages = 4, qmma_slot_bytes = 4 * 512;
 constexpr int64_t qmma_max_rows = 16;
 
 // The kernel's mma.sync shapes need an Ampere or newer GPU.
@@ -109,7 +112,8 @@ bool mma_takes(Dtype dt, int bits, int64_t m) {
 
 // Launches quantized_mma (arguments as quantized_matvec's) with as many
 // warps over the inner dimension as fill the GPU (two blocks of eight
-// warps per SM) and have chunks to take.
+// warps per SM) and have chunks to take, and as the shared memory of
+// their rings of codes allow.
 void launch_mma(KernelArgs args, Dtype dt, int bits, int64_t m, int64_t n,
                 int64_t k, int64_t batch, int stream) {
   KernelKey key('b', "QuantizedMma");
@@ -125,13 +129,23 @@ void launch_mma(KernelArgs args, Dtype dt, int bits, int64_t m, int64_t n,
   // The kernel's chunks: a quad of lanes' 16-byte loads, 512 / bits codes.
   const int64_t chunks = (k + 512 / bits - 1) / (512 / bits);
   const int64_t resident = int64_t(device_info().sm_count) * 16;
+  const int64_t shared =
+      static_cast<int64_t>(device_info().shared_per_block_optin);
   int warps = qmma_max_warps;
   while (warps > 1 && (warps / 2 >= chunks ||
-                       (warps > 4 && blocks * (warps / 2) >= resident))) {
+                       (warps > 4 && blocks * (warps / 2) >= resident) ||
+                       warps * qmma_stages * qmma_slot_bytes > shared)) {
     warps /= 2;
   }
+  // A ring holds as many chunks as a warp takes, qmma_stages at most.
+  const int64_t most = (chunks + warps - 1) / warps;
+  const int bytes =
+      warps * qmma_slot_bytes *
+      (most < qmma_stages ? static_cast<int>(most) : qmma_stages);
   shape.block[0] = 32 * warps;
+  shape.shared_bytes = static_cast<unsigned>(bytes);
   set_current_device();
+  allow_shared_bytes(f, bytes);
   submit_kernel(f, shape, args, stream);
 }
 

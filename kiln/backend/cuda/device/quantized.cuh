@@ -183,11 +183,13 @@ __global__ void __launch_bounds__(qmv_threads) quantized_matvec(
   }
 }
 
-/** Warps of a quantized_mma block at most (their partial sums take 32 KB
- *  of shared memory), and the 8-row tiles of the weight that each warp
- *  takes: 32 weight rows per block. */
+/** Warps of a quantized_mma block at most, the 8-row tiles of the weight
+ *  that each warp takes (32 weight rows per block), and the chunks of
+ *  codes each warp keeps in its ring in shared memory: qmma_stages *
+ *  qmma_weight_tiles * 512 bytes a warp (8 KB; 128 KB for 16 warps). */
 inline constexpr int qmma_max_warps = 16;
 inline constexpr int qmma_weight_tiles = 4;
+inline constexpr int qmma_stages = 4;
 
 namespace quantized {
 
@@ -197,15 +199,26 @@ __device__ __forceinline__ To bits_as(const From& f) {
   return *reinterpret_cast<const To*>(&f);
 }
 
+/** (a & b) | c in one instruction: written out as PTX, since with b and c
+ *  both constants the compiler emits an AND and an OR. */
+template <uint32_t B, uint32_t C>
+__device__ __forceinline__ uint32_t and_or(uint32_t a) {
+  uint32_t r;
+  asm("lop3.b32 %0, %1, %2, %3, 0xea;\n" : "=r"(r) : "r"(a), "n"(B), "n"(C));
+  return r;
+}
+
 /** B fragments of quantized_mma from words of codes, scale * code + bias
  *  rounded to T. A code is ORed into the low mantissa bits of a 16-bit
  *  float 2^e (1024 for float16, whose ulp is 1 up to 2048; 128 for
  *  bfloat16, ulp 1 up to 256, so 4-bit codes only), which is then 2^e +
  *  code: subtracting 2^e is exact and a fused multiply-add rounds once,
- *  two codes per instruction. 8-bit codes in bfloat16 go through float
- *  2^23 the same way. Per word the k16 steps' register pairs in order: at 4
- *  bits codes (0, 4) and (1, 5), then (2, 6) and (3, 7) (a mask and a
- *  shift each); at 8 bits (0, 2) and (1, 3) (a byte permute each). */
+ *  two codes per instruction. At 4 bits in float16 the odd nibbles stay in
+ *  place, 1024 + 16 code, and an FMA by 1/16 less 64 (exact) gives the
+ *  code: one shift a word rather than three. 8-bit codes in bfloat16 go
+ *  through float 2^23 the same way. Per word the k16 steps' register pairs
+ *  in order: at 4 bits codes (0, 4) and (1, 5), then (2, 6) and (3, 7); at
+ *  8 bits (0, 2) and (1, 3) (a byte permute each). */
 template <typename T, int Bits>
 struct Decoder {
   static_assert(Bits == 4 || Bits == 8);
@@ -225,18 +238,33 @@ struct Decoder {
     }
   }
 
+  /** scale * code + bias from a pair 2^e + code. */
   __device__ __forceinline__ uint32_t pair(uint32_t biased) const {
     const uint32_t base = magic; // a copy: bits_as takes a reference
     P h = bits_as<P>(biased), m = bits_as<P>(base);
     return bits_as<uint32_t>(__hfma2(__hsub2(h, m), scale, bias));
   }
 
+  /** The same from a float16 pair 1024 + 16 code. */
+  __device__ __forceinline__ uint32_t high_pair(uint32_t biased) const {
+    const __half2 h = bits_as<__half2>(biased);
+    const __half2 code = __hfma2(h, __half2(__half(0.0625f), __half(0.0625f)),
+                                 __half2(__half(-64.0f), __half(-64.0f)));
+    return bits_as<uint32_t>(__hfma2(code, scale, bias));
+  }
+
   __device__ __forceinline__ void fragments(uint32_t q,
                                             uint32_t (&r)[regs]) const {
-    if constexpr (Bits == 4) {
+    if constexpr (Bits == 4 && half) {
+      const uint32_t q2 = q >> 8;
+      r[0] = pair(and_or<0x000f000fu, magic>(q));
+      r[1] = high_pair(and_or<0x00f000f0u, magic>(q));
+      r[2] = pair(and_or<0x000f000fu, magic>(q2));
+      r[3] = high_pair(and_or<0x00f000f0u, magic>(q2));
+    } else if constexpr (Bits == 4) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        r[i] = pair(((q >> (4 * i)) & 0x000f000fu) | magic);
+        r[i] = pair(and_or<0x000f000fu, magic>(q >> (4 * i)));
       }
     } else if constexpr (!via_float) {
       r[0] = pair(__byte_perm(q, 0x64646464u, 0x4240));
@@ -275,11 +303,11 @@ __device__ __forceinline__ void x_pairs(const uint4& v, int h,
 }
 
 /** x_pairs' values of one word: 8 (4 bits) or 4 (8 bits) elements of 16
- *  bits from global p, zeros for a null p. */
+ *  bits from global p, or zeros when !valid (p is not read then). */
 template <int Bits>
-__device__ __forceinline__ uint4 x_values(const void* p) {
+__device__ __forceinline__ uint4 x_values(const void* p, bool valid) {
   uint4 v = make_uint4(0, 0, 0, 0);
-  if (!p) return v;
+  if (!valid) return v;
   if constexpr (Bits == 4) {
     v = __ldg(reinterpret_cast<const uint4*>(p));
   } else {
@@ -290,16 +318,14 @@ __device__ __forceinline__ uint4 x_values(const void* p) {
 }
 
 /** A fragments of one word's k16 steps for rows g (xr[0]) and g + 8
- *  (xr[1]) of the block's 16, x from k0 (x_pairs); zeros for a null row or
- *  !valid. */
+ *  (xr[1]) of the block's 16, x from k0 (x_pairs); zeros when !valid. */
 template <typename T, int Bits>
 __device__ __forceinline__ void x_fragments(const T* const (&xr)[2],
                                             bool valid, int64_t k0,
                                             uint32_t (&a)[8 / Bits][4]) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    x_pairs<Bits>(
-        x_values<Bits>(valid && xr[h] ? xr[h] + k0 : nullptr), h, a);
+    x_pairs<Bits>(x_values<Bits>(xr[h] + k0, valid), h, a);
   }
 }
 
@@ -307,16 +333,22 @@ __device__ __forceinline__ void x_fragments(const T* const (&xr)[2],
 
 /** out[z] = x[z] @ dequantize(w[matrix]).T on tensor cores for T float16
  *  or bfloat16 and Bits 4 or 8. A block takes 16 rows of x (from r0 =
- *  blockIdx.y * 16; rows past m are zeros) against the 32 weight rows of
+ *  blockIdx.y * 16; past m, row m - 1 again, its outputs not stored) against the 32 weight rows of
  *  blockIdx.x, and its warps deal out the inner dimension in chunks: per
  *  weight row, a quad of lanes reads 16 bytes of codes each (128 codes at
- *  4 bits, 64 at 8), two chunks in flight per warp. The weight keeps its
- *  layout: an mma step sums over its 16 k slots in any order, so lane t's
- *  slots are mapped onto the codes that its own registers hold (Decoder's
- *  pairs) and its A fragment is gathered from x at the same positions
- *  (x_fragments). Products sum in float32; the
- *  warps' partial tiles add up in shared memory in warp order (the same
- *  sums every run). Arguments as quantized_matvec's. */
+ *  4 bits, 64 at 8). The codes stream through a ring of qmma_stages
+ *  chunks per warp in shared memory (cp.async; each lane reads back only
+ *  what it copied, so no barrier), qmma_stages - 1 chunks ahead of the one
+ *  decoded, and the scales and biases one chunk ahead in registers, so
+ *  that loads stay in flight while the warp computes. The weight keeps
+ *  its layout: an mma step sums over its 16 k slots in any order, so lane
+ *  t's slots are mapped onto the codes that its own registers hold
+ *  (Decoder's pairs) and its A fragment is gathered from x at the same
+ *  positions (x_fragments). Products sum in float32; the warps' partial
+ *  tiles add up in shared memory (the ring's, reused) in warp order (the
+ *  same sums every run). Dynamic shared memory: warps * qmma_weight_tiles
+ *  * 512 bytes times qmma_stages or, if fewer, the most chunks a warp
+ *  takes. Arguments as quantized_matvec's. */
 template <typename T, int Bits>
 __global__ void __launch_bounds__(32 * qmma_max_warps) quantized_mma(
     const T* __restrict__ x, const uint32_t* __restrict__ w,
@@ -324,10 +356,11 @@ __global__ void __launch_bounds__(32 * qmma_max_warps) quantized_mma(
     T* __restrict__ out, int64_t m, int64_t n, int64_t k, int group_size,
     int64_t x_batch, int64_t w_batch, int64_t p_batch, int64_t out_batch,
     const uint32_t* __restrict__ w_index, int64_t w_count) {
-  constexpr int NT = qmma_weight_tiles;
+  constexpr int NT = qmma_weight_tiles, S = qmma_stages;
   constexpr int per_lane = 128 / Bits, chunk = 4 * per_lane;
   constexpr int steps = 8 / Bits; // k16 steps per word
   using Dec = quantized::Decoder<T, Bits>;
+  extern __shared__ __align__(16) unsigned char qmma_smem[];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int warps = blockDim.x / 32;
   const int g = lane / 4, t = lane % 4;
@@ -340,81 +373,127 @@ __global__ void __launch_bounds__(32 * qmma_max_warps) quantized_mma(
   w += matrix * w_batch;
   scales += matrix * p_batch;
   biases += matrix * p_batch;
-  // This lane's weight rows, one per 8-row tile (past n: row n - 1 again,
-  // never stored), and its rows of x, g and g + 8 (null past m).
-  int64_t wrow[NT];
+  // This lane's weight rows, one per 8-row tile, and its rows of x, g and
+  // g + 8; past n or m, the last row again (an output row depends on its
+  // own row of x and column of the weight alone, and these are never
+  // stored).
+  const uint32_t* wr[NT];
+  const T *sr[NT], *br[NT];
 #pragma unroll
   for (int i = 0; i < NT; ++i) {
-    int64_t row = n0 + 8 * i + g;
-    wrow[i] = row < n ? row : n - 1;
+    const int64_t row = n0 + 8 * i + g < n ? n0 + 8 * i + g : n - 1;
+    wr[i] = w + row * words;
+    sr[i] = scales + row * groups;
+    br[i] = biases + row * groups;
   }
   const T* xr[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     int64_t row = r0 + 8 * h + g;
-    xr[h] = row < m ? x + row * k : nullptr;
+    xr[h] = x + (row < m ? row : m - 1) * k;
   }
-  float acc[NT][4] = {};
+  const int group_shift = __ffs(group_size) - 1; // a power of two
+  // The warp's chunks are warp, warp + warps, ...: `mine` of them. Its
+  // ring: `slots` (S, or fewer when no warp has S chunks) of NT * 32
+  // 16-byte units, lane-minor.
   const int64_t chunks = (k + chunk - 1) / chunk;
-  for (int64_t c = warp; c < chunks; c += 2 * warps) {
-    // Both chunks' codes first, so their loads are in flight together.
-    uint32_t q[2][NT][4];
-    int64_t kk[2];
+  const int64_t mine = warp < chunks ? (chunks - warp + warps - 1) / warps : 0;
+  const int64_t most = (chunks + warps - 1) / warps;
+  const int slots = most < S ? static_cast<int>(most) : S;
+  uint4* ring = reinterpret_cast<uint4*>(qmma_smem) + warp * slots * NT * 32;
+  // Lane t's first code of the warp's i-th chunk.
+  auto first_code = [&](int64_t i) {
+    return (warp + i * warps) * chunk + t * per_lane;
+  };
+  // Starts copying the warp's i-th chunk into slot i % S (zeros past k);
+  // past the warp's chunks nothing is copied (the slot may not exist), but
+  // a group is committed all the same, so that wait_copies counts right.
+  auto issue = [&](int64_t i) {
+    if (i < mine) {
+      const int64_t kk = first_code(i);
+      const bool valid = kk < k;
+      uint4* slot = ring + (i % S) * NT * 32;
 #pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      kk[u] = (c + u * warps) * chunk + t * per_lane;
-      const bool valid = c + u * warps < chunks && kk[u] < k;
+      for (int j = 0; j < NT; ++j) {
+        copy16_async(slot + j * 32 + lane,
+                     valid ? wr[j] + kk * Bits / 32 : w, valid);
+      }
+    }
+    commit_copies();
+  };
+  // The scales and biases of the warp's i-th chunk (the first group's
+  // past k: finite, against zeros of x); past its chunks, unchanged.
+  T sc[NT], bi[NT];
+  auto params = [&](int64_t i, T(&s)[NT], T(&b)[NT]) {
+    if (i >= mine) {
 #pragma unroll
-      for (int i = 0; i < NT; ++i) {
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (valid) {
-          v = __ldg(reinterpret_cast<const uint4*>(w + wrow[i] * words +
-                                                   kk[u] * Bits / 32));
+      for (int j = 0; j < NT; ++j) s[j] = sc[j], b[j] = bi[j];
+      return;
+    }
+    const int64_t kk = first_code(i);
+    const int64_t grp = (kk < k ? kk : 0) >> group_shift;
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      s[j] = sr[j][grp];
+      b[j] = br[j][grp];
+    }
+  };
+#pragma unroll
+  for (int i = 0; i < S - 1; ++i) issue(i);
+  params(0, sc, bi);
+  float acc[NT][4] = {};
+  for (int64_t i = 0; i < mine; ++i) {
+    issue(i + S - 1);
+    T next_sc[NT], next_bi[NT];
+    params(i + 1, next_sc, next_bi);
+    wait_copies<S - 1>(); // chunk i's group (S - 1 younger ones may wait)
+    const uint4* slot = ring + (i % S) * NT * 32;
+    uint4 q[NT];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) q[j] = slot[j * 32 + lane];
+    // Lanes past k (its last chunk's) add zeros: their x is zero, their
+    // codes (zeros) decode to finite biases.
+    const int64_t kk = first_code(i);
+    const bool valid = kk < k;
+    Dec dec[NT];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) dec[j].set(sc[j], bi[j]);
+#pragma unroll
+    for (int word = 0; word < 4; ++word) {
+      uint32_t b[NT][Dec::regs];
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        const uint32_t v = word == 0   ? q[j].x
+                           : word == 1 ? q[j].y
+                           : word == 2 ? q[j].z
+                                       : q[j].w;
+        dec[j].fragments(v, b[j]);
+      }
+      uint32_t a[steps][4];
+      quantized::x_fragments<T, Bits>(xr, valid, kk + word * (per_lane / 4),
+                                      a);
+#pragma unroll
+      for (int st = 0; st < steps; ++st) {
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          mma16816<T>(acc[j], a[st], b[j][2 * st], b[j][2 * st + 1]);
         }
-        q[u][i][0] = v.x, q[u][i][1] = v.y, q[u][i][2] = v.z,
-        q[u][i][3] = v.w;
       }
     }
 #pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      if (c + u * warps >= chunks) break; // the same for the whole warp
-      // Lanes past k (its last chunk's) add zeros: their x is zero, their
-      // codes (zeros) decode to finite biases.
-      const bool valid = kk[u] < k;
-      const int64_t grp = (valid ? kk[u] : 0) / group_size;
-      Dec dec[NT];
-#pragma unroll
-      for (int i = 0; i < NT; ++i) {
-        dec[i].set(scales[wrow[i] * groups + grp],
-                   biases[wrow[i] * groups + grp]);
-      }
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        uint32_t b[NT][Dec::regs];
-#pragma unroll
-        for (int i = 0; i < NT; ++i) dec[i].fragments(q[u][i][j], b[i]);
-        uint32_t a[steps][4];
-        quantized::x_fragments<T, Bits>(xr, valid, kk[u] + j * (per_lane / 4),
-                                        a);
-#pragma unroll
-        for (int st = 0; st < steps; ++st) {
-#pragma unroll
-          for (int i = 0; i < NT; ++i) {
-            mma16816<T>(acc[i], a[st], b[i][2 * st], b[i][2 * st + 1]);
-          }
-        }
-      }
-    }
+    for (int j = 0; j < NT; ++j) sc[j] = next_sc[j], bi[j] = next_bi[j];
   }
-  // The warps' C fragments, lane-minor in shared memory; then each output
-  // summed over the warps in order.
+  wait_copies<0>(); // the ring's last (empty) copies, before its reuse
+  __syncthreads();  // every warp is done with its ring
+  // The warps' C fragments, lane-minor, in the ring's memory (2 KB a
+  // warp); then each output summed over the warps in order.
   constexpr int values = NT * 4;
-  __shared__ float part[qmma_max_warps * values * 32];
+  float* part = reinterpret_cast<float*>(qmma_smem);
 #pragma unroll
-  for (int i = 0; i < NT; ++i) {
+  for (int j = 0; j < NT; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      part[(warp * values + i * 4 + e) * 32 + lane] = acc[i][e];
+      part[(warp * values + j * 4 + e) * 32 + lane] = acc[j][e];
     }
   }
   __syncthreads();
