@@ -83,8 +83,9 @@ TEST_F(GpuQuantized, TensorCoreInnerDimensionsAndWeightRows) {
   // at 4 bits, 64 at 8), one chunk, and many (several warps over the
   // inner dimension, more chunks than warps; in the GEMM, splits over
   // blocks); 8 weight rows (part of a block) and 300 (several, the last
-  // partial); 2 to 16 rows of x in the matvec-like kernel, then 17 to 64
-  // (4 bits) or 32 (8 bits) in the GEMM, and one past each.
+  // partial); 1 row (the matvec), 2 to 16 in the matvec-like tensor-core
+  // kernel, then 17 to 64 (4 bits) or 32 (8 bits) in the GEMM, and one
+  // past each.
   struct Case {
     int k, gs;
   };
@@ -95,7 +96,7 @@ TEST_F(GpuQuantized, TensorCoreInnerDimensionsAndWeightRows) {
         for (int n : {8, 300}) {
           array w = random_array({n, c.k}, dt, -1, 1);
           auto [q, s, b] = quantize(w, c.gs, bits, "affine", Device::cpu);
-          for (int rows : {2, 8, 9, 16, 17, 32, 33, 64, 65}) {
+          for (int rows : {1, 2, 5, 8, 9, 16, 17, 32, 33, 64, 65}) {
             array x = random_array({rows, c.k}, dt, -1, 1);
             array got = quantized_matmul(x, q, s, b, true, c.gs, bits,
                                          "affine", Device::gpu);
