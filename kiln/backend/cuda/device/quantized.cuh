@@ -46,17 +46,51 @@ __device__ __forceinline__ void load_block(const uint32_t* p,
   }
 }
 
-/** Code j of a block as a float: the bit field ORed into float 2^23's
- *  mantissa, then 2^23 taken off (exact, and cheaper than an integer to
- *  float conversion). Called in fully unrolled loops, so j, the word and
- *  the shifts are constants and v stays in registers. */
+/** (a & b) | c in one instruction: written out as PTX, since with b and c
+ *  both constants the compiler emits an AND and an OR. */
+__device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t b,
+                                           uint32_t c) {
+  uint32_t r;
+  asm("lop3.b32 %0, %1, %2, %3, 0xea;\n" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+  return r;
+}
+
+/** The power of two (its exponent) at which code_at returns code j of a
+ *  block: a field that ends below the mantissa's top bit (bit 23) is read
+ *  where it lies, 2^shift * code; one that ends above it, from the word's
+ *  high half (16 less); one that straddles two words is shifted down. */
+template <int Bits>
+__host__ __device__ constexpr int code_exponent(int j) {
+  const int shift = j * Bits % 32;
+  return shift + Bits > 32 ? 0 : shift + Bits <= 23 ? shift : shift - 16;
+}
+
+/** Code j of a block times 2^code_exponent(j), as a float: the bit field,
+ *  masked where it lies, ORed into float 2^23's mantissa, then 2^23 taken
+ *  off (exact, and cheaper than an integer to float conversion; one lop3
+ *  and one add, no shift for most fields). The caller scales x by
+ *  2^-code_exponent(j), so that each product is x * code exactly. Called
+ *  in fully unrolled loops, so j, the word and the shifts are constants
+ *  and v stays in registers. */
 template <int Bits>
 __device__ __forceinline__ float code_at(const uint32_t (&v)[Bits], int j) {
   const int bit = j * Bits, word = bit / 32, shift = bit % 32;
-  constexpr uint32_t mask = (1u << Bits) - 1u;
-  uint32_t c = v[word] >> shift;
-  if (shift + Bits > 32) c |= v[word + 1] << (32 - shift);
-  return __uint_as_float(0x4b000000u | (c & mask)) - 8388608.0f;
+  constexpr uint32_t mask = (1u << Bits) - 1u, magic = 0x4b000000u;
+  uint32_t biased;
+  if (shift + Bits > 32) {
+    const uint32_t c = (v[word] >> shift) | (v[word + 1] << (32 - shift));
+    biased = and_or(c, mask, magic);
+  } else if (shift + Bits <= 23) {
+    biased = and_or(v[word], mask << shift, magic);
+  } else {
+    biased = and_or(v[word] >> 16, mask << (shift - 16), magic);
+  }
+  return __uint_as_float(biased) - 8388608.0f;
+}
+
+/** 2^-e as a float, for e in [0, 31]. */
+__device__ __forceinline__ float inverse_power_of_two(int e) {
+  return __uint_as_float(static_cast<uint32_t>(127 - e) << 23);
 }
 
 /** Eight consecutive elements of x as floats. */
@@ -138,7 +172,12 @@ __global__ void __launch_bounds__(qmv_threads) quantized_matvec(
           for (int j = 0; j < 8; ++j) xv[r][j] = 0.0f;
         }
 #pragma unroll
-        for (int j = 0; j < 8; ++j) xsum[r] += xv[r][j];
+        for (int j = 0; j < 8; ++j) {
+          xsum[r] += xv[r][j];
+          // code_at's codes come times 2^e: x times 2^-e (exact).
+          const int e = quantized::code_exponent<Bits>(c * 8 + j);
+          if (e != 0) xv[r][j] *= quantized::inverse_power_of_two(e);
+        }
       }
 #pragma unroll
       for (int o = 0; o < O; ++o) {
@@ -199,14 +238,6 @@ __device__ __forceinline__ To bits_as(const From& f) {
   return *reinterpret_cast<const To*>(&f);
 }
 
-/** (a & b) | c in one instruction: written out as PTX, since with b and c
- *  both constants the compiler emits an AND and an OR. */
-template <uint32_t B, uint32_t C>
-__device__ __forceinline__ uint32_t and_or(uint32_t a) {
-  uint32_t r;
-  asm("lop3.b32 %0, %1, %2, %3, 0xea;\n" : "=r"(r) : "r"(a), "n"(B), "n"(C));
-  return r;
-}
 
 /** B fragments of quantized_mma from words of codes, scale * code + bias
  *  rounded to T. A code is ORed into the low mantissa bits of a 16-bit
@@ -257,14 +288,14 @@ struct Decoder {
                                             uint32_t (&r)[regs]) const {
     if constexpr (Bits == 4 && half) {
       const uint32_t q2 = q >> 8;
-      r[0] = pair(and_or<0x000f000fu, magic>(q));
-      r[1] = high_pair(and_or<0x00f000f0u, magic>(q));
-      r[2] = pair(and_or<0x000f000fu, magic>(q2));
-      r[3] = high_pair(and_or<0x00f000f0u, magic>(q2));
+      r[0] = pair(and_or(q, 0x000f000fu, magic));
+      r[1] = high_pair(and_or(q, 0x00f000f0u, magic));
+      r[2] = pair(and_or(q2, 0x000f000fu, magic));
+      r[3] = high_pair(and_or(q2, 0x00f000f0u, magic));
     } else if constexpr (Bits == 4) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        r[i] = pair(and_or<0x000f000fu, magic>(q >> (4 * i)));
+        r[i] = pair(and_or(q >> (4 * i), 0x000f000fu, magic));
       }
     } else if constexpr (!via_float) {
       r[0] = pair(__byte_perm(q, 0x64646464u, 0x4240));
