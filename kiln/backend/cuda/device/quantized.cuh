@@ -238,7 +238,6 @@ __device__ __forceinline__ To bits_as(const From& f) {
   return *reinterpret_cast<const To*>(&f);
 }
 
-
 /** B fragments of quantized_mma from words of codes, scale * code + bias
  *  rounded to T. A code is ORed into the low mantissa bits of a 16-bit
  *  float 2^e (1024 for float16, whose ulp is 1 up to 2048; 128 for
@@ -364,10 +363,10 @@ __device__ __forceinline__ void x_fragments(const T* const (&xr)[2],
 
 /** out[z] = x[z] @ dequantize(w[matrix]).T on tensor cores for T float16
  *  or bfloat16 and Bits 4 or 8. A block takes 16 rows of x (from r0 =
- *  blockIdx.y * 16; past m, row m - 1 again, its outputs not stored) against the 32 weight rows of
- *  blockIdx.x, and its warps deal out the inner dimension in chunks: per
- *  weight row, a quad of lanes reads 16 bytes of codes each (128 codes at
- *  4 bits, 64 at 8). The codes stream through a ring of qmma_stages
+ *  blockIdx.y * 16; past m, row m - 1 again, its outputs not stored)
+ *  against the 32 weight rows of blockIdx.x, and its warps deal out the
+ *  inner dimension in chunks: per weight row, a quad of lanes reads 16
+ *  bytes of codes each (128 codes at 4 bits, 64 at 8). The codes stream through a ring of qmma_stages
  *  chunks per warp in shared memory (cp.async; each lane reads back only
  *  what it copied, so no barrier), qmma_stages - 1 chunks ahead of the one
  *  decoded, and the scales and biases one chunk ahead in registers, so
