@@ -78,6 +78,31 @@ TEST_F(GpuQuantized, MatmulEveryWidthGroupDtypeAndRowCount) {
   }
 }
 
+TEST_F(GpuQuantized, MatvecGroupsOfThreadsByInnerDimension) {
+  // The matvec's groups of 32, 64 and 128 threads over a row's 32-code
+  // blocks (4, 2 and 1 groups of 4 weight rows a block), each just past
+  // its threshold (a thread takes two blocks, the others one), 37 weight
+  // rows (the last block's groups partly or wholly past them), 1 and 3
+  // rows of x (the 1- and 4-row variants).
+  for (int k : {1056, 2080, 4128}) {
+    for (Dtype dt : {float32, float16, bfloat16}) {
+      for (int bits : {3, 4, 8}) {
+        array w = random_array({37, k}, dt, -1, 1);
+        auto [q, s, b] = quantize(w, 32, bits, "affine", Device::cpu);
+        for (int rows : {1, 3}) {
+          array x = random_array({rows, k}, dt, -1, 1);
+          array got = quantized_matmul(x, q, s, b, true, 32, bits, "affine",
+                                       Device::gpu);
+          EXPECT_TRUE(close_to_reference(
+              got, reference(x, q, s, b, 32, bits), dt, k))
+              << dtype_name(dt) << " bits=" << bits << " k=" << k
+              << " rows=" << rows;
+        }
+      }
+    }
+  }
+}
+
 TEST_F(GpuQuantized, TensorCoreInnerDimensionsAndWeightRows) {
   // Inner dimensions that end inside a chunk (128 codes per quad of lanes
   // at 4 bits, 64 at 8), one chunk, and many (several warps over the

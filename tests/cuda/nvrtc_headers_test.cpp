@@ -145,12 +145,14 @@ TEST(NvrtcHeaders, AddressKernels) {
 
 TEST(NvrtcHeaders, QuantizedKernels) {
   // Every width; a program per dtype (the matvec's row variants are
-  // siblings), the dequantize kernels together.
+  // siblings; each of its group sizes on some width), the dequantize
+  // kernels together.
   std::vector<cuda::JitKernel> dequantize;
   for (Dtype dt : {float32, float16, bfloat16}) {
     std::vector<cuda::JitKernel> matvec;
     for (int bits : {1, 2, 3, 4, 5, 6, 8}) {
-      matvec.push_back(cuda::quantized_matvec_kernel(dt, bits, 1));
+      int threads = bits == 3 ? 32 : bits == 5 ? 64 : 128;
+      matvec.push_back(cuda::quantized_matvec_kernel(dt, bits, 1, threads));
       dequantize.push_back(cuda::dequantize_kernel(dt, float32, bits));
     }
     if (dt != float32) {

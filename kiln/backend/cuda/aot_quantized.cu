@@ -12,15 +12,26 @@ namespace kiln::cuda {
 
 namespace {
 
+template <typename T, int Bits, int Threads>
+void matvec(AotTable& t) {
+  Dtype d = aot::dtype_v<T>;
+  aot::put(t, quantized_matvec_kernel(d, Bits, 1, Threads),
+           reinterpret_cast<const void*>(
+               &quantized_matvec<T, Bits, 1, Threads>));
+  aot::put(t, quantized_matvec_kernel(d, Bits, 2, Threads),
+           reinterpret_cast<const void*>(
+               &quantized_matvec<T, Bits, 2, Threads>));
+  aot::put(t, quantized_matvec_kernel(d, Bits, 4, Threads),
+           reinterpret_cast<const void*>(
+               &quantized_matvec<T, Bits, 4, Threads>));
+}
+
 template <typename T, int Bits>
 void width(AotTable& t) {
   Dtype d = aot::dtype_v<T>;
-  aot::put(t, quantized_matvec_kernel(d, Bits, 1),
-           reinterpret_cast<const void*>(&quantized_matvec<T, Bits, 1>));
-  aot::put(t, quantized_matvec_kernel(d, Bits, 2),
-           reinterpret_cast<const void*>(&quantized_matvec<T, Bits, 2>));
-  aot::put(t, quantized_matvec_kernel(d, Bits, 4),
-           reinterpret_cast<const void*>(&quantized_matvec<T, Bits, 4>));
+  matvec<T, Bits, 32>(t);
+  matvec<T, Bits, 64>(t);
+  matvec<T, Bits, 128>(t);
   aot::put(t, dequantize_kernel(d, d, Bits),
            reinterpret_cast<const void*>(&dequantize<T, T, Bits>));
 }

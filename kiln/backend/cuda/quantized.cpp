@@ -27,14 +27,16 @@ namespace {
 
 const char* header = "#include \"kiln/backend/cuda/device/quantized.cuh\"\n";
 
-std::string matvec_name(Dtype dt, int bits, int rows) {
+std::string matvec_name(Dtype dt, int bits, int rows, int threads) {
   return "bQuantizedMatvec" + std::to_string(bits) + "r" +
-         std::to_string(rows) + dtype_name(dt);
+         std::to_string(rows) + "t" + std::to_string(threads) +
+         dtype_name(dt);
 }
 
-std::string matvec_expression(Dtype dt, int bits, int rows) {
+std::string matvec_expression(Dtype dt, int bits, int rows, int threads) {
   return std::string("kiln::cuda::quantized_matvec<") + device_type(dt) +
-         ", " + std::to_string(bits) + ", " + std::to_string(rows) + ">";
+         ", " + std::to_string(bits) + ", " + std::to_string(rows) + ", " +
+         std::to_string(threads) + ">";
 }
 
 } // namespace
@@ -61,16 +63,21 @@ JitKernel sum_partials_kernel(Dtype dt) {
           {}};
 }
 
-JitKernel quantized_matvec_kernel(Dtype dt, int bits, int rows) {
-  JitKernel k{matvec_name(dt, bits, rows), header,
-              matvec_expression(dt, bits, rows), {}};
+JitKernel quantized_matvec_kernel(Dtype dt, int bits, int rows,
+                                  int threads) {
+  JitKernel k{matvec_name(dt, bits, rows, threads), header,
+              matvec_expression(dt, bits, rows, threads), {}};
   for (int r : {1, 2, 4}) {
     if (r != rows) {
-      k.siblings.emplace_back(matvec_name(dt, bits, r),
-                              matvec_expression(dt, bits, r));
+      k.siblings.emplace_back(matvec_name(dt, bits, r, threads),
+                              matvec_expression(dt, bits, r, threads));
     }
   }
   return k;
+}
+
+int quantized_matvec_threads(int64_t k) {
+  return k / 32 >= 128 ? 128 : k / 32 >= 64 ? 64 : 32;
 }
 
 JitKernel dequantize_kernel(Dtype scales, Dtype out, int bits) {
@@ -300,17 +307,20 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs,
       return;
     }
     int rows = m == 1 ? 1 : (m == 2 ? 2 : 4);
+    int threads = cuda::quantized_matvec_threads(k);
     cuda::KernelKey key('b', "QuantizedMatvec");
     key.add(static_cast<uint32_t>(bits_))
         .add(static_cast<uint32_t>(rows))
+        .add(static_cast<uint32_t>(threads))
         .add(static_cast<uint32_t>(dt.val));
     int bits = bits_;
     CUfunction f = cuda::find_kernel(key, [&] {
-      return cuda::quantized_matvec_kernel(dt, bits, rows);
+      return cuda::quantized_matvec_kernel(dt, bits, rows, threads);
     });
     cuda::LaunchShape shape;
-    shape.grid[0] = static_cast<unsigned>((n + cuda::qmv_outputs - 1) /
-                                          cuda::qmv_outputs);
+    const int64_t block_rows =
+        cuda::qmv_outputs * (cuda::qmv_threads / threads);
+    shape.grid[0] = static_cast<unsigned>((n + block_rows - 1) / block_rows);
     shape.grid[1] = static_cast<unsigned>((m + rows - 1) / rows);
     shape.grid[2] = static_cast<unsigned>(batch);
     shape.block[0] = cuda::qmv_threads;

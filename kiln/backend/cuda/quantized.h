@@ -17,8 +17,15 @@ inline bool quantized_kernels_support(Dtype dt) {
   return dt == float32 || dt == float16 || dt == bfloat16;
 }
 
-/** Rows of x each quantized_matvec block reads; 1, 2 or 4. */
-JitKernel quantized_matvec_kernel(Dtype dt, int bits, int rows);
+/** Rows of x each quantized_matvec block reads: 1, 2 or 4; threads of
+ *  each of its groups over an inner dimension: quantized_matvec_threads. */
+JitKernel quantized_matvec_kernel(Dtype dt, int bits, int rows,
+                                  int threads);
+/** The threads of a quantized_matvec group for an inner dimension k: the
+ *  block's 128 threads, or 64 or 32 for rows of fewer 32-code blocks
+ *  than that, so that none idles (8 tokens of a 2048 -> 1408
+ *  mixture-of-experts projection left half of them without a block). */
+int quantized_matvec_threads(int64_t k);
 /** dt float16 or bfloat16, bits 4 or 8. */
 JitKernel quantized_mma_kernel(Dtype dt, int bits);
 JitKernel quantized_gemm_kernel(Dtype dt, int bits);

@@ -111,32 +111,42 @@ __device__ __forceinline__ void load_eight(const T* p, float (&f)[8]) {
 
 } // namespace quantized
 
-/** Threads and output rows of a quantized_matvec block. */
+/** Threads of a quantized_matvec block, and output rows per group of its
+ *  threads. */
 inline constexpr int qmv_threads = 128;
 inline constexpr int qmv_outputs = 4;
 
 /** out[z][r0 + r][o] = sum over k of x[z][r0 + r][k] * (scale * code +
  *  bias) for Rows rows of x (r0 = blockIdx.y * Rows, those below m) and
- *  qmv_outputs rows o of the weight (blockIdx.x's). The block's 128
- *  threads deal out the row's 32-code blocks, each thread reading every
- *  output row's codes of its block against the same x (loaded once for
- *  qmv_outputs rows); per block, scale * (x . codes) + bias * sum(x) in
- *  float32, as the CPU kernel. Sums meet through shuffles and shared
+ *  the weight rows o of blockIdx.x: qmv_outputs rows for each group of
+ *  Threads threads (128, or 64 or 32 for rows of fewer 32-code blocks
+ *  than that, so that none idles: a block then takes 2 or 4 groups). A
+ *  group's threads deal out the row's 32-code blocks, each thread reading
+ *  every output row's codes of its block against the same x (loaded once
+ *  for qmv_outputs rows); per block, scale * (x . codes) + bias * sum(x)
+ *  in float32, as the CPU kernel. Sums meet through shuffles and shared
  *  memory. x (.., m, k), w (.., n, k * Bits / 32), scales and biases
  *  (.., n, k / group_size) and out (.., m, n) are row-major; blockIdx.z
  *  is the batch entry (strides in elements), whose weight matrix is entry
  *  z, or, with w_index, the one of w_count that w_index[z] picks
  *  (GatherMM's rule: int32, negative from the end, clamped). */
-template <typename T, int Bits, int Rows>
+template <typename T, int Bits, int Rows, int Threads>
 __global__ void __launch_bounds__(qmv_threads) quantized_matvec(
     const T* __restrict__ x, const uint32_t* __restrict__ w,
     const T* __restrict__ scales, const T* __restrict__ biases,
     T* __restrict__ out, int64_t m, int64_t n, int64_t k, int group_size,
     int64_t x_batch, int64_t w_batch, int64_t p_batch, int64_t out_batch,
     const uint32_t* __restrict__ w_index, int64_t w_count) {
+  static_assert(Threads == 32 || Threads == 64 || Threads == 128);
   constexpr int R = Rows, O = qmv_outputs;
+  constexpr int groups_per_block = qmv_threads / Threads;
+  const int group = threadIdx.x / Threads;
+  // The loop below is issue-bound: its stride is a constant (a run-time
+  // stride cost it 6 % more instructions at 4 bits) and the scales' group
+  // a shift (group_size is 32, 64 or 128: 1, 2 or 4 blocks).
+  const int group_shift = __ffs(group_size) - 6;
   const int64_t z = blockIdx.z;
-  const int64_t o0 = int64_t(blockIdx.x) * O;
+  const int64_t o0 = (int64_t(blockIdx.x) * groups_per_block + group) * O;
   const int64_t r0 = int64_t(blockIdx.y) * R;
   const int64_t words = k / 32 * Bits, groups = k / group_size;
   const int64_t matrix = w_index ? picked_offset(w_index[z], w_count, 1) : z;
@@ -145,15 +155,23 @@ __global__ void __launch_bounds__(qmv_threads) quantized_matvec(
   scales += matrix * p_batch;
   biases += matrix * p_batch;
   float acc[O][R] = {};
-  for (int64_t b = threadIdx.x; b < k / 32; b += qmv_threads) {
+  // The thread's blocks b: x and the codes through pointers that step on
+  // (offsets b * 32 recomputed in 64 bits cost the loop 8 % more
+  // instructions; in 32 bits they would overflow past k = 2^31).
+  const int blocks = static_cast<int>(k / 32);
+  const int first = threadIdx.x % Threads;
+  const T* xb = x + int64_t(first) * 32;
+  const uint32_t* wb = w + int64_t(first) * Bits;
+  for (int b = first; b < blocks;
+       b += Threads, xb += Threads * 32, wb += Threads * Bits) {
     uint32_t v[O][Bits];
     float s[O], bias[O];
-    const int64_t g = b * 32 / group_size;
+    const int g = b >> group_shift;
 #pragma unroll
     for (int o = 0; o < O; ++o) {
       // Rows past n read row n - 1 again (never stored).
       int64_t row = o0 + o < n ? o0 + o : n - 1;
-      quantized::load_block<Bits>(w + row * words + b * Bits, v[o]);
+      quantized::load_block<Bits>(wb + row * words, v[o]);
       s[o] = static_cast<float>(scales[row * groups + g]);
       bias[o] = static_cast<float>(biases[row * groups + g]);
     }
@@ -166,7 +184,7 @@ __global__ void __launch_bounds__(qmv_threads) quantized_matvec(
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         if (r0 + r < m) {
-          quantized::load_eight(x + r * k + b * 32 + c * 8, xv[r]);
+          quantized::load_eight(xb + r * k + c * 8, xv[r]);
         } else {
 #pragma unroll
           for (int j = 0; j < 8; ++j) xv[r][j] = 0.0f;
@@ -197,7 +215,8 @@ __global__ void __launch_bounds__(qmv_threads) quantized_matvec(
       }
     }
   }
-  // Warp sums, then the warps' sums in shared memory.
+  // Warp sums (a warp lies in one group), then the sums of each group's
+  // warps, in order, from shared memory.
   __shared__ float partial[qmv_threads / 32][O * R];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 #pragma unroll
@@ -211,13 +230,16 @@ __global__ void __launch_bounds__(qmv_threads) quantized_matvec(
     }
   }
   __syncthreads();
-  if (threadIdx.x < O * R) {
-    int o = threadIdx.x / R, r = threadIdx.x % R;
-    if (o0 + o < n && r0 + r < m) {
+  if (threadIdx.x < groups_per_block * O * R) {
+    const int g = threadIdx.x / (O * R), v = threadIdx.x % (O * R);
+    const int o = v / R, r = v % R;
+    const int64_t row = (int64_t(blockIdx.x) * groups_per_block + g) * O + o;
+    if (row < n && r0 + r < m) {
+      constexpr int warps = Threads / 32;
       float a = 0.0f;
 #pragma unroll
-      for (int i = 0; i < qmv_threads / 32; ++i) a += partial[i][o * R + r];
-      out[z * out_batch + (r0 + r) * n + o0 + o] = cast_to<T>(a);
+      for (int i = 0; i < warps; ++i) a += partial[g * warps + i][v];
+      out[z * out_batch + (r0 + r) * n + row] = cast_to<T>(a);
     }
   }
 }
