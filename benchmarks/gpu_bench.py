@@ -2,9 +2,10 @@
 the CUDA backend's targets name (fused elementwise, bf16 GEMM, the seed's
 Linear step and broadcast chain, exp of a transposed array, the host cost of
 a compiled call, and a new fused kernel's compile time), and the other
-kernel families: reductions against the copy ceiling, a scan, a sort, and
-attention (the tensor-core forward) against PyTorch's, and fused regions with
-per-row and per-column broadcasts (LayerNorm's and cross-entropy's backward).
+kernel families: reductions against the copy ceiling, a scan, a sort,
+attention (the tensor-core forward) and conv2d against PyTorch's, and fused
+regions with per-row and per-column broadcasts (LayerNorm's and
+cross-entropy's backward).
 
     PYTHONPATH=build-gpu-py/python python3 benchmarks/gpu_bench.py [--quick]
 
@@ -314,6 +315,31 @@ def bench_exp_transposed(m):
     row(f"exp of a transposed {m}x{m} float32", k, "torch", peer, "us")
 
 
+def bench_transposed_copies():
+    """Copies that transpose, made row-major: a bfloat16 NHWC activation
+    with its batch moved innermost (a depthwise convolution's weight
+    gradient reads it so) and an 8192^2 float32 matrix's x.T, against
+    PyTorch's .contiguous(); bytes moved (read + write) / time for the copy
+    ceiling's comparison."""
+    rng = np.random.default_rng(3)
+    for name, shape, perm, dtype in (
+        ("NHWC (32, 56, 56, 128) bf16 -> batch innermost", (32, 56, 56, 128), (1, 2, 3, 0), "bfloat16"),
+        ("8192x8192 float32 x.T", (8192, 8192), (1, 0), "float32"),
+    ):
+        xn = rng.uniform(-2, 2, shape).astype(np.float32)
+        x = mx.array(xn).astype(getattr(mx, dtype))
+        mx.eval(x)
+        xt = mx.transpose(x, perm)
+        us = kiln_throughput_us(lambda: mx.contiguous(xt))
+        moved = 2 * x.size * x.itemsize
+        peer = None
+        if torch is not None:
+            tx = to_torch(xn, getattr(torch, dtype)).permute(*perm)
+            peer = torch_us(lambda: tx.contiguous())
+        tbps = moved / (us * 1e-6) / 1e12
+        row(f"transposing copy {name} ({tbps:.2f} TB/s)", us, "torch", peer, "us")
+
+
 def bench_reductions(m):
     """Sums of an m x m float32 array over all of it, its rows and its
     columns: bytes read / time against the copy ceiling's bandwidth."""
@@ -427,6 +453,63 @@ def bench_attention_training(shapes=((32, 8, 256, 64), (4, 16, 4096, 128))):
             peer = torch_us(torch_step, reps=20)
         row(f"attention forward + backward, causal bf16 ({b},{h},{t},{d}) ({flops / us / 1e6:.0f} TFLOP/s)",
             us, "torch SDPA", peer, "us")
+
+
+CONV_SHAPES = (
+    # (name, input NHWC, weight (C_out, KH, KW, C_in / groups), stride, padding, groups)
+    ("ResNet 3x3", (32, 56, 56, 64), (64, 3, 3, 64), 1, 1, 1),
+    ("ResNet 3x3 stride 2", (32, 56, 56, 128), (128, 3, 3, 128), 2, 1, 1),
+    ("depthwise 3x3", (32, 56, 56, 128), (128, 3, 3, 1), 1, 1, 128),
+)
+
+
+def bench_conv(training=False):
+    """conv2d, bfloat16, channels last (kiln's layout; PyTorch's
+    channels_last memory format, so both read NHWC), against
+    torch.nn.functional.conv2d (cuDNN): the forward, or with training the
+    forward and both gradients, compiled. KILN_CUDNN_CONV=0 in the
+    environment times kiln's im2col path instead."""
+    for name, xs, ws, stride, padding, groups in CONV_SHAPES:
+        rng = np.random.default_rng(8)
+        xn = rng.uniform(-1, 1, xs).astype(np.float32)
+        wn = rng.uniform(-1, 1, ws).astype(np.float32) / np.sqrt(np.prod(ws[1:]))
+        x, w = (mx.array(a).astype(mx.bfloat16) for a in (xn, wn))
+        mx.eval(x, w)
+
+        def conv(x, w):
+            return mx.conv2d(x, w, stride=stride, padding=padding, groups=groups)
+
+        y = conv(x, w)
+        mx.eval(y)
+        flops = 2 * y.size * np.prod(ws[1:])
+        if training:
+            ct = mx.array(rng.uniform(-1, 1, y.shape).astype(np.float32)).astype(mx.bfloat16)
+            step = compiled_vjp(conv, 2)
+            us = kiln_throughput_us(lambda: step(x, w, ct), reps=10)
+            flops *= 3
+        else:
+            us = kiln_throughput_us(lambda: conv(x, w), reps=10)
+        peer = None
+        if torch is not None:
+            import torch.nn.functional as F
+
+            def nchw(a, grad=False):  # NHWC memory seen as NCHW: channels_last
+                t = to_torch(a, torch.bfloat16).permute(0, 3, 1, 2)
+                return t.requires_grad_() if grad else t
+
+            tx, tw = nchw(xn, training), nchw(wn, training)
+            if training:
+                tc = nchw(np.asarray(ct.astype(mx.float32)))
+
+                def torch_step():
+                    out = F.conv2d(tx, tw, stride=stride, padding=padding, groups=groups)
+                    return torch.autograd.grad(out, (tx, tw), tc)
+
+                peer = torch_us(torch_step, reps=20)
+            else:
+                peer = torch_us(lambda: F.conv2d(tx, tw, stride=stride, padding=padding, groups=groups))
+        what = "forward + backward, compiled vjp" if training else "forward"
+        row(f"conv2d {name} {what}, bf16 x{xs} w{ws} ({flops / us / 1e6:.0f} TFLOP/s)", us, "torch", peer, "us")
 
 
 def bench_norm_backward(rows=8192, n=512):
@@ -590,11 +673,14 @@ def main():
         ("seed step", bench_seed_step),
         ("rows broadcast GPU time", bench_rows_gpu_time),
         ("exp transposed", lambda: bench_exp_transposed(4096 if args.quick else 8192)),
+        ("transposing copies", bench_transposed_copies),
         ("reductions", lambda: bench_reductions(4096 if args.quick else 8192)),
         ("scan and sort", lambda: bench_scan_sort(1 << 22 if args.quick else 1 << 24)),
         ("attention", bench_attention),
         ("attention training", bench_attention_training),
         ("norm backward", bench_norm_backward),
+        ("conv forward", bench_conv),
+        ("conv training", lambda: bench_conv(training=True)),
         ("cold kernel", bench_cold_kernel),
         ("custom kernel", lambda: bench_custom_kernel(n)),
     ]

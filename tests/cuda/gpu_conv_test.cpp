@@ -1,12 +1,13 @@
-// Convolution on the GPU (im2col + cuBLASLt GEMM) against the CPU backend on
-// random inputs: conv1d/2d/3d in every GEMM dtype with each parameter
-// (stride, padding, kernel and input dilation, groups and depthwise, flip),
-// the transposed convolutions, both gradients (convolutions with input
-// dilation and flips, on transposed views), vmap (batches as groups),
-// non-contiguous, misaligned, broadcast and reversed inputs, 1x1
-// convolutions, empty and one-element shapes, more than 2^16 output rows,
-// long reductions, patch matrices built in tiles of rows and of columns,
-// and the argument errors.
+// Convolution on the GPU (cuDNN where present, im2col + cuBLASLt GEMM
+// otherwise) against the CPU backend on random inputs: conv1d/2d/3d in
+// every GEMM dtype with each parameter (stride, padding, kernel and input
+// dilation, groups and depthwise, flip), the transposed convolutions, both
+// gradients (convolutions with input dilation and flips, on transposed
+// views), vmap (batches as groups), non-contiguous, misaligned, broadcast
+// and reversed inputs, 1x1 convolutions, empty and one-element shapes,
+// more than 2^16 output rows, long reductions, patch matrices built in
+// tiles of rows and of columns, which problems cuDNN takes, and the
+// argument errors.
 #include <algorithm>
 
 #include "cuda/gpu_fixture.h"
@@ -14,12 +15,41 @@
 
 #if KILN_HAS_CUDA
 #include "kiln/backend/cuda/conv.h"
+#include "kiln/backend/cuda/cudnn_conv.h"
+#include "kiln/primitives/conv.h"
 #endif
 
 namespace kiln::test {
 namespace {
 
 using GpuConv = GpuTest;
+
+// The problems cuDNN takes run on its engines where cuDNN is present, the
+// rest on im2col. A BOTH_PATHS_TEST runs its body twice: as GpuConv (the
+// default) and as GpuConvIm2col, with cuDNN off.
+class GpuConvIm2col : public GpuTest {
+ protected:
+  void SetUp() override {
+    GpuTest::SetUp();
+#if KILN_HAS_CUDA
+    was_enabled_ = cuda::set_cudnn_conv_enabled(false);
+#endif
+  }
+  void TearDown() override {
+#if KILN_HAS_CUDA
+    cuda::set_cudnn_conv_enabled(was_enabled_);
+#endif
+  }
+
+ private:
+  bool was_enabled_ = true;
+};
+
+#define BOTH_PATHS_TEST(name)                    \
+  void name##_body();                            \
+  TEST_F(GpuConv, name) { name##_body(); }       \
+  TEST_F(GpuConvIm2col, name) { name##_body(); } \
+  void name##_body()
 
 const std::vector<Dtype> conv_dtypes = {float32, float16, bfloat16, float64};
 
@@ -56,7 +86,7 @@ struct Conv1dCase {
   Shape x, w;
 };
 
-TEST_F(GpuConv, Conv1dEveryParameterAndDtype) {
+BOTH_PATHS_TEST(Conv1dEveryParameterAndDtype) {
   std::vector<Conv1dCase> cases = {
       {"plain", 1, 0, 1, 1, {2, 37, 5}, {7, 3, 5}},
       {"stride 2", 2, 0, 1, 1, {3, 40, 3}, {4, 3, 3}},
@@ -82,7 +112,7 @@ TEST_F(GpuConv, Conv1dEveryParameterAndDtype) {
   }
 }
 
-TEST_F(GpuConv, Conv2dAnd3d) {
+BOTH_PATHS_TEST(Conv2dAnd3d) {
   using P = std::pair<int, int>;
   struct Case2 {
     P stride, padding, dilation;
@@ -122,7 +152,7 @@ TEST_F(GpuConv, Conv2dAnd3d) {
   }
 }
 
-TEST_F(GpuConv, InputDilationFlipAndAsymmetricPadding) {
+BOTH_PATHS_TEST(InputDilationFlipAndAsymmetricPadding) {
   for (Dtype dt : conv_dtypes) {
     for (bool flip : {false, true}) {
       auto f1 = [&](const std::vector<array>& v, Device d) {
@@ -149,7 +179,7 @@ TEST_F(GpuConv, InputDilationFlipAndAsymmetricPadding) {
   }
 }
 
-TEST_F(GpuConv, TransposedConvolutions) {
+BOTH_PATHS_TEST(TransposedConvolutions) {
   for (Dtype dt : conv_dtypes) {
     struct Case1 {
       int stride, padding, dilation, output_padding, groups;
@@ -215,7 +245,7 @@ void expect_grads_match(const std::string& name, const ConvFn& conv,
   }
 }
 
-TEST_F(GpuConv, GradientsOnTheGpu) {
+BOTH_PATHS_TEST(GradientsOnTheGpu) {
   for (Dtype dt : conv_dtypes) {
     expect_grads_match(
         "conv1d stride/padding/dilation/groups",
@@ -251,7 +281,7 @@ TEST_F(GpuConv, GradientsOnTheGpu) {
   }
 }
 
-TEST_F(GpuConv, VmapTurnsBatchesIntoGroups) {
+BOTH_PATHS_TEST(VmapTurnsBatchesIntoGroups) {
   for (Dtype dt : {float32, bfloat16}) {
     for (std::vector<int> axes : {std::vector<int>{0, -1}, {-1, 0}, {0, 0}}) {
       auto fn = [&](const std::vector<array>& v, Device d) {
@@ -269,7 +299,7 @@ TEST_F(GpuConv, VmapTurnsBatchesIntoGroups) {
   }
 }
 
-TEST_F(GpuConv, NonContiguousInputsAndWeights) {
+BOTH_PATHS_TEST(NonContiguousInputsAndWeights) {
   for (Dtype dt : conv_dtypes) {
     auto fn = [](const std::vector<array>& v, Device d) {
       return conv2d(v[0], v[1], {1, 2}, {1, 1}, {1, 1}, 2, d);
@@ -310,7 +340,7 @@ TEST_F(GpuConv, NonContiguousInputsAndWeights) {
   }
 }
 
-TEST_F(GpuConv, OneByOneConvolutions) {
+BOTH_PATHS_TEST(OneByOneConvolutions) {
   for (Dtype dt : conv_dtypes) {
     // A plain GEMM on the input: groups 1 and 3 (each group's channels at
     // their offset), then layouts and parameters that need im2col.
@@ -338,7 +368,7 @@ TEST_F(GpuConv, OneByOneConvolutions) {
   }
 }
 
-TEST_F(GpuConv, EdgeSizes) {
+BOTH_PATHS_TEST(EdgeSizes) {
   for (Dtype dt : conv_dtypes) {
     auto plain = [](const std::vector<array>& v, Device d) {
       return conv1d(v[0], v[1], 1, 0, 1, 1, d);
@@ -368,7 +398,7 @@ TEST_F(GpuConv, EdgeSizes) {
   }
 }
 
-TEST_F(GpuConv, ManyRowsAndLongReductions) {
+BOTH_PATHS_TEST(ManyRowsAndLongReductions) {
   for (Dtype dt : conv_dtypes) {
     // 3 * 29998 output rows (> 2^16), channels not a multiple of 8.
     auto f1 = [](const std::vector<array>& v, Device d) {
@@ -387,7 +417,7 @@ TEST_F(GpuConv, ManyRowsAndLongReductions) {
   }
 }
 
-TEST_F(GpuConv, MixedInputDtypesPromote) {
+BOTH_PATHS_TEST(MixedInputDtypesPromote) {
   auto fn = [](const std::vector<array>& v, Device d) {
     return conv1d(v[0], v[1], 1, 1, 1, 1, d);
   };
@@ -397,7 +427,7 @@ TEST_F(GpuConv, MixedInputDtypesPromote) {
   EXPECT_TRUE(conv_matches(fn, {x, rnd({6, 3, 4}, bfloat16)}, float32));
 }
 
-TEST_F(GpuConv, AgainstHandComputedValues) {
+BOTH_PATHS_TEST(AgainstHandComputedValues) {
   // Independent of the CPU backend: x = 1..6 over (1, 6, 1), kernel
   // [1, 0, -1] with padding 1: out[i] = x[i - 1] - x[i + 1].
   array x({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, {1, 6, 1});
@@ -410,6 +440,178 @@ TEST_F(GpuConv, AgainstHandComputedValues) {
 }
 
 #if KILN_HAS_CUDA
+// Where cuDNN is present, convolutions of float16/bfloat16/float32 with
+// kernels of up to 16 taps per axis run on it (its call count moves by one
+// per GPU evaluation) and agree with the CPU: forward ones without negative padding, and
+// input-dilated ones of unit stride with one group or depthwise (data
+// gradients: transposed convolutions, a strided convolution's input
+// gradient). The others run on im2col (the count stays), as do 1x1
+// convolutions (a GEMM on the input).
+TEST_F(GpuConv, CudnnTakesItsProblems) {
+  if (!cuda::cudnn_conv_available()) GTEST_SKIP() << "no cuDNN";
+  auto general = [](std::vector<int> stride, std::vector<int> lo,
+                    std::vector<int> hi, std::vector<int> kd,
+                    std::vector<int> id, int groups, bool flip) {
+    return [=](const std::vector<array>& v, Device d) {
+      return conv_general(v[0], v[1], stride, lo, hi, kd, id, groups, flip,
+                          d);
+    };
+  };
+  using R = cuda::CudnnConvRoute;
+  struct Case {
+    const char* name;
+    DeviceFn fn;
+    Shape x, w;
+    Dtype dt;
+    R route;
+  };
+  std::vector<Case> cases = {
+      {"conv2d 3x3, padding 1", general({1, 1}, {1, 1}, {1, 1}, {1, 1},
+                                        {1, 1}, 1, false),
+       {2, 16, 16, 32}, {64, 3, 3, 32}, float16, R::forward},
+      {"conv2d stride 2", general({2, 2}, {1, 1}, {0, 0}, {1, 1}, {1, 1}, 1,
+                                  false),
+       {2, 15, 17, 16}, {24, 3, 3, 16}, bfloat16, R::forward},
+      {"depthwise", general({1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 16, false),
+       {2, 12, 12, 16}, {16, 3, 3, 1}, bfloat16, R::forward},
+      {"grouped, dilated", general({1, 1}, {2, 2}, {2, 2}, {2, 2}, {1, 1}, 4,
+                                   false),
+       {1, 11, 13, 32}, {16, 3, 3, 8}, float16, R::forward},
+      {"conv1d", general({2}, {2}, {1}, {2}, {1}, 1, false), {2, 40, 8},
+       {6, 5, 8}, float32, R::forward},
+      {"conv3d", general({1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1},
+                         {1, 1, 1}, 1, false),
+       {1, 6, 7, 8, 8}, {8, 3, 3, 3, 8}, float16, R::forward},
+      {"flipped, asymmetric padding", general({1, 2}, {2, 0}, {0, 1}, {1, 2},
+                                              {1, 1}, 1, true),
+       {2, 9, 10, 16}, {8, 3, 2, 16}, float16, R::forward},
+      {"float64", general({1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, false),
+       {2, 8, 8, 8}, {8, 3, 3, 8}, float64, R::none},
+      {"input dilation (a data gradient)",
+       general({1, 1}, {1, 1}, {1, 1}, {1, 1}, {2, 2}, 1, false),
+       {2, 8, 8, 16}, {8, 3, 3, 16}, float16, R::data_grad},
+      {"transposed conv2d, stride 2",
+       [](const std::vector<array>& v, Device d) {
+         return conv_transpose2d(v[0], v[1], {2, 2}, {1, 1}, {1, 1}, {1, 1},
+                                 1, d);
+       },
+       {2, 7, 7, 16}, {8, 3, 3, 16}, bfloat16, R::data_grad},
+      {"transposed conv1d, depthwise",
+       [](const std::vector<array>& v, Device d) {
+         return conv_transpose1d(v[0], v[1], 3, 1, 2, 0, 8, d);
+       },
+       {2, 9, 8}, {8, 3, 1}, float32, R::data_grad},
+      {"input dilation and stride 2",
+       general({2, 2}, {1, 1}, {1, 1}, {1, 1}, {2, 2}, 1, false),
+       {2, 8, 8, 16}, {8, 3, 3, 16}, float16, R::none},
+      {"input dilation, two groups",
+       general({1, 1}, {1, 1}, {1, 1}, {1, 1}, {2, 2}, 2, false),
+       {2, 8, 8, 16}, {8, 3, 3, 8}, float16, R::none},
+      {"negative padding (a transposed convolution padded past its kernel)",
+       [](const std::vector<array>& v, Device d) {
+         return conv_transpose1d(v[0], v[1], 1, 4, 1, 0, 1, d);
+       },
+       {2, 20, 8}, {8, 3, 8}, float32, R::none},
+      {"17 taps", general({1}, {0}, {0}, {1}, {1}, 1, false), {2, 40, 8},
+       {8, 17, 8}, float16, R::none},
+      {"1x1", general({1, 1}, {0, 0}, {0, 0}, {1, 1}, {1, 1}, 1, false),
+       {2, 8, 8, 16}, {32, 1, 1, 16}, float16, R::none},
+      // 20 taps dilated by 2 over 41 + 1 padded inputs, stride 2: 2
+      // outputs, the last input unread (cuDNN's x cut short by one).
+      {"20 taps, 2 outputs (a weight gradient's shape)",
+       general({2}, {1}, {0}, {2}, {1}, 1, false), {8, 41, 16}, {16, 20, 16},
+       bfloat16, R::weight_grad},
+      {"the same, two groups", general({2}, {1}, {0}, {2}, {1}, 2, false),
+       {8, 41, 16}, {16, 20, 8}, bfloat16, R::weight_grad},
+      {"the same, flipped", general({2}, {1}, {0}, {2}, {1}, 1, true),
+       {8, 41, 16}, {16, 20, 16}, bfloat16, R::none},
+      {"20 taps, 21 outputs", general({1}, {0}, {0}, {1}, {1}, 1, false),
+       {2, 40, 8}, {8, 20, 8}, float32, R::none},
+  };
+  // conv_matches evaluates each case on the GPU twice (its placement check
+  // and same_on_devices): two calls per case on its route.
+  const int runs = 2;
+  for (const auto& c : cases) {
+    auto before = cuda::cudnn_conv_counts();
+    EXPECT_TRUE(conv_matches(c.fn, {rnd(c.x, c.dt), rnd(c.w, c.dt)}, c.dt))
+        << c.name << " " << dtype_name(c.dt);
+    auto after = cuda::cudnn_conv_counts();
+    EXPECT_EQ(after.calls - before.calls, c.route == R::none ? 0 : runs)
+        << c.name;
+    EXPECT_EQ(after.forward - before.forward, c.route == R::forward ? runs : 0)
+        << c.name;
+    EXPECT_EQ(after.data_grad - before.data_grad,
+              c.route == R::data_grad ? runs : 0)
+        << c.name;
+    EXPECT_EQ(after.weight_grad - before.weight_grad,
+              c.route == R::weight_grad ? runs : 0)
+        << c.name;
+  }
+  // A second call of the same problem reuses its graph.
+  auto before = cuda::cudnn_conv_counts();
+  EXPECT_TRUE(conv_matches(cases[0].fn,
+                           {rnd(cases[0].x, float16), rnd(cases[0].w, float16)},
+                           float16));
+  auto after = cuda::cudnn_conv_counts();
+  EXPECT_EQ(after.calls - before.calls, runs);
+  EXPECT_EQ(after.graphs_built, before.graphs_built);
+  // A training step's gradients: the input's (a flipped convolution of
+  // the cotangent) and the weight's (the batch of 8 as channels, the
+  // cotangent as a 10x10 kernel) both on cuDNN.
+  before = cuda::cudnn_conv_counts();
+  expect_grads_match(
+      "conv2d on cuDNN",
+      [](const array& x, const array& w, Device d) {
+        return conv2d(x, w, {1, 1}, {1, 1}, {1, 1}, 1, d);
+      },
+      {8, 10, 10, 16}, {16, 3, 3, 16}, float16);
+  after = cuda::cudnn_conv_counts();
+  EXPECT_GE(after.calls - before.calls, 2);
+  // A 20 x 20 output: the weight's gradient (a 20 x 20 kernel, a 3 x 3
+  // output) runs as cuDNN's wgrad.
+  before = cuda::cudnn_conv_counts();
+  expect_grads_match(
+      "conv2d, the weight gradient on cuDNN's wgrad",
+      [](const array& x, const array& w, Device d) {
+        return conv2d(x, w, {1, 1}, {1, 1}, {1, 1}, 1, d);
+      },
+      {4, 20, 20, 16}, {16, 3, 3, 16}, bfloat16);
+  after = cuda::cudnn_conv_counts();
+  EXPECT_GE(after.weight_grad - before.weight_grad, 1);
+  // Strided: the input's gradient is an input-dilated convolution.
+  before = cuda::cudnn_conv_counts();
+  expect_grads_match(
+      "conv2d stride 2 on cuDNN",
+      [](const array& x, const array& w, Device d) {
+        return conv2d(x, w, {2, 2}, {1, 1}, {1, 1}, 1, d);
+      },
+      {8, 11, 12, 16}, {16, 3, 3, 16}, bfloat16);
+  expect_grads_match(
+      "depthwise conv2d stride 2 on cuDNN",
+      [](const array& x, const array& w, Device d) {
+        return conv2d(x, w, {2, 2}, {1, 1}, {1, 1}, 16, d);
+      },
+      {8, 12, 12, 16}, {16, 3, 3, 1}, float16);
+  after = cuda::cudnn_conv_counts();
+  EXPECT_GE(after.data_grad - before.data_grad, 2);
+  // Depthwise and grouped weight gradients: cuDNN's wgrad with groups.
+  before = cuda::cudnn_conv_counts();
+  expect_grads_match(
+      "depthwise conv2d, the weight gradient on cuDNN's wgrad",
+      [](const array& x, const array& w, Device d) {
+        return conv2d(x, w, {1, 1}, {1, 1}, {1, 1}, 16, d);
+      },
+      {4, 20, 18, 16}, {16, 3, 3, 1}, bfloat16);
+  expect_grads_match(
+      "grouped conv1d, the weight gradient on cuDNN's wgrad",
+      [](const array& x, const array& w, Device d) {
+        return conv1d(x, w, 2, 2, 1, 4, d);
+      },
+      {4, 50, 32}, {16, 5, 8}, float32);
+  after = cuda::cudnn_conv_counts();
+  EXPECT_GE(after.weight_grad - before.weight_grad, 2);
+}
+
 // Lowers the scratch limit for a scope, so small inputs take the tiled
 // paths.
 struct ScratchLimit {
@@ -417,7 +619,8 @@ struct ScratchLimit {
   ~ScratchLimit() { cuda::set_conv_scratch_limit(0); }
 };
 
-TEST_F(GpuConv, PatchMatrixInTilesOfRowsAndColumns) {
+// On im2col: cuDNN would take these problems whole.
+TEST_F(GpuConvIm2col, PatchMatrixInTilesOfRowsAndColumns) {
   for (Dtype dt : conv_dtypes) {
     auto f2 = [](const std::vector<array>& v, Device d) {
       return conv2d(v[0], v[1], {1, 2}, {1, 1}, {1, 1}, 2, d);

@@ -490,15 +490,17 @@ TEST_F(GpuElementwise, ComplexOrderAndRounding) {
   }
 }
 
+// Random values of dtype dt in [-3, 3), complex64 ones in both parts.
+array random_values(const Shape& shape, Dtype dt) {
+  if (dt != complex64) return random_array(shape, dt, -3, 3);
+  auto part = [&] { return astype(random_array(shape, float32, -3, 3), dt); };
+  return add(part(), multiply(part(), array(complex64_t(0, 1))));
+}
+
 TEST_F(GpuElementwise, ContiguousCopiesEveryLayout) {
   // complex64 too: its copies move the values as uint64.
   for (Dtype dt : all_dtypes()) {
-    array x = dt == complex64
-                  ? add(astype(random_array({3, 17, 29}, float32), complex64),
-                        multiply(astype(random_array({3, 17, 29}, float32),
-                                        complex64),
-                                 array(complex64_t(0, 1))))
-                  : random_array({3, 17, 29}, dt);
+    array x = random_values({3, 17, 29}, dt);
     std::vector<array> views = {
         transpose(x, {2, 0, 1}),
         slice(x, Shape{0, 1, 2}, Shape{3, 17, 29}, Shape{2, 3, 5}),
@@ -575,6 +577,50 @@ TEST_F(GpuElementwise, CopiesInEightByteChunks) {
         EXPECT_TRUE(same_on_devices(cat, {v}, 0))
             << "concatenate " << dtype_name(dt) << " d=" << d << " " << name;
       }
+    }
+  }
+}
+
+// Copies that transpose (the output's innermost axis strided in the input,
+// another axis contiguous there, both 16 or longer) run in 32 x 32 tiles
+// (elementwise.cpp's transposed_copy): every element size, extents off the
+// tile, planes of other axes on both sides, views sliced, offset and
+// reversed, the batch moved innermost as a depthwise convolution's weight
+// gradient does, through contiguous and concatenate (copy_into); a side of
+// 15 stays on the general kernel.
+TEST_F(GpuElementwise, TransposingCopiesInTiles) {
+  for (Dtype dt : all_dtypes()) {
+    array x = random_values({6, 37, 45}, dt);
+    array nhwc = random_array({33, 5, 4, 40}, dt == complex64 ? float32 : dt,
+                              -3, 3);
+    std::vector<std::pair<std::string, array>> views = {
+        {"matrix", transpose(slice(x, Shape{2, 0, 0}, Shape{3, 37, 45}),
+                             {0, 2, 1})},
+        {"planes", transpose(x, {2, 0, 1})},
+        {"planes inside", transpose(x, {0, 2, 1})},
+        {"sliced, offset", transpose(slice(x, Shape{1, 3, 2}, Shape{5, 37, 45},
+                                           Shape{1, 1, 1}),
+                                     {0, 2, 1})},
+        {"reversed rows", transpose(slice(x, Shape{0, 36, 0}, Shape{6, -38, 45},
+                                          Shape{1, -1, 1}),
+                                    {0, 2, 1})},
+        {"batch innermost", transpose(nhwc, {1, 2, 3, 0})},
+        {"batch back out", transpose(contiguous(transpose(nhwc, {1, 2, 3, 0})),
+                                     {3, 0, 1, 2})},
+        {"15 wide (general kernel)",
+         transpose(slice(x, Shape{0, 0, 0}, Shape{6, 15, 45}), {0, 2, 1})},
+    };
+    for (auto& [name, v] : views) {
+      auto copy = [](const std::vector<array>& in, Device dev) {
+        return contiguous(in[0], false, dev);
+      };
+      EXPECT_TRUE(same_on_devices(copy, {v}, 0))
+          << dtype_name(dt) << " " << name;
+      auto cat = [](const std::vector<array>& in, Device dev) {
+        return concatenate({in[0], in[0]}, 0, dev);
+      };
+      EXPECT_TRUE(same_on_devices(cat, {v}, 0))
+          << "concatenate " << dtype_name(dt) << " " << name;
     }
   }
 }

@@ -50,6 +50,9 @@ TEST(NvrtcHeaders, CopiesBetweenEveryDtype) {
     expect_compiles(unary_kernel("AsType", from, float16, "g"));
     expect_compiles(unary_kernel("AsType", bfloat16, from, "v"));
   }
+  for (Dtype raw : {uint8, uint16, uint32, uint64}) {
+    expect_compiles(cuda::transpose_kernel(raw));
+  }
 }
 
 TEST(NvrtcHeaders, BinaryAndTernaryFamilies) {

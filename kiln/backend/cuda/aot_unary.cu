@@ -1,7 +1,8 @@
-// Ahead-of-time unary kernels: the common math on the floating types, and
-// copies (AsType) between the common dtypes. Everything else is compiled by
-// NVRTC at first use.
+// Ahead-of-time unary kernels: the common math on the floating types,
+// copies (AsType) between the common dtypes, and the tiled transposing
+// copies. Everything else is compiled by NVRTC at first use.
 #include "kiln/backend/cuda/aot.cuh"
+#include "kiln/backend/cuda/device/transpose.cuh"
 
 namespace kiln::cuda {
 
@@ -47,6 +48,15 @@ void add_aot_unary(AotTable& t) {
   // Same-dtype strided copies of narrower types move 8-byte chunks
   // (elementwise.cpp's as_chunks).
   unary<AsType, uint64_t, uint64_t>(t, "AsType");
+  // Transposing copies in tiles (elementwise.cpp's transposed_copy).
+  put(t, transpose_kernel(uint8),
+      reinterpret_cast<const void*>(&transpose_tiles<uint8_t>));
+  put(t, transpose_kernel(uint16),
+      reinterpret_cast<const void*>(&transpose_tiles<uint16_t>));
+  put(t, transpose_kernel(uint32),
+      reinterpret_cast<const void*>(&transpose_tiles<uint32_t>));
+  put(t, transpose_kernel(uint64),
+      reinterpret_cast<const void*>(&transpose_tiles<uint64_t>));
 }
 
 } // namespace kiln::cuda

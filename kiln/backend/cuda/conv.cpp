@@ -1,11 +1,13 @@
-// Convolution on the GPU, as on the CPU an explicit im2col and a GEMM: the
-// im2col kernel (device/conv.cuh) writes a tile of the patch matrix into
-// scratch, stored (groups, rows, columns), and one cuBLASLt GEMM batched
-// over the groups multiplies each group's patches by that group's weight
-// rows into its columns of the row-major output. The weight (C_out, K...,
-// C_in/groups) is read in place as the transposed right operand. A 1x1
-// kernel with unit stride and no padding multiplies the input itself.
-// float32/float16/bfloat16/float64; anything else runs on the CPU.
+// Convolution on the GPU: cuDNN's engines where cuDNN is present and takes
+// the problem (cudnn_conv.h), else as on the CPU an explicit im2col and a
+// GEMM: the im2col kernel (device/conv.cuh) writes a tile of the patch
+// matrix into scratch, stored (groups, rows, columns), and one cuBLASLt
+// GEMM batched over the groups multiplies each group's patches by that
+// group's weight rows into its columns of the row-major output. The weight
+// (C_out, K..., C_in/groups) is read in place as the transposed right
+// operand. A 1x1 kernel with unit stride and no padding multiplies the
+// input itself. float32/float16/bfloat16/float64; anything else runs on
+// the CPU.
 #include "kiln/backend/cuda/conv.h"
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 
 #include "kiln/backend/common/conv_geometry.h"
 #include "kiln/backend/cuda/buffer.h"
+#include "kiln/backend/cuda/cudnn_conv.h"
 #include "kiln/backend/cuda/device.h"
 #include "kiln/backend/cuda/elementwise.h"
 #include "kiln/backend/cuda/fallback.h"
@@ -124,8 +127,11 @@ bool run_conv(const Convolution& p, const array& in, const array& w, array& out,
         cudaMemsetAsync(out.raw_data_ptr(), 0, out.nbytes(), cuda_stream(s)));
     return true;
   }
-  Tile tile = tile_of(g, rows, kc, dt.size);
   bool pointwise = detail::conv_is_pointwise(p, g, in) && rows <= INT32_MAX;
+  // cuDNN's implicit GEMMs where it takes the problem; a pointwise
+  // convolution is a GEMM on the input already.
+  if (!pointwise && cudnn_conv(p, in, w, out, s)) return true;
+  Tile tile = tile_of(g, rows, kc, dt.size);
   // A split reduction adds each chunk's product to the output: float16/
   // bfloat16 accumulate those in float32 (patches, weight and output) and
   // round once at the end, as the CPU's float32 GEMM does.

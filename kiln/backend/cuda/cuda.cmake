@@ -47,14 +47,16 @@ set_property(SOURCE ${KILN_CUDA_DIR}/toolkit_library.cpp APPEND
   PROPERTY COMPILE_DEFINITIONS
   KILN_CUDA_LIBRARY_DIR="${CUDAToolkit_LIBRARY_DIR}")
 
-# cuDNN's fused attention through cudnn-frontend (header-only) with cuDNN
-# loaded at run time (dlopen), so neither is a link dependency and the
-# library runs without cuDNN (cudnn_attention.cpp then answers "not here").
+# cuDNN's fused attention and convolutions through cudnn-frontend
+# (header-only) with cuDNN loaded at run time (dlopen), so neither is a link
+# dependency and the library runs without cuDNN (cudnn_attention.cpp and
+# cudnn_conv.cpp then answer "not here").
 # The headers come from KILN_CUDNN_FRONTEND_INCLUDE, the include path, or
 # the nvidia-cudnn-frontend wheel (scripts/setup installs it into .venv);
 # cuDNN's own headers from the toolkit, the include path or the
 # nvidia-cudnn wheel. KILN_CUDNN=OFF builds without it.
-option(KILN_CUDNN "Use cuDNN's attention engines when cuDNN is present" ON)
+option(KILN_CUDNN
+  "Use cuDNN's attention and convolution engines when cuDNN is present" ON)
 if(KILN_CUDNN)
   set(kiln_site_dirs)
   file(GLOB kiln_venv_sites ${PROJECT_SOURCE_DIR}/.venv/lib/python3*/site-packages)
@@ -76,20 +78,24 @@ if(KILN_CUDNN)
     HINTS ${kiln_frontend_hints})
   find_path(KILN_CUDNN_INCLUDE cudnn.h HINTS ${kiln_cudnn_hints})
   if(KILN_CUDNN_FRONTEND_INCLUDE AND KILN_CUDNN_INCLUDE)
-    message(STATUS "kiln: cuDNN attention with cudnn-frontend from "
-      "${KILN_CUDNN_FRONTEND_INCLUDE}, cuDNN headers from ${KILN_CUDNN_INCLUDE}")
-    set_property(SOURCE ${KILN_CUDA_DIR}/cudnn_attention.cpp APPEND PROPERTY
+    message(STATUS "kiln: cuDNN attention and convolution with "
+      "cudnn-frontend from ${KILN_CUDNN_FRONTEND_INCLUDE}, cuDNN headers from "
+      "${KILN_CUDNN_INCLUDE}")
+    set(kiln_cudnn_sources ${KILN_CUDA_DIR}/cudnn_graphs.cpp
+      ${KILN_CUDA_DIR}/cudnn_attention.cpp ${KILN_CUDA_DIR}/cudnn_conv.cpp)
+    set_property(SOURCE ${kiln_cudnn_sources} APPEND PROPERTY
       COMPILE_DEFINITIONS KILN_HAS_CUDNN_FRONTEND=1
       NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING CUDNN_FRONTEND_SKIP_JSON_LIB)
     # System directories (their warnings are not ours), cuDNN's first.
     # -Os: the frontend's graph code runs once per new shape, and most of
-    # this file's size is that code (1.34 MB of text at -O3, 0.85 at -Os).
-    set_property(SOURCE ${KILN_CUDA_DIR}/cudnn_attention.cpp APPEND PROPERTY
+    # these files' size is that code (attention's: 1.34 MB of text at -O3,
+    # 0.85 at -Os).
+    set_property(SOURCE ${kiln_cudnn_sources} APPEND PROPERTY
       COMPILE_OPTIONS -isystem ${KILN_CUDNN_INCLUDE}
       -isystem ${KILN_CUDNN_FRONTEND_INCLUDE} -Os)
     target_link_libraries(kiln_cuda PRIVATE ${CMAKE_DL_LIBS})
   else()
-    message(STATUS "kiln: no cudnn-frontend/cuDNN headers; attention uses "
-      "kiln's own kernels only")
+    message(STATUS "kiln: no cudnn-frontend/cuDNN headers; attention and "
+      "convolution use kiln's own kernels only")
   endif()
 endif()

@@ -13,6 +13,7 @@
 #include "kiln/backend/cuda/buffer.h"
 #include "kiln/backend/cuda/elementwise_kernels.h"
 #include "kiln/backend/cuda/fallback.h"
+#include "kiln/backend/cuda/indexing.h"
 #include "kiln/backend/cuda/kernels.h"
 #include "kiln/backend/cuda/strided.h"
 #include "kiln/primitives/elementwise.h"
@@ -51,6 +52,51 @@ void as_chunks(Strided<2>& l, int64_t& n, Dtype& in_dt, Dtype& out_dt,
   }
   n /= k;
   in_dt = out_dt = uint64;
+}
+
+// A copy between equal dtypes whose collapsed layout l (input 0, output
+// 1) transposes: the output's contiguous axis strided in the input and the
+// input's contiguous axis strided in the output, both at least 16 long
+// (a transpose made row-major, or a row-major array written through
+// permuted strides). It runs in tiles staged in shared memory
+// (device/transpose.cuh), reading and writing along memory; the general
+// kernel, walking one side's order, touches a sector per element on the
+// other. Returns false, doing nothing, for other copies.
+bool transposed_copy(const Strided<2>& l, Dtype in_dt, Dtype out_dt,
+                     const void* in, void* out, int stream) {
+  constexpr int64_t min_len = 16;
+  if (in_dt != out_dt) return false;
+  int a = -1, b = -1;
+  for (int k = 0; k < l.ndim; ++k) {
+    if (l.strides[1][k] == 1) a = k;
+    if (l.strides[0][k] == 1) b = k;
+  }
+  if (a < 0 || b < 0 || a == b || l.shape[a] < min_len ||
+      l.shape[b] < min_len) {
+    return false;
+  }
+  int64_t len_a = l.shape[a], len_b = l.shape[b];
+  int64_t in_a = l.strides[0][a], out_b = l.strides[1][b];
+  Strided<2> planes{};
+  int64_t count = 1;
+  for (int k = 0; k < l.ndim; ++k) {
+    if (k == a || k == b) continue;
+    planes.shape[planes.ndim] = l.shape[k];
+    planes.strides[0][planes.ndim] = l.strides[0][k];
+    planes.strides[1][planes.ndim] = l.strides[1][k];
+    ++planes.ndim;
+    count *= l.shape[k];
+  }
+  constexpr int64_t tile = 32;
+  int64_t blocks = count * ((len_a + tile - 1) / tile) *
+                   ((len_b + tile - 1) / tile);
+  if (blocks > INT32_MAX) return false;
+  CUfunction f = find_kernel(KernelKey('t', "TransposeTiles")
+                                 .add(uint32_t(in_dt.size)),
+                             [&] { return transpose_kernel(raw_dtype(in_dt)); });
+  void* args[] = {&in, &out, &len_a, &len_b, &in_a, &out_b, &planes};
+  launch_blocks(f, blocks, 32, 8, args, stream);
+  return true;
 }
 
 // The kernel for op on in_dt -> out_dt with input pattern `pattern` ("v",
@@ -164,6 +210,9 @@ bool run(const char* op, const std::array<const array*, N>& in,
   ptrs[N] = out.raw_data_ptr();
   if constexpr (N == 1) {
     if (!lay.flat && std::strcmp(op, "AsType") == 0) {
+      if (transposed_copy(layout, in_dt, out_dt, ptrs[0], ptrs[1], s.index)) {
+        return true;
+      }
       as_chunks(layout, n, in_dt, out_dt, ptrs[0], ptrs[1]);
     }
   }
@@ -228,6 +277,7 @@ void copy_into(const array& src, array& dst, const Strides& dst_strides,
   void* out =
       static_cast<char*>(device_ptr(dst, s)) + dst_offset * dst.itemsize();
   auto [in_dt, out_dt] = *kernel_dtypes("AsType", src.dtype(), dst.dtype());
+  if (transposed_copy(l, in_dt, out_dt, in, out, s.index)) return;
   as_chunks(l, n, in_dt, out_dt, in, out);
   CUfunction f =
       kernel_for<1>("AsType", in_dt, out_dt, "g", src.size() > UINT32_MAX);

@@ -109,4 +109,11 @@ JitKernel ternary_kernel(Dtype t, const std::string& pattern, bool large) {
       [&](const std::string& p, bool l) { return ternary_one(t, p, l); });
 }
 
+JitKernel transpose_kernel(Dtype raw) {
+  return {"tTransposeTiles" + dtype_name(raw),
+          "#include \"kiln/backend/cuda/device/transpose.cuh\"\n",
+          std::string("kiln::cuda::transpose_tiles<") + device_type(raw) + ">",
+          {}};
+}
+
 } // namespace kiln::cuda

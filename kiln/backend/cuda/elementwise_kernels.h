@@ -27,5 +27,8 @@ JitKernel binary_kernel(const std::string& op, Dtype in, Dtype out,
 /** Select; pattern: three letters of v/s (contiguous) or "g". */
 JitKernel ternary_kernel(Dtype t, const std::string& pattern,
                          bool large = false);
+/** The tiled transposing copy (device/transpose.cuh) of raw elements of
+ *  `raw`'s size (uint8/16/32/64): tTransposeTiles{raw}. */
+JitKernel transpose_kernel(Dtype raw);
 
 } // namespace kiln::cuda
