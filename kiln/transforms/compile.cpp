@@ -10,6 +10,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "kiln/core/env.h"
 #include "kiln/core/primitive.h"
 #include "kiln/ops/random.h"
 #include "kiln/ops/utils.h"
@@ -22,13 +23,8 @@ namespace kiln {
 
 namespace {
 
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v && std::string(v) != "0" && std::string(v) != "";
-}
-
 std::atomic<bool>& enabled_flag() {
-  static std::atomic<bool> f{!env_flag("KILN_DISABLE_COMPILE")};
+  static std::atomic<bool> f{!env::flag("KILN_DISABLE_COMPILE", false)};
   return f;
 }
 

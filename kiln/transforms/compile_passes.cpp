@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "kiln/core/env.h"
 #include "kiln/core/primitive.h"
 #include "kiln/ops/utils.h"
 #include "kiln/ops/shape.h"
@@ -28,14 +29,6 @@ std::mutex log_mutex;
 std::vector<std::string>& log_lines() {
   static std::vector<std::string> lines;
   return lines;
-}
-
-int debug_level() {
-  static int level = [] {
-    const char* v = std::getenv("KILN_DEBUG");
-    return v ? std::atoi(v) : 0;
-  }();
-  return level;
 }
 
 // ---- simplify ---------------------------------------------------------------
@@ -327,7 +320,7 @@ class Fuser {
       }
     }
     if (chosen < 0) {
-      if (node.inputs().size() > 0 && debug_level() >= 2) {
+      if (node.inputs().size() > 0 && env::debug_level() >= 2) {
         compile_log(2, std::string("new region at ") + node.primitive().name() +
                            ": no input region of the same shape and stream "
                            "could take it without a cycle or passing the "
@@ -546,7 +539,7 @@ void check_shapeless(const Trace& trace) {
 void compile_log(int level, const std::string& line) {
   std::lock_guard<std::mutex> lock(log_mutex);
   log_lines().push_back(line);
-  if (debug_level() >= level) std::cerr << "[kiln compile] " << line << "\n";
+  if (env::debug_level() >= level) std::cerr << "[kiln compile] " << line << "\n";
 }
 
 std::vector<std::string> compile_log_lines() {

@@ -1,6 +1,7 @@
 #include "kiln/transforms/host_profile.h"
 
 #include "kiln/core/array.h"
+#include "kiln/core/env.h"
 #include "kiln/core/primitive.h"
 
 #include <algorithm>
@@ -61,11 +62,6 @@ Tables& tables() {
 Totals& host_totals() { return tables().host; }
 Totals& gpu_totals() { return tables().gpu; }
 
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && std::string(v) != "0";
-}
-
 void add(Totals& t, const std::string& name, double seconds) {
   std::lock_guard<std::mutex> lock(t.mutex);
   auto& row = t.by_name[name];
@@ -97,7 +93,7 @@ void describe(std::string& out, const array& a, bool computed = false) {
 } // namespace
 
 bool host_profile_enabled() {
-  static const bool on = env_flag("KILN_HOST_PROFILE");
+  static const bool on = env::flag("KILN_HOST_PROFILE", false);
   return on;
 }
 
@@ -113,7 +109,7 @@ void host_profile_reset() {
 }
 
 bool gpu_profile_enabled() {
-  static const bool on = env_flag("KILN_GPU_PROFILE");
+  static const bool on = env::flag("KILN_GPU_PROFILE", false);
   return on;
 }
 

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <vector>
 
+#include "kiln/core/env.h"
 
 namespace kiln::detail {
 
@@ -22,11 +23,6 @@ namespace {
 
 constexpr char trailer_magic[8] = {'K', 'I', 'L', 'N', 'J', 'I', 'T', '1'};
 constexpr size_t trailer_size = 16;
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
 
 bool read_file(const std::string& path, std::string& out) {
   std::ifstream f(path, std::ios::binary);
@@ -88,16 +84,16 @@ std::string check_private_dir(const std::string& path) {
 }
 
 std::string default_cache_dir() {
-  std::string dir = env("KILN_CACHE_DIR");
+  std::string dir = env::value("KILN_CACHE_DIR");
   if (!dir.empty() && dir[0] != '/') {
     // Absolute, so the paths handed to the compiler and dlopen are paths.
     char cwd[PATH_MAX];
     if (::getcwd(cwd, sizeof(cwd))) dir = std::string(cwd) + "/" + dir;
   }
   if (!dir.empty()) return dir;
-  std::string xdg = env("XDG_CACHE_HOME");
+  std::string xdg = env::value("XDG_CACHE_HOME");
   if (!xdg.empty() && xdg[0] == '/') return xdg + "/kiln";
-  std::string home = env("HOME");
+  std::string home = env::value("HOME");
   if (home.empty()) {
     if (auto* pw = ::getpwuid(::getuid())) home = pw->pw_dir ? pw->pw_dir : "";
   }
@@ -124,7 +120,7 @@ std::string make_private_dir(const std::string& path) {
 }
 
 std::string make_temp_dir() {
-  std::string base = env("TMPDIR");
+  std::string base = env::value("TMPDIR");
   if (base.empty()) base = "/tmp";
   std::vector<char> tmpl(base.begin(), base.end());
   const char* suffix = "/kiln-jit-XXXXXX";

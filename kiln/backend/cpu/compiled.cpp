@@ -11,6 +11,7 @@
 
 #include "kiln/backend/cpu/jit_compiler.h"
 #include "kiln/core/dispatch.h"
+#include "kiln/core/env.h"
 #include "kiln/core/layout.h"
 #include "kiln/core/thread_pool.h"
 #include "kiln/primitives/compiled.h"
@@ -23,10 +24,7 @@ namespace {
 using detail::JitRole;
 
 std::atomic<bool>& compile_check_flag() {
-  static std::atomic<bool> on{[] {
-    const char* v = std::getenv("KILN_COMPILE_CHECK");
-    return v && *v && std::string(v) != "0";
-  }()};
+  static std::atomic<bool> on{env::flag("KILN_COMPILE_CHECK", false)};
   return on;
 }
 

@@ -21,6 +21,7 @@
 #include "kiln/backend/common/jit_disk.h"
 #include "kiln/backend/cpu/jit_toolchain.h"
 #include "kiln/config.h"
+#include "kiln/core/env.h"
 #include "kiln/transforms/compile_passes.h"
 
 namespace kiln::detail {
@@ -52,16 +53,11 @@ struct Config {
   std::string dir;
 };
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
 void warn(const std::string& msg) { std::cerr << "[kiln] " << msg << "\n"; }
 
 std::shared_ptr<const Config> probe() {
   auto cfg = std::make_shared<Config>();
-  std::string cxx = env("CXX");
+  std::string cxx = env::value("CXX");
   std::vector<std::string> words;
   std::stringstream ss(cxx);
   for (std::string w; ss >> w;) words.push_back(w);
@@ -118,11 +114,6 @@ std::atomic<size_t> n_compiles{0}, n_disk_loads{0}, n_failures{0};
 
 std::mutex filter_mutex;
 std::function<std::string(const std::string&)> source_filter;
-
-int debug_level() {
-  static int level = std::atoi(env("KILN_DEBUG").c_str());
-  return level;
-}
 
 // Opens a library and checks it is the entry it claims to be: its marker
 // returns the entry's hash and it defines the kernel's symbol.
@@ -220,7 +211,7 @@ JitKernel build(const JitKernelSpec& spec, const std::string& key) {
   Entry e = make_entry(*cfg, spec, key);
   auto log = [&](const std::string& how) {
     compile_log(1, "jit kernel " + e.symbol + " " + how + ": " + e.cpp);
-    if (debug_level() >= 4) compile_log(4, e.body);
+    if (env::debug_level() >= 4) compile_log(4, e.body);
   };
   std::string error;
   if (library_intact(e.so)) {

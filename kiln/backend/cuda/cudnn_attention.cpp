@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "kiln/backend/cuda/device.h"
+#include "kiln/core/env.h"
 
 #if KILN_HAS_CUDNN_FRONTEND
 #include <sstream>
@@ -26,10 +27,7 @@ namespace kiln::cuda {
 namespace {
 
 std::atomic<bool>& enabled_flag() {
-  static std::atomic<bool> enabled{[] {
-    const char* v = std::getenv("KILN_CUDNN_ATTENTION");
-    return !(v && std::strcmp(v, "0") == 0);
-  }()};
+  static std::atomic<bool> enabled{env::flag("KILN_CUDNN_ATTENTION", true)};
   return enabled;
 }
 

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "kiln/backend/cuda/device.h"
+#include "kiln/core/env.h"
 #include "kiln/primitives/conv.h"
 
 #if KILN_HAS_CUDNN_FRONTEND
@@ -42,10 +43,7 @@ namespace kiln::cuda {
 namespace {
 
 std::atomic<bool>& enabled_flag() {
-  static std::atomic<bool> enabled{[] {
-    const char* v = std::getenv("KILN_CUDNN_CONV");
-    return !(v && std::strcmp(v, "0") == 0);
-  }()};
+  static std::atomic<bool> enabled{env::flag("KILN_CUDNN_CONV", true)};
   return enabled;
 }
 

@@ -12,6 +12,7 @@
 
 #include "kiln/backend/cuda/buffer.h"
 #include "kiln/backend/cuda/device.h"
+#include "kiln/core/env.h"
 
 // cudnn-frontend's dynamic loading reaches every cuDNN function through
 // this handle (dlsym); kiln owns and sets it.
@@ -81,13 +82,7 @@ void GraphCache::insert(const std::string& key, GraphPtr g) {
   }
 }
 
-bool debug_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("KILN_DEBUG");
-    return v && std::strcmp(v, "0") != 0;
-  }();
-  return on;
-}
+bool debug_enabled() { return env::debug_level() >= 1; }
 
 Library* library() {
   static Library* lib = []() -> Library* {

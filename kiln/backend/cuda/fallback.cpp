@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "kiln/core/env.h"
 #include "kiln/core/primitive.h"
 
 namespace kiln::cuda {
@@ -16,10 +17,7 @@ namespace kiln::cuda {
 namespace {
 
 void log_fallback(const Primitive& p) {
-  static const int level = [] {
-    const char* v = std::getenv("KILN_DEBUG");
-    return v ? std::atoi(v) : 0;
-  }();
+  const int level = env::debug_level();
   if (level < 1) return;
   static std::mutex m;
   static std::set<std::string> seen;

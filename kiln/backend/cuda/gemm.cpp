@@ -10,16 +10,14 @@
 #include "kiln/backend/cuda/allocator.h"
 #include "kiln/backend/cuda/device.h"
 #include "kiln/backend/cuda/utils.h"
+#include "kiln/core/env.h"
 
 namespace kiln::cuda {
 
 namespace {
 
 std::atomic<bool>& tf32_flag() {
-  static std::atomic<bool> f = [] {
-    const char* v = std::getenv("KILN_ALLOW_TF32");
-    return v != nullptr && std::strcmp(v, "1") == 0;
-  }();
+  static std::atomic<bool> f{env::flag("KILN_ALLOW_TF32", false)};
   return f;
 }
 

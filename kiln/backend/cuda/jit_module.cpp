@@ -19,18 +19,11 @@
 #include "kiln/backend/cuda/device_sources.h"
 #include "kiln/backend/cuda/utils.h"
 #include "kiln/config.h"
+#include "kiln/core/env.h"
 
 namespace kiln::cuda {
 
 namespace {
-
-int debug_level() {
-  static int level = [] {
-    const char* v = std::getenv("KILN_DEBUG");
-    return v ? std::atoi(v) : 0;
-  }();
-  return level;
-}
 
 bool is_dir(const std::string& p) {
   struct stat st;
@@ -88,8 +81,7 @@ const Options& options() {
 
 const std::vector<std::string>& fast_compile_options() {
   static const std::vector<std::string> o = [] {
-    const char* v = std::getenv("KILN_JIT_FAST_COMPILE");
-    if (v && std::string(v) == "1") {
+    if (env::flag("KILN_JIT_FAST_COMPILE", false)) {
       return std::vector<std::string>{"--Ofast-compile=min"};
     }
     return std::vector<std::string>{};
@@ -240,7 +232,7 @@ class JitCache {
       d += "/cuda";
       std::string why = detail::make_private_dir(d);
       if (!why.empty()) {
-        if (debug_level() >= 1) {
+        if (env::debug_level() >= 1) {
           std::cerr << "[kiln jit] not caching CUDA kernels in " << d << ": "
                     << why << "\n";
         }
@@ -280,7 +272,7 @@ class JitCache {
       std::lock_guard<std::mutex> lock(mutex_);
       ++stats_.compiles;
     }
-    if (debug_level() >= 1) {
+    if (env::debug_level() >= 1) {
       std::cerr << "[kiln jit] compiled " << k.name << " (" << k.expression
                 << ") in " << ms << " ms\n";
     }
@@ -326,7 +318,7 @@ class JitCache {
     std::lock_guard<std::mutex> lock(mutex_);
     if (fs.empty()) {
       ++stats_.disk_rejected;
-      if (debug_level() >= 1) {
+      if (env::debug_level() >= 1) {
         std::cerr << "[kiln jit] ignoring a corrupt cache entry for "
                   << k.name << "\n";
       }
@@ -343,7 +335,7 @@ class JitCache {
     std::string log;
     CUmodule mod = load_module_image(cubin.data(), &log);
     if (!mod) {
-      if (debug_level() >= 1) {
+      if (env::debug_level() >= 1) {
         std::cerr << "[kiln jit] loading " << name << " failed: " << log
                   << "\n";
       }

@@ -12,6 +12,7 @@
 
 #include "kiln/backend/cuda/device.h"
 #include "kiln/backend/cuda/utils.h"
+#include "kiln/core/env.h"
 #include "kiln/transforms/host_profile.h"
 
 namespace kiln::cuda {
@@ -116,8 +117,7 @@ State& state() {
 }
 
 bool env_allows_graphs() {
-  const char* v = std::getenv("KILN_CUDA_GRAPHS");
-  return !(v && std::string(v) == "0");
+  return env::flag("KILN_CUDA_GRAPHS", true);
 }
 
 void launch_now(CUfunction f, const LaunchShape& s, KernelArgs args,
