@@ -660,6 +660,74 @@ TEST_F(GpuConvIm2col, PatchMatrixInTilesOfRowsAndColumns) {
 }
 #endif // KILN_HAS_CUDA
 
+#if KILN_HAS_CUDA
+// Which cuDNN operation each Convolution node maps to (cudnn_conv_route, a
+// function of the node's parameters and shapes alone), checked without a
+// GPU: the problems a forward pass, a transposed convolution and both
+// gradients of a training step build, and those that stay on im2col.
+TEST(CudnnConvRoute, ByParametersAndShapes) {
+  using R = cuda::CudnnConvRoute;
+  struct Case {
+    const char* name;
+    Shape x, w;
+    std::vector<int> stride, lo, hi, kd, id;
+    int groups;
+    bool flip;
+    Dtype dt;
+    R route;
+  };
+  const std::vector<Case> cases = {
+      {"3x3", {8, 56, 56, 64}, {64, 3, 3, 64}, {1, 1}, {1, 1}, {1, 1},
+       {1, 1}, {1, 1}, 1, false, bfloat16, R::forward},
+      {"conv1d, 16 taps", {2, 40, 8}, {8, 16, 8}, {1}, {0}, {0}, {1}, {1}, 1,
+       false, float32, R::forward},
+      {"conv3d depthwise", {1, 6, 7, 8, 8}, {8, 3, 3, 3, 1}, {1, 1, 1},
+       {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 8, false, float16,
+       R::forward},
+      {"flipped (an input gradient)", {8, 56, 56, 64}, {64, 3, 3, 64},
+       {1, 1}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, true, bfloat16,
+       R::forward},
+      {"float64", {2, 8, 8, 8}, {8, 3, 3, 8}, {1, 1}, {1, 1}, {1, 1}, {1, 1},
+       {1, 1}, 1, false, float64, R::none},
+      {"integers", {2, 8, 8}, {8, 3, 8}, {1}, {1}, {1}, {1}, {1}, 1, false,
+       int32, R::none},
+      {"negative padding", {2, 20, 8}, {8, 3, 8}, {1}, {-1}, {0}, {1}, {1}, 1,
+       false, float32, R::none},
+      {"a strided conv's input gradient", {8, 28, 28, 64}, {64, 3, 3, 64},
+       {1, 1}, {1, 1}, {2, 2}, {1, 1}, {2, 2}, 1, true, bfloat16,
+       R::data_grad},
+      {"the same, depthwise", {8, 28, 28, 64}, {64, 3, 3, 1}, {1, 1},
+       {1, 1}, {2, 2}, {1, 1}, {2, 2}, 64, true, bfloat16, R::data_grad},
+      {"the same, two groups", {8, 28, 28, 64}, {64, 3, 3, 32}, {1, 1},
+       {1, 1}, {2, 2}, {1, 1}, {2, 2}, 2, true, bfloat16, R::none},
+      {"input dilation with stride", {2, 8, 8, 16}, {8, 3, 3, 16}, {2, 2},
+       {1, 1}, {1, 1}, {1, 1}, {2, 2}, 1, false, float16, R::none},
+      {"padding past the kernel's span", {2, 8, 16}, {8, 3, 16}, {1}, {3},
+       {1}, {1}, {2}, 1, false, float16, R::none},
+      // The weight gradient of the 3x3 above: x as (C_in, S, N), the
+      // cotangent (C_out, O, N) as a 56x56 kernel, a 3x3 output.
+      {"a 3x3's weight gradient", {64, 56, 56, 8}, {64, 56, 56, 8}, {1, 1},
+       {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, false, bfloat16, R::weight_grad},
+      {"the same, depthwise", {1, 56, 56, 512}, {64, 56, 56, 8}, {1, 1},
+       {1, 1}, {1, 1}, {1, 1}, {1, 1}, 64, false, bfloat16, R::weight_grad},
+      {"the same, flipped", {64, 56, 56, 8}, {64, 56, 56, 8}, {1, 1},
+       {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, true, bfloat16, R::none},
+      {"a long kernel and a long output", {2, 100, 8}, {8, 31, 8}, {1}, {15},
+       {15}, {1}, {1}, 1, false, float16, R::none},
+  };
+  for (const auto& c : cases) {
+    Convolution p(default_stream(Device::cpu), c.stride, c.lo, c.hi, c.kd,
+                  c.id, c.groups, c.flip);
+    Shape out = conv_output_shape(c.x, c.w, c.stride, c.lo, c.hi, c.kd, c.id);
+    EXPECT_EQ(cuda::cudnn_conv_route(p, array::uninitialized(c.x, c.dt),
+                                     array::uninitialized(c.w, c.dt),
+                                     array::uninitialized(out, c.dt)),
+              c.route)
+        << c.name;
+  }
+}
+#endif // KILN_HAS_CUDA
+
 TEST_F(GpuConv, BadArgumentsRaise) {
   array x = rnd({2, 10, 4}, float32), w = rnd({6, 3, 4}, float32);
   EXPECT_THROW(conv1d(x, rnd({6, 3, 3}, float32), 1, 0, 1, 1, Device::gpu),
