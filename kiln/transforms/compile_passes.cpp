@@ -539,7 +539,9 @@ void check_shapeless(const Trace& trace) {
 void compile_log(int level, const std::string& line) {
   std::lock_guard<std::mutex> lock(log_mutex);
   log_lines().push_back(line);
-  if (env::debug_level() >= level) std::cerr << "[kiln compile] " << line << "\n";
+  if (env::debug_level() >= level) {
+    std::cerr << "[kiln compile] " << line << "\n";
+  }
 }
 
 std::vector<std::string> compile_log_lines() {

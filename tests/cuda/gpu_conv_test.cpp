@@ -442,11 +442,11 @@ BOTH_PATHS_TEST(AgainstHandComputedValues) {
 #if KILN_HAS_CUDA
 // Where cuDNN is present, convolutions of float16/bfloat16/float32 with
 // kernels of up to 16 taps per axis run on it (its call count moves by one
-// per GPU evaluation) and agree with the CPU: forward ones without negative padding, and
-// input-dilated ones of unit stride with one group or depthwise (data
-// gradients: transposed convolutions, a strided convolution's input
-// gradient). The others run on im2col (the count stays), as do 1x1
-// convolutions (a GEMM on the input).
+// per GPU evaluation) and agree with the CPU: forward ones without
+// negative padding, and input-dilated ones of unit stride with one group
+// or depthwise (data gradients: transposed convolutions, a strided
+// convolution's input gradient). The others run on im2col (the count
+// stays), as do 1x1 convolutions (a GEMM on the input).
 TEST_F(GpuConv, CudnnTakesItsProblems) {
   if (!cuda::cudnn_conv_available()) GTEST_SKIP() << "no cuDNN";
   auto general = [](std::vector<int> stride, std::vector<int> lo,

@@ -91,9 +91,10 @@ bool transposed_copy(const Strided<2>& l, Dtype in_dt, Dtype out_dt,
   int64_t blocks = count * ((len_a + tile - 1) / tile) *
                    ((len_b + tile - 1) / tile);
   if (blocks > INT32_MAX) return false;
-  CUfunction f = find_kernel(KernelKey('t', "TransposeTiles")
-                                 .add(uint32_t(in_dt.size)),
-                             [&] { return transpose_kernel(raw_dtype(in_dt)); });
+  KernelKey key('t', "TransposeTiles");
+  key.add(uint32_t(in_dt.size));
+  CUfunction f =
+      find_kernel(key, [&] { return transpose_kernel(raw_dtype(in_dt)); });
   void* args[] = {&in, &out, &len_a, &len_b, &in_a, &out_b, &planes};
   launch_blocks(f, blocks, 32, 8, args, stream);
   return true;
