@@ -85,6 +85,38 @@ array quantized_matmul_fp(const array& x, const array& w, const array& scales,
                           bool transpose, int group_size, int bits,
                           const std::string& mode, StreamOrDevice s = {});
 
+/** x @ w.T with both operands through a microscaling mode, as MLX's
+ *  qqmm: "nvfp4" (group_size 16, bits 4) or "mxfp8" (32, 8). x (..., K)
+ *  of float32/float16/bfloat16 is quantized along K on the fly; w (N, K)
+ *  is used as given when quantized (uint32 codes with their uint8
+ *  scales) or quantized on the fly. nvfp4 takes both global scales or
+ *  neither. The product of the dequantized values is taken in float32
+ *  and returned in x's dtype. Gradients quantize their products too: dx
+ *  = qqmm(g, w.T), dw = qqmm(g.T, x.T) (w unquantized; a quantized w gets
+ *  none), N and x's rows padded with zeros to whole groups. */
+array qqmm(const array& x, const array& w,
+           const std::optional<array>& scales = std::nullopt,
+           std::optional<int> group_size = std::nullopt,
+           std::optional<int> bits = std::nullopt,
+           const std::string& mode = "nvfp4",
+           const std::optional<array>& global_scale_x = std::nullopt,
+           const std::optional<array>& global_scale_w = std::nullopt,
+           StreamOrDevice s = {});
+
+/** qqmm with gather_mm's matrix-level gather: the batch matrices of x and
+ *  of w (..., N, K) that flat batch indices pick (all, in order, when
+ *  absent). Not differentiable yet (it raises). */
+array gather_qqmm(const array& x, const array& w,
+                  const std::optional<array>& scales = std::nullopt,
+                  std::optional<array> lhs_indices = std::nullopt,
+                  std::optional<array> rhs_indices = std::nullopt,
+                  std::optional<int> group_size = std::nullopt,
+                  std::optional<int> bits = std::nullopt,
+                  const std::string& mode = "nvfp4",
+                  const std::optional<array>& global_scale_x = std::nullopt,
+                  const std::optional<array>& global_scale_w = std::nullopt,
+                  bool sorted_indices = false, StreamOrDevice s = {});
+
 /** Floats (float32, float16, bfloat16, float64) to fp8 e4m3 codes in
  *  uint8, as MLX's to_fp8: rounded to nearest even, saturated at +-448
  *  (infinities and NaN included, keeping their sign). */

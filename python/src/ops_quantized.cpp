@@ -1,6 +1,6 @@
 // Quantized weights (the affine and microscaling modes): quantize,
-// dequantize, quantized_matmul, gather_qmm;
-// the fp8 (e4m3) conversions.
+// dequantize, quantized_matmul, gather_qmm; products of two quantized
+// operands (qqmm, gather_qqmm); the fp8 (e4m3) conversions.
 #include "kiln_py.h"
 
 namespace kiln::py {
@@ -152,6 +152,45 @@ void init_ops_quantized(nb::module_& m) {
       "gather_mm with a quantized w (quantized_matmul's arguments): the "
       "batch matrices of x and of dequantize(w) picked by flat batch "
       "indices; a few rows per pick read its packed codes in place.");
+  m.def(
+      "qqmm",
+      [](ArrayLike x, ArrayLike w, nb::handle scales,
+         std::optional<int> group_size, std::optional<int> bits,
+         const std::string& mode, nb::handle global_scale_x,
+         nb::handle global_scale_w, const StreamArg& s) {
+        return qqmm(to_array(x), to_array(w), opt_array(scales), group_size,
+                    bits, mode, opt_array(global_scale_x),
+                    opt_array(global_scale_w), to_sod(s));
+      },
+      "x"_a, "w"_a, "scales"_a.none() = nb::none(),
+      "group_size"_a = nb::none(), "bits"_a = nb::none(), "mode"_a = "nvfp4",
+      "global_scale_x"_a.none() = nb::none(),
+      "global_scale_w"_a.none() = nb::none(), nb::kw_only(),
+      "stream"_a = nb::none(),
+      "x @ w.T with x quantized on the fly and w as given when quantized "
+      "(with scales) or quantized on the fly; modes nvfp4 and mxfp8. "
+      "Gradients (w not quantized) quantize their products too.");
+  m.def(
+      "gather_qqmm",
+      [](ArrayLike x, ArrayLike w, nb::handle scales, nb::handle lhs_indices,
+         nb::handle rhs_indices, std::optional<int> group_size,
+         std::optional<int> bits, const std::string& mode,
+         nb::handle global_scale_x, nb::handle global_scale_w,
+         bool sorted_indices, const StreamArg& s) {
+        return gather_qqmm(to_array(x), to_array(w), opt_array(scales),
+                           opt_array(lhs_indices), opt_array(rhs_indices),
+                           group_size, bits, mode, opt_array(global_scale_x),
+                           opt_array(global_scale_w), sorted_indices,
+                           to_sod(s));
+      },
+      "x"_a, "w"_a, "scales"_a.none() = nb::none(),
+      "lhs_indices"_a.none() = nb::none(), "rhs_indices"_a.none() = nb::none(),
+      "group_size"_a = nb::none(), "bits"_a = nb::none(), "mode"_a = "nvfp4",
+      "global_scale_x"_a.none() = nb::none(),
+      "global_scale_w"_a.none() = nb::none(), nb::kw_only(),
+      "sorted_indices"_a = false, "stream"_a = nb::none(),
+      "qqmm with a matrix-level gather: the batch matrices of x and w that "
+      "flat batch indices pick.");
   m.def(
       "to_fp8",
       [](ArrayLike x, const StreamArg& s) { return to_fp8(to_array(x), to_sod(s)); },

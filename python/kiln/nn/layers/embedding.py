@@ -28,8 +28,10 @@ class Embedding(Module):
 
     def to_quantized(self, group_size: int = None, bits: int = None, mode: str = "affine",
                      quantize_input: bool = False):
-        """This layer as a QuantizedEmbedding (nn.quantize calls it)."""
-        from .quantized import QuantizedEmbedding, _check_input_quantization
+        """This layer as a QuantizedEmbedding (nn.quantize calls it); an
+        embedding's input (indices) is not quantized."""
+        from .quantized import QuantizedEmbedding
 
-        _check_input_quantization(quantize_input)
+        if quantize_input:
+            raise ValueError("[quantize] an Embedding's input cannot be quantized (quantize_input).")
         return QuantizedEmbedding.from_embedding(self, group_size, bits, mode)

@@ -44,10 +44,14 @@ class Linear(Module):
 
     def to_quantized(self, group_size: int = None, bits: int = None, mode: str = "affine",
                      quantize_input: bool = False):
-        """This layer as a QuantizedLinear (nn.quantize calls it)."""
-        from .quantized import QuantizedLinear, _check_input_quantization
+        """This layer as a QuantizedLinear, or with ``quantize_input`` (nvfp4
+        and mxfp8) a QQLinear, whose inputs are quantized too (nn.quantize
+        calls it)."""
+        from .quantized import QQLinear, QuantizedLinear, _check_input_quantization
 
-        _check_input_quantization(quantize_input)
+        _check_input_quantization(quantize_input, mode)
+        if quantize_input:
+            return QQLinear.from_linear(self, group_size, bits, mode)
         return QuantizedLinear.from_linear(self, group_size, bits, mode)
 
 

@@ -1,6 +1,7 @@
 """Quantized layers (every mode of ``kiln.core.quantize``: affine with
 biases, mxfp4, mxfp8 and nvfp4 without): a Linear and an Embedding whose
-weights are stored quantized, and ``quantize``, which swaps a model's
+weights are stored quantized, a Linear whose inputs are quantized too
+(``QQLinear``, nvfp4 and mxfp8), and ``quantize``, which swaps a model's
 quantizable layers for them, as MLX's ``nn.quantize``."""
 
 import math
@@ -12,11 +13,14 @@ from kiln.utils import tree_map_with_path
 from .base import Module
 
 
-def _check_input_quantization(quantize_input: bool):
-    if quantize_input:
-        raise ValueError(
-            "[quantize] quantize_input (activations quantized for nvfp4/mxfp8 products, qqmm) is not "
-            "supported by kiln.")
+# The modes whose products quantize the inputs too (kiln.core.qqmm).
+_INPUT_MODES = ("nvfp4", "mxfp8")
+
+
+def _check_input_quantization(quantize_input: bool, mode: str):
+    if quantize_input and mode not in _INPUT_MODES:
+        raise ValueError(f"[quantize] quantize_input (inputs quantized too) is only supported in the 'nvfp4' "
+                         f"and 'mxfp8' modes; got {mode!r}.")
 
 
 # Group size and bits when None is given, per mode (MLX's defaults).
@@ -86,6 +90,73 @@ class QuantizedLinear(Module):
         return ql
 
 
+class QQLinear(Module):
+    """``y = x W^T`` with both ``x`` and ``W`` through a microscaling mode
+    (nvfp4 or mxfp8), ``kiln.core.qqmm``; no bias. In training mode the
+    weight is kept in floating point and quantized on the fly, so it
+    receives gradients (which quantize their products too); ``eval()``
+    stores it quantized (``weight`` codes and ``scales``) and ``train()``
+    dequantizes it back, as MLX's."""
+
+    def __init__(self, input_dims: int, output_dims: int, group_size: int = None, bits: int = None,
+                 mode: str = "nvfp4"):
+        super().__init__()
+        if mode not in _INPUT_MODES:
+            raise ValueError(f"[QQLinear] mode must be 'nvfp4' or 'mxfp8'; got {mode!r}.")
+        self.group_size, self.bits = _defaults(mode, group_size, bits)
+        self.mode = mode
+        bound = math.sqrt(1.0 / input_dims)
+        self.weight = mx.random.uniform(-bound, bound, (output_dims, input_dims))
+        self._quantized = False
+        self._float_dtype = self.weight.dtype
+
+    def _extra_repr(self) -> str:
+        out_dims, in_dims = self.weight.shape
+        if self._quantized:
+            in_dims = in_dims * 32 // self.bits
+        return (f"input_dims={in_dims}, output_dims={out_dims}, group_size={self.group_size}, "
+                f"bits={self.bits}, mode={self.mode}")
+
+    def quantize(self):
+        """Stores the weight quantized (codes and scales)."""
+        if not self._quantized:
+            self._float_dtype = self.weight.dtype
+            self.weight, self.scales = mx.quantize(self.weight, self.group_size, self.bits, mode=self.mode)
+            self._quantized = True
+
+    def dequantize(self):
+        """Stores the weight in floating point again, in the type it had
+        (MLX's becomes bfloat16, dequantize's default)."""
+        if self._quantized:
+            self.weight = mx.dequantize(self.weight, scales=self.scales, group_size=self.group_size,
+                                        bits=self.bits, mode=self.mode, dtype=self._float_dtype)
+            del self.scales
+            self._quantized = False
+
+    def _set_training_mode(self, mode: bool):
+        super()._set_training_mode(mode)
+        if self._training:
+            self.dequantize()
+        else:
+            self.quantize()
+
+    def __call__(self, x):
+        return mx.qqmm(x, self["weight"], scales=self.get("scales"), group_size=self.group_size,
+                       bits=self.bits, mode=self.mode)
+
+    @classmethod
+    def from_linear(cls, linear_layer: Module, group_size: int = None, bits: int = None, mode: str = "nvfp4"):
+        """A QQLinear holding ``linear_layer``'s weight, in its training mode
+        (quantized when it is in eval mode). The layer must have no bias."""
+        if "bias" in linear_layer:
+            raise NotImplementedError("[QQLinear] a bias is not supported yet.")
+        output_dims, input_dims = linear_layer.weight.shape
+        ql = cls(input_dims, output_dims, group_size, bits, mode)
+        ql.weight = linear_layer.weight
+        ql.train(linear_layer.training)
+        return ql
+
+
 class QuantizedEmbedding(Module):
     """An Embedding whose table is stored quantized; rows are dequantized
     as they are looked up."""
@@ -133,7 +204,7 @@ def quantize(model: Module, group_size: int = None, bits: int = None, *, mode: s
     ``to_quantized`` method: Linear, Embedding) for their quantized forms, in
     place. ``class_predicate(path, module)`` picks the layers: False leaves
     one alone, True quantizes it with these arguments, a dict gives its own."""
-    _check_input_quantization(quantize_input)
+    _check_input_quantization(quantize_input, mode)
     predicate = class_predicate or (lambda _, m: hasattr(m, "to_quantized"))
 
     def maybe_quantize(path, m):
@@ -144,7 +215,10 @@ def quantize(model: Module, group_size: int = None, bits: int = None, *, mode: s
             raise ValueError(f"[quantize] cannot quantize a layer of type {type(m).__name__}")
         if isinstance(choice, dict):
             return m.to_quantized(**choice)
-        return m.to_quantized(group_size=group_size, bits=bits, mode=mode, quantize_input=quantize_input)
+        kwargs = {"group_size": group_size, "bits": bits, "mode": mode}
+        if quantize_input:  # layers of one's own may not take the argument
+            kwargs["quantize_input"] = True
+        return m.to_quantized(**kwargs)
 
     leaves = tree_map_with_path(maybe_quantize, model.leaf_modules(), is_leaf=Module.is_module)
     model.update_modules(leaves)
