@@ -65,6 +65,26 @@ def main():
     k = best_ms(lambda: kc.quantize(kw)[0], kc.eval, 3)
     p = best_ms(lambda: mc.quantize(mw)[0], mc.eval, 3) if mc else None
     rows.append((f"quantize {n} x {n}, 4 bits", k, p))
+    # The microscaling modes: one row of x against the quantized weight,
+    # and qqmm (x quantized too; MLX's CPU takes one row of x).
+    x = rng.standard_normal((1, n)).astype(np.float32)
+    kx = kc.array(x)
+    for mode in ("mxfp4", "mxfp8", "nvfp4"):
+        kqm = kc.quantize(kw, mode=mode)
+        kc.eval(*kqm)
+        mqm = None
+        if mc is not None:
+            mqm = mc.quantize(mw, mode=mode)
+            mc.eval(*mqm)
+        cases = [(f"quantized_matmul {mode}, 1 x {n} by {n} x {n}",
+                  lambda: kc.quantized_matmul(kx, *kqm, mode=mode),
+                  mc and (lambda: mc.quantized_matmul(mc.array(x), *mqm, mode=mode)))]
+        if mode != "mxfp4":
+            cases.append((f"qqmm {mode}, 1 x {n} by {n} x {n} (w quantized)",
+                          lambda: kc.qqmm(kx, *kqm, mode=mode),
+                          mc and (lambda: mc.qqmm(mc.array(x), *mqm, mode=mode))))
+        for name, kf, mf in cases:
+            rows.append((name, best_ms(kf, kc.eval), best_ms(mf, mc.eval) if mf else None))
     print("| workload | kiln ms | MLX ms | MLX/kiln |")
     print("| --- | --- | --- | --- |")
     for name, k, p in rows:

@@ -26,6 +26,7 @@
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/utils.h"
+#include "kiln/primitives/quantized.h"
 
 namespace kiln {
 
@@ -199,27 +200,13 @@ std::pair<array, array> quantize_fp(const array& w, int group_size, int bits,
   return {packed, squeeze(scale_code, -1, s)};
 }
 
-array dequantize_fp(const array& w, const array& scales, int group_size,
-                    int bits, const std::string& mode, Dtype dtype,
-                    const std::optional<array>& global_scale,
-                    StreamOrDevice s) {
-  const char* op = "dequantize";
-  FpMode m = fp_mode(op, mode, group_size, bits);
-  // One global scale, or one per matrix of a 3-D w (gather_qmm's experts).
-  std::optional<array> factor;
-  if (global_scale) {
-    int64_t per = global_scale->size() == 1 || w.ndim() != 3 ? 0 : w.shape(0);
-    factor = global_factor(op, mode, *global_scale, per, s);
-  }
-  int64_t n = int64_t(w.ndim() ? w.shape(-1) : 0) * 32 / m.bits;
-  if (w.dtype() != uint32 || scales.dtype() != uint8 || w.ndim() < 1 ||
-      scales.ndim() != w.ndim() || n % m.group_size != 0 ||
-      scales.shape(-1) != n / m.group_size) {
-    throw std::invalid_argument(
-        std::string("[") + op + "] " + mode + " needs uint32 codes and uint8 "
-        "scales, one per " + std::to_string(m.group_size) + " values; got " +
-        detail::describe(w) + " and " + detail::describe(scales) + ".");
-  }
+namespace {
+
+// dequantize_fp as a graph of ops (the GPU's path, and the CPU kernel's
+// fallback); factor: g / 2688, a scalar or one per matrix.
+array dequantize_fp_graph(const array& w, const array& scales, FpMode m,
+                          Dtype dtype, const std::optional<array>& factor,
+                          StreamOrDevice s) {
   array codes = unpack(w, m.bits, s);
   array values(0.0f);
   if (m.bits == 4) {
@@ -243,6 +230,54 @@ array dequantize_fp(const array& w, const array& scales, int group_size,
   array out = multiply(reshape(values, g, s), expand_dims(scale, -1, s), s);
   Shape flat = values.shape();
   return astype(reshape(out, flat, s), dtype, s);
+}
+
+} // namespace
+
+array dequantize_fp(const array& w, const array& scales, int group_size,
+                    int bits, const std::string& mode, Dtype dtype,
+                    const std::optional<array>& global_scale,
+                    StreamOrDevice s) {
+  const char* op = "dequantize";
+  FpMode m = fp_mode(op, mode, group_size, bits);
+  // One global scale, or one per matrix of a 3-D w (gather_qmm's experts).
+  std::optional<array> factor;
+  if (global_scale) {
+    int64_t per = global_scale->size() == 1 || w.ndim() != 3 ? 0 : w.shape(0);
+    factor = global_factor(op, mode, *global_scale, per, s);
+  }
+  int64_t n = int64_t(w.ndim() ? w.shape(-1) : 0) * 32 / m.bits;
+  if (w.dtype() != uint32 || scales.dtype() != uint8 || w.ndim() < 1 ||
+      scales.ndim() != w.ndim() || n % m.group_size != 0 ||
+      scales.shape(-1) != n / m.group_size) {
+    throw std::invalid_argument(
+        std::string("[") + op + "] " + mode + " needs uint32 codes and uint8 "
+        "scales, one per " + std::to_string(m.group_size) + " values; got " +
+        detail::describe(w) + " and " + detail::describe(scales) + ".");
+  }
+  Stream st = to_stream(s);
+  // On the CPU a kernel decodes the packed words in one pass (the graph is
+  // its fallback, for transformations); it takes one global factor.
+  if (st.device.type == Device::cpu &&
+      (dtype == float32 || dtype == float16 || dtype == bfloat16) &&
+      (!factor || factor->ndim() == 0)) {
+    auto fallback = [=](std::vector<array> in) {
+      std::optional<array> f;
+      if (in.size() > 2) f = in[2];
+      return std::vector<array>{
+          dequantize_fp_graph(in[0], in[1], m, dtype, f, st)};
+    };
+    Shape shape = w.shape();
+    shape.back() = static_cast<int32_t>(n);
+    std::vector<array> inputs = {contiguous(w, false, st),
+                                 contiguous(scales, false, st)};
+    if (factor) inputs.push_back(astype(*factor, float32, st));
+    return array(shape, dtype,
+                 std::make_shared<fast::DequantizeFp>(st, std::move(fallback),
+                                                      m.group_size, m.bits),
+                 inputs);
+  }
+  return dequantize_fp_graph(w, scales, m, dtype, factor, st);
 }
 
 array quantized_matmul_fp(const array& x, const array& w, const array& scales,

@@ -70,6 +70,26 @@ class Dequantize : public QuantizedCustom {
   }
 };
 
+/** The microscaling modes' dequantize on the CPU (group_size and bits
+ *  name the mode: 32/4 mxfp4, 32/8 mxfp8, 16/4 nvfp4). Inputs: w (...,
+ *  N * bits / 32) uint32 row-major, scales (..., N / group_size) uint8
+ *  row-major (e8m0, or e4m3 for nvfp4), and with nvfp4's global scale a
+ *  float32 scalar factor g / 2688. Output (..., N) of the dtype given:
+ *  code value * (scale * factor) in float32, then cast (the graph's
+ *  operations in ops/quantized_fp.cpp, so the same bits). */
+class DequantizeFp : public QuantizedCustom {
+ public:
+  using QuantizedCustom::QuantizedCustom;
+  const char* name() const override { return "DequantizeFp"; }
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    Shape s = in[0].shape();
+    s.back() = s.back() * 32 / bits_;
+    return {s};
+  }
+};
+
 /** Input: w (..., N) row-major, float32, float16 or bfloat16. Outputs: the
  *  packed codes (..., N * bits / 32) uint32, scales and biases
  *  (..., N / group_size) of w's dtype, as kiln::quantize defines them

@@ -1,4 +1,10 @@
-// Quantize and QuantizedMatmul on the CPU.
+// Quantize, Dequantize, DequantizeFp and QuantizedMatmul on the CPU.
+//
+// DequantizeFp: the microscaling modes' codes (e2m1 or e4m3) times their
+// group's scale (e8m0, or e4m3 for nvfp4, times nvfp4's global factor),
+// in float32 as the graph in ops/quantized_fp.cpp computes them, then
+// cast: one pass over the packed words, where the graph made a dozen
+// (shifts, masks, table lookups, products) over output-sized arrays.
 //
 // Quantize: one pass per group (groups fill whole words, so they run
 // apart on every core), with the float32 operations of the graph in
@@ -14,8 +20,10 @@
 // and multiplied by BLAS.
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -354,6 +362,67 @@ void dequantize_groups(const std::vector<array>& in, array& out, int gs,
 
 } // namespace
 
+namespace {
+
+// The value of each fp8 e4m3 code (1 sign, 4 exponent bits of bias 7, 3
+// mantissa bits; 0x7f and 0xff are NaN), exact in float32.
+struct E4m3Table {
+  float v[256];
+  E4m3Table() {
+    for (int c = 0; c < 256; ++c) {
+      int e = (c >> 3) & 15, m = c & 7;
+      float mag = e == 0 ? std::ldexp(float(m), -9)
+                         : std::ldexp(1.0f + float(m) / 8, e - 7);
+      if ((c & 0x7f) == 0x7f) mag = std::numeric_limits<float>::quiet_NaN();
+      v[c] = (c & 0x80) ? -mag : mag;
+    }
+  }
+};
+
+constexpr float e2m1_values[16] = {0,    0.5f,  1,  1.5f, 2,  3,  4,  6,
+                                   -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+
+template <typename D>
+void dequantize_fp_groups(const std::vector<array>& in, array& out, int gs,
+                          int bits) {
+  static const E4m3Table e4m3;
+  const bool nv = gs == 16;
+  const uint32_t* wp = in[0].data<uint32_t>();
+  const uint8_t* sp = in[1].data<uint8_t>();
+  const bool has_factor = in.size() > 2;
+  const float factor = has_factor ? in[2].data<float>()[0] : 1.0f;
+  D* op = out.data<D>();
+  const int64_t groups = static_cast<int64_t>(out.size()) / gs;
+  // The code width as a constant, so each word's shifts unroll.
+  auto run = [&](auto width, const float* values) {
+    constexpr int b = decltype(width)::value, per = 32 / b;
+    constexpr uint32_t mask = (1u << b) - 1;
+    const int64_t words = gs / per;
+    detail::parallel_for(groups, 64, [&](size_t g0, size_t g1) {
+      for (size_t g = g0; g < g1; ++g) {
+        float scale = nv ? e4m3.v[sp[g]] : std::ldexp(1.0f, int(sp[g]) - 127);
+        if (has_factor) scale = scale * factor;
+        const uint32_t* w = wp + g * words;
+        D* o = op + g * gs;
+        for (int64_t k = 0; k < words; ++k) {
+          const uint32_t word = w[k];
+          for (int j = 0; j < per; ++j) {
+            o[k * per + j] =
+                static_cast<D>(values[(word >> (j * b)) & mask] * scale);
+          }
+        }
+      }
+    });
+  };
+  if (bits == 4) {
+    run(std::integral_constant<int, 4>{}, e2m1_values);
+  } else {
+    run(std::integral_constant<int, 8>{}, e4m3.v);
+  }
+}
+
+} // namespace
+
 void Dequantize::eval_cpu(const std::vector<array>& inputs,
                           std::vector<array>& outputs) {
   array& out = outputs[0];
@@ -364,6 +433,16 @@ void Dequantize::eval_cpu(const std::vector<array>& inputs,
       dequantize_groups<KILN_TYPE(scales), KILN_TYPE(result)>(
           inputs, out, group_size_, bits_);
     });
+  });
+}
+
+void DequantizeFp::eval_cpu(const std::vector<array>& inputs,
+                            std::vector<array>& outputs) {
+  array& out = outputs[0];
+  out.set_data(allocator::malloc(out.nbytes()));
+  if (out.size() == 0) return;
+  with_float_type(*this, out.dtype(), [&](auto tag) {
+    dequantize_fp_groups<KILN_TYPE(tag)>(inputs, out, group_size_, bits_);
   });
 }
 
