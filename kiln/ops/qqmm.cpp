@@ -142,8 +142,13 @@ array qqmm(const array& x, const array& w, const std::optional<array>& scales,
                      : through(in[1], m, global_scale_w, s);
   };
   auto forward = [=](const std::vector<array>& in) {
-    array y = matmul(through(in[0], m, global_scale_x, s),
-                     transpose(weight(in), s), s);
+    array xq = through(in[0], m, global_scale_x, s);
+    // A quantized w is read as quantized_matmul reads it (on the CPU, the
+    // codes themselves for a few rows of x).
+    array y = quantized && !global_scale_w
+                  ? quantized_matmul_fp(xq, in[1], in[2], true, m.group_size,
+                                        m.bits, m.mode, s)
+                  : matmul(xq, transpose(weight(in), s), s);
     return std::vector<array>{astype(y, in[0].dtype(), s)};
   };
   // The input's gradient g @ w through the mode along N; the weight's

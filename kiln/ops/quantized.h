@@ -80,7 +80,8 @@ array dequantize_fp(const array& w, const array& scales, int group_size,
                     const std::optional<array>& global_scale = std::nullopt,
                     StreamOrDevice s = {});
 /** x @ dequantize_fp(w).T (transpose) or x @ dequantize_fp(w), in x's
- *  float type. */
+ *  float type. On the CPU up to 7 rows of x (transpose, one matrix) read
+ *  the codes in place. */
 array quantized_matmul_fp(const array& x, const array& w, const array& scales,
                           bool transpose, int group_size, int bits,
                           const std::string& mode, StreamOrDevice s = {});

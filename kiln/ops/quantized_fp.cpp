@@ -294,6 +294,26 @@ array quantized_matmul_fp(const array& x, const array& w, const array& scales,
         detail::shape_str(wd.shape()) + " with transpose=" +
         (transpose ? "true" : "false") + ".");
   }
+  Stream st = to_stream(s);
+  // A few rows of x on the CPU read the codes (no weight-sized temporary);
+  // the graph is the kernel's fallback (transformations).
+  int64_t rows = x.shape(-1) > 0 ? int64_t(x.size()) / x.shape(-1) : 0;
+  if (st.device.type == Device::cpu && transpose && w.ndim() == 2 &&
+      rows > 0 && rows < 8 && (dt == float32 || dt == float16 ||
+                               dt == bfloat16)) {
+    auto fallback = [=](std::vector<array> in) {
+      array d = dequantize_fp(in[1], in[2], group_size, bits, mode, dt,
+                              std::nullopt, st);
+      return std::vector<array>{matmul(in[0], swapaxes(d, -1, -2, st), st)};
+    };
+    Shape shape = x.shape();
+    shape.back() = w.shape(0);
+    return array(shape, dt,
+                 std::make_shared<fast::QuantizedMatmulFp>(
+                     st, std::move(fallback), group_size, bits),
+                 {contiguous(astype(x, dt, st), false, st),
+                  contiguous(w, false, st), contiguous(scales, false, st)});
+  }
   return matmul(astype(x, dt, s), transpose ? swapaxes(wd, -1, -2, s) : wd, s);
 }
 

@@ -90,6 +90,25 @@ class DequantizeFp : public QuantizedCustom {
   }
 };
 
+/** The microscaling modes' x @ dequantize(w).T for a few rows of x on the
+ *  CPU (group_size and bits name the mode, as DequantizeFp's). Inputs: x
+ *  (..., K) row-major of float32/float16/bfloat16, w (N, K * bits / 32)
+ *  uint32 and scales (N, K / group_size) uint8, both row-major. Output
+ *  (..., N), x's dtype: per output, the sum over groups of scale * (x .
+ *  code values), in float32. */
+class QuantizedMatmulFp : public QuantizedCustom {
+ public:
+  using QuantizedCustom::QuantizedCustom;
+  const char* name() const override { return "QuantizedMatmulFp"; }
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    Shape s = in[0].shape();
+    s.back() = in[1].shape(0);
+    return {s};
+  }
+};
+
 /** Input: w (..., N) row-major, float32, float16 or bfloat16. Outputs: the
  *  packed codes (..., N * bits / 32) uint32, scales and biases
  *  (..., N / group_size) of w's dtype, as kiln::quantize defines them

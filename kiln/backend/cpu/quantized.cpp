@@ -1,10 +1,13 @@
-// Quantize, Dequantize, DequantizeFp and QuantizedMatmul on the CPU.
+// Quantize, Dequantize, DequantizeFp, QuantizedMatmul and
+// QuantizedMatmulFp on the CPU.
 //
 // DequantizeFp: the microscaling modes' codes (e2m1 or e4m3) times their
 // group's scale (e8m0, or e4m3 for nvfp4, times nvfp4's global factor),
 // in float32 as the graph in ops/quantized_fp.cpp computes them, then
 // cast: one pass over the packed words, where the graph made a dozen
 // (shifts, masks, table lookups, products) over output-sized arrays.
+// QuantizedMatmulFp: for up to 7 rows of x, each output row's groups are
+// decoded once into values in L1 and dotted with every row of x.
 //
 // Quantize: one pass per group (groups fill whole words, so they run
 // apart on every core), with the float32 operations of the graph in
@@ -421,7 +424,75 @@ void dequantize_fp_groups(const std::vector<array>& in, array& out, int gs,
   }
 }
 
+// x (M x K rows, M below gemm_min_rows) @ dequantize(w).T in the
+// microscaling modes, reading the codes: each output row's groups are
+// decoded once into a buffer of values (e2m1 or e4m3) and dotted with
+// every row of x, times the group's scale; no weight-sized temporary.
+template <typename T>
+void quantized_matvec_fp(const std::vector<array>& in, array& out, int gs,
+                         int bits) {
+  static const E4m3Table e4m3;
+  const bool nv = gs == 16;
+  const int64_t K = in[0].shape(-1), M = int64_t(in[0].size()) / K;
+  const int64_t N = in[1].shape(0), W = in[1].shape(1), G = K / gs;
+  const T* xp = in[0].data<T>();
+  const uint32_t* wp = in[1].data<uint32_t>();
+  const uint8_t* sp = in[2].data<uint8_t>();
+  T* op = out.data<T>();
+  detail::scratch_vector<float> xf(M * K);
+  for (int64_t i = 0; i < M * K; ++i) xf[i] = static_cast<float>(xp[i]);
+  auto run = [&](auto width, const float* values) {
+    constexpr int b = decltype(width)::value, per = 32 / b;
+    constexpr uint32_t mask = (1u << b) - 1;
+    constexpr int lanes = 8;
+    const int64_t words = gs / per;
+    detail::parallel_for(N, 16, [&](size_t o0, size_t o1) {
+      float vals[32], acc[gemm_min_rows];
+      for (size_t o = o0; o < o1; ++o) {
+        std::fill(acc, acc + M, 0.0f);
+        for (int64_t g = 0; g < G; ++g) {
+          const uint32_t* w = wp + o * W + g * words;
+          for (int64_t k = 0; k < words; ++k) {
+            for (int j = 0; j < per; ++j) {
+              vals[k * per + j] = values[(w[k] >> (j * b)) & mask];
+            }
+          }
+          const uint8_t sc = sp[o * G + g];
+          const float scale = nv ? e4m3.v[sc] : std::ldexp(1.0f, int(sc) - 127);
+          for (int64_t m = 0; m < M; ++m) {
+            // Lane-wise sums (in order they would not vectorize).
+            const float* xr = xf.data() + m * K + g * gs;
+            float sums[lanes] = {};
+            for (int k = 0; k < gs; k += lanes) {
+              for (int l = 0; l < lanes; ++l) sums[l] += xr[k + l] * vals[k + l];
+            }
+            float dot = 0.0f;
+            for (int l = 0; l < lanes; ++l) dot += sums[l];
+            acc[m] += scale * dot;
+          }
+        }
+        for (int64_t m = 0; m < M; ++m) op[m * N + o] = static_cast<T>(acc[m]);
+      }
+    });
+  };
+  if (bits == 4) {
+    run(std::integral_constant<int, 4>{}, e2m1_values);
+  } else {
+    run(std::integral_constant<int, 8>{}, e4m3.v);
+  }
+}
+
 } // namespace
+
+void QuantizedMatmulFp::eval_cpu(const std::vector<array>& inputs,
+                                 std::vector<array>& outputs) {
+  array& out = outputs[0];
+  out.set_data(allocator::malloc(out.nbytes()));
+  if (out.size() == 0) return;
+  with_float_type(*this, out.dtype(), [&](auto tag) {
+    quantized_matvec_fp<KILN_TYPE(tag)>(inputs, out, group_size_, bits_);
+  });
+}
 
 void Dequantize::eval_cpu(const std::vector<array>& inputs,
                           std::vector<array>& outputs) {
