@@ -202,6 +202,22 @@ std::pair<array, array> quantize_fp(const array& w, int group_size, int bits,
 
 namespace {
 
+// Checks w's codes (uint32, whole groups) against its scales (uint8, one
+// per group); returns the number of values per row.
+int64_t check_codes(const char* op, const std::string& mode, FpMode m,
+                    const array& w, const array& scales) {
+  int64_t n = int64_t(w.ndim() ? w.shape(-1) : 0) * 32 / m.bits;
+  if (w.dtype() != uint32 || scales.dtype() != uint8 || w.ndim() < 1 ||
+      scales.ndim() != w.ndim() || n % m.group_size != 0 ||
+      scales.shape(-1) != n / m.group_size) {
+    throw std::invalid_argument(
+        std::string("[") + op + "] " + mode + " needs uint32 codes and uint8 "
+        "scales, one per " + std::to_string(m.group_size) + " values; got " +
+        detail::describe(w) + " and " + detail::describe(scales) + ".");
+  }
+  return n;
+}
+
 // dequantize_fp as a graph of ops (the GPU's path, and the CPU kernel's
 // fallback); factor: g / 2688, a scalar or one per matrix.
 array dequantize_fp_graph(const array& w, const array& scales, FpMode m,
@@ -246,15 +262,7 @@ array dequantize_fp(const array& w, const array& scales, int group_size,
     int64_t per = global_scale->size() == 1 || w.ndim() != 3 ? 0 : w.shape(0);
     factor = global_factor(op, mode, *global_scale, per, s);
   }
-  int64_t n = int64_t(w.ndim() ? w.shape(-1) : 0) * 32 / m.bits;
-  if (w.dtype() != uint32 || scales.dtype() != uint8 || w.ndim() < 1 ||
-      scales.ndim() != w.ndim() || n % m.group_size != 0 ||
-      scales.shape(-1) != n / m.group_size) {
-    throw std::invalid_argument(
-        std::string("[") + op + "] " + mode + " needs uint32 codes and uint8 "
-        "scales, one per " + std::to_string(m.group_size) + " values; got " +
-        detail::describe(w) + " and " + detail::describe(scales) + ".");
-  }
+  const int64_t n = check_codes(op, mode, m, w, scales);
   Stream st = to_stream(s);
   // On the CPU a kernel decodes the packed words in one pass (the graph is
   // its fallback, for transformations); it takes one global factor.
@@ -283,18 +291,26 @@ array dequantize_fp(const array& w, const array& scales, int group_size,
 array quantized_matmul_fp(const array& x, const array& w, const array& scales,
                           bool transpose, int group_size, int bits,
                           const std::string& mode, StreamOrDevice s) {
+  FpMode m = fp_mode("dequantize", mode, group_size, bits);
+  const int64_t n = check_codes("dequantize", mode, m, w, scales);
   Dtype dt = issubdtype(x.dtype(), floating) ? x.dtype() : float32;
-  array wd =
-      dequantize_fp(w, scales, group_size, bits, mode, dt, std::nullopt, s);
-  int64_t inner = transpose ? wd.shape(-1) : wd.shape(-2);
+  Shape wshape = w.shape();
+  wshape.back() = static_cast<int32_t>(n);
+  int64_t inner = transpose ? n : (w.ndim() > 1 ? w.shape(-2) : -1);
   if (x.ndim() < 1 || x.shape(-1) != inner) {
     throw std::invalid_argument(
         "[quantized_matmul] the last axis of " + detail::describe(x) +
         " does not match the dequantized matrix " +
-        detail::shape_str(wd.shape()) + " with transpose=" +
+        detail::shape_str(wshape) + " with transpose=" +
         (transpose ? "true" : "false") + ".");
   }
   Stream st = to_stream(s);
+  auto graph = [=](const array& x, const array& w, const array& scales) {
+    array wd = dequantize_fp(w, scales, group_size, bits, mode, dt,
+                             std::nullopt, st);
+    return matmul(astype(x, dt, st), transpose ? swapaxes(wd, -1, -2, st) : wd,
+                  st);
+  };
   // A few rows of x on the CPU read the codes (no weight-sized temporary);
   // the graph is the kernel's fallback (transformations).
   int64_t rows = x.shape(-1) > 0 ? int64_t(x.size()) / x.shape(-1) : 0;
@@ -302,9 +318,7 @@ array quantized_matmul_fp(const array& x, const array& w, const array& scales,
       rows > 0 && rows < 8 && (dt == float32 || dt == float16 ||
                                dt == bfloat16)) {
     auto fallback = [=](std::vector<array> in) {
-      array d = dequantize_fp(in[1], in[2], group_size, bits, mode, dt,
-                              std::nullopt, st);
-      return std::vector<array>{matmul(in[0], swapaxes(d, -1, -2, st), st)};
+      return std::vector<array>{graph(in[0], in[1], in[2])};
     };
     Shape shape = x.shape();
     shape.back() = w.shape(0);
@@ -314,7 +328,7 @@ array quantized_matmul_fp(const array& x, const array& w, const array& scales,
                  {contiguous(astype(x, dt, st), false, st),
                   contiguous(w, false, st), contiguous(scales, false, st)});
   }
-  return matmul(astype(x, dt, s), transpose ? swapaxes(wd, -1, -2, s) : wd, s);
+  return graph(x, w, scales);
 }
 
 // ---- fp8 (e4m3: 1 sign, 4 exponent bits of bias 7, 3 mantissa bits) ----

@@ -385,43 +385,69 @@ struct E4m3Table {
 constexpr float e2m1_values[16] = {0,    0.5f,  1,  1.5f, 2,  3,  4,  6,
                                    -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
 
+// What both microscaling kernels read: a group's scale (e8m0, or e4m3 for
+// nvfp4's groups of 16) and its codes' values, decoded with the code width
+// a constant so each word's shifts unroll.
+struct FpGroups {
+  const E4m3Table& e4m3;
+  bool nv;
+  int gs, bits;
+
+  float scale(uint8_t code) const {
+    return nv ? e4m3.v[code] : std::ldexp(1.0f, int(code) - 127);
+  }
+  // f(decode) with decode(w, vals) writing group w's gs code values.
+  template <typename F>
+  void with_decoder(F&& f) const {
+    auto run = [&](auto width, const float* values) {
+      constexpr int b = decltype(width)::value, per = 32 / b;
+      constexpr uint32_t mask = (1u << b) - 1;
+      const int words = gs / per;
+      f([=](const uint32_t* w, float* vals) {
+        for (int k = 0; k < words; ++k) {
+          const uint32_t word = w[k];
+          for (int j = 0; j < per; ++j) {
+            vals[k * per + j] = values[(word >> (j * b)) & mask];
+          }
+        }
+      });
+    };
+    if (bits == 4) {
+      run(std::integral_constant<int, 4>{}, e2m1_values);
+    } else {
+      run(std::integral_constant<int, 8>{}, e4m3.v);
+    }
+  }
+};
+
+const E4m3Table& e4m3_table() {
+  static const E4m3Table t;
+  return t;
+}
+
 template <typename D>
 void dequantize_fp_groups(const std::vector<array>& in, array& out, int gs,
                           int bits) {
-  static const E4m3Table e4m3;
-  const bool nv = gs == 16;
+  const FpGroups fp{e4m3_table(), gs == 16, gs, bits};
   const uint32_t* wp = in[0].data<uint32_t>();
   const uint8_t* sp = in[1].data<uint8_t>();
   const bool has_factor = in.size() > 2;
   const float factor = has_factor ? in[2].data<float>()[0] : 1.0f;
   D* op = out.data<D>();
   const int64_t groups = static_cast<int64_t>(out.size()) / gs;
-  // The code width as a constant, so each word's shifts unroll.
-  auto run = [&](auto width, const float* values) {
-    constexpr int b = decltype(width)::value, per = 32 / b;
-    constexpr uint32_t mask = (1u << b) - 1;
-    const int64_t words = gs / per;
+  const int64_t words = gs * bits / 32;
+  fp.with_decoder([&](auto decode) {
     detail::parallel_for(groups, 64, [&](size_t g0, size_t g1) {
+      float vals[32];
       for (size_t g = g0; g < g1; ++g) {
-        float scale = nv ? e4m3.v[sp[g]] : std::ldexp(1.0f, int(sp[g]) - 127);
+        float scale = fp.scale(sp[g]);
         if (has_factor) scale = scale * factor;
-        const uint32_t* w = wp + g * words;
+        decode(wp + g * words, vals);
         D* o = op + g * gs;
-        for (int64_t k = 0; k < words; ++k) {
-          const uint32_t word = w[k];
-          for (int j = 0; j < per; ++j) {
-            o[k * per + j] =
-                static_cast<D>(values[(word >> (j * b)) & mask] * scale);
-          }
-        }
+        for (int j = 0; j < gs; ++j) o[j] = static_cast<D>(vals[j] * scale);
       }
     });
-  };
-  if (bits == 4) {
-    run(std::integral_constant<int, 4>{}, e2m1_values);
-  } else {
-    run(std::integral_constant<int, 8>{}, e4m3.v);
-  }
+  });
 }
 
 // x (M x K rows, M below gemm_min_rows) @ dequantize(w).T in the
@@ -431,34 +457,25 @@ void dequantize_fp_groups(const std::vector<array>& in, array& out, int gs,
 template <typename T>
 void quantized_matvec_fp(const std::vector<array>& in, array& out, int gs,
                          int bits) {
-  static const E4m3Table e4m3;
-  const bool nv = gs == 16;
+  const FpGroups fp{e4m3_table(), gs == 16, gs, bits};
   const int64_t K = in[0].shape(-1), M = int64_t(in[0].size()) / K;
   const int64_t N = in[1].shape(0), W = in[1].shape(1), G = K / gs;
+  const int64_t words = gs * bits / 32;
   const T* xp = in[0].data<T>();
   const uint32_t* wp = in[1].data<uint32_t>();
   const uint8_t* sp = in[2].data<uint8_t>();
   T* op = out.data<T>();
   detail::scratch_vector<float> xf(M * K);
   for (int64_t i = 0; i < M * K; ++i) xf[i] = static_cast<float>(xp[i]);
-  auto run = [&](auto width, const float* values) {
-    constexpr int b = decltype(width)::value, per = 32 / b;
-    constexpr uint32_t mask = (1u << b) - 1;
-    constexpr int lanes = 8;
-    const int64_t words = gs / per;
+  constexpr int lanes = 8;
+  fp.with_decoder([&](auto decode) {
     detail::parallel_for(N, 16, [&](size_t o0, size_t o1) {
       float vals[32], acc[gemm_min_rows];
       for (size_t o = o0; o < o1; ++o) {
         std::fill(acc, acc + M, 0.0f);
         for (int64_t g = 0; g < G; ++g) {
-          const uint32_t* w = wp + o * W + g * words;
-          for (int64_t k = 0; k < words; ++k) {
-            for (int j = 0; j < per; ++j) {
-              vals[k * per + j] = values[(w[k] >> (j * b)) & mask];
-            }
-          }
-          const uint8_t sc = sp[o * G + g];
-          const float scale = nv ? e4m3.v[sc] : std::ldexp(1.0f, int(sc) - 127);
+          decode(wp + o * W + g * words, vals);
+          const float scale = fp.scale(sp[o * G + g]);
           for (int64_t m = 0; m < M; ++m) {
             // Lane-wise sums (in order they would not vectorize).
             const float* xr = xf.data() + m * K + g * gs;
@@ -474,12 +491,7 @@ void quantized_matvec_fp(const std::vector<array>& in, array& out, int gs,
         for (int64_t m = 0; m < M; ++m) op[m * N + o] = static_cast<T>(acc[m]);
       }
     });
-  };
-  if (bits == 4) {
-    run(std::integral_constant<int, 4>{}, e2m1_values);
-  } else {
-    run(std::integral_constant<int, 8>{}, e4m3.v);
-  }
+  });
 }
 
 } // namespace
