@@ -227,7 +227,9 @@ array dequantize_fp_graph(const array& w, const array& scales, FpMode m,
   array values(0.0f);
   if (m.bits == 4) {
     std::vector<float> t(16);
-    for (int c = 0; c < 16; ++c) t[c] = c < 8 ? e2m1_values[c] : -e2m1_values[c - 8];
+    for (int c = 0; c < 16; ++c) {
+      t[c] = c < 8 ? e2m1_values[c] : -e2m1_values[c - 8];
+    }
     values = take(array(t, Shape{16}, float32), codes, 0, s);
   } else {
     values = from_fp8(astype(codes, uint8, s), float32, s);

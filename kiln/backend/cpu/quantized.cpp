@@ -481,7 +481,9 @@ void quantized_matvec_fp(const std::vector<array>& in, array& out, int gs,
             const float* xr = xf.data() + m * K + g * gs;
             float sums[lanes] = {};
             for (int k = 0; k < gs; k += lanes) {
-              for (int l = 0; l < lanes; ++l) sums[l] += xr[k + l] * vals[k + l];
+              for (int l = 0; l < lanes; ++l) {
+                sums[l] += xr[k + l] * vals[k + l];
+              }
             }
             float dot = 0.0f;
             for (int l = 0; l < lanes; ++l) dot += sums[l];
