@@ -87,15 +87,18 @@ bool transposed_copy(const Strided<2>& l, Dtype in_dt, Dtype out_dt,
     ++planes.ndim;
     count *= l.shape[k];
   }
+  // Tiles per block as device/transpose.cuh's transpose_tiles_per_block.
   constexpr int64_t tile = 32;
-  int64_t blocks = count * ((len_a + tile - 1) / tile) *
-                   ((len_b + tile - 1) / tile);
+  const int64_t per_block = in_dt.size >= 8 ? 1 : (in_dt.size == 4 ? 2 : 4);
+  int64_t tiles = count * ((len_a + tile - 1) / tile) *
+                  ((len_b + tile - 1) / tile);
+  int64_t blocks = (tiles + per_block - 1) / per_block;
   if (blocks > INT32_MAX) return false;
   KernelKey key('t', "TransposeTiles");
   key.add(uint32_t(in_dt.size));
   CUfunction f =
       find_kernel(key, [&] { return transpose_kernel(raw_dtype(in_dt)); });
-  void* args[] = {&in, &out, &len_a, &len_b, &in_a, &out_b, &planes};
+  void* args[] = {&in, &out, &len_a, &len_b, &in_a, &out_b, &tiles, &planes};
   launch_blocks(f, blocks, 32, 8, args, stream);
   return true;
 }

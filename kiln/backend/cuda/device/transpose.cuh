@@ -15,37 +15,66 @@ namespace kiln::cuda {
 inline constexpr int transpose_tile = 32;
 inline constexpr int transpose_rows = 8; // the block: 32 x 8 threads
 
+/** Tiles per block: each thread then has 32 bytes of loads in flight
+ *  before the block's barrier (4 elements per tile; 16 for bytes, whose
+ *  8 tiles would take 122 registers), where one tile of 16-bit elements
+ *  gave it 8 and the copy reached a third of the bandwidth.
+ *  elementwise.cpp's transposed_copy uses the same count. */
+template <typename T>
+inline constexpr int transpose_tiles_per_block =
+    sizeof(T) >= 8 ? 1 : (sizeof(T) == 4 ? 2 : 4);
+
 /** out[.., b, .., a] = in[.., a, .., b] over planes of (len_a, len_b): a is
  *  the output's contiguous axis (input stride in_a), b the input's (output
  *  stride out_b); `planes` numbers the other axes (operand 0: in, 1: out).
- *  One tile per block, blockIdx.x = (plane * tiles_b + tile_b) * tiles_a +
- *  tile_a. T: the element's bytes as an unsigned type. */
+ *  Tiles are numbered (plane * tiles_b + tile_b) * tiles_a + tile_a; block
+ *  i takes tiles i * K .. i * K + K - 1 of the `tiles` (K =
+ *  transpose_tiles_per_block), loading all of them before storing any. T:
+ *  the element's bytes as an unsigned type. */
 template <typename T>
 __global__ void transpose_tiles(const T* in, T* out, int64_t len_a,
                                 int64_t len_b, int64_t in_a, int64_t out_b,
-                                Strided<2> planes) {
-  __shared__ T tile[transpose_tile][transpose_tile + 1];
+                                int64_t tiles, Strided<2> planes) {
+  constexpr int K = transpose_tiles_per_block<T>;
+  constexpr int R = transpose_tile / transpose_rows; // rows per thread
+  __shared__ T tile[K][transpose_tile][transpose_tile + 1];
   const int64_t tiles_a = (len_a + transpose_tile - 1) / transpose_tile;
   const int64_t tiles_b = (len_b + transpose_tile - 1) / transpose_tile;
-  int64_t block = blockIdx.x;
-  const int64_t a0 = (block % tiles_a) * transpose_tile;
-  block /= tiles_a;
-  const int64_t b0 = (block % tiles_b) * transpose_tile;
-  int64_t off[2];
-  strided_offsets<int64_t, 2>(block / tiles_b, planes, off);
   const int tx = threadIdx.x, ty = threadIdx.y;
-  const T* src = in + off[0];
-  T* dst = out + off[1];
+  int64_t a0[K], b0[K], in_off[K], out_off[K];
+  T v[K][R];
 #pragma unroll
-  for (int r = ty; r < transpose_tile; r += transpose_rows) {
-    int64_t a = a0 + r, b = b0 + tx;
-    if (a < len_a && b < len_b) tile[r][tx] = src[a * in_a + b];
+  for (int k = 0; k < K; ++k) {
+    int64_t t = static_cast<int64_t>(blockIdx.x) * K + k;
+    // Past the last tile: an empty one (nothing read or written).
+    a0[k] = t < tiles ? (t % tiles_a) * transpose_tile : len_a;
+    t /= tiles_a;
+    b0[k] = (t % tiles_b) * transpose_tile;
+    int64_t off[2];
+    strided_offsets<int64_t, 2>(t / tiles_b, planes, off);
+    in_off[k] = off[0];
+    out_off[k] = off[1];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      int64_t a = a0[k] + ty + r * transpose_rows, b = b0[k] + tx;
+      if (a < len_a && b < len_b) v[k][r] = in[in_off[k] + a * in_a + b];
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) tile[k][ty + r * transpose_rows][tx] = v[k][r];
   }
   __syncthreads();
 #pragma unroll
-  for (int r = ty; r < transpose_tile; r += transpose_rows) {
-    int64_t b = b0 + r, a = a0 + tx;
-    if (a < len_a && b < len_b) dst[b * out_b + a] = tile[tx][r];
+  for (int k = 0; k < K; ++k) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      int64_t b = b0[k] + ty + r * transpose_rows, a = a0[k] + tx;
+      if (a < len_a && b < len_b) {
+        out[out_off[k] + b * out_b + a] = tile[k][tx][ty + r * transpose_rows];
+      }
+    }
   }
 }
 
