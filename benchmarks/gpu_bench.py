@@ -456,17 +456,20 @@ def bench_attention_training(shapes=((32, 8, 256, 64), (4, 16, 4096, 128))):
 
 
 CONV_SHAPES = (
-    # (name, input NHWC, weight (C_out, KH, KW, C_in / groups), stride, padding, groups)
+    # (name, input (N, spatial..., C), weight (C_out, kernel..., C_in /
+    # groups), stride, padding, groups): conv2d, or conv1d for one axis
     ("ResNet 3x3", (32, 56, 56, 64), (64, 3, 3, 64), 1, 1, 1),
     ("ResNet 3x3 stride 2", (32, 56, 56, 128), (128, 3, 3, 128), 2, 1, 1),
     ("depthwise 3x3", (32, 56, 56, 128), (128, 3, 3, 1), 1, 1, 128),
+    ("ResNeXt grouped 3x3 stride 2 (32 groups)", (32, 56, 56, 256), (256, 3, 3, 8), 2, 1, 32),
+    ("Conformer depthwise conv1d, 31 taps", (32, 512, 256), (256, 31, 1), 1, 15, 256),
 )
 
 
 def bench_conv(training=False):
-    """conv2d, bfloat16, channels last (kiln's layout; PyTorch's
+    """conv2d and conv1d, bfloat16, channels last (kiln's layout; PyTorch's
     channels_last memory format, so both read NHWC), against
-    torch.nn.functional.conv2d (cuDNN): the forward, or with training the
+    torch.nn.functional's (cuDNN): the forward, or with training the
     forward and both gradients, compiled. KILN_CUDNN_CONV=0 in the
     environment times kiln's im2col path instead."""
     for name, xs, ws, stride, padding, groups in CONV_SHAPES:
@@ -476,8 +479,11 @@ def bench_conv(training=False):
         x, w = (mx.array(a).astype(mx.bfloat16) for a in (xn, wn))
         mx.eval(x, w)
 
+        one_axis = len(xs) == 3
+        kiln_conv = mx.conv1d if one_axis else mx.conv2d
+
         def conv(x, w):
-            return mx.conv2d(x, w, stride=stride, padding=padding, groups=groups)
+            return kiln_conv(x, w, stride=stride, padding=padding, groups=groups)
 
         y = conv(x, w)
         mx.eval(y)
@@ -493,8 +499,11 @@ def bench_conv(training=False):
         if torch is not None:
             import torch.nn.functional as F
 
+            torch_conv = F.conv1d if one_axis else F.conv2d
+
             def nchw(a, grad=False):  # NHWC memory seen as NCHW: channels_last
-                t = to_torch(a, torch.bfloat16).permute(0, 3, 1, 2)
+                t = to_torch(a, torch.bfloat16)
+                t = t.permute(0, 2, 1) if one_axis else t.permute(0, 3, 1, 2)
                 return t.requires_grad_() if grad else t
 
             tx, tw = nchw(xn, training), nchw(wn, training)
@@ -502,14 +511,14 @@ def bench_conv(training=False):
                 tc = nchw(np.asarray(ct.astype(mx.float32)))
 
                 def torch_step():
-                    out = F.conv2d(tx, tw, stride=stride, padding=padding, groups=groups)
+                    out = torch_conv(tx, tw, stride=stride, padding=padding, groups=groups)
                     return torch.autograd.grad(out, (tx, tw), tc)
 
                 peer = torch_us(torch_step, reps=20)
             else:
-                peer = torch_us(lambda: F.conv2d(tx, tw, stride=stride, padding=padding, groups=groups))
+                peer = torch_us(lambda: torch_conv(tx, tw, stride=stride, padding=padding, groups=groups))
         what = "forward + backward, compiled vjp" if training else "forward"
-        row(f"conv2d {name} {what}, bf16 x{xs} w{ws} ({flops / us / 1e6:.0f} TFLOP/s)", us, "torch", peer, "us")
+        row(f"{'conv1d' if one_axis else 'conv2d'} {name} {what}, bf16 x{xs} w{ws} ({flops / us / 1e6:.0f} TFLOP/s)", us, "torch", peer, "us")
 
 
 def bench_norm_backward(rows=8192, n=512):

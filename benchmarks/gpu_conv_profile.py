@@ -3,7 +3,9 @@ time per step from the CUDA profiler (torch.profiler records kiln's
 kernels too), for gpu_bench.py's conv shapes: kiln's compiled step, its two
 gradients alone, and PyTorch's forward + autograd step.
 
-    cd benchmarks && PYTHONPATH=../build-gpu-jit/python python3 gpu_conv_profile.py
+    cd benchmarks && PYTHONPATH=../build-gpu-jit/python python3 gpu_conv_profile.py [NAME...]
+
+With names, only the shapes whose names contain one of them.
 """
 import collections
 import os
@@ -47,14 +49,19 @@ def show(fn, label, steps=10):
 def main():
     mx.set_default_device(mx.gpu)
     for name, xs, ws, stride, padding, groups in CONV_SHAPES:
+        if sys.argv[1:] and not any(n in name for n in sys.argv[1:]):
+            continue
         rng = np.random.default_rng(8)
 
         def rand(shape):
             a = rng.uniform(-1, 1, shape).astype(np.float32)
             return mx.array(a).astype(mx.bfloat16)
 
+        one_axis = len(xs) == 3
+        kiln_conv = mx.conv1d if one_axis else mx.conv2d
+
         def conv(x, w):
-            return mx.conv2d(x, w, stride=stride, padding=padding, groups=groups)
+            return kiln_conv(x, w, stride=stride, padding=padding, groups=groups)
 
         x, w = rand(xs), rand(ws)
         y = conv(x, w)
@@ -74,13 +81,14 @@ def main():
 
         def nchw(shape, grad=False):  # NHWC memory seen as NCHW
             t = torch.randn(shape, device="cuda", dtype=torch.bfloat16)
-            t = t.permute(0, 3, 1, 2)
+            t = t.permute(0, 2, 1) if one_axis else t.permute(0, 3, 1, 2)
             return t.requires_grad_() if grad else t
 
         tx, tw, tc = nchw(xs, True), nchw(ws, True), nchw(y.shape)
+        torch_conv = F.conv1d if one_axis else F.conv2d
 
         def torch_step():
-            out = F.conv2d(tx, tw, stride=stride, padding=padding, groups=groups)
+            out = torch_conv(tx, tw, stride=stride, padding=padding, groups=groups)
             torch.autograd.grad(out, (tx, tw), tc)
 
         show(torch_step, f"torch {name} step")

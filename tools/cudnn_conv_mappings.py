@@ -48,8 +48,14 @@ def forward_len(x_len, pre, post, taps, stride, dilation):
     return (x_len + pre + post - (taps - 1) * dilation - 1) // stride + 1
 
 
-def cudnn_dgrad(dy, w, stride, dilation, pre, post, dx_len, conv_mode):
-    """dx of y = conv(x, w): dy (N, L, K_out), w (K_out, K, C) -> (N, dx_len, C)."""
+def cudnn_dgrad(dy, w, stride, dilation, pre, post, dx_len, conv_mode, groups=1):
+    """dx of y = conv(x, w): dy (N, L, K_out), w (K_out, K, C / groups) ->
+    (N, dx_len, C)."""
+    if groups > 1:
+        dys = np.split(dy, groups, axis=2)
+        ws = np.split(w, groups, axis=0)
+        return np.concatenate([cudnn_dgrad(a, b, stride, dilation, pre, post, dx_len, conv_mode)
+                               for a, b in zip(dys, ws)], axis=2)
     taps = w.shape[1]
     wf = w[:, ::-1] if conv_mode else w
     assert forward_len(dx_len, pre, post, taps, stride, dilation) == dy.shape[1]
@@ -80,25 +86,33 @@ def cudnn_wgrad(x, dy, stride, dilation, pre, post, taps, groups=1):
     return dw
 
 
+def group_swapped(w, groups):
+    """The node's weight (C_in, K, C_out / g) as the forward's (C_out, K,
+    C_in / g): channel roles swapped group by group."""
+    c_in, taps, cog = w.shape
+    cig = c_in // groups
+    return w.reshape(groups, cig, taps, cog).transpose(0, 3, 2, 1).reshape(groups * cog, taps, cig)
+
+
 def check_dgrad(rng):
     """Input dilation idl, unit stride: cuDNN's dgrad with stride idl,
     paddings span - lo and span - hi, the node's weight with its channel
-    roles swapped, and the mode the other way round."""
+    roles swapped group by group, and the mode the other way round."""
     count = 0
-    for length, taps, kd, idl, lo, hi, flip in itertools.product(
+    for length, taps, kd, idl, lo, hi, flip, (groups, cig, cog) in itertools.product(
             range(1, 7), range(1, 5), (1, 2, 3), (2, 3), range(7), range(7),
-            (False, True)):
+            (False, True), ((1, 3, 4), (2, 2, 3), (3, 1, 2), (4, 1, 1))):
         span = (taps - 1) * kd
         if lo > span or hi > span:
             continue
-        x = rng.standard_normal((2, length, 3))
-        w = rng.standard_normal((4, taps, 3))
-        out = kiln_conv(x, w, 1, lo, hi, kd, idl, flip)
+        x = rng.standard_normal((2, length, groups * cog))
+        w = rng.standard_normal((groups * cig, taps, cog))
+        out = kiln_conv(x, w, 1, lo, hi, kd, idl, flip, groups)
         if out is None:
             continue
-        got = cudnn_dgrad(x, w.transpose(2, 1, 0), idl, kd, span - lo, span - hi,
-                          out.shape[1], conv_mode=not flip)
-        assert np.allclose(out, got), (length, taps, kd, idl, lo, hi, flip)
+        got = cudnn_dgrad(x, group_swapped(w, groups), idl, kd, span - lo, span - hi,
+                          out.shape[1], not flip, groups)
+        assert np.allclose(out, got), (length, taps, kd, idl, lo, hi, flip, groups)
         count += 1
     return count
 

@@ -440,13 +440,13 @@ BOTH_PATHS_TEST(AgainstHandComputedValues) {
 }
 
 #if KILN_HAS_CUDA
-// Where cuDNN is present, convolutions of float16/bfloat16/float32 with
-// kernels of up to 16 taps per axis run on it (its call count moves by one
-// per GPU evaluation) and agree with the CPU: forward ones without
-// negative padding, and input-dilated ones of unit stride with one group
-// or depthwise (data gradients: transposed convolutions, a strided
-// convolution's input gradient). The others run on im2col (the count
-// stays), as do 1x1 convolutions (a GEMM on the input).
+// Where cuDNN is present, convolutions of float16/bfloat16/float32 run on
+// it (its call count moves by one per GPU evaluation) and agree with the
+// CPU: forward ones without negative padding (long kernels too), input-
+// dilated ones of unit stride and kernels of up to 16 taps per axis, any
+// groups (data gradients: transposed convolutions, a strided
+// convolution's input gradient), and weight gradients. The others run on
+// im2col (the count stays), as do 1x1 convolutions (a GEMM on the input).
 TEST_F(GpuConv, CudnnTakesItsProblems) {
   if (!cuda::cudnn_conv_available()) GTEST_SKIP() << "no cuDNN";
   auto general = [](std::vector<int> stride, std::vector<int> lo,
@@ -506,14 +506,20 @@ TEST_F(GpuConv, CudnnTakesItsProblems) {
        {2, 8, 8, 16}, {8, 3, 3, 16}, float16, R::none},
       {"input dilation, two groups",
        general({1, 1}, {1, 1}, {1, 1}, {1, 1}, {2, 2}, 2, false),
-       {2, 8, 8, 16}, {8, 3, 3, 8}, float16, R::none},
+       {2, 8, 8, 16}, {8, 3, 3, 8}, float16, R::data_grad},
+      {"input dilation, four groups of 2 in, 3 out",
+       general({1, 1}, {2, 1}, {1, 2}, {1, 1}, {2, 2}, 4, true),
+       {2, 7, 8, 8}, {12, 3, 3, 2}, bfloat16, R::data_grad},
       {"negative padding (a transposed convolution padded past its kernel)",
        [](const std::vector<array>& v, Device d) {
          return conv_transpose1d(v[0], v[1], 1, 4, 1, 0, 1, d);
        },
        {2, 20, 8}, {8, 3, 8}, float32, R::none},
       {"17 taps", general({1}, {0}, {0}, {1}, {1}, 1, false), {2, 40, 8},
-       {8, 17, 8}, float16, R::none},
+       {8, 17, 8}, float16, R::forward},
+      {"31 taps, depthwise (a Conformer block)",
+       general({1}, {15}, {15}, {1}, {1}, 16, false), {2, 60, 16},
+       {16, 31, 1}, bfloat16, R::forward},
       {"1x1", general({1, 1}, {0, 0}, {0, 0}, {1, 1}, {1, 1}, 1, false),
        {2, 8, 8, 16}, {32, 1, 1, 16}, float16, R::none},
       // 20 taps dilated by 2 over 41 + 1 padded inputs, stride 2: 2
@@ -524,9 +530,9 @@ TEST_F(GpuConv, CudnnTakesItsProblems) {
       {"the same, two groups", general({2}, {1}, {0}, {2}, {1}, 2, false),
        {8, 41, 16}, {16, 20, 8}, bfloat16, R::weight_grad},
       {"the same, flipped", general({2}, {1}, {0}, {2}, {1}, 1, true),
-       {8, 41, 16}, {16, 20, 16}, bfloat16, R::none},
+       {8, 41, 16}, {16, 20, 16}, bfloat16, R::forward},
       {"20 taps, 21 outputs", general({1}, {0}, {0}, {1}, {1}, 1, false),
-       {2, 40, 8}, {8, 20, 8}, float32, R::none},
+       {2, 40, 8}, {8, 20, 8}, float32, R::forward},
   };
   // conv_matches evaluates each case on the GPU twice (its placement check
   // and same_on_devices): two calls per case on its route.
@@ -699,7 +705,7 @@ TEST(CudnnConvRoute, ByParametersAndShapes) {
       {"the same, depthwise", {8, 28, 28, 64}, {64, 3, 3, 1}, {1, 1},
        {1, 1}, {2, 2}, {1, 1}, {2, 2}, 64, true, bfloat16, R::data_grad},
       {"the same, two groups", {8, 28, 28, 64}, {64, 3, 3, 32}, {1, 1},
-       {1, 1}, {2, 2}, {1, 1}, {2, 2}, 2, true, bfloat16, R::none},
+       {1, 1}, {2, 2}, {1, 1}, {2, 2}, 2, true, bfloat16, R::data_grad},
       {"input dilation with stride", {2, 8, 8, 16}, {8, 3, 3, 16}, {2, 2},
        {1, 1}, {1, 1}, {1, 1}, {2, 2}, 1, false, float16, R::none},
       {"padding past the kernel's span", {2, 8, 16}, {8, 3, 16}, {1}, {3},
@@ -711,9 +717,15 @@ TEST(CudnnConvRoute, ByParametersAndShapes) {
       {"the same, depthwise", {1, 56, 56, 512}, {64, 56, 56, 8}, {1, 1},
        {1, 1}, {1, 1}, {1, 1}, {1, 1}, 64, false, bfloat16, R::weight_grad},
       {"the same, flipped", {64, 56, 56, 8}, {64, 56, 56, 8}, {1, 1},
-       {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, true, bfloat16, R::none},
+       {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1, true, bfloat16, R::forward},
       {"a long kernel and a long output", {2, 100, 8}, {8, 31, 8}, {1}, {15},
-       {15}, {1}, {1}, 1, false, float16, R::none},
+       {15}, {1}, {1}, 1, false, float16, R::forward},
+      {"a long kernel on its data gradient", {2, 100, 8}, {8, 31, 8}, {1},
+       {15}, {15}, {1}, {2}, 1, false, float16, R::none},
+      // The weight gradient of a 31-tap conv over 100 steps: the cotangent
+      // a 100-tap kernel, 31 outputs; cuDNN's forward engines crawl there.
+      {"a kernel longer than its long output", {8, 130, 8}, {8, 100, 8},
+       {1}, {0}, {0}, {1}, {1}, 1, false, bfloat16, R::none},
   };
   for (const auto& c : cases) {
     Convolution p(default_stream(Device::cpu), c.stride, c.lo, c.hi, c.kd,

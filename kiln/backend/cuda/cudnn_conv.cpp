@@ -89,14 +89,11 @@ CudnnConvRoute cudnn_conv_route(const Convolution& p, const array& in,
       out.size() > INT32_MAX) {
     return R::none;
   }
-  const int g = p.groups();
-  const bool depthwise = w.shape(-1) == 1 && w.shape(0) == g;
   if (input_dilated(p)) {
     // A data gradient: unit stride, paddings that leave cuDNN's (span - lo,
     // span - hi) non-negative, and the weight read with its channel roles
-    // swapped: a transposed copy for one group, the weight itself when
-    // depthwise (one channel in and out per group).
-    if (long_kernel(w) || (g != 1 && !depthwise)) return R::none;
+    // swapped group by group (a copy; depthwise weights as they are).
+    if (long_kernel(w)) return R::none;
     for (int d = 0; d < nd; ++d) {
       int span = (w.shape(d + 1) - 1) * p.kernel_dilation()[d];
       if (p.stride()[d] != 1 || span < p.padding_lo()[d] ||
@@ -109,14 +106,21 @@ CudnnConvRoute cudnn_conv_route(const Convolution& p, const array& in,
   for (int d = 0; d < nd; ++d) {
     if (p.padding_lo()[d] < 0) return R::none;
   }
-  if (long_kernel(w)) {
+  if (long_kernel(w) && !p.flip()) {
     // A kernel longer than the forward engines are for, and an output no
     // longer than their kernels: the weight's gradient (its kernel the
-    // cotangent, its output the weight), never flipped.
+    // cotangent, its output the weight), which the vjp never flips. Long
+    // kernels with long outputs (a conv1d of 31 taps) are forward ones,
+    // but not a kernel longer than its output: that is the weight gradient
+    // of such a convolution (a 512-tap kernel, 31 outputs), where cuDNN's
+    // forward engines took 27 ms for the Conformer layer (im2col runs it).
+    bool short_out = true, kernel_past_out = false;
     for (int d = 1; d <= nd; ++d) {
-      if (out.shape(d) > cudnn_conv_max_kernel) return R::none;
+      short_out = short_out && out.shape(d) <= cudnn_conv_max_kernel;
+      kernel_past_out = kernel_past_out || w.shape(d) > out.shape(d);
     }
-    return p.flip() ? R::none : R::weight_grad;
+    if (short_out) return R::weight_grad;
+    if (kernel_past_out) return R::none;
   }
   for (int d = 0; d < nd; ++d) {
     if (p.padding_hi()[d] < 0) return R::none;
@@ -373,44 +377,6 @@ bool ends_swapped_view(const array& a, array& out, const Stream& s) {
   return true;
 }
 
-// The weight gradient's x: the node's input (C_in/g, S..., g * N) (the
-// vjp's transpose of the forward's input) as that input, (N, S..., C_in)
-// with channel grp * C_in/g + c from the input's channels grp * N + n.
-bool wgrad_input(const array& in, int groups, array& out, const Stream& s) {
-  if (groups == 1 && ends_swapped_view(in, out, s)) return true;
-  array src = in;
-  if (!operand(in, src, s)) return false;
-  const int nd = static_cast<int>(in.ndim()) - 2;
-  const int cg = in.shape(0), n = in.shape(-1) / groups;
-  // The input viewed as (C_in/g, S..., g, N).
-  Shape vs = in.shape();
-  vs.back() = groups;
-  vs.push_back(n);
-  Strides vst = row_major_strides(vs);
-  array view = array::uninitialized(vs, in.dtype());
-  auto l = layout_of(vs, vst);
-  view.copy_shared_buffer(src, vst, l.flags, l.data_size);
-  // out as (N, S..., g, C_in/g): each view axis steps by the stride of the
-  // axis it becomes.
-  Shape xs = {n};
-  xs.insert(xs.end(), in.shape().begin() + 1, in.shape().end() - 1);
-  Shape x4 = xs;
-  x4.push_back(groups);
-  x4.push_back(cg);
-  xs.push_back(groups * cg);
-  Strides x4st = row_major_strides(x4);
-  Strides to(vs.size());
-  to[0] = x4st[nd + 2];
-  for (int d = 1; d <= nd; ++d) to[d] = x4st[d];
-  to[nd + 1] = x4st[nd + 1];
-  to[nd + 2] = x4st[0];
-  out = array::uninitialized(xs, in.dtype());
-  set_device_output(out, s);
-  if (!can_copy_into(view, out.dtype(), to)) return false;
-  copy_into(view, out, to, 0, s);
-  return true;
-}
-
 // src with its ends swapped: in place when ends_swapped_view finds it so,
 // else a new row-major device array.
 bool ends_swapped_copy(const array& src, array& out, const Stream& s) {
@@ -418,6 +384,78 @@ bool ends_swapped_copy(const array& src, array& out, const Stream& s) {
   out = array::uninitialized(ends_swapped(src.shape()), src.dtype());
   set_device_output(out, s);
   return write_ends_swapped(src, out, s);
+}
+
+// src's elements viewed row-major as view_shape, written into a new
+// row-major array of out_shape whose axes, split as the view's are, come
+// in the order `perm` (its axis i is the view's axis perm[i]).
+bool permuted_copy(const array& src, const Shape& view_shape,
+                   const std::vector<int>& perm, const Shape& out_shape,
+                   array& out, const Stream& s) {
+  array rows = src;
+  if (!operand(src, rows, s)) return false;
+  Strides vst = row_major_strides(view_shape);
+  array view = array::uninitialized(view_shape, src.dtype());
+  auto l = layout_of(view_shape, vst);
+  view.copy_shared_buffer(rows, vst, l.flags, l.data_size);
+  // Each view axis steps by the stride of the axis it becomes.
+  Shape split(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) split[i] = view_shape[perm[i]];
+  Strides split_st = row_major_strides(split);
+  Strides to(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) to[perm[i]] = split_st[i];
+  out = array::uninitialized(out_shape, src.dtype());
+  set_device_output(out, s);
+  if (!can_copy_into(view, out.dtype(), to)) return false;
+  copy_into(view, out, to, 0, s);
+  return true;
+}
+
+// The weight gradient's x: the node's input (C_in/g, S..., g * N) (the
+// vjp's transpose of the forward's input) as that input, (N, S..., C_in)
+// with channel grp * C_in/g + c from the input's channels grp * N + n.
+bool wgrad_input(const array& in, int groups, array& out, const Stream& s) {
+  if (groups == 1 && ends_swapped_view(in, out, s)) return true;
+  const int nd = static_cast<int>(in.ndim()) - 2;
+  const int cg = in.shape(0), n = in.shape(-1) / groups;
+  // (C_in/g, S..., g, N) -> (N, S..., g, C_in/g)
+  Shape vs = in.shape();
+  vs.back() = groups;
+  vs.push_back(n);
+  std::vector<int> perm = {nd + 2};
+  for (int d = 1; d <= nd; ++d) perm.push_back(d);
+  perm.insert(perm.end(), {nd + 1, 0});
+  Shape xs = ends_swapped(in.shape());
+  xs.front() = n;
+  xs.back() = groups * cg;
+  return permuted_copy(in, vs, perm, xs, out, s);
+}
+
+// The data gradient's weight: the node's (C_in, K..., C_out/g) (the vjp's
+// channel-swapped kernel) as the forward's (C_out, K..., C_in/g), channel
+// roles swapped group by group; with one channel in and out per group
+// (depthwise) the same array.
+Shape group_swapped(const Shape& w, int groups) {
+  Shape out = ends_swapped(w);
+  out.front() = groups * w.back();
+  out.back() = w.front() / groups;
+  return out;
+}
+
+bool group_swapped_copy(const array& w, int groups, array& out,
+                        const Stream& s) {
+  if (groups == 1) return ends_swapped_copy(w, out, s);
+  if (w.shape(0) == groups && w.shape(-1) == 1) return operand(w, out, s);
+  const int nd = static_cast<int>(w.ndim()) - 2;
+  // (g, C_in/g, K..., C_out/g) -> (g, C_out/g, K..., C_in/g)
+  Shape vs = w.shape();
+  vs.front() = w.shape(0) / groups;
+  vs.insert(vs.begin(), groups);
+  std::vector<int> perm = {0, nd + 2};
+  for (int d = 2; d <= nd + 1; ++d) perm.push_back(d);
+  perm.push_back(1);
+  return permuted_copy(w, vs, perm, group_swapped(w.shape(), groups), out,
+                       s);
 }
 
 cudnn::Library* usable() {
@@ -438,14 +476,16 @@ bool cudnn_conv(const Convolution& p, const array& in, const array& w,
   if (!c) return false;
   Dtype dt = out.dtype();
   // The operands' shapes as the graph reads them.
-  const bool swap_w = route == R::data_grad && p.groups() == 1;
+  const bool dgrad = route == R::data_grad;
   const bool wgrad = route == R::weight_grad;
   Shape xs = in.shape();
   if (wgrad) { // (N, S..., g * C_in/g), as wgrad_input writes it
     xs.front() = in.shape(-1) / p.groups();
     xs.back() = p.groups() * in.shape(0);
   }
-  Shape ws = swap_w || wgrad ? ends_swapped(w.shape()) : w.shape();
+  Shape ws = dgrad   ? group_swapped(w.shape(), p.groups())
+             : wgrad ? ends_swapped(w.shape())
+                     : w.shape();
   Shape ys = wgrad ? ends_swapped(out.shape()) : out.shape();
   Params q = params_of(route, p, in.shape(), w.shape(), out.shape());
   for (int64_t len : q.x_len) {
@@ -463,9 +503,10 @@ bool cudnn_conv(const Convolution& p, const array& in, const array& w,
   if (wgrad ? !wgrad_input(in, p.groups(), x, s) : !operand(in, x, s)) {
     return false;
   }
-  if (swap_w || wgrad ? !ends_swapped_copy(w, wm, s) : !operand(w, wm, s)) {
-    return false;
-  }
+  bool weight_ready = dgrad   ? group_swapped_copy(w, p.groups(), wm, s)
+                      : wgrad ? ends_swapped_copy(w, wm, s)
+                              : operand(w, wm, s);
+  if (!weight_ready) return false;
   if (wgrad) {
     y = array::uninitialized(ys, dt);
     set_device_output(y, s);

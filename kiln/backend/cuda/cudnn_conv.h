@@ -31,11 +31,13 @@ bool set_cudnn_conv_enabled(bool enabled);
 /** The cuDNN operation that computes a Convolution node, or none (im2col
  *  then runs it). All take float16, bfloat16 or float32 throughout and 1
  *  to 3 spatial axes:
- *  - forward: no input dilation, no negative padding, kernels of at most
- *    cudnn_conv_max_kernel taps per axis;
+ *  - forward: no input dilation, no negative padding, and not a
+ *    weight_grad (nor, past cudnn_conv_max_kernel taps, a kernel longer
+ *    than its output: a weight gradient that im2col runs);
  *  - data_grad: input dilation (a transposed convolution, a strided
  *    convolution's input gradient) with unit stride, paddings up to the
- *    dilated kernel's span, short kernels, one group or depthwise;
+ *    dilated kernel's span, kernels of at most cudnn_conv_max_kernel taps
+ *    per axis, any groups;
  *  - weight_grad: no input dilation, no flip, a kernel longer than that
  *    and an output no longer (the weight gradient's convolution, whose
  *    kernel is the output's cotangent), computed as cuDNN's wgrad on the
