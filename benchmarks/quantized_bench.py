@@ -23,6 +23,12 @@ ceiling; and mlx-lm's quantized SwitchGLU decode through gather_qmm
 (wall time per call).
 
     cd benchmarks && PYTHONPATH=../build-gpu-jit/python python3 quantized_bench.py --gpu
+
+With --gpu-modes, the microscaling modes (mxfp4, nvfp4, mxfp8) on the GPU:
+bfloat16 x @ W^T for 1, 8 and 16 rows (the matvec that reads the codes)
+and 64 (dequantize, then cuBLASLt), against PyTorch's bfloat16 matmul of
+the unquantized weight (PyTorch has no microscaling matvec on Hopper) and
+kiln's own dequantize-then-matmul; and gather_qmm in mxfp4 at decode.
 """
 
 import argparse
@@ -164,6 +170,70 @@ def gpu_main():
     gather_qmm_decode(kiln_throughput_us)
 
 
+def gpu_modes():
+    import torch
+    from gpu_bench import bench_copy_ceiling, kiln_gpu_us, kiln_throughput_us, torch_gpu_us
+
+    ceiling = bench_copy_ceiling(1 << 26)
+    rng = np.random.default_rng(0)
+    print("| mode | x by W^T | kiln GPU us | kiln wall us/call | kiln weight TB/s "
+          "| torch bf16 GPU us (/ kiln) | kiln dequantize + matmul GPU us (/ kiln) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for n, k in ((4096, 4096), (14336, 4096)):
+        w = (rng.standard_normal((n, k)) * 0.02).astype(np.float32)
+        tw = torch.from_numpy(w).cuda().to(torch.bfloat16)
+        wf = kc.array(w)
+        for mode in ("mxfp4", "nvfp4", "mxfp8"):
+            with kc.stream(kc.gpu):
+                kq = kc.quantize(wf, mode=mode)
+                kc.eval(*kq)
+                wd32 = np.array(kc.dequantize(*kq, mode=mode, dtype=kc.float32))
+            qbytes = sum(a.nbytes for a in kq)
+            for m in (1, 8, 16, 64):
+                x = rng.standard_normal((m, k)).astype(np.float32)
+                kx = kc.array(x).astype(kc.bfloat16)
+                tx = torch.from_numpy(x).cuda().to(torch.bfloat16)
+                kc.eval(kx)
+                xr = np.array(kx.astype(kc.float32))
+                ref = xr @ wd32.T
+                with kc.stream(kc.gpu):
+                    got = np.array(kc.quantized_matmul(kx, *kq, mode=mode).astype(kc.float32))
+                err = np.abs(got - ref).max() / np.abs(ref).max()
+                assert err < 1e-2, f"{mode} {n} x {k}, {m} rows: relative error {err}"
+
+                def k_fn():
+                    with kc.stream(kc.gpu):
+                        return kc.quantized_matmul(kx, *kq, mode=mode)
+
+                def dequantized_fn():
+                    with kc.stream(kc.gpu):
+                        wd = kc.dequantize(*kq, mode=mode, dtype=kc.bfloat16)
+                        return kc.matmul(kx, kc.transpose(wd))
+
+                kg = kiln_gpu_us(k_fn)
+                kt = kiln_throughput_us(k_fn)
+                tg = torch_gpu_us(lambda: tx @ tw.T)
+                kd = kiln_gpu_us(dequantized_fn)
+                print(f"| {mode} | {m} x {k} by {n} x {k} | {kg:.1f} | {kt:.1f} | "
+                      f"{qbytes / (kg * 1e-6) / 1e12:.2f} | {tg:.1f} ({tg / kg:.2f}x) | "
+                      f"{kd:.1f} ({kd / kg:.2f}x) |", flush=True)
+    print(f"copy ceiling {ceiling:.2f} TB/s")
+    for tokens in (1, 8):
+        x, w, idx = switch_glu_case(tokens, np.float32)
+        with kc.stream(kc.gpu):
+            kq = kc.quantize(kc.array(w), mode="mxfp4")
+            kx, ki = kc.array(x).astype(kc.bfloat16), kc.array(idx)
+            kc.eval(*kq, kx, ki)
+
+            def fn():
+                with kc.stream(kc.gpu):
+                    return kc.gather_qmm(kx, *kq, rhs_indices=ki, transpose=True, mode="mxfp4")
+
+            us = kiln_throughput_us(fn)
+        print(f"gather_qmm mxfp4 decode ({tokens} tokens, top-8 of 64 experts, 2048 -> 1408, bfloat16): "
+              f"{us:.1f} us per call")
+
+
 def switch_glu_case(tokens, dtype):
     """mlx-lm's quantized SwitchGLU projection: top-8 of 64 experts, 2048 ->
     1408, 4 bits in groups of 64; x (tokens, 1, 1, 2048), the picks
@@ -217,9 +287,12 @@ def gather_qmm_decode(throughput):
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--gpu", action="store_true", help="kiln on the GPU against PyTorch CUDA")
+    ap.add_argument("--gpu-modes", action="store_true", help="the microscaling modes on the GPU")
     ap.add_argument("--prefill", action="store_true", help="also gather_qmm over 512 tokens on the CPU")
     args = ap.parse_args()
-    if args.gpu:
+    if args.gpu_modes:
+        gpu_modes()
+    elif args.gpu:
         gpu_main()
     else:
         main()

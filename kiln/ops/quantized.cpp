@@ -23,6 +23,21 @@
 
 namespace kiln {
 
+namespace detail {
+
+bool quantized_kernel_dtype(Dtype dt) {
+  return dt == float32 || dt == float16 || dt == bfloat16;
+}
+
+bool quantized_kernel_device(const Stream& s) {
+  return s.device.type == Device::cpu || s.device.type == Device::gpu;
+}
+
+} // namespace detail
+
+using detail::quantized_kernel_device;
+using detail::quantized_kernel_dtype;
+
 namespace {
 
 constexpr int block = 32; // codes per block of `bits` words
@@ -78,14 +93,6 @@ Layout layout(int bits, StreamOrDevice s) {
 }
 
 // The dtypes the quantization kernels take (others run the graphs).
-bool kernel_dtype(Dtype dt) {
-  return dt == float32 || dt == float16 || dt == bfloat16;
-}
-
-// Devices with dequantize and quantized_matmul kernels: the CPU and GPU.
-bool kernel_device(const Stream& s) {
-  return s.device.type == Device::cpu || s.device.type == Device::gpu;
-}
 
 // quantize as a graph of ops (the GPU's path, and the CPU kernel's
 // fallback); w is checked.
@@ -175,7 +182,7 @@ std::tuple<array, array, array> quantize(const array& w, int group_size,
         ".");
   }
   Dtype dt = w.dtype();
-  if (s.device.type != Device::cpu || !kernel_dtype(dt)) {
+  if (s.device.type != Device::cpu || !quantized_kernel_dtype(dt)) {
     return quantize_graph(w, group_size, bits, s);
   }
   // The CPU quantizes group by group in one pass; the graph is its
@@ -292,8 +299,8 @@ array dequantize(const array& w, const array& scales, const array& biases,
   }
   Stream st = to_stream(s);
   Dtype out_dt = dtype.value_or(scales.dtype());
-  if (kernel_device(st) && kernel_dtype(scales.dtype()) &&
-      kernel_dtype(out_dt)) {
+  if (quantized_kernel_device(st) && quantized_kernel_dtype(scales.dtype()) &&
+      quantized_kernel_dtype(out_dt)) {
     // A kernel dequantizes group by group in one pass; the graph is its
     // fallback (transformations).
     auto fallback = [=](std::vector<array> in) {
@@ -347,7 +354,8 @@ array quantized_matmul(const array& x, const array& w, const array& scales,
   // same batch: one product per matrix.
   bool batch = w.ndim() == 3 && x.ndim() == 3 && x.shape(0) == w.shape(0);
   bool kernel = transpose && (w.ndim() == 2 || batch) &&
-                kernel_device(st) && scales.dtype() == dt && kernel_dtype(dt);
+                quantized_kernel_device(st) && scales.dtype() == dt &&
+                quantized_kernel_dtype(dt);
   if (!kernel) {
     return quantized_matmul_graph(x, w, scales, biases, transpose, group_size,
                                   bits, st);
@@ -460,10 +468,18 @@ array gather_qmm(const array& x, const array& w, const array& scales,
   array right = flatten(broadcast_to(ri, batch, st), 0, -1, st);
   Dtype dt = left.dtype();
   array out = [&] {
+    if (!affine && transpose) {
+      // The microscaling modes' kernels read the picks in place when they
+      // take the operands.
+      if (auto r = detail::gather_qmm_fp_in_place(left, fw, fs, right,
+                                                  group_size, bits, mode, st)) {
+        return *r;
+      }
+    }
     bool in_place = affine && transpose &&
                     rows <= fast::QuantizedMatmul::max_picked_rows &&
-                    kernel_device(st) && kernel_dtype(dt) &&
-                    fs.dtype() == dt &&
+                    quantized_kernel_device(st) &&
+                    quantized_kernel_dtype(dt) && fs.dtype() == dt &&
                     left.shape(-1) == int64_t(fw.shape(-1)) * 32 / bits;
     // take reads the indices as int32, as the kernels do (negative from
     // the end; uint32 would read them as past the end).

@@ -80,8 +80,8 @@ array dequantize_fp(const array& w, const array& scales, int group_size,
                     const std::optional<array>& global_scale = std::nullopt,
                     StreamOrDevice s = {});
 /** x @ dequantize_fp(w).T (transpose) or x @ dequantize_fp(w), in x's
- *  float type. On the CPU up to 7 rows of x (transpose, one matrix) read
- *  the codes in place. */
+ *  float type. A few rows of x (transpose, one matrix: up to 7 on the
+ *  CPU, 8 on the GPU) read the codes in place. */
 array quantized_matmul_fp(const array& x, const array& w, const array& scales,
                           bool transpose, int group_size, int bits,
                           const std::string& mode, StreamOrDevice s = {});
@@ -125,5 +125,27 @@ array to_fp8(const array& x, StreamOrDevice s = {});
 /** fp8 e4m3 codes (uint8) to `dtype` (a float type); code 0x7f / 0xff is
  *  NaN. */
 array from_fp8(const array& x, Dtype dtype = bfloat16, StreamOrDevice s = {});
+
+namespace detail {
+
+/** The dtypes of x, the scales and the outputs the quantization kernels
+ *  take: float32, float16, bfloat16. */
+bool quantized_kernel_dtype(Dtype dt);
+/** Devices with quantization kernels: the CPU and the GPU. */
+bool quantized_kernel_device(const Stream& s);
+/** gather_qmm's picks in the microscaling modes read in place: left (P,
+ *  M, K) against matrix picks[p] of w (E, N, K * bits / 32) with its
+ *  scales, transposed (GatherMM's index rule); nullopt where the kernels
+ *  do not take the operands (the caller composes take and
+ *  quantized_matmul_fp). */
+std::optional<array> gather_qmm_fp_in_place(const array& left,
+                                            const array& w,
+                                            const array& scales,
+                                            const array& picks,
+                                            int group_size, int bits,
+                                            const std::string& mode,
+                                            StreamOrDevice s = {});
+
+} // namespace detail
 
 } // namespace kiln

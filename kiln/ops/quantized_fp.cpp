@@ -218,8 +218,29 @@ int64_t check_codes(const char* op, const std::string& mode, FpMode m,
   return n;
 }
 
-// dequantize_fp as a graph of ops (the GPU's path, and the CPU kernel's
-// fallback); factor: g / 2688, a scalar or one per matrix.
+// Whether the kernel that reads the codes takes `rows` rows of x per
+// matrix (inner dimension k) on st: on the CPU fewer than 8 (its GEMM's
+// threshold), or up to QuantizedMatmul::max_picked_rows picked ones; on
+// the GPU up to 8, with k a multiple of its 32-code blocks. The GPU's
+// matvec decodes the codes again for every 4 rows: on an H200
+// (quantized_bench.py --gpu-modes, bfloat16, 4096 x 4096) 1 row took 5.4
+// us against 21 us for dequantize-then-GEMM, 8 rows about the same
+// (20.1), 16 rows twice as long (38.0).
+bool matvec_takes(const Stream& st, Dtype dt, int64_t rows, int64_t k,
+                  bool picked) {
+  if (!detail::quantized_kernel_device(st) ||
+      !detail::quantized_kernel_dtype(dt) || rows < 1) {
+    return false;
+  }
+  if (st.device.type == Device::cpu) {
+    return rows < (picked ? fast::QuantizedMatmul::max_picked_rows + 1 : 8);
+  }
+  return rows <= 8 && k % 32 == 0;
+}
+
+// dequantize_fp as a graph of ops (the kernels' fallback, for
+// transformations, and the path of other dtypes and per-matrix factors);
+// factor: g / 2688, a scalar or one per matrix.
 array dequantize_fp_graph(const array& w, const array& scales, FpMode m,
                           Dtype dtype, const std::optional<array>& factor,
                           StreamOrDevice s) {
@@ -266,10 +287,10 @@ array dequantize_fp(const array& w, const array& scales, int group_size,
   }
   const int64_t n = check_codes(op, mode, m, w, scales);
   Stream st = to_stream(s);
-  // On the CPU a kernel decodes the packed words in one pass (the graph is
-  // its fallback, for transformations); it takes one global factor.
-  if (st.device.type == Device::cpu &&
-      (dtype == float32 || dtype == float16 || dtype == bfloat16) &&
+  // A kernel decodes the packed words in one pass (the graph is its
+  // fallback, for transformations); it takes one global factor.
+  if (detail::quantized_kernel_device(st) &&
+      detail::quantized_kernel_dtype(dtype) &&
       (!factor || factor->ndim() == 0)) {
     auto fallback = [=](std::vector<array> in) {
       std::optional<array> f;
@@ -313,12 +334,11 @@ array quantized_matmul_fp(const array& x, const array& w, const array& scales,
     return matmul(astype(x, dt, st), transpose ? swapaxes(wd, -1, -2, st) : wd,
                   st);
   };
-  // A few rows of x on the CPU read the codes (no weight-sized temporary);
-  // the graph is the kernel's fallback (transformations).
+  // A few rows of x read the codes (no weight-sized temporary); the graph
+  // is the kernel's fallback (transformations).
   int64_t rows = x.shape(-1) > 0 ? int64_t(x.size()) / x.shape(-1) : 0;
-  if (st.device.type == Device::cpu && transpose && w.ndim() == 2 &&
-      rows > 0 && rows < 8 && (dt == float32 || dt == float16 ||
-                               dt == bfloat16)) {
+  if (transpose && w.ndim() == 2 && rows > 0 &&
+      matvec_takes(st, dt, rows, x.shape(-1), false)) {
     auto fallback = [=](std::vector<array> in) {
       return std::vector<array>{graph(in[0], in[1], in[2])};
     };
@@ -332,6 +352,43 @@ array quantized_matmul_fp(const array& x, const array& w, const array& scales,
   }
   return graph(x, w, scales);
 }
+
+namespace detail {
+
+std::optional<array> gather_qmm_fp_in_place(const array& left,
+                                            const array& w,
+                                            const array& scales,
+                                            const array& picks,
+                                            int group_size, int bits,
+                                            const std::string& mode,
+                                            StreamOrDevice s) {
+  Stream st = to_stream(s);
+  const FpMode m = fp_mode("gather_qmm", mode, group_size, bits);
+  const int64_t k = left.shape(-1);
+  if (w.ndim() != 3 || k != int64_t(w.shape(-1)) * 32 / bits ||
+      !matvec_takes(st, left.dtype(), left.shape(-2), k, true)) {
+    return std::nullopt;
+  }
+  check_codes("gather_qmm", mode, m, w, scales);
+  // The kernels read each pick's matrix through its index; the graph
+  // (take the picks' codes, then the product) is their fallback.
+  auto fallback = [=](std::vector<array> in) {
+    array r = astype(in[3], int32, st);
+    return std::vector<array>{quantized_matmul_fp(
+        in[0], take(in[1], r, 0, st), take(in[2], r, 0, st), true,
+        group_size, bits, mode, st)};
+  };
+  Shape shape = left.shape();
+  shape.back() = w.shape(-2);
+  return array(shape, left.dtype(),
+               std::make_shared<fast::QuantizedMatmulFp>(
+                   st, std::move(fallback), group_size, bits),
+               {contiguous(left, false, st), contiguous(w, false, st),
+                contiguous(scales, false, st),
+                astype(picks, uint32, st)});
+}
+
+} // namespace detail
 
 // ---- fp8 (e4m3: 1 sign, 4 exponent bits of bias 7, 3 mantissa bits) ----
 

@@ -2,7 +2,8 @@
 // kernels take; otherwise, and for their transformations, the graphs of
 // ops they stand for, their fallbacks): QuantizedMatmul, x @
 // dequantize(w).T read straight from the packed codes, and Dequantize, on
-// the CPU and the GPU; Quantize on the CPU.
+// the CPU and the GPU; Quantize on the CPU; the microscaling modes'
+// DequantizeFp and QuantizedMatmulFp, on the CPU and the GPU.
 #pragma once
 
 #include <typeinfo>
@@ -70,8 +71,8 @@ class Dequantize : public QuantizedCustom {
   }
 };
 
-/** The microscaling modes' dequantize on the CPU (group_size and bits
- *  name the mode: 32/4 mxfp4, 32/8 mxfp8, 16/4 nvfp4). Inputs: w (...,
+/** The microscaling modes' dequantize (group_size and bits name the
+ *  mode: 32/4 mxfp4, 32/8 mxfp8, 16/4 nvfp4). Inputs: w (...,
  *  N * bits / 32) uint32 row-major, scales (..., N / group_size) uint8
  *  row-major (e8m0, or e4m3 for nvfp4), and with nvfp4's global scale a
  *  float32 scalar factor g / 2688. Output (..., N) of the dtype given:
@@ -83,6 +84,7 @@ class DequantizeFp : public QuantizedCustom {
   const char* name() const override { return "DequantizeFp"; }
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
+  KILN_GPU_EVAL
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
     Shape s = in[0].shape();
     s.back() = s.back() * 32 / bits_;
@@ -90,21 +92,25 @@ class DequantizeFp : public QuantizedCustom {
   }
 };
 
-/** The microscaling modes' x @ dequantize(w).T for a few rows of x on the
- *  CPU (group_size and bits name the mode, as DequantizeFp's). Inputs: x
- *  (..., K) row-major of float32/float16/bfloat16, w (N, K * bits / 32)
- *  uint32 and scales (N, K / group_size) uint8, both row-major. Output
- *  (..., N), x's dtype: per output, the sum over groups of scale * (x .
- *  code values), in float32. */
+/** The microscaling modes' x @ dequantize(w).T for a few rows of x, read
+ *  from the codes (group_size and bits name the mode, as DequantizeFp's).
+ *  Inputs: x (..., K) row-major of float32/float16/bfloat16, w (N, K *
+ *  bits / 32) uint32 and scales (N, K / group_size) uint8, both
+ *  row-major; or, with a fourth input, uint32 indices (P,) picking for
+ *  each x (P, M, K) its matrix of w (E, N, K * bits / 32) and scales (E,
+ *  N, K / group_size) (GatherMM::pick's rule; gather_qmm's picks read in
+ *  place). Output (..., N), x's dtype: per output, the sum over groups of
+ *  scale * (x . code values), in float32. */
 class QuantizedMatmulFp : public QuantizedCustom {
  public:
   using QuantizedCustom::QuantizedCustom;
   const char* name() const override { return "QuantizedMatmulFp"; }
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
+  KILN_GPU_EVAL
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
     Shape s = in[0].shape();
-    s.back() = in[1].shape(0);
+    s.back() = in[1].shape(-2);
     return {s};
   }
 };

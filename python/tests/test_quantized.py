@@ -345,17 +345,17 @@ def test_microscaling_dequantize_kernel_matches_its_graph(mode, group, bits, dty
 @pytest.mark.parametrize("mode,group,bits", MODES)
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
 def test_microscaling_matmul_reads_the_codes(mode, group, bits, dtype):
-    """On the CPU, 1 to 7 rows of x read the codes (QuantizedMatmulFp); 8
-    and more dequantize for a GEMM: both against float64 products of the
-    dequantized weight, with x strided and batched, and vmap (the
-    kernel's fallback graph) agreeing."""
+    """1 to 7 rows of x read the codes (QuantizedMatmulFp) on the CPU, up
+    to 8 on the GPU; more dequantize for a GEMM: both against float64
+    products of the dequantized weight, with x strided and batched, and
+    vmap (the kernel's fallback graph) agreeing."""
     rng = np.random.default_rng(12)
     kdt = getattr(kc, dtype)
     w = (rng.standard_normal((40, 128)) * rng.uniform(0.01, 10, (40, 1))).astype(np.float32)
     q, s = kc.quantize(kc.array(w), mode=mode)
     wd = np.asarray(kc.dequantize(q, s, mode=mode, dtype=kc.float32)).astype(np.float64)
     tol = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}[dtype]
-    for rows in (1, 3, 7, 8, 12):
+    for rows in (1, 3, 7, 8, 12, 16, 17):
         x = kc.array(rng.standard_normal((rows, 256)).astype(np.float32)).astype(kdt)[:, ::2]
         got = kc.quantized_matmul(x, q, s, mode=mode)
         assert got.dtype == kdt and got.shape == (rows, 40)

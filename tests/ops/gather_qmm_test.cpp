@@ -1,8 +1,11 @@
 // gather_qmm against float64 products of the exactly dequantized picked
 // matrices: picks read in place (few rows per pick), the dequantize-then-
 // gather_mm route (many), broadcast and absent indices, negative and
-// out-of-range picks, every float dtype, the gradient through the
-// primitive's fallback, and bad input.
+// out-of-range picks, every float dtype, the microscaling modes' picks,
+// the gradient through the primitive's fallback, and bad input.
+#include <algorithm>
+#include <cmath>
+
 #include "kiln/ops/quantized.h"
 #include "kiln/transforms/autograd.h"
 #include "test_utils.h"
@@ -18,12 +21,10 @@ int64_t pick(int64_t i, int64_t n) {
 }
 
 // For each pick p (over the broadcast of li and ri, given flat here):
-// x[li[p]] @ wd[ri[p]].T in float64, wd = scale * code + bias exactly.
-std::vector<double> reference(const array& x, const array& q, const array& s,
-                              const array& b, const std::vector<int>& li,
-                              const std::vector<int>& ri, int gs, int bits) {
-  array wd = dequantize(q, astype(s, float64), astype(b, float64), gs, bits,
-                        "affine", float64);
+// x[li[p]] @ wd[ri[p]].T in float64, wd the float64 weights (E, N, K).
+std::vector<double> picked_products(const array& x, const array& wd,
+                                    const std::vector<int>& li,
+                                    const std::vector<int>& ri) {
   int64_t E = wd.shape(0), N = wd.shape(1), K = wd.shape(2);
   int64_t X = x.shape(0), M = x.shape(1);
   auto xv = to_doubles(x), wv = to_doubles(wd);
@@ -41,6 +42,16 @@ std::vector<double> reference(const array& x, const array& q, const array& s,
     }
   }
   return out;
+}
+
+// picked_products with wd = scale * code + bias exactly.
+std::vector<double> reference(const array& x, const array& q, const array& s,
+                              const array& b, const std::vector<int>& li,
+                              const std::vector<int>& ri, int gs, int bits) {
+  return picked_products(x,
+                         dequantize(q, astype(s, float64), astype(b, float64),
+                                    gs, bits, "affine", float64),
+                         li, ri);
 }
 
 double tol(Dtype dt) { return dt == float32 ? 1e-4 : 4 * tolerance(dt); }
@@ -70,6 +81,47 @@ TEST(GatherQmm, PicksReadInPlaceForEveryDtypeAndWidth) {
                               reference(x, q, s, b, li, ri, 64, bits),
                               tol(dt), tol(dt)))
             << dtype_name(dt) << " bits=" << bits << " rows=" << rows;
+      }
+    }
+  }
+}
+
+TEST(GatherQmm, MicroscalingPicksReadInPlace) {
+  // The microscaling modes' picks: while the picks' rows number fewer
+  // than 8 per matrix (here up to 6), they read the codes through the
+  // indices (QuantizedMatmulFp with the indices as its fourth input); 16
+  // rows dequantize each matrix once for gather_mm. Against float64
+  // products of the exactly dequantized weights (code value * scale).
+  std::vector<int> li = {0, 3, 1, 2, -1, 0}, ri = {4, 0, -1, 7, 2, -6};
+  struct Mode {
+    const char* name;
+    int group, bits;
+  };
+  for (Mode md : {Mode{"mxfp4", 32, 4}, Mode{"mxfp8", 32, 8},
+                  Mode{"nvfp4", 16, 4}}) {
+    array w = multiply(random_array({5, 36, 96}, float32, -1, 1),
+                       random_array({5, 36, 1}, float32, 0.05, 20));
+    auto [q, s] = quantize_fp(w, md.group, md.bits, md.name);
+    array wd = dequantize_fp(q, s, md.group, md.bits, md.name, float64);
+    for (Dtype dt : {float32, float16, bfloat16}) {
+      for (int rows : {1, 3, 6, 16}) {
+        array x = random_array({4, rows, 96}, dt, -1, 1);
+        array got = gather_qmm(x, q, s, std::nullopt, ints(li, {6}),
+                               ints(ri, {6}), true, md.group, md.bits,
+                               md.name);
+        ASSERT_EQ(got.shape(), (Shape{6, rows, 36}));
+        ASSERT_EQ(got.dtype(), dt);
+        ASSERT_TRUE(got.has_primitive());
+        EXPECT_STREQ(got.primitive().name(),
+                     rows < 8 ? "QuantizedMatmulFp" : "GatherMM");
+        if (rows < 8) EXPECT_EQ(got.inputs().size(), 4u);
+        // Weights up to 6 * 20: absolute errors scale with the products.
+        auto want = picked_products(x, wd, li, ri);
+        double largest = 0;
+        for (double v : want) largest = std::max(largest, std::abs(v));
+        EXPECT_TRUE(all_close(to_doubles(got), want, tol(dt),
+                              tol(dt) * largest))
+            << md.name << " " << dtype_name(dt) << " rows=" << rows;
       }
     }
   }

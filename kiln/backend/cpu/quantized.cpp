@@ -27,6 +27,8 @@
 #include <cstring>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -454,45 +456,66 @@ void dequantize_fp_groups(const std::vector<array>& in, array& out, int gs,
 // microscaling modes, reading the codes: each output row's groups are
 // decoded once into a buffer of values (e2m1 or e4m3) and dotted with
 // every row of x, times the group's scale; no weight-sized temporary.
+// With indices (in[3]), x is (P, M, K) and pick p's rows go against
+// matrix index[p] of w (E, N, W).
 template <typename T>
 void quantized_matvec_fp(const std::vector<array>& in, array& out, int gs,
                          int bits) {
   const FpGroups fp{e4m3_table(), gs == 16, gs, bits};
-  const int64_t K = in[0].shape(-1), M = int64_t(in[0].size()) / K;
-  const int64_t N = in[1].shape(0), W = in[1].shape(1), G = K / gs;
+  const bool picked = in.size() == 4;
+  const int64_t K = in[0].shape(-1), P = picked ? in[0].shape(0) : 1;
+  const int64_t M = int64_t(in[0].size()) / K / P;
+  // The ops make the node for fewer rows on the CPU; the GPU hands over
+  // at most this many.
+  if (M > fast::QuantizedMatmul::max_picked_rows) {
+    throw std::logic_error(
+        "[quantized_matmul] QuantizedMatmulFp takes at most " +
+        std::to_string(fast::QuantizedMatmul::max_picked_rows) +
+        " rows of x per matrix; got " + std::to_string(M) + ".");
+  }
+  const int64_t N = in[1].shape(-2), W = in[1].shape(-1), G = K / gs;
   const int64_t words = gs * bits / 32;
   const T* xp = in[0].data<T>();
-  const uint32_t* wp = in[1].data<uint32_t>();
-  const uint8_t* sp = in[2].data<uint8_t>();
   T* op = out.data<T>();
   detail::scratch_vector<float> xf(M * K);
-  for (int64_t i = 0; i < M * K; ++i) xf[i] = static_cast<float>(xp[i]);
   constexpr int lanes = 8;
   fp.with_decoder([&](auto decode) {
-    detail::parallel_for(N, 16, [&](size_t o0, size_t o1) {
-      float vals[32], acc[gemm_min_rows];
-      for (size_t o = o0; o < o1; ++o) {
-        std::fill(acc, acc + M, 0.0f);
-        for (int64_t g = 0; g < G; ++g) {
-          decode(wp + o * W + g * words, vals);
-          const float scale = fp.scale(sp[o * G + g]);
-          for (int64_t m = 0; m < M; ++m) {
-            // Lane-wise sums (in order they would not vectorize).
-            const float* xr = xf.data() + m * K + g * gs;
-            float sums[lanes] = {};
-            for (int k = 0; k < gs; k += lanes) {
-              for (int l = 0; l < lanes; ++l) {
-                sums[l] += xr[k + l] * vals[k + l];
+    for (int64_t p = 0; p < P; ++p) {
+      const int64_t matrix =
+          picked ? GatherMM::pick(in[3].data<uint32_t>()[p], in[1].shape(0))
+                 : 0;
+      const uint32_t* wp = in[1].data<uint32_t>() + matrix * N * W;
+      const uint8_t* sp = in[2].data<uint8_t>() + matrix * N * G;
+      const T* xr0 = xp + p * M * K;
+      for (int64_t i = 0; i < M * K; ++i) xf[i] = static_cast<float>(xr0[i]);
+      T* o_p = op + p * M * N;
+      detail::parallel_for(N, 16, [&](size_t o0, size_t o1) {
+        float vals[32], acc[fast::QuantizedMatmul::max_picked_rows];
+        for (size_t o = o0; o < o1; ++o) {
+          std::fill(acc, acc + M, 0.0f);
+          for (int64_t g = 0; g < G; ++g) {
+            decode(wp + o * W + g * words, vals);
+            const float scale = fp.scale(sp[o * G + g]);
+            for (int64_t m = 0; m < M; ++m) {
+              // Lane-wise sums (in order they would not vectorize).
+              const float* xr = xf.data() + m * K + g * gs;
+              float sums[lanes] = {};
+              for (int k = 0; k < gs; k += lanes) {
+                for (int l = 0; l < lanes; ++l) {
+                  sums[l] += xr[k + l] * vals[k + l];
+                }
               }
+              float dot = 0.0f;
+              for (int l = 0; l < lanes; ++l) dot += sums[l];
+              acc[m] += scale * dot;
             }
-            float dot = 0.0f;
-            for (int l = 0; l < lanes; ++l) dot += sums[l];
-            acc[m] += scale * dot;
+          }
+          for (int64_t m = 0; m < M; ++m) {
+            o_p[m * N + o] = static_cast<T>(acc[m]);
           }
         }
-        for (int64_t m = 0; m < M; ++m) op[m * N + o] = static_cast<T>(acc[m]);
-      }
-    });
+      });
+    }
   });
 }
 

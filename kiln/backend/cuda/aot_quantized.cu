@@ -1,11 +1,13 @@
 // Ahead-of-time quantization kernels: 4 and 8 bits (the widths models
-// ship in) on float32, float16 and bfloat16, and the tensor-core products
-// of float16 and bfloat16. Other widths, mixed dtypes, and everything in
+// ship in) on float32, float16 and bfloat16, the tensor-core products of
+// float16 and bfloat16, and the microscaling modes' matvec and dequantize
+// (mxfp4, nvfp4, mxfp8). Other widths, mixed dtypes, and everything in
 // the JIT build, are compiled by NVRTC at first use.
 #include <type_traits>
 
 #include "kiln/backend/cuda/aot.cuh"
 #include "kiln/backend/cuda/device/quantized.cuh"
+#include "kiln/backend/cuda/device/quantized_fp.cuh"
 #include "kiln/backend/cuda/quantized.h"
 
 namespace kiln::cuda {
@@ -36,8 +38,33 @@ void width(AotTable& t) {
            reinterpret_cast<const void*>(&dequantize<T, T, Bits>));
 }
 
+// One microscaling mode: its matvec's variants and its dequantize.
+template <typename T, int Bits, int GroupSize>
+void fp_mode(AotTable& t) {
+  Dtype d = aot::dtype_v<T>;
+  auto matvec = [&](auto rows, auto threads) {
+    constexpr int r = decltype(rows)::value, th = decltype(threads)::value;
+    aot::put(t, quantized_matvec_fp_kernel(d, Bits, GroupSize, r, th),
+             reinterpret_cast<const void*>(
+                 &quantized_matvec_fp<T, Bits, GroupSize, r, th>));
+  };
+  auto all_rows = [&](auto threads) {
+    matvec(std::integral_constant<int, 1>{}, threads);
+    matvec(std::integral_constant<int, 2>{}, threads);
+    matvec(std::integral_constant<int, 4>{}, threads);
+  };
+  all_rows(std::integral_constant<int, 32>{});
+  all_rows(std::integral_constant<int, 64>{});
+  all_rows(std::integral_constant<int, 128>{});
+  aot::put(t, dequantize_fp_kernel(d, Bits, GroupSize),
+           reinterpret_cast<const void*>(&dequantize_fp<T, Bits, GroupSize>));
+}
+
 template <typename T>
 void widths(AotTable& t) {
+  fp_mode<T, 4, 32>(t);
+  fp_mode<T, 4, 16>(t);
+  fp_mode<T, 8, 32>(t);
   width<T, 4>(t);
   width<T, 8>(t);
   if constexpr (!std::is_same_v<T, float>) {

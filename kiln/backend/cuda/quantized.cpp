@@ -23,6 +23,8 @@
 
 namespace kiln::cuda {
 
+static_assert(qmv_max_rows == fast::QuantizedMatmul::max_picked_rows);
+
 namespace {
 
 const char* header = "#include \"kiln/backend/cuda/device/quantized.cuh\"\n";
@@ -80,6 +82,20 @@ int quantized_matvec_threads(int64_t k) {
   return k / 32 >= 128 ? 128 : k / 32 >= 64 ? 64 : 32;
 }
 
+int quantized_matvec_rows(int64_t m) { return m == 1 ? 1 : (m == 2 ? 2 : 4); }
+
+void launch_matvec(CUfunction f, KernelArgs args, int64_t m, int64_t n,
+                   int64_t batch, int rows, int threads, int stream) {
+  LaunchShape shape;
+  const int64_t block_rows = qmv_outputs * (qmv_threads / threads);
+  shape.grid[0] = static_cast<unsigned>((n + block_rows - 1) / block_rows);
+  shape.grid[1] = static_cast<unsigned>((m + rows - 1) / rows);
+  shape.grid[2] = static_cast<unsigned>(batch);
+  shape.block[0] = qmv_threads;
+  set_current_device();
+  submit_kernel(f, shape, args, stream);
+}
+
 JitKernel dequantize_kernel(Dtype scales, Dtype out, int bits) {
   return {"vDequantize" + std::to_string(bits) + dtype_name(scales) +
               dtype_name(out),
@@ -91,14 +107,6 @@ JitKernel dequantize_kernel(Dtype scales, Dtype out, int bits) {
 
 namespace {
 
-// Past this many rows of x, the weight is dequantized for a GEMM: 16
-// rows read the codes four times (4096 x 4096 at 4 bits: 4 x 8 MB)
-// against writing and reading a 32 MB float16 copy. Picks (gather_qmm's
-// indexed form) come with at most this many rows.
-constexpr int64_t qmv_max_rows = fast::QuantizedMatmul::max_picked_rows;
-// quantized_matvec's blocks (device/quantized.cuh's qmv_threads and
-// qmv_outputs).
-constexpr int qmv_threads = 128, qmv_outputs = 4;
 // quantized_mma's blocks (device/quantized.cuh's qmma_max_warps, and 8 *
 // qmma_weight_tiles weight rows), and the rows of x it takes. On an H200
 // (benchmarks/quantized_bench.py --gpu, float16, 4 bits) it beat the
@@ -238,10 +246,6 @@ void launch_gemm(const void* x, const void* w, const void* scales,
   launch(g, n_out, 1, sum_args, s.index);
 }
 
-bool aligned16(const void* p) {
-  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
-}
-
 // Writes dequantize(w) (blocks 32-code blocks) into out.
 void dequantize_into(const void* w, const void* scales, const void* biases,
                      void* out, int64_t blocks, Dtype scales_dt, Dtype out_dt,
@@ -306,7 +310,7 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs,
       cuda::launch_mma(args, dt, bits_, m, n, k, batch, s.index);
       return;
     }
-    int rows = m == 1 ? 1 : (m == 2 ? 2 : 4);
+    int rows = cuda::quantized_matvec_rows(m);
     int threads = cuda::quantized_matvec_threads(k);
     cuda::KernelKey key('b', "QuantizedMatvec");
     key.add(static_cast<uint32_t>(bits_))
@@ -317,15 +321,7 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs,
     CUfunction f = cuda::find_kernel(key, [&] {
       return cuda::quantized_matvec_kernel(dt, bits, rows, threads);
     });
-    cuda::LaunchShape shape;
-    const int64_t block_rows =
-        cuda::qmv_outputs * (cuda::qmv_threads / threads);
-    shape.grid[0] = static_cast<unsigned>((n + block_rows - 1) / block_rows);
-    shape.grid[1] = static_cast<unsigned>((m + rows - 1) / rows);
-    shape.grid[2] = static_cast<unsigned>(batch);
-    shape.block[0] = cuda::qmv_threads;
-    cuda::set_current_device();
-    cuda::submit_kernel(f, shape, args, s.index);
+    cuda::launch_matvec(f, args, m, n, batch, rows, threads, s.index);
     return;
   }
   if (cuda::gemm_takes(dt, bits_, m)) {

@@ -15,6 +15,7 @@
 #include "kiln/backend/cuda/device/addresses.cuh"
 #include "kiln/backend/cuda/device/async_copy.cuh"
 #include "kiln/backend/cuda/device/mma.cuh"
+#include "kiln/backend/cuda/device/quantized_blocks.cuh"
 #include "kiln/backend/cuda/device/utils.cuh"
 
 namespace kiln::cuda {
@@ -109,12 +110,44 @@ __device__ __forceinline__ void load_eight(const T* p, float (&f)[8]) {
   }
 }
 
-} // namespace quantized
+/** The end of a matvec block (quantized_matvec's and
+ *  quantized_matvec_fp's): each thread's sums for O weight rows and R
+ *  rows of x added up over its group of Threads threads (warp shuffles,
+ *  then the group's warps in order from shared memory) and stored to out
+ *  (m, n) row-major, rows r0 + r of x below m, weight rows below n. */
+template <typename T, int Threads, int O, int R>
+__device__ __forceinline__ void matvec_store(const float (&acc)[O][R],
+                                             T* __restrict__ out, int64_t m,
+                                             int64_t n, int64_t r0) {
+  constexpr int groups_per_block = qmv_threads / Threads;
+  __shared__ float partial[qmv_threads / 32][O * R];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int o = 0; o < O; ++o) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      float a = acc[o][r];
+#pragma unroll
+      for (int d = 16; d > 0; d /= 2) a += __shfl_xor_sync(0xffffffffu, a, d);
+      if (lane == 0) partial[warp][o * R + r] = a;
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x < groups_per_block * O * R) {
+    const int g = threadIdx.x / (O * R), v = threadIdx.x % (O * R);
+    const int o = v / R, r = v % R;
+    const int64_t row = (int64_t(blockIdx.x) * groups_per_block + g) * O + o;
+    if (row < n && r0 + r < m) {
+      constexpr int warps = Threads / 32;
+      float a = 0.0f;
+#pragma unroll
+      for (int i = 0; i < warps; ++i) a += partial[g * warps + i][v];
+      out[(r0 + r) * n + row] = cast_to<T>(a);
+    }
+  }
+}
 
-/** Threads of a quantized_matvec block, and output rows per group of its
- *  threads. */
-inline constexpr int qmv_threads = 128;
-inline constexpr int qmv_outputs = 4;
+} // namespace quantized
 
 /** out[z][r0 + r][o] = sum over k of x[z][r0 + r][k] * (scale * code +
  *  bias) for Rows rows of x (r0 = blockIdx.y * Rows, those below m) and
@@ -215,33 +248,7 @@ __global__ void __launch_bounds__(qmv_threads) quantized_matvec(
       }
     }
   }
-  // Warp sums (a warp lies in one group), then the sums of each group's
-  // warps, in order, from shared memory.
-  __shared__ float partial[qmv_threads / 32][O * R];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-#pragma unroll
-  for (int o = 0; o < O; ++o) {
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      float a = acc[o][r];
-#pragma unroll
-      for (int d = 16; d > 0; d /= 2) a += __shfl_xor_sync(0xffffffffu, a, d);
-      if (lane == 0) partial[warp][o * R + r] = a;
-    }
-  }
-  __syncthreads();
-  if (threadIdx.x < groups_per_block * O * R) {
-    const int g = threadIdx.x / (O * R), v = threadIdx.x % (O * R);
-    const int o = v / R, r = v % R;
-    const int64_t row = (int64_t(blockIdx.x) * groups_per_block + g) * O + o;
-    if (row < n && r0 + r < m) {
-      constexpr int warps = Threads / 32;
-      float a = 0.0f;
-#pragma unroll
-      for (int i = 0; i < warps; ++i) a += partial[g * warps + i][v];
-      out[z * out_batch + (r0 + r) * n + row] = cast_to<T>(a);
-    }
-  }
+  quantized::matvec_store<T, Threads>(acc, out + z * out_batch, m, n, r0);
 }
 
 /** Warps of a quantized_mma block at most, the 8-row tiles of the weight
