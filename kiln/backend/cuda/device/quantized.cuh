@@ -110,6 +110,26 @@ __device__ __forceinline__ void load_eight(const T* p, float (&f)[8]) {
   }
 }
 
+/** Where a matvec block's thread works: its batch entry z
+ *  (blockIdx.z), its group's first weight row o0, the block's first row
+ *  of x r0, and the entry's weight matrix (z, or the one of w_count that
+ *  w_index[z] picks: GatherMM's rule, int32, negative from the end,
+ *  clamped). */
+struct MatvecPlace {
+  int64_t z, o0, r0, matrix;
+};
+
+template <int Rows, int Threads>
+__device__ __forceinline__ MatvecPlace matvec_place(const uint32_t* w_index,
+                                                    int64_t w_count) {
+  constexpr int groups_per_block = qmv_threads / Threads;
+  const int group = threadIdx.x / Threads;
+  const int64_t z = blockIdx.z;
+  return {z, (int64_t(blockIdx.x) * groups_per_block + group) * qmv_outputs,
+          int64_t(blockIdx.y) * Rows,
+          w_index ? picked_offset(w_index[z], w_count, 1) : z};
+}
+
 /** The end of a matvec block (quantized_matvec's and
  *  quantized_matvec_fp's): each thread's sums for O weight rows and R
  *  rows of x added up over its group of Threads threads (warp shuffles,
@@ -172,17 +192,13 @@ __global__ void __launch_bounds__(qmv_threads) quantized_matvec(
     const uint32_t* __restrict__ w_index, int64_t w_count) {
   static_assert(Threads == 32 || Threads == 64 || Threads == 128);
   constexpr int R = Rows, O = qmv_outputs;
-  constexpr int groups_per_block = qmv_threads / Threads;
-  const int group = threadIdx.x / Threads;
   // The loop below is issue-bound: its stride is a constant (a run-time
   // stride cost it 6 % more instructions at 4 bits) and the scales' group
   // a shift (group_size is 32, 64 or 128: 1, 2 or 4 blocks).
   const int group_shift = __ffs(group_size) - 6;
-  const int64_t z = blockIdx.z;
-  const int64_t o0 = (int64_t(blockIdx.x) * groups_per_block + group) * O;
-  const int64_t r0 = int64_t(blockIdx.y) * R;
+  const auto [z, o0, r0, matrix] =
+      quantized::matvec_place<Rows, Threads>(w_index, w_count);
   const int64_t words = k / 32 * Bits, groups = k / group_size;
-  const int64_t matrix = w_index ? picked_offset(w_index[z], w_count, 1) : z;
   x += z * x_batch + r0 * k;
   w += matrix * w_batch;
   scales += matrix * p_batch;

@@ -119,15 +119,11 @@ __global__ void __launch_bounds__(qmv_threads) quantized_matvec_fp(
   static_assert(Bits == 4 || Bits == 8);
   static_assert(GroupSize == 16 || GroupSize == 32);
   constexpr int R = Rows, O = qmv_outputs;
-  constexpr int groups_per_block = qmv_threads / Threads;
   // Groups in a 32-code block, and 8-code runs in a group.
   constexpr int block_groups = 32 / GroupSize, group_runs = GroupSize / 8;
-  const int group = threadIdx.x / Threads;
-  const int64_t z = blockIdx.z;
-  const int64_t o0 = (int64_t(blockIdx.x) * groups_per_block + group) * O;
-  const int64_t r0 = int64_t(blockIdx.y) * R;
+  const auto [z, o0, r0, matrix] =
+      quantized::matvec_place<Rows, Threads>(w_index, w_count);
   const int64_t words = k / 32 * Bits, groups = k / GroupSize;
-  const int64_t matrix = w_index ? picked_offset(w_index[z], w_count, 1) : z;
   x += z * x_batch + r0 * k;
   w += matrix * w_batch;
   scales += matrix * p_batch;
