@@ -92,8 +92,6 @@ Layout layout(int bits, StreamOrDevice s) {
           not_equal(carry, array(0u), s)};
 }
 
-// The dtypes the quantization kernels take (others run the graphs).
-
 // quantize as a graph of ops (the GPU's path, and the CPU kernel's
 // fallback); w is checked.
 std::tuple<array, array, array> quantize_graph(const array& w, int group_size,
