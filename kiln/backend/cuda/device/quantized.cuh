@@ -110,6 +110,22 @@ __device__ __forceinline__ void load_eight(const T* p, float (&f)[8]) {
   }
 }
 
+/** Eight consecutive elements of R rows of x (k apart, rows r0 + r of
+ *  m) as floats, zeros for the rows past m. */
+template <typename T, int R>
+__device__ __forceinline__ void load_x_run(const T* p, int64_t k, int64_t r0,
+                                           int64_t m, float (&xv)[R][8]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    if (r0 + r < m) {
+      load_eight(p + r * k, xv[r]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) xv[r][j] = 0.0f;
+    }
+  }
+}
+
 /** Where a matvec block's thread works: its batch entry z
  *  (blockIdx.z), its group's first weight row o0, the block's first row
  *  of x r0, and the entry's weight matrix (z, or the one of w_count that
@@ -230,14 +246,9 @@ __global__ void __launch_bounds__(qmv_threads) quantized_matvec(
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
       float xv[R][8];
+      quantized::load_x_run(xb + c * 8, k, r0, m, xv);
 #pragma unroll
       for (int r = 0; r < R; ++r) {
-        if (r0 + r < m) {
-          quantized::load_eight(xb + r * k + c * 8, xv[r]);
-        } else {
-#pragma unroll
-          for (int j = 0; j < 8; ++j) xv[r][j] = 0.0f;
-        }
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
           xsum[r] += xv[r][j];

@@ -156,15 +156,7 @@ __global__ void __launch_bounds__(qmv_threads) quantized_matvec_fp(
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
       float xv[R][8];
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        if (r0 + r < m) {
-          quantized::load_eight(xb + r * k + c * 8, xv[r]);
-        } else {
-#pragma unroll
-          for (int j = 0; j < 8; ++j) xv[r][j] = 0.0f;
-        }
-      }
+      quantized::load_x_run(xb + c * 8, k, r0, m, xv);
 #pragma unroll
       for (int o = 0; o < O; ++o) {
         float q[8];
