@@ -10,6 +10,7 @@
 
 #include "kiln/backend/common/elementwise_layout.h"
 #include "kiln/backend/common/strided.h"
+#include "kiln/backend/cuda/device/transpose_blocks.cuh"
 #include "kiln/backend/cuda/buffer.h"
 #include "kiln/backend/cuda/elementwise_kernels.h"
 #include "kiln/backend/cuda/fallback.h"
@@ -87,9 +88,8 @@ bool transposed_copy(const Strided<2>& l, Dtype in_dt, Dtype out_dt,
     ++planes.ndim;
     count *= l.shape[k];
   }
-  // Tiles per block as device/transpose.cuh's transpose_tiles_per_block.
-  constexpr int64_t tile = 32;
-  const int64_t per_block = in_dt.size >= 8 ? 1 : (in_dt.size == 4 ? 2 : 4);
+  constexpr int64_t tile = transpose_tile;
+  const int64_t per_block = transpose_tiles_per_block(in_dt.size);
   int64_t tiles = count * ((len_a + tile - 1) / tile) *
                   ((len_b + tile - 1) / tile);
   int64_t blocks = (tiles + per_block - 1) / per_block;
@@ -99,7 +99,7 @@ bool transposed_copy(const Strided<2>& l, Dtype in_dt, Dtype out_dt,
   CUfunction f =
       find_kernel(key, [&] { return transpose_kernel(raw_dtype(in_dt)); });
   void* args[] = {&in, &out, &len_a, &len_b, &in_a, &out_b, &tiles, &planes};
-  launch_blocks(f, blocks, 32, 8, args, stream);
+  launch_blocks(f, blocks, transpose_tile, transpose_rows, args, stream);
   return true;
 }
 

@@ -3,13 +3,7 @@
 // both the device compilers and the host compiler include this file.
 #pragma once
 
-// Functions here are evaluated at compile time on both sides; NVRTC and nvcc
-// want them marked for the device too.
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-#define KILN_FLASH_HD __host__ __device__
-#else
-#define KILN_FLASH_HD
-#endif
+#include "kiln/backend/cuda/device/host_device.cuh"
 
 namespace kiln::cuda {
 
@@ -28,7 +22,7 @@ inline constexpr int flash_pad_t = 8;
  *  K and V tiles (the next pair loads while one is used), 64 x (d + 8)
  *  each. 45 KiB for d = 64, 85 KiB for d = 128 (past the default 48 KiB:
  *  the launcher raises the limit). */
-KILN_FLASH_HD constexpr int flash_shared_bytes(int d, int t_size) {
+KILN_HOST_DEVICE constexpr int flash_shared_bytes(int d, int t_size) {
   return 5 * flash_rows * (d + flash_pad_t) * t_size;
 }
 
@@ -38,7 +32,9 @@ KILN_FLASH_HD constexpr int flash_shared_bytes(int d, int t_size) {
  *  spill 4-16 bytes) and 2 for d = 128 (238-255 registers: O's
  *  accumulators take 64 and S's 32, and ldmatrix results are hoisted; no
  *  spills). `ptxas -v`, sm_90, CUDA 13. */
-KILN_FLASH_HD constexpr int flash_min_blocks(int d) { return d <= 64 ? 4 : 2; }
+KILN_HOST_DEVICE constexpr int flash_min_blocks(int d) {
+  return d <= 64 ? 4 : 2;
+}
 
 /** Threads per block of the backward kernel (device/flash_attention_bwd.cuh):
  *  4 warps of 16 keys each over a tile of 64 keys. */
@@ -47,14 +43,14 @@ inline constexpr int flash_bwd_threads = 128;
 /** Queries of a tile whose scores (S^T and dP^T) a backward warp holds at
  *  once: 32 (16 registers each), beside its dK and dV fragments (D / 2
  *  registers each). */
-KILN_FLASH_HD constexpr int flash_bwd_query_chunk(int) { return 32; }
+KILN_HOST_DEVICE constexpr int flash_bwd_query_chunk(int) { return 32; }
 
 /** Dynamic shared memory of the backward kernel, in bytes: the K and V
  *  tiles, two buffers of Q and dO tiles (the next query tile loads while
  *  one is used), dS^T as T (64 keys x 64 queries) and two buffers of three
  *  floats per query row (max, sum, rowsum(dO * O)). 64.5 KiB for d = 64,
  *  112.5 KiB for d = 128. */
-KILN_FLASH_HD constexpr int flash_bwd_shared_bytes(int d, int t_size) {
+KILN_HOST_DEVICE constexpr int flash_bwd_shared_bytes(int d, int t_size) {
   return 6 * flash_rows * (d + flash_pad_t) * t_size +
          flash_keys * (flash_rows + flash_pad_t) * t_size +
          2 * 3 * flash_rows * 4;
@@ -67,10 +63,10 @@ KILN_FLASH_HD constexpr int flash_bwd_shared_bytes(int d, int t_size) {
  *  128), within an H100/H200 SM's shared memory (228 KiB, less 1 KiB
  *  reserved per block; at most 227 KiB for one block). `ptxas -v`, sm_90,
  *  CUDA 13. */
-KILN_FLASH_HD constexpr int flash_bwd_min_blocks(int d) {
+KILN_HOST_DEVICE constexpr int flash_bwd_min_blocks(int d) {
   return d <= 64 ? 3 : 2;
 }
 
 } // namespace kiln::cuda
 
-#undef KILN_FLASH_HD
+#undef KILN_HOST_DEVICE

@@ -8,34 +8,23 @@
 // input's contiguous axis and writing it along the output's.
 #pragma once
 
+#include "kiln/backend/cuda/device/transpose_blocks.cuh"
 #include "kiln/backend/cuda/device/utils.cuh"
 
 namespace kiln::cuda {
-
-inline constexpr int transpose_tile = 32;
-inline constexpr int transpose_rows = 8; // the block: 32 x 8 threads
-
-/** Tiles per block: each thread then has 32 bytes of loads in flight
- *  before the block's barrier (4 elements per tile; 16 for bytes, whose
- *  8 tiles would take 122 registers), where one tile of 16-bit elements
- *  gave it 8 and the copy reached a third of the bandwidth.
- *  elementwise.cpp's transposed_copy uses the same count. */
-template <typename T>
-inline constexpr int transpose_tiles_per_block =
-    sizeof(T) >= 8 ? 1 : (sizeof(T) == 4 ? 2 : 4);
 
 /** out[.., b, .., a] = in[.., a, .., b] over planes of (len_a, len_b): a is
  *  the output's contiguous axis (input stride in_a), b the input's (output
  *  stride out_b); `planes` numbers the other axes (operand 0: in, 1: out).
  *  Tiles are numbered (plane * tiles_b + tile_b) * tiles_a + tile_a; block
  *  i takes tiles i * K .. i * K + K - 1 of the `tiles` (K =
- *  transpose_tiles_per_block), loading all of them before storing any. T:
+ *  transpose_tiles_per_block(sizeof(T))), loading all of them before storing any. T:
  *  the element's bytes as an unsigned type. */
 template <typename T>
 __global__ void transpose_tiles(const T* in, T* out, int64_t len_a,
                                 int64_t len_b, int64_t in_a, int64_t out_b,
                                 int64_t tiles, Strided<2> planes) {
-  constexpr int K = transpose_tiles_per_block<T>;
+  constexpr int K = transpose_tiles_per_block(sizeof(T));
   constexpr int R = transpose_tile / transpose_rows; // rows per thread
   __shared__ T tile[K][transpose_tile][transpose_tile + 1];
   const int64_t tiles_a = (len_a + transpose_tile - 1) / transpose_tile;
