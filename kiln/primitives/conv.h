@@ -4,6 +4,7 @@
 #pragma once
 
 #include "kiln/core/primitive.h"
+#include "kiln/primitives/fast.h"
 
 namespace kiln {
 
@@ -45,6 +46,43 @@ class Convolution : public UnaryPrimitive {
   const std::vector<int> kernel_dilation_, input_dilation_;
   const int groups_;
   const bool flip_;
+};
+
+/** The weight gradient of a Convolution: inputs {the forward's input x
+ *  (N, S..., C_in), the output's cotangent (N, O..., C_out)}, output the
+ *  weight's shape (C_out, K..., C_in/groups); the forward's parameters.
+ *  Its meaning (and every transformation of it) is the fallback, a
+ *  Convolution of x with its batch and channel roles swapped and the
+ *  cotangent as the kernel (conv_grads.cpp), which needs copies of both
+ *  with groups, and whose long kernel and short output suit few kernels.
+ *  Backends with a weight-gradient kernel (cuDNN's wgrad) read x and the
+ *  cotangent as they are. */
+class ConvolutionWeightGrad : public fast::Custom {
+ public:
+  ConvolutionWeightGrad(Stream s, fast::Fallback fallback,
+                        std::shared_ptr<const Convolution> forward,
+                        Shape weight_shape)
+      : Custom(s, std::move(fallback)),
+        forward_(std::move(forward)),
+        weight_shape_(std::move(weight_shape)) {}
+  const char* name() const override { return "ConvolutionWeightGrad"; }
+  void eval_cpu(const std::vector<array>& inputs,
+                std::vector<array>& outputs) override;
+  KILN_GPU_EVAL
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const ConvolutionWeightGrad*>(&other);
+    return o && o->forward_->is_equivalent(*forward_) &&
+           o->weight_shape_ == weight_shape_;
+  }
+  std::vector<Shape> output_shapes(const std::vector<array>&) override {
+    return {weight_shape_};
+  }
+  /** The convolution whose weight gradient this is (its parameters). */
+  const Convolution& forward() const { return *forward_; }
+
+ private:
+  const std::shared_ptr<const Convolution> forward_;
+  const Shape weight_shape_;
 };
 
 /** Output shape of a convolution, or an empty Shape when some padded

@@ -51,6 +51,41 @@ Shape split_last(const Shape& shape, int a) {
   return out;
 }
 
+// dw[k] = sum_{n,o} z[o s + k kd] cot[o]: the input (channels as the
+// batch, batch as the channels, one block per group) convolved with the
+// cotangent as kernel, stepping by kd. hi is trimmed so exactly K
+// positions come out. ConvolutionWeightGrad's meaning.
+array weight_grad_graph(const Convolution& c, const array& x,
+                        const array& cot, const Shape& w_shape) {
+  Stream so = c.stream();
+  int nd = static_cast<int>(x.ndim()) - 2;
+  int g = c.groups(), c_in = x.shape(-1);
+  ConvArgs p{c.kernel_dilation(), c.padding_lo(), {},   c.stride(),
+             c.input_dilation(),  g,              false};
+  for (int d = 0; d < nd; ++d) {
+    p.hi.push_back((w_shape[d + 1] - 1) * c.kernel_dilation()[d] +
+                   (cot.shape(d + 1) - 1) * c.stride()[d] -
+                   (x.shape(d + 1) - 1) * c.input_dilation()[d] -
+                   c.padding_lo()[d]);
+  }
+  // x (N, S..., C_in) -> (C_in/g, S..., g * N)
+  auto xg = reshape(x, split_last(x.shape(), g), so);
+  std::vector<int> perm = {nd + 2};
+  for (int d = 0; d < nd; ++d) perm.push_back(d + 1);
+  perm.insert(perm.end(), {nd + 1, 0});
+  Shape xt_shape = {c_in / g};
+  xt_shape.insert(xt_shape.end(), x.shape().begin() + 1, x.shape().end() - 1);
+  xt_shape.push_back(g * x.shape(0));
+  auto xt = reshape(transpose(xg, perm, so), xt_shape, so);
+  // cot (N, O..., C_out) -> (C_out, O..., N), and back for the result.
+  std::vector<int> swap = {nd + 1};
+  for (int d = 0; d < nd; ++d) swap.push_back(d + 1);
+  swap.push_back(0);
+  auto ct = transpose(cot, swap, so);
+  auto dw = transpose(conv_node(so, xt, ct, p), swap, so);
+  return c.flip() ? flip_spatial(dw, so) : dw;
+}
+
 } // namespace
 
 std::vector<array> Convolution::vjp(const std::vector<array>& primals,
@@ -86,35 +121,16 @@ std::vector<array> Convolution::vjp(const std::vector<array>& primals,
       auto wt = reshape(transpose(reshape(w, gw, so), perm, so), wt_shape, so);
       out.push_back(conv_node(stream(), cot, wt, p));
     } else {
-      // dw[k] = sum_{n,o} z[o s + k kd] cot[o]: the input (channels as the
-      // batch, batch as the channels, one block per group) convolved with
-      // the cotangent as kernel, stepping by kd. hi is trimmed so exactly K
-      // positions come out.
-      ConvArgs p{kernel_dilation_, padding_lo_, {},   stride_,
-                 input_dilation_,  g,           false};
-      for (int d = 0; d < nd; ++d) {
-        p.hi.push_back((w.shape(d + 1) - 1) * kernel_dilation_[d] +
-                       (cot.shape(d + 1) - 1) * stride_[d] -
-                       (x.shape(d + 1) - 1) * input_dilation_[d] -
-                       padding_lo_[d]);
-      }
-      // x (N, S..., C_in) -> (C_in/g, S..., g * N)
-      auto xg = reshape(x, split_last(x.shape(), g), so);
-      std::vector<int> perm = {nd + 2};
-      for (int d = 0; d < nd; ++d) perm.push_back(d + 1);
-      perm.insert(perm.end(), {nd + 1, 0});
-      Shape xt_shape = {c_in / g};
-      xt_shape.insert(xt_shape.end(), x.shape().begin() + 1,
-                      x.shape().end() - 1);
-      xt_shape.push_back(g * x.shape(0));
-      auto xt = reshape(transpose(xg, perm, so), xt_shape, so);
-      // cot (N, O..., C_out) -> (C_out, O..., N), and back for the result.
-      std::vector<int> swap = {nd + 1};
-      for (int d = 0; d < nd; ++d) swap.push_back(d + 1);
-      swap.push_back(0);
-      auto ct = transpose(cot, swap, so);
-      auto dw = transpose(conv_node(stream(), xt, ct, p), swap, so);
-      out.push_back(flip_ ? flip_spatial(dw, so) : dw);
+      auto self = std::static_pointer_cast<const Convolution>(
+          shared_from_this());
+      fast::Fallback graph = [self, ws = w.shape()](std::vector<array> in) {
+        return std::vector<array>{weight_grad_graph(*self, in[0], in[1], ws)};
+      };
+      out.push_back(array(
+          w.shape(), x.dtype(),
+          std::make_shared<ConvolutionWeightGrad>(stream(), std::move(graph),
+                                                  self, w.shape()),
+          {x, cot}));
     }
   }
   return out;

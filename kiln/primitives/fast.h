@@ -19,6 +19,11 @@ class Custom : public Primitive {
   Custom(Stream s, Fallback fallback)
       : Primitive(s), fallback_(std::move(fallback)) {}
   const Fallback& fallback() const { return fallback_; }
+  /** Evaluates the fallback graph on this primitive's stream into
+   *  row-major outputs (an eval_cpu without a kernel of its own, and the
+   *  GPU where its kernels do not apply). */
+  void eval_fallback(const std::vector<array>& inputs,
+                     std::vector<array>& outputs);
   KILN_DECLARE_GRADS
 
  protected:
@@ -96,10 +101,6 @@ class NormVjp : public Custom {
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
     return {in[0].shape(), in[1].shape()};
   }
-  /** Evaluates the fallback graph on this primitive's stream into
-   *  row-major outputs. */
-  void eval_fallback(const std::vector<array>& inputs,
-                     std::vector<array>& outputs);
   float eps() const { return eps_; }
   virtual bool rms() const = 0;
 
@@ -250,11 +251,6 @@ class ScaledDotProductAttentionVjp : public Custom {
   std::vector<Shape> output_shapes(const std::vector<array>& in) override {
     return {in[0].shape(), in[1].shape(), in[2].shape()};
   }
-  /** Evaluates the fallback graph on this primitive's stream into
-   *  row-major outputs (what eval_cpu does, and the GPU where its kernels
-   *  do not apply). */
-  void eval_fallback(const std::vector<array>& inputs,
-                     std::vector<array>& outputs);
   float scale() const { return scale_; }
   bool do_causal() const { return do_causal_; }
   bool saved() const { return saved_; }

@@ -38,6 +38,17 @@ Fn partial_fallback(const Fallback& f, const std::vector<array>& primals,
 
 // ---- rules from the fallback ------------------------------------------------
 
+void Custom::eval_fallback(const std::vector<array>& inputs,
+                           std::vector<array>& outputs) {
+  auto outs = fallback_(inputs);
+  for (auto& o : outs) o = contiguous(o, false, stream());
+  eval(outs);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outputs[i].copy_shared_buffer(outs[i]);
+  }
+}
+
+
 std::vector<array> Custom::vjp(const std::vector<array>& primals,
                                const std::vector<array>& cotangents,
                                const std::vector<int>& argnums,
@@ -216,16 +227,6 @@ std::vector<array> RMSNorm::vjp(const std::vector<array>& primals,
   return norm_vjp<RMSNormVjp>(*this, primals, cotangents, argnums, outputs);
 }
 
-void NormVjp::eval_fallback(const std::vector<array>& inputs,
-                            std::vector<array>& outputs) {
-  auto grads = fallback_(inputs);
-  for (auto& g : grads) g = contiguous(g, false, stream());
-  eval(grads);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    outputs[i].copy_shared_buffer(grads[i]);
-  }
-}
-
 std::pair<std::vector<array>, std::vector<int>> LayerNorm::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
   return norm_vmap(shared_from_this(), inputs, axes);
@@ -357,16 +358,6 @@ std::vector<array> ScaledDotProductAttention::vjp(
   }
 #endif
   return Custom::vjp(primals, cotangents, argnums, outputs);
-}
-
-void ScaledDotProductAttentionVjp::eval_fallback(
-    const std::vector<array>& inputs, std::vector<array>& outputs) {
-  auto grads = fallback_(inputs);
-  for (auto& g : grads) g = contiguous(g, false, stream());
-  eval(grads);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    outputs[i].copy_shared_buffer(grads[i]);
-  }
 }
 
 std::pair<std::vector<array>, std::vector<int>> ScaledDotProductAttention::vmap(

@@ -618,6 +618,79 @@ TEST_F(GpuConv, CudnnTakesItsProblems) {
   EXPECT_GE(after.weight_grad - before.weight_grad, 2);
 }
 
+// A weight's gradient runs as cuDNN's wgrad of the forward convolution
+// itself (one call, no other cuDNN route), reading the input and the
+// cotangent as they are: groups (ResNeXt's grouped stride-2 layer, a
+// depthwise one), a 31-tap depthwise conv1d, flips with kernel dilation and
+// asymmetric padding, a stride that leaves the last inputs unread (x cut
+// short), 3 axes, and a transposed input (copied first). Float64 and a
+// transposed convolution's weight (input dilation) take the fallback's
+// convolution instead, with the same results.
+TEST_F(GpuConv, WeightGradientsAsCudnnWgrad) {
+  if (!cuda::cudnn_conv_available()) GTEST_SKIP() << "no cuDNN";
+  auto general = [](std::vector<int> stride, std::vector<int> lo,
+                    std::vector<int> hi, std::vector<int> kd, int groups,
+                    bool flip) {
+    return [=](const array& x, const array& w, Device d) {
+      return conv_general(x, w, stride, lo, hi, kd, {}, groups, flip, d);
+    };
+  };
+  struct Case {
+    const char* name;
+    ConvFn conv;
+    array x;
+    Shape w;
+    Dtype dt;
+    bool direct;
+  };
+  auto x_of = [](const Shape& shape, Dtype dt) { return rnd(shape, dt); };
+  std::vector<Case> cases = {
+      {"grouped 3x3 stride 2", general({2, 2}, {1, 1}, {1, 1}, {1, 1}, 4,
+                                       false),
+       x_of({2, 12, 12, 32}, bfloat16), {32, 3, 3, 8}, bfloat16, true},
+      {"depthwise 3x3", general({1, 1}, {1, 1}, {1, 1}, {1, 1}, 16, false),
+       x_of({2, 10, 10, 16}, float16), {16, 3, 3, 1}, float16, true},
+      {"31-tap depthwise conv1d", general({1}, {15}, {15}, {1}, 16, false),
+       x_of({2, 40, 16}, bfloat16), {16, 31, 1}, bfloat16, true},
+      {"flipped, dilated, asymmetric padding",
+       general({1, 2}, {2, 0}, {0, 1}, {1, 2}, 1, true),
+       x_of({2, 9, 10, 8}, float16), {4, 3, 2, 8}, float16, true},
+      {"stride 3, last inputs unread", general({3}, {0}, {0}, {1}, 1, false),
+       x_of({2, 20, 8}, float32), {8, 4, 8}, float32, true},
+      {"conv3d", general({1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1, false),
+       x_of({1, 5, 6, 7, 8}, float16), {8, 3, 3, 3, 8}, float16, true},
+      {"transposed input", general({2}, {1}, {1}, {1}, 2, false),
+       transpose(x_of({8, 17, 2}, float32), {2, 1, 0}), {6, 3, 4}, float32,
+       true},
+      {"float64", general({1, 1}, {1, 1}, {1, 1}, {1, 1}, 2, false),
+       x_of({2, 6, 6, 4}, float64), {4, 3, 3, 2}, float64, false},
+      {"transposed convolution",
+       [](const array& x, const array& w, Device d) {
+         return conv_transpose2d(x, w, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1, d);
+       },
+       x_of({2, 5, 5, 8}, bfloat16), {8, 3, 3, 8}, bfloat16, false},
+  };
+  for (const auto& c : cases) {
+    array w = rnd(c.w, c.dt);
+    array cot = rnd(c.conv(c.x, w, Device::cpu).shape(), c.dt);
+    auto fn = [&](const std::vector<array>& v, Device d) {
+      auto f = [&](const std::vector<array>& p) {
+        return std::vector<array>{c.conv(v[0], p[0], d)};
+      };
+      return vjp(f, {v[1]}, {v[2]}).second[0];
+    };
+    auto before = cuda::cudnn_conv_counts();
+    EXPECT_TRUE(same_on_devices(fn, {c.x, w, cot}, conv_tol(c.dt))) << c.name;
+    auto after = cuda::cudnn_conv_counts();
+    if (c.direct) {
+      EXPECT_EQ(after.weight_grad - before.weight_grad, 1) << c.name;
+      EXPECT_EQ(after.calls - before.calls, 1) << c.name;
+    } else if (c.dt == float64) {
+      EXPECT_EQ(after.calls, before.calls) << c.name;
+    }
+  }
+}
+
 // Lowers the scratch limit for a scope, so small inputs take the tiled
 // paths.
 struct ScratchLimit {

@@ -196,6 +196,62 @@ TEST(GradConv, Compositions) {
   }
 }
 
+// The weight's gradient is one ConvolutionWeightGrad node on the forward's
+// input and the cotangent as they are; its own transformations (those of
+// its fallback graph) hold for grouped, strided, dilated, flipped and
+// asymmetrically padded convolutions in 1 to 3 dimensions.
+TEST(GradConv, WeightGradientNode) {
+  auto x = rnd({2, 9, 8, 4}), w = rnd({6, 3, 2, 2});
+  auto conv = [](const array& x, const array& w) {
+    return conv_general(x, w, {2, 1}, {1, 0}, {0, 1}, {1, 2}, {1, 1}, 2,
+                        true);
+  };
+  auto cot = rnd(conv(x, w).shape());
+  auto of_w = [&](const std::vector<array>& v) {
+    return std::vector<array>{conv(x, v[0])};
+  };
+  auto dw = vjp(of_w, {w}, {cot}).second[0];
+  ASSERT_TRUE(dw.has_primitive());
+  EXPECT_STREQ(dw.primitive().name(), "ConvolutionWeightGrad");
+  ASSERT_EQ(dw.inputs().size(), 2u);
+  EXPECT_EQ(dw.inputs()[0].id(), x.id());
+  EXPECT_EQ(dw.inputs()[1].id(), cot.id());
+  EXPECT_EQ(dw.shape(), w.shape());
+  struct Case {
+    const char* name;
+    std::function<array(const array&, const array&)> conv;
+    Shape x, w;
+  };
+  std::vector<Case> cases = {
+      {"grouped conv2d, flipped, stride and dilation", conv, {2, 9, 8, 4},
+       {6, 3, 2, 2}},
+      {"depthwise conv1d, stride 2, padding 1",
+       [](auto& x, auto& w) { return conv1d(x, w, 2, 1, 1, 3); },
+       {2, 9, 3},
+       {3, 3, 1}},
+      {"conv3d, input dilation, asymmetric padding",
+       [](auto& x, auto& w) {
+         return conv_general(x, w, {1, 2, 1}, {1, 0, 0}, {0, 1, 0}, {1, 1, 2},
+                             {1, 2, 1}, 1, true);
+       },
+       {1, 3, 3, 5, 2},
+       {2, 2, 2, 2, 2}},
+  };
+  for (const auto& c : cases) {
+    auto y_shape = c.conv(rnd(c.x), rnd(c.w)).shape();
+    // The weight gradient as a function of x and the cotangent (at any
+    // weight: the convolution is linear in it).
+    auto wgrad = [c, w0 = rnd(c.w)](const std::vector<array>& v) {
+      auto of_w = [&](const std::vector<array>& p) {
+        return std::vector<array>{c.conv(v[0], p[0])};
+      };
+      return vjp(of_w, {w0}, {v[1]}).second[0];
+    };
+    check_transforms(std::string("weight gradient of ") + c.name, wgrad,
+                     {rnd(c.x), rnd(y_shape)});
+  }
+}
+
 TEST(GradConv, DtypesAndEmptyBatch) {
   auto f = [](const std::vector<array>& in) {
     return sum(sin(conv2d(in[0], in[1], {1, 2}, {1, 1})));

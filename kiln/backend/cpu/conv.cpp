@@ -385,4 +385,10 @@ void Convolution::eval_cpu(const std::vector<array>& inputs, array& out) {
   });
 }
 
+// The CPU computes a weight gradient by its fallback graph.
+void ConvolutionWeightGrad::eval_cpu(const std::vector<array>& inputs,
+                                     std::vector<array>& outputs) {
+  eval_fallback(inputs, outputs);
+}
+
 } // namespace kiln

@@ -241,4 +241,14 @@ void Convolution::eval_gpu(const std::vector<array>& inputs, array& out) {
   }
 }
 
+// cuDNN's wgrad reads x and the cotangent in place; without it the
+// fallback's convolution (with its copies) runs on the GPU.
+void ConvolutionWeightGrad::eval_gpu(const std::vector<array>& inputs,
+                                     std::vector<array>& outputs) {
+  if (!cuda::cudnn_conv_weight_grad(*this, inputs[0], inputs[1], outputs[0],
+                                    stream())) {
+    eval_fallback(inputs, outputs);
+  }
+}
+
 } // namespace kiln

@@ -137,6 +137,11 @@ bool cudnn_conv(const Convolution&, const array&, const array&, array&,
   return false;
 }
 
+bool cudnn_conv_weight_grad(const ConvolutionWeightGrad&, const array&,
+                            const array&, array&, const Stream&) {
+  return false;
+}
+
 #else
 
 namespace fe = cudnn_frontend;
@@ -205,6 +210,20 @@ struct Params {
   bool flip; // cuDNN's convolution mode
 };
 
+// One axis of a weight gradient as cuDNN's wgrad of a forward convolution
+// (padding lo, stride, dilation) of `kernel` taps and `out` outputs over x
+// of length len: padded after by whatever makes the forward's output `out`
+// long, x cut short where that is negative (its last elements unread).
+void wgrad_axis(Params& q, int64_t lo, int64_t stride, int64_t dilation,
+                int64_t kernel, int64_t out, int64_t len) {
+  int64_t post = (kernel - 1) * dilation + (out - 1) * stride + 1 - len - lo;
+  q.pre.push_back(lo);
+  q.post.push_back(std::max<int64_t>(post, 0));
+  q.stride.push_back(stride);
+  q.dilation.push_back(dilation);
+  q.x_len.push_back(len + std::min<int64_t>(post, 0));
+}
+
 Params params_of(CudnnConvRoute route, const Convolution& p, const Shape& x,
                  const Shape& w, const Shape& y) {
   using R = CudnnConvRoute;
@@ -229,16 +248,29 @@ Params params_of(CudnnConvRoute route, const Convolution& p, const Shape& x,
       q.stride.push_back(p.input_dilation()[d]);
       q.dilation.push_back(kd);
     } else {
-      int64_t post = (k - 1) * kd + (y[d + 1] - 1) * s + 1 - len - lo;
-      q.pre.push_back(lo);
-      q.post.push_back(std::max<int64_t>(post, 0));
-      q.stride.push_back(kd);
-      q.dilation.push_back(s);
-      len += std::min<int64_t>(post, 0);
+      wgrad_axis(q, lo, kd, s, y[d + 1], k, len);
+      continue;
     }
     q.x_len.push_back(len);
   }
   q.flip = route == R::data_grad ? !p.flip() : p.flip();
+  return q;
+}
+
+// cuDNN's wgrad of the forward convolution p itself: x and the cotangent
+// as they are, the weight's shape w.
+Params direct_wgrad_params(const Convolution& p, const Shape& x,
+                           const Shape& w, const Shape& dy) {
+  Params q{CudnnConvRoute::weight_grad, {}, {}, {}, {}, {}, p.flip()};
+  int nd = static_cast<int>(x.size()) - 2;
+  if (nd == 1) {
+    q.pre = q.post = {0};
+    q.stride = q.dilation = q.x_len = {1};
+  }
+  for (int d = 0; d < nd; ++d) {
+    wgrad_axis(q, p.padding_lo()[d], p.stride()[d], p.kernel_dilation()[d],
+               w[d + 1], dy[d + 1], x[d + 1]);
+  }
   return q;
 }
 
@@ -463,6 +495,30 @@ cudnn::Library* usable() {
   return cudnn::library();
 }
 
+// q's graph on operands of shapes xs, ws and ys (their layouts
+// row-major), built at first use; null when cuDNN declines it or some
+// axis has every read in the padding (im2col's zeros then). c.mutex held.
+fe::graph::Graph* graph_of(cudnn::Library& c, Dtype dt, const Shape& xs,
+                           const Shape& ws, const Shape& ys, const Params& q) {
+  for (int64_t len : q.x_len) {
+    if (len <= 0) return nullptr;
+  }
+  bool tf32 = dt == float32 && allow_tf32();
+  return cudnn::graph_for(
+      c, graph_key(dt, tf32, xs, ws, ys, q), "convolution",
+      [&](fe::graph::Graph& g) { build(g, dt, xs, ws, ys, q); },
+      plan_choice(dt, tf32), graphs_built);
+}
+
+// g on device arrays x, w and y (y written). c.mutex held.
+void run(cudnn::Library& c, fe::graph::Graph& g, const array& x,
+         const array& w, array& y, const Stream& s) {
+  std::unordered_map<int64_t, void*> pack = {{In, device_ptr(x, s)},
+                                             {Weight, device_ptr(w, s)},
+                                             {Out, y.raw_data_ptr()}};
+  cudnn::execute(c, g, pack, s, "convolution");
+}
+
 } // namespace
 
 bool cudnn_conv_available() { return usable() != nullptr; }
@@ -488,16 +544,8 @@ bool cudnn_conv(const Convolution& p, const array& in, const array& w,
                      : w.shape();
   Shape ys = wgrad ? ends_swapped(out.shape()) : out.shape();
   Params q = params_of(route, p, in.shape(), w.shape(), out.shape());
-  for (int64_t len : q.x_len) {
-    if (len <= 0) return false; // every read in the padding: im2col's zeros
-  }
-  bool tf32 = dt == float32 && allow_tf32();
-  std::string key = graph_key(dt, tf32, xs, ws, ys, q);
   std::lock_guard<std::mutex> lock(c->mutex);
-  fe::graph::Graph* g = cudnn::graph_for(
-      *c, key, "convolution",
-      [&](fe::graph::Graph& g) { build(g, dt, xs, ws, ys, q); },
-      plan_choice(dt, tf32), graphs_built);
+  fe::graph::Graph* g = graph_of(*c, dt, xs, ws, ys, q);
   if (!g) return false;
   array x = in, wm = w, y = out;
   if (wgrad ? !wgrad_input(in, p.groups(), x, s) : !operand(in, x, s)) {
@@ -513,10 +561,7 @@ bool cudnn_conv(const Convolution& p, const array& in, const array& w,
   } else {
     set_device_output(out, s);
   }
-  std::unordered_map<int64_t, void*> pack = {{In, device_ptr(x, s)},
-                                             {Weight, device_ptr(wm, s)},
-                                             {Out, y.raw_data_ptr()}};
-  cudnn::execute(*c, *g, pack, s, "convolution");
+  run(*c, *g, x, wm, y, s);
   if (wgrad) {
     set_device_output(out, s);
     if (!write_ends_swapped(y, out, s)) {
@@ -527,6 +572,35 @@ bool cudnn_conv(const Convolution& p, const array& in, const array& w,
   ++(route == R::forward     ? forward_calls
      : route == R::data_grad ? data_grad_calls
                              : weight_grad_calls);
+  return true;
+}
+
+bool cudnn_conv_weight_grad(const ConvolutionWeightGrad& p, const array& x,
+                            const array& dy, array& out, const Stream& s) {
+  const Convolution& f = p.forward();
+  Dtype dt = out.dtype();
+  if (!(dt == float16 || dt == bfloat16 || dt == float32)) return false;
+  if (x.dtype() != dt || dy.dtype() != dt) return false;
+  int nd = static_cast<int>(x.ndim()) - 2;
+  if (nd < 1 || nd > 3 || input_dilated(f)) return false;
+  for (int lo : f.padding_lo()) {
+    if (lo < 0) return false;
+  }
+  // Empty problems are the fallback's (zeros); cuDNN indexes in 32 bits.
+  for (const array* a : {&x, &dy, static_cast<const array*>(&out)}) {
+    if (a->size() == 0 || a->size() > INT32_MAX) return false;
+  }
+  cudnn::Library* c = usable();
+  if (!c) return false;
+  Params q = direct_wgrad_params(f, x.shape(), out.shape(), dy.shape());
+  std::lock_guard<std::mutex> lock(c->mutex);
+  fe::graph::Graph* g = graph_of(*c, dt, x.shape(), dy.shape(), out.shape(), q);
+  if (!g) return false;
+  array xm = x, dym = dy;
+  if (!operand(x, xm, s) || !operand(dy, dym, s)) return false;
+  set_device_output(out, s);
+  run(*c, *g, xm, dym, out, s);
+  ++weight_grad_calls;
   return true;
 }
 

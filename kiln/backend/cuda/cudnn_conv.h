@@ -14,6 +14,7 @@
 
 namespace kiln {
 class Convolution;
+class ConvolutionWeightGrad;
 } // namespace kiln
 
 namespace kiln::cuda {
@@ -55,6 +56,15 @@ inline constexpr int cudnn_conv_max_kernel = 16;
  *  cannot run it (nothing was launched). */
 bool cudnn_conv(const Convolution& p, const array& in, const array& w,
                 array& out, const Stream& s);
+
+/** out = p's weight gradient of x (the forward's input) and dy (its
+ *  output's cotangent) as cuDNN's wgrad of that forward convolution,
+ *  reading both as they are (copied only when not row-major), on stream
+ *  s: float16, bfloat16 or float32 throughout, 1 to 3 spatial axes, any
+ *  groups, flips and kernel lengths, no input dilation or negative
+ *  padding before. False when cuDNN cannot run it (nothing launched). */
+bool cudnn_conv_weight_grad(const ConvolutionWeightGrad& p, const array& x,
+                            const array& dy, array& out, const Stream& s);
 
 /** Convolutions that ran on cuDNN, by route, and graphs built since the
  *  process started (tests check the path was taken). */
