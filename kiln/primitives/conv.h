@@ -53,8 +53,8 @@ class Convolution : public UnaryPrimitive {
  *  weight's shape (C_out, K..., C_in/groups); the forward's parameters.
  *  Its meaning (and every transformation of it) is the fallback, a
  *  Convolution of x with its batch and channel roles swapped and the
- *  cotangent as the kernel (conv_grads.cpp), which needs copies of both
- *  with groups, and whose long kernel and short output suit few kernels.
+ *  cotangent as the kernel (conv_grads.cpp): a copy of x when there are
+ *  groups, and a long kernel with a short output, which few kernels suit.
  *  Backends with a weight-gradient kernel (cuDNN's wgrad) read x and the
  *  cotangent as they are. */
 class ConvolutionWeightGrad : public fast::Custom {
