@@ -74,8 +74,13 @@ class ConvolutionWeightGrad : public fast::Custom {
     return o && o->forward_->is_equivalent(*forward_) &&
            o->weight_shape_ == weight_shape_;
   }
-  std::vector<Shape> output_shapes(const std::vector<array>&) override {
-    return {weight_shape_};
+  /** The kernel's taps as recorded, its channels from x and the
+   *  cotangent (a shapeless compile may change them). */
+  std::vector<Shape> output_shapes(const std::vector<array>& in) override {
+    Shape shape = weight_shape_;
+    shape.front() = in[1].shape(-1);
+    shape.back() = in[0].shape(-1) / forward_->groups();
+    return {shape};
   }
   /** The convolution whose weight gradient this is (its parameters). */
   const Convolution& forward() const { return *forward_; }

@@ -229,6 +229,24 @@ def test_compile_shapeless_gradients_follow_new_shapes(rng, name):
         check(got, want, rtol=1e-5, atol=1e-6)
 
 
+def test_compile_shapeless_conv_weight_gradient(rng):
+    # A grouped, strided convolution's weight gradient (one node on the
+    # input and the cotangent) follows new batch, spatial and channel
+    # sizes under a shapeless compile.
+    def gw(x, w):
+        conv = lambda w: kc.conv2d(x, w, stride=2, padding=1, groups=2)
+        return kc.grad(lambda w: kc.sum(conv(w) ** 2))(w)
+
+    cgw = kc.compile(gw, shapeless=True)
+    for xs, ws in (((2, 9, 9, 4), (4, 3, 3, 2)), ((3, 11, 7, 4), (4, 3, 3, 2)),
+                   ((2, 8, 6, 6), (6, 3, 3, 3))):
+        x, w = kc.array(rand(rng, xs)), kc.array(rand(rng, ws))
+        want = np.array(gw(x, w))
+        got = cgw(x, w)
+        assert got.shape == ws
+        check(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_compile_shapeless_vmapped_and_forward_mode_gradients(rng):
     g = lambda x: kc.sum(kc.exp(x) * kc.zeros_like(x) + x * x * x)
     f = lambda x: g(x) + kc.sum(x.reshape(-1, 1) ** 2)
