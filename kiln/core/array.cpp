@@ -8,6 +8,16 @@
 
 namespace kiln {
 
+namespace {
+std::string shape_string(const Shape& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  }
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+} // namespace
+
 Strides row_major_strides(const Shape& shape) {
   Strides strides(shape.size(), 1);
   for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) {
@@ -24,7 +34,8 @@ size_t shape_size(const Shape& shape) {
                                   std::to_string(d) + " in shape.");
     }
     if (d != 0 && size > SIZE_MAX / static_cast<size_t>(d)) {
-      throw std::invalid_argument("[array] shape size overflows.");
+      throw std::invalid_argument("[array] the size of shape " +
+                                  shape_string(shape) + " overflows.");
     }
     size *= static_cast<size_t>(d);
   }
@@ -35,26 +46,41 @@ array::ArrayDesc::ArrayDesc(Shape shape_, Dtype dtype_)
     : shape(std::move(shape_)),
       strides(row_major_strides(shape)),
       size(shape_size(shape)),
-      dtype(dtype_) {}
+      dtype(dtype_) {
+  // Byte counts and offsets are int64 everywhere; a shape whose bytes do not
+  // fit is refused when the op is built, not when a kernel overflows.
+  if (dtype.size > 0 && size > static_cast<size_t>(INT64_MAX) / dtype.size) {
+    throw std::invalid_argument(
+        "[array] shape " + shape_string(shape) + " of " + dtype_name(dtype) +
+        " needs more than 2^63 bytes.");
+  }
+}
 
-// Destroying the last handle of a long chain would recurse once per node.
-// Instead, nodes that are about to die are moved onto an explicit stack and
-// their inputs released one level at a time.
+// Destroying the last handle of a long graph would recurse once per node
+// (a node owns its inputs, each input its node). The outermost destructor on
+// a thread owns a stack of nodes to release; any descriptor dying while it
+// runs hands its node to that stack instead of releasing it in place, so the
+// depth is one level whatever the graph's shape: chains, repeated inputs,
+// siblings, graphs held by primitives (compiled tapes, custom functions).
+namespace {
+thread_local std::vector<std::shared_ptr<void>>* pending_nodes = nullptr;
+} // namespace
+
 array::ArrayDesc::~ArrayDesc() {
-  if (!node || node.use_count() > 1) return;
-  std::vector<std::shared_ptr<Node>> stack;
+  if (!node || node.use_count() > 1) return; // a sibling still holds it
+  if (pending_nodes) {
+    pending_nodes->push_back(std::move(node));
+    return;
+  }
+  std::vector<std::shared_ptr<void>> stack;
+  pending_nodes = &stack;
   stack.push_back(std::move(node));
   while (!stack.empty()) {
     auto n = std::move(stack.back());
     stack.pop_back();
-    for (auto& in : n->inputs) {
-      auto& d = in.desc_;
-      if (d.use_count() == 1 && d->node && d->node.use_count() == 1) {
-        stack.push_back(std::move(d->node));
-      }
-    }
-    // n's inputs die here with empty nodes: no recursion.
+    n.reset(); // may push the nodes of inputs that die with it
   }
+  pending_nodes = nullptr;
 }
 
 array::array(allocator::Buffer data, Shape shape, Dtype dtype, Deleter d)
@@ -63,9 +89,25 @@ array::array(allocator::Buffer data, Shape shape, Dtype dtype, Deleter d)
   set_status(Status::available);
 }
 
+namespace {
+// An output's descriptor; a shape too large for its bytes names the op.
+template <typename Desc>
+std::shared_ptr<Desc> make_output_desc(Shape shape, Dtype dtype,
+                                       const Primitive& p) {
+  try {
+    return std::make_shared<Desc>(std::move(shape), dtype);
+  } catch (const std::invalid_argument& e) {
+    std::string what = e.what();
+    throw std::invalid_argument("[" + std::string(p.name()) + "] " +
+                                what.substr(what.find(']') + 2));
+  }
+}
+} // namespace
+
 array::array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive,
              std::vector<array> inputs)
-    : desc_(std::make_shared<ArrayDesc>(std::move(shape), dtype)) {
+    : desc_(make_output_desc<ArrayDesc>(std::move(shape), dtype,
+                                        *primitive)) {
   auto node = std::make_shared<Node>();
   node->primitive = std::move(primitive);
   node->inputs = std::move(inputs);
@@ -90,7 +132,7 @@ std::vector<array> array::make_arrays(
   node->dtypes = dtypes;
   std::vector<array> outs;
   for (size_t i = 0; i < shapes.size(); ++i) {
-    auto d = std::make_shared<ArrayDesc>(shapes[i], dtypes[i]);
+    auto d = make_output_desc<ArrayDesc>(shapes[i], dtypes[i], *primitive);
     d->position = static_cast<uint32_t>(i);
     d->node = node;
     for (auto& in : inputs) {

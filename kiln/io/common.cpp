@@ -1,12 +1,19 @@
 #include "kiln/io/common.h"
 
 #include <algorithm>
+#include <cstring>
+#include <memory>
 #include <stdexcept>
+#include <vector>
 
 #include "kiln/ops/shape.h"
 #include "kiln/ops/utils.h"
 
 namespace kiln::io::detail {
+
+namespace {
+constexpr size_t kStreamChunk = size_t{16} << 20;
+} // namespace
 
 void corrupt(const std::string& op, const Reader& in, const std::string& msg) {
   throw std::runtime_error("[" + op + "] " + in.label() + ": " + msg);
@@ -67,9 +74,30 @@ array read_array(Reader& in, const Shape& shape, Dtype dtype,
                 std::to_string(*left) +
                 " are left (a truncated or corrupt file).");
   }
+  // A source of unknown size (a stream, a zip member) is read in chunks
+  // first, so a corrupt shape cannot allocate more than the bytes that
+  // actually arrive (twice them at most, for the final copy).
+  std::vector<std::unique_ptr<char[]>> chunks;
+  if (!left && nbytes > kStreamChunk) {
+    for (size_t got = 0; got < nbytes; got += kStreamChunk) {
+      size_t k = std::min(kStreamChunk, nbytes - got);
+      chunks.emplace_back(new char[k]);
+      in.read(chunks.back().get(), k, what);
+    }
+  }
   auto buffer = allocator::malloc(nbytes);
   try {
-    in.read(buffer.raw(), nbytes, what);
+    if (chunks.empty()) {
+      in.read(buffer.raw(), nbytes, what);
+    } else {
+      auto* dst = static_cast<char*>(buffer.raw());
+      for (size_t i = 0; i < chunks.size(); ++i) {
+        size_t at = i * kStreamChunk;
+        std::memcpy(dst + at, chunks[i].get(),
+                    std::min(kStreamChunk, nbytes - at));
+        chunks[i].reset();
+      }
+    }
   } catch (...) {
     allocator::free(buffer);
     throw;

@@ -1,6 +1,7 @@
 #include "kiln/io/json.h"
 
 #include <stdexcept>
+#include <unordered_set>
 
 #include "kiln/io/text_cursor.h"
 
@@ -43,11 +44,12 @@ class Parser : TextCursor {
       ++i_;
       v.type = Json::Type::object;
       if (take('}')) return v;
+      std::unordered_set<std::string> keys; // linear time in the members
       do {
         space();
         if (i_ >= s_.size() || s_[i_] != '"') fail("expected a key");
         std::string key = string();
-        if (v.find(key)) fail("duplicate key \"" + key + "\"");
+        if (!keys.insert(key).second) fail("duplicate key \"" + key + "\"");
         expect(':');
         v.members.emplace_back(std::move(key), value(depth + 1));
       } while (take(','));

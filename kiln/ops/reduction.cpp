@@ -262,9 +262,40 @@ array arg_reduce(const char* op, const array& a, int axis, bool keepdims,
   return squeeze_unless(out, {axis}, keepdims, s);
 }
 
+// The flat index of the extreme of an array too long for one dimension: the
+// extreme of each row of an (A, B) view, then the first row holding the
+// overall extreme (that row's own arg-extreme is then the first overall).
+array arg_reduce_long(const char* op, const array& a, ArgReduce::Type type,
+                      StreamOrDevice s) {
+  if (a.size() > (size_t{1} << 32)) {
+    invalid(op, "the flat index of an array of shape " +
+                    detail::shape_str(a.shape()) +
+                    " does not fit the uint32 result.");
+  }
+  int64_t rows = 1;
+  size_t k = 0;
+  while (a.size() / rows > INT32_MAX) rows *= a.shape(k++);
+  int64_t cols = static_cast<int64_t>(a.size()) / rows;
+  if (rows > INT32_MAX || cols > INT32_MAX) {
+    invalid(op, "cannot split shape " + detail::shape_str(a.shape()) +
+                    " into rows and columns of fewer than 2^31 elements.");
+  }
+  auto x = reshape(a, {static_cast<int32_t>(rows), static_cast<int32_t>(cols)},
+                   s);
+  auto in_row = arg_reduce(op, x, 1, true, type, s); // (rows, 1)
+  auto extremes = take_along_axis(x, in_row, 1, s);   // (rows, 1)
+  auto row = arg_reduce(op, extremes, 0, true, type, s);
+  auto col = take_along_axis(in_row, row, 0, s);
+  auto flat = add(multiply(astype(row, uint64, s), array(uint64_t(cols)), s),
+                  astype(col, uint64, s), s);
+  return astype(reshape(flat, {}, s), uint32, s);
+}
+
 array arg_reduce_flat(const char* op, const array& a, bool keepdims,
                       ArgReduce::Type type, StreamOrDevice s) {
-  auto out = arg_reduce(op, reshape(a, {-1}, s), 0, false, type, s);
+  auto out = a.size() > INT32_MAX
+                 ? arg_reduce_long(op, a, type, s)
+                 : arg_reduce(op, reshape(a, {-1}, s), 0, false, type, s);
   return keepdims ? reshape(out, Shape(a.ndim(), 1), s) : out;
 }
 } // namespace

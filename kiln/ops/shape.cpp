@@ -21,6 +21,9 @@ array reshape(const array& a, Shape shape, StreamOrDevice s) {
       infer = static_cast<int>(i);
     } else if (shape[i] < 0) {
       invalid("reshape", "negative dimension in " + shape_str(shape) + ".");
+    } else if (shape[i] != 0 && size > SIZE_MAX / shape[i]) {
+      invalid("reshape", "the size of shape " + shape_str(shape) +
+                             " overflows.");
     } else {
       size *= shape[i];
     }
@@ -30,6 +33,12 @@ array reshape(const array& a, Shape shape, StreamOrDevice s) {
       invalid("reshape", "cannot infer the -1 dimension of " +
                              shape_str(shape) + " for an array of shape " +
                              shape_str(a.shape()) + ".");
+    }
+    if (a.size() / size > static_cast<size_t>(INT32_MAX)) {
+      invalid("reshape", "the -1 dimension of " + shape_str(shape) +
+                             " for an array of shape " + shape_str(a.shape()) +
+                             " would be " + std::to_string(a.size() / size) +
+                             ", more than a dimension holds (2^31 - 1).");
     }
     shape[infer] = static_cast<int32_t>(a.size() / size);
     size = a.size();
@@ -55,9 +64,20 @@ array flatten(const array& a, int start_axis, int end_axis, StreamOrDevice s) {
     invalid("flatten", "start_axis must not come after end_axis.");
   }
   Shape shape(a.shape().begin(), a.shape().begin() + start_axis);
-  int merged = 1;
-  for (int i = start_axis; i <= end_axis; ++i) merged *= a.shape(i);
-  shape.push_back(merged);
+  int64_t merged = 1;
+  bool too_long = false; // a zero extent later may still make it 0
+  for (int i = start_axis; i <= end_axis; ++i) {
+    merged *= a.shape(i);
+    if (merged > INT32_MAX) too_long = true, merged = INT32_MAX + int64_t{1};
+  }
+  if (too_long && merged != 0) {
+    invalid("flatten", "axes " + std::to_string(start_axis) + " to " +
+                           std::to_string(end_axis) + " of shape " +
+                           shape_str(a.shape()) +
+                           " hold more elements than a dimension holds "
+                           "(2^31 - 1).");
+  }
+  shape.push_back(static_cast<int32_t>(merged));
   shape.insert(shape.end(), a.shape().begin() + end_axis + 1, a.shape().end());
   return reshape(a, std::move(shape), s);
 }

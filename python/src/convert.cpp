@@ -105,6 +105,7 @@ struct ListScan {
 
 void scan_list(nb::handle obj, int depth, ListScan& s) {
   if (is_sequence(obj)) {
+    RecursionGuard guard(" while converting a nested list to an array");
     if (s.leaf_depth >= 0 && depth >= s.leaf_depth) {
       value_error(
           "the nested list is not rectangular (a list sits where "

@@ -88,6 +88,18 @@ array to_array_weak(nb::handle obj, Dtype like);
 
 /** Both operands of a binary op, with weak typing of Python scalars. */
 std::pair<array, array> to_arrays(nb::handle a, nb::handle b);
+/** Counts one level of a C++ walk over a Python structure against Python's
+ *  recursion limit, so a structure nested past it raises RecursionError
+ *  instead of overflowing the C stack. */
+struct RecursionGuard {
+  explicit RecursionGuard(const char* where) {
+    if (Py_EnterRecursiveCall(where)) throw nb::python_error();
+  }
+  ~RecursionGuard() { Py_LeaveRecursiveCall(); }
+  RecursionGuard(const RecursionGuard&) = delete;
+  RecursionGuard& operator=(const RecursionGuard&) = delete;
+};
+
 /** to_array(h), or nothing for None. */
 inline std::optional<array> opt_array(nb::handle h) {
   if (h.is_none()) return std::nullopt;

@@ -9,6 +9,7 @@ namespace kiln::py {
 namespace {
 
 void collect(nb::handle t, nb::list& out) {
+  RecursionGuard guard(" while walking a tree of arrays");
   if (nb::isinstance<array>(t)) {
     out.append(t);
   } else if (PyDict_Check(t.ptr())) {
@@ -20,6 +21,7 @@ void collect(nb::handle t, nb::list& out) {
 
 // Writes arrays[pos...] over the arrays of t; returns the next position.
 size_t assign(nb::handle t, const nb::list& arrays, size_t pos) {
+  RecursionGuard guard(" while walking a tree of arrays");
   auto next = [&]() -> nb::object {
     if (pos >= arrays.size()) {
       throw nb::value_error("[compile] fewer state arrays than the state holds.");

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "backend/jit_fixture.h"
+#include "kiln/backend/common/jit_disk.h"
 #include "run_self.h"
 #include "kiln/primitives/compiled.h"
 
@@ -137,6 +138,80 @@ TEST_F(CpuJitCache, CorruptTruncatedOrForeignLibrariesAreRebuilt) {
 mode_t mode_of(const std::string& p) {
   struct stat st;
   return ::stat(p.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0;
+}
+
+// The library of disk_fn in dir, built on first use.
+fs::path disk_fn_library(const std::string& dir) {
+  detail::jit_reset();
+  compile(disk_fn)({disk_input()})[0].eval();
+  auto libs = libraries(dir);
+  return libs.size() == 1 ? libs[0] : fs::path();
+}
+
+// Compiles disk_fn again with nothing in memory: (compiles, disk loads).
+std::pair<size_t, size_t> rebuild_counts() {
+  detail::jit_reset();
+  auto before = detail::jit_stats();
+  auto got = compile(disk_fn)({disk_input()})[0];
+  EXPECT_TRUE(all_close(to_doubles(got), disk_want(), 1e-6, 1e-6));
+  auto after = detail::jit_stats();
+  return {after.compiles - before.compiles,
+          after.disk_loads - before.disk_loads};
+}
+
+TEST_F(CpuJitCache, ResealedLibrariesAreRebuilt) {
+  TempDir dir;
+  ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
+  fs::path lib = disk_fn_library(dir.path());
+  ASSERT_FALSE(lib.empty());
+  std::string good = read_all(lib);
+  ASSERT_GT(good.size(), 16u);
+  EXPECT_TRUE(fs::exists(dir.path() + "/mac-key"));
+  EXPECT_EQ(mode_of(dir.path() + "/mac-key") & 077, 0u);
+  // The body sealed again with an unkeyed hash (what anyone can compute):
+  // refused, since the MAC needs the directory's key.
+  std::string body = good.substr(0, good.size() - 16);
+  uint64_t h = detail::jit_hash(body);
+  for (const char* magic : {"KILNJIT1", "KILNJIT2"}) {
+    std::string resealed = body + magic;
+    resealed.append(reinterpret_cast<const char*>(&h), 8);
+    replace_file(lib, resealed);
+    EXPECT_EQ(rebuild_counts(), std::make_pair(size_t{1}, size_t{0}));
+    EXPECT_EQ(read_all(lib), good);
+  }
+  EXPECT_EQ(rebuild_counts(), std::make_pair(size_t{0}, size_t{1}));
+  detail::jit_reset();
+}
+
+TEST_F(CpuJitCache, OnlyRegularFilesAreRead) {
+  TempDir dir;
+  ScopedEnv env("KILN_CACHE_DIR", dir.path().c_str());
+  fs::path lib = disk_fn_library(dir.path());
+  ASSERT_FALSE(lib.empty());
+  std::string good = read_all(lib);
+  // A FIFO in the library's place: opening it must not wait for a writer.
+  fs::remove(lib);
+  ASSERT_EQ(::mkfifo(lib.c_str(), 0600), 0);
+  EXPECT_EQ(rebuild_counts(), std::make_pair(size_t{1}, size_t{0}));
+  EXPECT_EQ(read_all(lib), good); // the rebuilt library took its place
+  // A symbolic link to the intact library (elsewhere) is not followed.
+  fs::path elsewhere = fs::path(dir.path()) / "elsewhere.bin";
+  fs::rename(lib, elsewhere);
+  fs::create_symlink(elsewhere, lib);
+  EXPECT_EQ(rebuild_counts(), std::make_pair(size_t{1}, size_t{0}));
+  EXPECT_FALSE(fs::is_symlink(lib));
+  // A directory in its place: the kernel still builds and runs, with a
+  // warning, and no temporary file is left behind.
+  fs::remove(lib);
+  fs::create_directories(lib / "inside");
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(rebuild_counts(), std::make_pair(size_t{1}, size_t{0}));
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("cannot store"), std::string::npos) << err;
+  for (auto& e : fs::directory_iterator(dir.path())) {
+    EXPECT_NE(e.path().filename().string().rfind("tmp-", 0), 0u) << e.path();
+  }
+  detail::jit_reset();
 }
 
 TEST_F(CpuJitCache, DirectoryIsCreatedPrivate) {

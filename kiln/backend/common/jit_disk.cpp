@@ -4,34 +4,47 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <stdlib.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <array>
+#include <map>
+#include <mutex>
 
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "kiln/core/env.h"
 
 namespace kiln::detail {
 
-namespace {
-
-constexpr char trailer_magic[8] = {'K', 'I', 'L', 'N', 'J', 'I', 'T', '1'};
-constexpr size_t trailer_size = 16;
-
-bool read_file(const std::string& path, std::string& out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  out = ss.str();
-  return static_cast<bool>(f);
+bool read_regular_file(const std::string& path, std::string& out) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOFOLLOW: a
+  // link is refused; fstat: only a regular file is read.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return false;
+  struct stat st;
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (ok) {
+    out.resize(static_cast<size_t>(st.st_size));
+    size_t got = 0;
+    while (got < out.size()) {
+      ssize_t r = ::read(fd, out.data() + got, out.size() - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      got += static_cast<size_t>(r);
+    }
+    ok = got == out.size();
+  }
+  ::close(fd);
+  return ok;
 }
+
+namespace {
 
 bool write_all(int fd, const char* data, size_t n) {
   while (n > 0) {
@@ -48,6 +61,88 @@ std::string parent_of(const std::string& path) {
   auto p = path.find_last_of('/');
   if (p == std::string::npos) return ".";
   return p == 0 ? "/" : path.substr(0, p);
+}
+
+// The trailer: magic, then a SipHash-2-4 MAC of the body under the cache
+// directory's key. Version 2: entries sealed with version 1's unkeyed hash
+// are rebuilt.
+constexpr char trailer_magic[8] = {'K', 'I', 'L', 'N', 'J', 'I', 'T', '2'};
+constexpr size_t trailer_size = 16;
+constexpr char key_file[] = "mac-key"; // no extension: eviction skips it
+
+// SipHash-2-4 (Aumasson and Bernstein): a keyed 64-bit MAC.
+uint64_t siphash(const unsigned char key[16], const char* data, size_t n) {
+  auto load = [](const unsigned char* p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v; // little-endian hosts only (x86-64, aarch64)
+  };
+  auto rotl = [](uint64_t x, int b) { return (x << b) | (x >> (64 - b)); };
+  uint64_t k0 = load(key), k1 = load(key + 8);
+  uint64_t v0 = k0 ^ 0x736f6d6570736575ull, v1 = k1 ^ 0x646f72616e646f6dull;
+  uint64_t v2 = k0 ^ 0x6c7967656e657261ull, v3 = k1 ^ 0x7465646279746573ull;
+  auto round = [&] {
+    v0 += v1, v1 = rotl(v1, 13), v1 ^= v0, v0 = rotl(v0, 32);
+    v2 += v3, v3 = rotl(v3, 16), v3 ^= v2;
+    v0 += v3, v3 = rotl(v3, 21), v3 ^= v0;
+    v2 += v1, v1 = rotl(v1, 17), v1 ^= v2, v2 = rotl(v2, 32);
+  };
+  auto absorb = [&](uint64_t m) {
+    v3 ^= m;
+    round(), round();
+    v0 ^= m;
+  };
+  const auto* p = reinterpret_cast<const unsigned char*>(data);
+  size_t whole = n / 8 * 8;
+  for (size_t i = 0; i < whole; i += 8) absorb(load(p + i));
+  unsigned char last[8] = {};
+  std::memcpy(last, p + whole, n - whole);
+  last[7] = static_cast<unsigned char>(n);
+  absorb(load(last));
+  v2 ^= 0xff;
+  round(), round(), round(), round();
+  return v0 ^ v1 ^ v2 ^ v3;
+}
+
+// The directory's 16-byte MAC key, created on first use (random, mode 0600,
+// linked into place so that a concurrent creator never reads half a key).
+bool directory_key(const std::string& dir, unsigned char key[16]) {
+  static std::mutex mutex;
+  static std::map<std::string, std::array<unsigned char, 16>> keys;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = keys.find(dir);
+  if (it == keys.end()) {
+    std::string path = dir + "/" + key_file, bytes;
+    if (!read_regular_file(path, bytes)) {
+      unsigned char fresh[16];
+      if (::getrandom(fresh, 16, 0) != 16) return false;
+      std::string tmp = make_temp_file(dir, "tmp-", "");
+      if (tmp.empty()) return false;
+      int fd = ::open(tmp.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+      bool ok = fd >= 0 && ::fchmod(fd, 0600) == 0 &&
+                write_all(fd, reinterpret_cast<char*>(fresh), 16);
+      if (fd >= 0) ok = (::close(fd) == 0) && ok;
+      // link() fails when another process made the key first: read theirs.
+      if (ok) ::link(tmp.c_str(), path.c_str());
+      ::unlink(tmp.c_str());
+      if (!read_regular_file(path, bytes)) return false;
+    }
+    if (bytes.size() != 16) return false;
+    it = keys.emplace(dir, std::array<unsigned char, 16>{}).first;
+    std::memcpy(it->second.data(), bytes.data(), 16);
+  }
+  std::memcpy(key, it->second.data(), 16);
+  return true;
+}
+
+// The trailer of body under the key of path's directory; "" without a key.
+std::string trailer_for(const std::string& path, const std::string& body) {
+  unsigned char key[16];
+  if (!directory_key(parent_of(path), key)) return "";
+  uint64_t mac = siphash(key, body.data(), body.size());
+  std::string t(trailer_magic, 8);
+  t.append(reinterpret_cast<const char*>(&mac), 8);
+  return t;
 }
 
 } // namespace
@@ -153,34 +248,41 @@ bool write_file_atomic(const std::string& path, const std::string& data) {
   return ok;
 }
 
+std::string seal(const std::string& path, const std::string& body) {
+  std::string t = trailer_for(path, body);
+  return t.empty() ? "" : body + t;
+}
+
 bool seal_library(const std::string& path) {
   std::string data;
-  if (!read_file(path, data)) return false;
-  uint64_t h = jit_hash(data);
-  char trailer[trailer_size];
-  std::memcpy(trailer, trailer_magic, 8);
-  std::memcpy(trailer + 8, &h, 8);
-  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (!read_regular_file(path, data)) return false;
+  std::string t = trailer_for(path, data);
+  if (t.empty()) return false;
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return false;
-  bool ok = write_all(fd, trailer, trailer_size);
+  bool ok = write_all(fd, t.data(), trailer_size);
   return (::close(fd) == 0) && ok;
 }
 
-bool library_intact(const std::string& path) {
+bool read_sealed(const std::string& path, std::string& body) {
   std::string data;
-  if (!read_file(path, data)) return false;
+  if (!read_regular_file(path, data)) return false;
   // An ELF header is 64 bytes; anything shorter is truncated.
-  if (data.size() < 64 + trailer_size) return false;
-  if (std::memcmp(data.data(),
-                  "\x7f"
-                  "ELF",
-                  4) != 0)
+  if (data.size() < 64 + trailer_size ||
+      std::memcmp(data.data(), "\x7f" "ELF", 4) != 0) {
     return false;
-  size_t body = data.size() - trailer_size;
-  if (std::memcmp(data.data() + body, trailer_magic, 8) != 0) return false;
-  uint64_t h;
-  std::memcpy(&h, data.data() + body + 8, 8);
-  return h == jit_hash(data.substr(0, body));
+  }
+  size_t n = data.size() - trailer_size;
+  std::string t = trailer_for(path, data.substr(0, n));
+  if (t.empty() || data.compare(n, trailer_size, t) != 0) return false;
+  data.resize(n);
+  body = std::move(data);
+  return true;
+}
+
+bool library_intact(const std::string& path) {
+  std::string body;
+  return read_sealed(path, body);
 }
 
 } // namespace kiln::detail

@@ -1,6 +1,11 @@
 // The JIT disk caches (CPU and CUDA): a private directory, files written
-// under unique names and renamed into place, and binaries sealed with a
-// checksum so a truncated, corrupt or foreign file is rebuilt, never loaded.
+// under unique names and renamed into place, and binaries sealed with a MAC
+// under a per-directory random key, so that a truncated, corrupt or foreign
+// file (one not built by kiln for this directory) is rebuilt, never loaded.
+// Only regular files are read: a FIFO, device or symbolic link in an
+// entry's place is ignored. A process of the same user can still replace a
+// file between its check and its load; that is out of scope, as it is for
+// any cache the user can write.
 #pragma once
 
 #include <cstdint>
@@ -38,11 +43,23 @@ std::string make_temp_file(const std::string& dir, const std::string& prefix,
  *  rename() (atomic on one filesystem). Returns false on failure. */
 bool write_file_atomic(const std::string& path, const std::string& data);
 
-/** Appends a trailer (magic and a hash of the contents) to a library that
- *  the compiler just wrote. */
+/** Reads path into out when it is a regular file (not a link, FIFO or
+ *  device; opening never blocks). */
+bool read_regular_file(const std::string& path, std::string& out);
+
+/** body with the trailer (magic and the MAC of body under the key of path's
+ *  directory) appended, to be written to path; "" when the directory has no
+ *  usable key. */
+std::string seal(const std::string& path, const std::string& body);
+
+/** Appends the trailer to a library that the compiler just wrote. */
 bool seal_library(const std::string& path);
 
-/** True when path holds an ELF file whose trailer matches its contents. */
+/** True when path is a regular file holding an ELF image whose trailer
+ *  matches; body is then the image without the trailer. */
+bool read_sealed(const std::string& path, std::string& body);
+
+/** read_sealed without the body. */
 bool library_intact(const std::string& path);
 
 // ---- Size limit (jit_evict.cpp) ----

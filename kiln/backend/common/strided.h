@@ -9,8 +9,8 @@
 
 namespace kiln::detail {
 
-/** Merge adjacent dimensions that every operand walks contiguously, and drop
- *  size-1 dimensions. Returns the new shape; strides (a std::array or a
+/** Merge adjacent dimensions that every operand walks contiguously while the
+ *  merged extent fits in int32, and drop size-1 dimensions. Returns the new shape; strides (a std::array or a
  *  std::vector of Strides, one per operand) are rewritten in place. A 0-d or
  *  all-ones shape becomes {1} with strides {0}. */
 template <typename StridesList>
@@ -21,7 +21,10 @@ Shape collapse_dims(const Shape& shape, StridesList& strides) {
   for (auto& s : out_strides) s.clear();
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 1) continue;
-    bool merge = !out_shape.empty();
+    // A merged extent must still fit a dimension (int32): kernels index
+    // within a dimension in 32 bits and across dimensions in 64.
+    bool merge = !out_shape.empty() &&
+                 int64_t{out_shape.back()} * shape[i] <= INT32_MAX;
     for (size_t k = 0; k < K && merge; ++k) {
       merge = out_strides[k].back() == strides[k][i] * shape[i];
     }

@@ -36,7 +36,7 @@ using ct = compute_t<T>;
 template <typename In, typename Out, typename Op>
 bool vector_unary(const In* src, Out* dst, size_t n) {
   constexpr VectorFn fn = vector_fn<Op>;
-  if constexpr (!std::is_same_v<In, Out> || fn.f32 == nullptr) {
+  if constexpr (!std::is_same_v<In, Out> || !fn.present) {
     return false;
   } else if constexpr (std::is_same_v<In, float>) {
     parallel_for(n, elementwise_grain, [&](size_t b, size_t e) {
@@ -110,7 +110,7 @@ bool vector_binary(const In* a, const In* b, Out* dst, size_t n, bool a_one,
   constexpr VectorFn2 fn = vector_fn2<Op>;
   // Where elements [lo, ...) of an operand start.
   auto from = [](const In* p, bool one, size_t lo) { return one ? p : p + lo; };
-  if constexpr (!std::is_same_v<In, Out> || fn.f32 == nullptr) {
+  if constexpr (!std::is_same_v<In, Out> || !fn.present) {
     return false;
   } else if constexpr (std::is_same_v<In, float> ||
                        std::is_same_v<In, double>) {

@@ -324,7 +324,9 @@ struct Remainder {
 struct Power {
   template <typename T>
   T operator()(T base, T exp) const {
-    if constexpr (std::is_integral_v<T>) {
+    if constexpr (std::is_same_v<T, bool>) {
+      return base || !exp;
+    } else if constexpr (std::is_integral_v<T>) {
       if constexpr (std::is_signed_v<T>) {
         if (exp < 0) {
           // Only 1 and -1 have integer reciprocals.
@@ -333,13 +335,16 @@ struct Power {
           return 0;
         }
       }
-      T result = 1;
+      // Wrapping products, in an unsigned type at least as wide as
+      // unsigned int (narrower ones would promote to int and overflow).
+      using U = decltype(std::make_unsigned_t<T>{} + 0u);
+      U result = 1, b = static_cast<U>(base);
       while (exp) {
-        if (exp & 1) result = static_cast<T>(result * base);
+        if (exp & 1) result *= b;
         exp >>= 1;
-        base = static_cast<T>(base * base);
+        b *= b;
       }
-      return result;
+      return static_cast<T>(result);
     } else {
       return std::pow(base, exp);
     }

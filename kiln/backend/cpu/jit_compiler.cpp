@@ -198,7 +198,14 @@ JitKernel compile_entry(const Config& cfg, const Entry& e) {
          " failed; its ops run unfused. " + error);
     return nullptr;
   }
-  ::rename(tmp.c_str(), e.so.c_str());
+  if (::rename(tmp.c_str(), e.so.c_str()) != 0) {
+    // Something else holds the entry's name (a directory, say): the kernel
+    // is loaded and runs, but it is not cached.
+    std::string why = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    warn("cannot store fused kernel " + e.symbol + " as " + e.so + ": " +
+         why + "; it is rebuilt in each process.");
+  }
   return fn;
 }
 

@@ -173,9 +173,12 @@ void reduce(const array& in, array& out, const std::vector<int>& axes, Op op) {
   int64_t r_inner = rst[0].back(), k_inner = kst[0].back();
   bool runs_contiguous = r_inner == 1 || rshape.back() == 1;
 
-  // One long contiguous reduction: split it across cores.
-  if (n_out == 1 && rshape.size() == 1 && runs_contiguous) {
-    int64_t n = rshape[0];
+  // One long contiguous reduction: split it across cores. (A run longer
+  // than int32 stays split over dimensions after collapsing.)
+  bool one_run = n_out == 1 && ((rshape.size() == 1 && runs_contiguous) ||
+                                in.flags().row_contiguous);
+  if (one_run) {
+    int64_t n = static_cast<int64_t>(in.size());
     size_t chunks = std::max<size_t>(1, std::min<size_t>(
         detail::num_threads(), n / (4 * detail::elementwise_grain)));
     std::vector<W> partial(chunks, W(Op::init()));

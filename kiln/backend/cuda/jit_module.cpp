@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <future>
 #include <iostream>
 #include <mutex>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "kiln/backend/common/jit_disk.h"
 #include "kiln/backend/cuda/device.h"
@@ -152,28 +152,10 @@ Compiled compile(const JitKernel& k, const std::string& arch) {
   return c;
 }
 
-// Disk entries: <key>.cubin (the cubin plus a trailer: magic and a hash of
-// the contents, the CPU JIT's seal), <key>.name (the lowered name) and
-// <key>.cu (the source, for readers). The cubin is written last, so its
-// presence means the entry is complete.
-constexpr char seal_magic[8] = {'K', 'I', 'L', 'N', 'J', 'I', 'T', '1'};
-
-std::string seal(const std::string& body) {
-  uint64_t h = detail::jit_hash(body);
-  std::string out = body;
-  out.append(seal_magic, 8);
-  out.append(reinterpret_cast<const char*>(&h), 8);
-  return out;
-}
-
-bool read_file(const std::string& path, std::string& out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  out = ss.str();
-  return static_cast<bool>(f);
-}
+// Disk entries: <key>.cubin (the cubin plus the trailer of jit_disk.h, the
+// CPU JIT's seal), <key>.name (the lowered name) and <key>.cu (the source,
+// for readers). The cubin is written last, so its presence means the entry
+// is complete.
 
 class JitCache {
  public:
@@ -289,7 +271,8 @@ class JitCache {
       }
       detail::write_file_atomic(base + ".cu", source);
       detail::write_file_atomic(base + ".name", names);
-      detail::write_file_atomic(base + ".cubin", seal(c.cubin));
+      std::string sealed = detail::seal(base + ".cubin", c.cubin);
+      if (!sealed.empty()) detail::write_file_atomic(base + ".cubin", sealed);
       detail::evict_cache_entries(d, {"cubin", "name", "cu"},
                                   detail::cache_limit_bytes());
     }
@@ -299,10 +282,10 @@ class JitCache {
   std::vector<CUfunction> load_disk(const std::string& base,
                                     const JitKernel& k) {
     std::string blob, names;
-    if (!read_file(base + ".cubin", blob)) return {};
+    if (::access((base + ".cubin").c_str(), F_OK) != 0) return {}; // absent
     std::vector<std::string> lowered;
-    bool ok = detail::library_intact(base + ".cubin") &&
-              read_file(base + ".name", names);
+    bool ok = detail::read_sealed(base + ".cubin", blob) &&
+              detail::read_regular_file(base + ".name", names);
     if (ok) {
       std::istringstream in(names);
       for (std::string line; std::getline(in, line);) {
@@ -312,7 +295,6 @@ class JitCache {
     }
     std::vector<CUfunction> fs;
     if (ok) {
-      blob.resize(blob.size() - 16);
       fs = load(blob, lowered, k.name);
     }
     std::lock_guard<std::mutex> lock(mutex_);
