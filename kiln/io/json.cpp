@@ -7,6 +7,13 @@
 
 namespace kiln::io::detail {
 
+Json::Json() = default;
+Json::Json(const Json&) = default;
+Json::Json(Json&&) noexcept = default;
+Json& Json::operator=(const Json&) = default;
+Json& Json::operator=(Json&&) noexcept = default;
+Json::~Json() = default;
+
 namespace {
 
 constexpr int kMaxDepth = 64;

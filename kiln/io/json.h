@@ -11,6 +11,15 @@
 namespace kiln::io::detail {
 
 struct Json {
+  // Declared here, defined where Json is complete: a vector of pairs
+  // holding Json needs the complete type (clang with libstdc++).
+  Json();
+  Json(const Json&);
+  Json(Json&&) noexcept;
+  Json& operator=(const Json&);
+  Json& operator=(Json&&) noexcept;
+  ~Json();
+
   enum class Type { null, boolean, number, string, array, object };
   Type type = Type::null;
   bool boolean = false;

@@ -89,6 +89,31 @@ def test_gradient_of_a_deep_graph(evaluate):
     assert out.strip().endswith("done")
 
 
+def test_other_transforms_of_a_deep_graph():
+    out = expect_clean_exit(
+        f"""
+        import kiln.core as mx
+        def f(x):
+            for _ in range({DEEP}):
+                x = (x + x) * 0.5
+            return x
+        x = mx.array([1.0, 2.0])
+        print(mx.jvp(f, [x], [mx.ones(2)])[1][0].tolist())
+        print(mx.vmap(f)(mx.ones((3, 2))).shape)
+        print(mx.grad(lambda x: mx.vmap(f)(x).sum())(mx.ones((3, 2))).tolist())
+        print(mx.compile(mx.grad(lambda x: f(x).sum()))(x).tolist())
+        print(mx.checkpoint(f)(x).tolist())
+        """
+    )
+    assert out.splitlines() == [
+        "[1.0, 1.0]",
+        "(3, 2)",
+        "[[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]",
+        "[1.0, 1.0]",
+        "[1.0, 2.0]",
+    ]
+
+
 def test_compiled_deep_trace():
     out = expect_clean_exit(
         f"""
