@@ -20,8 +20,13 @@ std::string shape_string(const Shape& shape) {
 
 Strides row_major_strides(const Shape& shape) {
   Strides strides(shape.size(), 1);
+  // Wrapping products: they only overflow for an empty array (a zero
+  // dimension elsewhere), whose strides no kernel reads; any other shape
+  // that large is refused by the size check.
   for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) {
-    strides[i] = strides[i + 1] * std::max<int64_t>(shape[i + 1], 1);
+    strides[i] = static_cast<int64_t>(
+        static_cast<uint64_t>(strides[i + 1]) *
+        static_cast<uint64_t>(std::max<int64_t>(shape[i + 1], 1)));
   }
   return strides;
 }

@@ -102,6 +102,12 @@ array read_array(Reader& in, const Shape& shape, Dtype dtype,
     allocator::free(buffer);
     throw;
   }
+  if (dtype == bool_) {
+    // A byte other than 0 or 1 is true (as NumPy reads it); kernels read
+    // bools as C++ bool, for which only 0 and 1 are values.
+    auto* p = static_cast<unsigned char*>(buffer.raw());
+    for (size_t i = 0; i < nbytes; ++i) p[i] = p[i] != 0;
+  }
   return array(buffer, shape, dtype);
 }
 

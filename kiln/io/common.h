@@ -29,7 +29,8 @@ Shape checked_shape(const std::vector<uint64_t>& dims, const std::string& op,
 
 /** An evaluated row-major array of shape and dtype filled with the next
  *  bytes of in; the size is checked against what is left of the file
- *  before anything is allocated. */
+ *  before anything is allocated (a source of unknown size is read in
+ *  chunks first). Bool bytes other than 0 read as 1 (true). */
 array read_array(Reader& in, const Shape& shape, Dtype dtype,
                  const std::string& op, const std::string& what);
 

@@ -163,21 +163,14 @@ GGUFMetaData get_value(Reader& in, const std::string& key) {
                   "unknown type).");
     }
     Shape shape = io::detail::checked_shape({count}, "load_gguf", in, what);
-    array a = io::detail::read_array(in, shape, *dtype, "load_gguf", what);
-    if (*dtype == bool_) {
-      for (size_t i = 0; i < a.size(); ++i)
-        a.data<bool>()[i] = a.data<uint8_t>()[i] != 0;
-    }
-    return a;
+    return io::detail::read_array(in, shape, *dtype, "load_gguf", what);
   }
   auto dtype = value_dtype(type);
   if (!dtype) {
     corrupt("load_gguf", in,
             what + " has unknown value type " + std::to_string(type) + ".");
   }
-  array a = io::detail::read_array(in, {}, *dtype, "load_gguf", what);
-  if (*dtype == bool_) *a.data<bool>() = *a.data<uint8_t>() != 0;
-  return a;
+  return io::detail::read_array(in, {}, *dtype, "load_gguf", what);
 }
 
 struct TensorInfo {

@@ -87,3 +87,46 @@ TEST_F(Corrupt, RandomDamageRaisesCleanly) {
 
 } // namespace
 } // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// A .npy header (version 1) for descr and shape, padded as NumPy pads it.
+std::string npy_header(const std::string& descr, const std::string& shape) {
+  std::string h = "{'descr': '" + descr +
+                  "', 'fortran_order': False, 'shape': " + shape + ", }";
+  while ((10 + h.size() + 1) % 64 != 0) h += ' ';
+  h += '\n';
+  std::string out = "\x93NUMPY\x01";
+  out += '\0';
+  out += static_cast<char>(h.size() & 0xff);
+  out += static_cast<char>(h.size() >> 8);
+  return out + h;
+}
+
+// Found by fuzzing: bool bytes other than 0 and 1 were read as C++ bools
+// (undefined), and an empty shape whose strides overflow int64 overflowed.
+TEST(CorruptFound, BoolBytesReadAsTrue) {
+  std::string bytes = npy_header("|b1", "(4,)") + std::string("\x00\x20\x01\xff", 4);
+  for (bool sized : {false, true}) {
+    BytesReader in(bytes, sized);
+    auto a = load(in);
+    EXPECT_EQ(to_doubles(a), (std::vector<double>{0, 1, 1, 1}));
+    EXPECT_EQ(to_doubles(logical_not(a)), (std::vector<double>{1, 0, 0, 0}));
+    EXPECT_EQ(sum(a).item<int>(), 3);
+  }
+}
+
+TEST(CorruptFound, EmptyShapeWithHugeDimensionsLoads) {
+  // The first stride, (2^31 - 1)^2 * 3, passes int64 but not uint64.
+  std::string bytes =
+      npy_header("<f4", "(1, 2147483647, 2147483647, 3, 0)");
+  BytesReader in(bytes);
+  auto a = load(in);
+  EXPECT_EQ(a.size(), 0u);
+  EXPECT_EQ(a.shape(), (Shape{1, 2147483647, 2147483647, 3, 0}));
+  EXPECT_EQ(sum(a).item<float>(), 0.0f);
+}
+
+} // namespace
+} // namespace kiln::test

@@ -5,6 +5,7 @@
 // code of the same shape stayed scalar, branches and all. Not built with
 // -ffast-math: NaN must be seen.
 #include "kiln/backend/cpu/extremes.h"
+#include "kiln/backend/cpu/simd_clones.h"
 
 #include <cstring>
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -24,7 +25,7 @@ typedef int32_t i32x16 __attribute__((vector_size(64)));
 // clones turn into vmaxps/vminps-like blends); a second lane mask collects
 // NaNs, and any NaN makes the result NaN.
 #define KILN_EXTREME_RUN(name, cmp, init)                                  \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) float name( \
+  KILN_SIMD_CLONES float name( \
       const float* p, size_t n) {                                          \
     f32x16 m = f32x16{} + (init);                                          \
     i32x16 nan{};                                                          \
@@ -50,7 +51,7 @@ typedef int32_t i32x16 __attribute__((vector_size(64)));
 
 // The first NaN's index, or n: blocks of 256 tested lane-wise, the block
 // holding one scanned.
-__attribute__((target_clones("avx512f", "avx2", "default"))) size_t
+KILN_SIMD_CLONES size_t
 first_nan(const float* p, size_t n) {
   for (size_t b = 0; b < n; b += 256) {
     size_t e = b + 256 < n ? b + 256 : n, i = b;
@@ -76,7 +77,7 @@ first_nan(const float* p, size_t n) {
 // makes the result the first extreme overall. A NaN anywhere (a lane mask
 // collects them) hands the answer to first_nan.
 #define KILN_ARG_EXTREME_LANES(name, cmp)                                  \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) uint32_t   \
+  KILN_SIMD_CLONES uint32_t   \
   name(const float* p, size_t n) {                                         \
     f32x16 best;                                                           \
     std::memcpy(&best, p, sizeof(best));                                   \

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "kiln/backend/cpu/gemm.h"
+#include "kiln/backend/cpu/simd_clones.h"
 #include "kiln/backend/cpu/scratch.h"
 #include "kiln/core/allocator.h"
 #include "kiln/core/dispatch.h"
@@ -74,7 +75,7 @@ void unpack(const uint32_t* words, int64_t start, int n, int bits,
 // c streams of nb values (stream t meets bits [t * bits, (t + 1) * bits) of
 // every byte). Built for AVX-512, AVX2 and the baseline: the loops widen
 // 16 (or 8) bytes at a time.
-__attribute__((target_clones("avx512f", "avx2", "default"))) float
+KILN_SIMD_CLONES float
 byte_codes_dot(const float* x, const uint8_t* bytes, int nb, int c, int bits,
                uint32_t mask) {
   // 16 running sums, lane by lane: a float sum over i in order would not

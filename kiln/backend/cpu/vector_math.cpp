@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 
+#include "kiln/backend/cpu/simd_clones.h"
 #include "kiln/backend/cpu/vector_math.h"
 
 namespace kiln::detail {
@@ -18,11 +19,11 @@ namespace kiln::detail {
   _Pragma("GCC ivdep") for (size_t i = 0; i < n; ++i) out[i] = std::fn(in[i]);
 
 #define KILN_VECTOR_MATH(Name, fn)                                      \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) void    \
+  KILN_SIMD_CLONES void    \
       v##fn##_f32(const float* in, float* out, size_t n) {  \
     KILN_MAP_LOOP(fn)                                                   \
   }                                                                     \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) void    \
+  KILN_SIMD_CLONES void    \
       v##fn##_f64(const double* in, double* out, size_t n) {\
     KILN_MAP_LOOP(fn)                                                   \
   }
@@ -44,12 +45,12 @@ namespace kiln::detail {
   }
 
 #define KILN_VECTOR_MATH2(Name, fn)                                       \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) void      \
+  KILN_SIMD_CLONES void      \
       v##fn##_f32(const float* a, const float* b, float* out, size_t n,   \
                   bool a_one, bool b_one) {                               \
     KILN_MAP2_LOOPS(fn)                                                   \
   }                                                                       \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) void      \
+  KILN_SIMD_CLONES void      \
       v##fn##_f64(const double* a, const double* b, double* out,          \
                   size_t n, bool a_one, bool b_one) {                     \
     KILN_MAP2_LOOPS(fn)                                                   \
@@ -70,11 +71,11 @@ namespace kiln::detail {
     _Pragma("GCC ivdep") for (size_t i = 0; i < n; ++i) out[i] =       \
         std::pow(std::abs(a[i]), y);                                    \
   }
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
+KILN_SIMD_CLONES void
 vpow_integer_f32(const float* a, float y, bool odd, float* out, size_t n) {
   KILN_POW_INTEGER(float)
 }
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
+KILN_SIMD_CLONES void
 vpow_integer_f64(const double* a, double y, bool odd, double* out,
                  size_t n) {
   KILN_POW_INTEGER(double)
@@ -88,11 +89,11 @@ vpow_integer_f64(const double* a, double y, bool odd, double* out,
     T x = in[i], t = std::exp(-std::abs(x));                            \
     out[i] = x >= T(0) ? T(1) / (T(1) + t) : t / (T(1) + t);            \
   }
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
+KILN_SIMD_CLONES void
 vsigmoid_f32(const float* in, float* out, size_t n) {
   KILN_SIGMOID(float)
 }
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
+KILN_SIMD_CLONES void
 vsigmoid_f64(const double* in, double* out, size_t n) {
   KILN_SIGMOID(double)
 }
