@@ -112,15 +112,13 @@ def tree_unflatten(tree):
         return []
     if len(tree) == 1 and tree[0][0] == "":
         return tree[0][1]
-    try:
-        int(tree[0][0].split(".", 1)[0])
-        is_list = True
-    except (ValueError, IndexError):
-        is_list = False
     groups = defaultdict(list)
     for path, value in tree:
         head, _, tail = path.partition(".")
         groups[head].append((tail, value))
+    # A list only where every key is an index as tree_flatten writes it:
+    # "01" next to "1" must not collide.
+    is_list = all(k.isdigit() and str(int(k)) == k for k in groups)
     if is_list:
         out = []
         for k in sorted(groups, key=int):
@@ -150,6 +148,14 @@ def tree_merge(tree_a, tree_b, merge_fn=None):
     def empty(t):
         return t is None or (isinstance(t, (list, tuple, dict)) and len(t) == 0)
 
+    if (
+        tree_a is not None
+        and tree_b is not None
+        and empty(tree_a)
+        and empty(tree_b)
+        and isinstance(tree_a, dict) != isinstance(tree_b, dict)
+    ):
+        raise ValueError("tree_merge: a dict cannot merge with a list.")
     if empty(tree_a):
         return tree_b
     if empty(tree_b):
@@ -164,7 +170,8 @@ def tree_merge(tree_a, tree_b, merge_fn=None):
         n = max(len(tree_a), len(tree_b))
         a = list(tree_a) + [None] * (n - len(tree_a))
         b = list(tree_b) + [None] * (n - len(tree_b))
-        return type(tree_a)(tree_merge(x, y, merge_fn) for x, y in zip(a, b))
+        merged = [tree_merge(x, y, merge_fn) for x, y in zip(a, b)]
+        return _rebuild(type(tree_a), range(n), merged)
     if merge_fn is None:
         raise ValueError(
             "tree_merge: both trees hold a value at the same position; "

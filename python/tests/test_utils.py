@@ -1,5 +1,7 @@
 from collections import namedtuple
 
+import pytest
+
 import kiln.core as kc
 from kiln.utils import (
     tree_flatten,
@@ -54,3 +56,35 @@ def test_trees_of_arrays():
     s = tree_map(lambda a: a + 1, t)
     assert s["w"].tolist() == [2.0, 2.0] and s["b"][0].tolist() == [1.0]
     assert tree_reduce(lambda acc, a: acc + a.size, t, 0) == 3
+
+
+def test_tree_merge_keeps_container_types_and_checks_empty_kinds():
+    from typing import NamedTuple
+
+    class Pair(NamedTuple):
+        a: object
+        b: object
+
+    class Row(tuple):
+        pass
+
+    p = tree_merge(Pair(1, None), Pair(None, 2))
+    assert isinstance(p, Pair) and p == Pair(1, 2)
+    r = tree_merge(Row([1, None]), Row([None, 2]))
+    assert type(r) is Row and tuple(r) == (1, 2)
+    assert tree_merge(Pair(1, 2), Pair(3, 4), lambda x, y: x + y) == Pair(4, 6)
+    assert tree_merge({}, {}) == {}
+    assert tree_merge({"a": 1, "b": {}}, {"a": {}, "b": {}}) == {"a": 1, "b": {}}
+    with pytest.raises(ValueError):
+        tree_merge({}, [])
+    with pytest.raises(ValueError):
+        tree_merge([], {})
+    assert tree_merge(None, []) == []
+
+
+def test_tree_unflatten_lists_only_for_canonical_indices():
+    t = tree_unflatten([("01", "a"), ("1", "b"), ("2", "c")])
+    assert t == {"01": "a", "1": "b", "2": "c"}
+    assert tree_unflatten([("0", "a"), ("1", "b"), ("2", "c")]) == ["a", "b", "c"]
+    assert tree_unflatten([("x.1", 5)]) == {"x": [{}, 5]}
+    assert tree_flatten({"a": {}}) == []

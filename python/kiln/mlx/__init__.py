@@ -102,6 +102,17 @@ def _package():
         pkg.__path__ = []  # a package; its submodules come from the finder
         pkg.__version__ = MLX_VERSION
         pkg.__kiln__ = kiln
+
+        def __getattr__(name):
+            # mlx.core, mlx.nn, ... as attributes once imported or asked for.
+            if name.startswith("__"):
+                raise AttributeError(name)
+            try:
+                return importlib.import_module(f"{_PREFIX}.{name}")
+            except ImportError:
+                raise AttributeError(f"module 'mlx' has no attribute {name!r}")
+
+        pkg.__getattr__ = __getattr__
         _mlx_package = pkg
     return _mlx_package
 
@@ -133,4 +144,8 @@ def install():
     sys.modules[_PREFIX] = _package()
     for name, module in list(sys.modules.items()):
         if name.startswith("kiln.") and module is not None:
-            sys.modules.setdefault(_PREFIX + name[len("kiln"):], module)
+            alias = _PREFIX + name[len("kiln"):]
+            sys.modules.setdefault(alias, module)
+            parent, _, child = alias.rpartition(".")
+            if parent == _PREFIX:
+                setattr(_package(), child, module)
