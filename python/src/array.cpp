@@ -15,42 +15,63 @@ nb::tuple shape_tuple(const array& a) {
   return nb::tuple(l);
 }
 
-// Binary operators return NotImplemented for operands no array can be made
-// of, so that Python can try the other side or raise its TypeError.
-bool convertible(nb::handle o) {
+// Binary operators take what MLX's take: arrays, Python and NumPy scalars
+// and NumPy arrays (anything with __array__). Anything else (a list, a
+// tuple, a string) raises ValueError naming the operation, as in MLX;
+// == and != answer False and True instead.
+bool operand(nb::handle o) {
   return nb::isinstance<array>(o) || is_python_scalar(o) ||
-         PyList_Check(o.ptr()) || PyTuple_Check(o.ptr()) ||
-         nb::hasattr(o, "__array__");
+         (!PyList_Check(o.ptr()) && !PyTuple_Check(o.ptr()) &&
+          nb::hasattr(o, "__array__"));
+}
+
+[[noreturn]] void refuse(const char* what, nb::handle other) {
+  throw nb::value_error(("Cannot perform " + std::string(what) +
+                         " on a kiln.core.array and " + py_type_name(other))
+                            .c_str());
 }
 
 using BinFn = array (*)(const array&, const array&, StreamOrDevice);
 
 template <BinFn F>
-nb::object binop(nb::handle a, nb::handle b) {
-  if (!convertible(b)) return nb::borrow(Py_NotImplemented);
-  auto [x, y] = to_arrays(a, b);
-  return nb::cast(F(x, y, {}));
+auto binop(const char* what) {
+  return [what](nb::handle a, nb::handle b) {
+    if (!operand(b)) refuse(what, b);
+    auto [x, y] = to_arrays(a, b);
+    return nb::cast(F(x, y, {}));
+  };
 }
 
 template <BinFn F>
-nb::object rbinop(nb::handle a, nb::handle b) {
-  if (!convertible(b)) return nb::borrow(Py_NotImplemented);
-  auto [x, y] = to_arrays(b, a);
+auto rbinop(const char* what) {
+  return [what](nb::handle a, nb::handle b) {
+    if (!operand(b)) refuse(what, b);
+    auto [x, y] = to_arrays(b, a);
+    return nb::cast(F(x, y, {}));
+  };
+}
+
+template <BinFn F, bool Unequal>
+nb::object equality(nb::handle a, nb::handle b) {
+  if (!operand(b)) return nb::bool_(Unequal);
+  auto [x, y] = to_arrays(a, b);
   return nb::cast(F(x, y, {}));
 }
 
 // In-place operators rebind the Python array to the result (as MLX does):
 // other Python references to the same object see the new value.
 template <BinFn F>
-nb::object ibinop(nb::handle a, nb::handle b) {
-  if (!convertible(b)) return nb::borrow(Py_NotImplemented);
-  auto [x, y] = to_arrays(a, b);
-  array r = F(x, y, {});
-  if (r.dtype() != x.dtype()) {
-    r = astype(r, x.dtype());
-  }
-  nb::cast<array&>(a) = r;
-  return nb::borrow(a);
+auto ibinop(const char* what) {
+  return [what](nb::handle a, nb::handle b) {
+    if (!operand(b)) refuse(what, b);
+    auto [x, y] = to_arrays(a, b);
+    array r = F(x, y, {});
+    if (r.dtype() != x.dtype()) {
+      r = astype(r, x.dtype());
+    }
+    nb::cast<array&>(a) = r;
+    return nb::borrow(a);
+  };
 }
 
 array true_divide(const array& a, const array& b, StreamOrDevice s) {
@@ -164,51 +185,51 @@ void init_array(nb::module_& m) {
       .def(
           "__deepcopy__", [](const array& a, nb::handle) { return array(a); },
           "memo"_a)
-      .def("__add__", &binop<add>)
-      .def("__radd__", &rbinop<add>)
-      .def("__iadd__", &ibinop<add>)
-      .def("__sub__", &binop<subtract>)
-      .def("__rsub__", &rbinop<subtract>)
-      .def("__isub__", &ibinop<subtract>)
-      .def("__mul__", &binop<multiply>)
-      .def("__rmul__", &rbinop<multiply>)
-      .def("__imul__", &ibinop<multiply>)
-      .def("__truediv__", &binop<true_divide>)
-      .def("__rtruediv__", &rbinop<true_divide>)
-      .def("__itruediv__", &ibinop<true_divide>)
-      .def("__floordiv__", &binop<floor_divide>)
-      .def("__rfloordiv__", &rbinop<floor_divide>)
-      .def("__ifloordiv__", &ibinop<floor_divide>)
-      .def("__mod__", &binop<remainder>)
-      .def("__rmod__", &rbinop<remainder>)
-      .def("__imod__", &ibinop<remainder>)
-      .def("__pow__", &binop<power>)
-      .def("__rpow__", &rbinop<power>)
-      .def("__ipow__", &ibinop<power>)
-      .def("__matmul__", &binop<matmul>)
-      .def("__rmatmul__", &rbinop<matmul>)
-      .def("__imatmul__", &ibinop<matmul>)
-      .def("__and__", &binop<and_op>)
-      .def("__rand__", &rbinop<and_op>)
-      .def("__iand__", &ibinop<and_op>)
-      .def("__or__", &binop<or_op>)
-      .def("__ror__", &rbinop<or_op>)
-      .def("__ior__", &ibinop<or_op>)
-      .def("__xor__", &binop<xor_op>)
-      .def("__rxor__", &rbinop<xor_op>)
-      .def("__ixor__", &ibinop<xor_op>)
-      .def("__lshift__", &binop<lshift_op>)
-      .def("__rlshift__", &rbinop<lshift_op>)
-      .def("__ilshift__", &ibinop<lshift_op>)
-      .def("__rshift__", &binop<rshift_op>)
-      .def("__rrshift__", &rbinop<rshift_op>)
-      .def("__irshift__", &ibinop<rshift_op>)
-      .def("__eq__", &binop<equal>)
-      .def("__ne__", &binop<not_equal>)
-      .def("__lt__", &binop<less>)
-      .def("__le__", &binop<less_equal>)
-      .def("__gt__", &binop<greater>)
-      .def("__ge__", &binop<greater_equal>)
+      .def("__add__", binop<add>("addition"))
+      .def("__radd__", rbinop<add>("addition"))
+      .def("__iadd__", ibinop<add>("addition"))
+      .def("__sub__", binop<subtract>("subtraction"))
+      .def("__rsub__", rbinop<subtract>("subtraction"))
+      .def("__isub__", ibinop<subtract>("subtraction"))
+      .def("__mul__", binop<multiply>("multiplication"))
+      .def("__rmul__", rbinop<multiply>("multiplication"))
+      .def("__imul__", ibinop<multiply>("multiplication"))
+      .def("__truediv__", binop<true_divide>("division"))
+      .def("__rtruediv__", rbinop<true_divide>("division"))
+      .def("__itruediv__", ibinop<true_divide>("division"))
+      .def("__floordiv__", binop<floor_divide>("floor division"))
+      .def("__rfloordiv__", rbinop<floor_divide>("floor division"))
+      .def("__ifloordiv__", ibinop<floor_divide>("floor division"))
+      .def("__mod__", binop<remainder>("remainder"))
+      .def("__rmod__", rbinop<remainder>("remainder"))
+      .def("__imod__", ibinop<remainder>("remainder"))
+      .def("__pow__", binop<power>("power"))
+      .def("__rpow__", rbinop<power>("power"))
+      .def("__ipow__", ibinop<power>("power"))
+      .def("__matmul__", binop<matmul>("matrix multiplication"))
+      .def("__rmatmul__", rbinop<matmul>("matrix multiplication"))
+      .def("__imatmul__", ibinop<matmul>("matrix multiplication"))
+      .def("__and__", binop<and_op>("bitwise and"))
+      .def("__rand__", rbinop<and_op>("bitwise and"))
+      .def("__iand__", ibinop<and_op>("bitwise and"))
+      .def("__or__", binop<or_op>("bitwise or"))
+      .def("__ror__", rbinop<or_op>("bitwise or"))
+      .def("__ior__", ibinop<or_op>("bitwise or"))
+      .def("__xor__", binop<xor_op>("bitwise xor"))
+      .def("__rxor__", rbinop<xor_op>("bitwise xor"))
+      .def("__ixor__", ibinop<xor_op>("bitwise xor"))
+      .def("__lshift__", binop<lshift_op>("left shift"))
+      .def("__rlshift__", rbinop<lshift_op>("left shift"))
+      .def("__ilshift__", ibinop<lshift_op>("left shift"))
+      .def("__rshift__", binop<rshift_op>("right shift"))
+      .def("__rrshift__", rbinop<rshift_op>("right shift"))
+      .def("__irshift__", ibinop<rshift_op>("right shift"))
+      .def("__eq__", &equality<equal, false>)
+      .def("__ne__", &equality<not_equal, true>)
+      .def("__lt__", binop<less>("less than"))
+      .def("__le__", binop<less_equal>("less than or equal"))
+      .def("__gt__", binop<greater>("greater than"))
+      .def("__ge__", binop<greater_equal>("greater than or equal"))
       .def("__neg__", [](const array& a) { return negative(a); })
       .def("__pos__", [](const array& a) { return a; })
       .def("__abs__", [](const array& a) { return abs(a); })

@@ -55,7 +55,7 @@ def test_wrong_types():
         kc.sum(kc.ones((2,)), axis="x")
     with pytest.raises(TypeError):
         kc.reshape(kc.ones((2,)), "ab")
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="addition"):  # as MLX
         kc.ones((2,)) + object()
     with pytest.raises(TypeError):
         kc.zeros((2,), dtype=3)
@@ -253,3 +253,29 @@ def test_fuzz_every_function():
             pass
         except RuntimeError as e:
             assert "singular" in str(e) or "positive definite" in str(e), (f, e)
+
+
+def test_operators_take_what_mlx_takes():
+    a = kc.array([1, 2, 3])
+    # Equality with a list, tuple or string is a Python bool, as in MLX.
+    assert (a == [1, 2, 3]) is False and (a != [1, 2, 3]) is True
+    assert (a == (1, 2, 3)) is False and (a == "x") is False
+    # Arithmetic and ordering with them raise ValueError naming the op.
+    for op, name in [
+        (lambda: a + [1, 2, 3], "addition"),
+        (lambda: [1, 2, 3] * a, "multiplication"),
+        (lambda: a < (1, 2, 3), "less than"),
+        (lambda: a >= "x", "greater than or equal"),
+        (lambda: a // [1, 1, 1], "floor division"),
+        (lambda: a | "x", "bitwise or"),
+    ]:
+        with pytest.raises(ValueError, match=name):
+            op()
+    b = a
+    with pytest.raises(ValueError):
+        b *= "x"
+    assert b.tolist() == [1, 2, 3]
+    # Scalars, NumPy scalars and arrays and kiln arrays still work.
+    assert (a + np.array([1, 1, 1])).tolist() == [2, 3, 4]
+    assert (np.int32(2) * a).tolist() == [2, 4, 6]
+    assert (a == kc.array([1, 0, 3])).tolist() == [True, False, True]
