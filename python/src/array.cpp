@@ -27,7 +27,8 @@ bool operand(nb::handle o) {
 
 [[noreturn]] void refuse(const char* what, nb::handle other) {
   throw nb::value_error(("Cannot perform " + std::string(what) +
-                         " on a kiln.core.array and " + py_type_name(other))
+                         " on a " + core_display_name() + ".array and " +
+                         py_type_name(other))
                             .c_str());
 }
 

@@ -80,9 +80,9 @@ void init_dtype(nb::module_& m) {
           "Size of one element in bytes.")
       // str() as repr(), as MLX's: "kiln.core.float32".
       .def("__repr__",
-           [](const Dtype& d) { return "kiln.core." + dtype_name(d); })
+           [](const Dtype& d) { return core_display_name() + "." + dtype_name(d); })
       .def("__str__",
-           [](const Dtype& d) { return "kiln.core." + dtype_name(d); })
+           [](const Dtype& d) { return core_display_name() + "." + dtype_name(d); })
       .def("__eq__",
            [](const Dtype& a, nb::handle b) {
              return nb::isinstance<Dtype>(b) && a.val == nb::cast<Dtype>(b).val;

@@ -17,6 +17,11 @@ NB_MODULE(core, m) {
                       "[kiln] an argument has the wrong type.");
     }
   });
+  m.def(
+      "_set_display_name",
+      [](const std::string& name) { core_display_name() = name; }, "name"_a,
+      "The module name that dtypes and messages print (kiln.mlx sets "
+      "mlx.core).");
   init_dtype(m);
   init_device(m);
   init_memory(m);

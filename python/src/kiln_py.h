@@ -88,6 +88,13 @@ array to_array_weak(nb::handle obj, Dtype like);
 
 /** Both operands of a binary op, with weak typing of Python scalars. */
 std::pair<array, array> to_arrays(nb::handle a, nb::handle b);
+/** The name this module goes by in what it prints: "kiln.core", or
+ *  "mlx.core" under the mlx alias (kiln.mlx), as MLX programs expect. */
+inline std::string& core_display_name() {
+  static std::string name = "kiln.core";
+  return name;
+}
+
 /** Counts one level of a C++ walk over a Python structure against Python's
  *  recursion limit, so a structure nested past it raises RecursionError
  *  instead of overflowing the C stack. */

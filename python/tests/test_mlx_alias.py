@@ -23,7 +23,7 @@ PROGRAM = textwrap.dedent(
     assert mx is kiln.core and nn is kiln.nn, (mx, nn)
     assert mx.fast is kiln.core.fast and random is kiln.core.random
     print(mx.__version__, mlx.__version__, " ".join(sys.argv[1:]))
-    print((mx.array([1, 2]) * 3).tolist())
+    print((mx.array([1, 2]) * 3).tolist(), str(mx.int32))
     import subprocess
     child = subprocess.run(
         [sys.executable, "-c", "import mlx.core as mx; print(mx.__name__)"],
@@ -57,7 +57,7 @@ def test_script_and_module_run_with_mlx_resolving_to_kiln(tmp_path):
         assert r.returncode == 0, r.stderr
         lines = r.stdout.splitlines()
         assert lines[0] == f"{kc.__version__} {kc.__version__} a -b"
-        assert lines[1] == "[3, 6]"
+        assert lines[1] == "[3, 6] mlx.core.int32"  # as MLX prints it
         assert lines[2] == "child kiln.core"
 
 

@@ -140,6 +140,7 @@ def install():
             "before the program imports mlx."
         )
     sys.meta_path.insert(0, _finder)
+    _core._set_display_name("mlx.core")
     # Modules already imported under kiln's names become visible as mlx's.
     sys.modules[_PREFIX] = _package()
     for name, module in list(sys.modules.items()):
