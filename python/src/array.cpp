@@ -159,6 +159,24 @@ void init_array(nb::module_& m) {
       .def("item", &item, "The value of a one-element array, a Python scalar.")
       .def("tolist", &tolist, "The values as nested Python lists.")
       .def("__repr__", &repr)
+      .def(
+          "__format__",
+          [](const array& a, const std::string& spec) -> nb::object {
+            // As MLX: a format spec formats a 0-d array's value; without
+            // one, any array formats as its repr.
+            if (spec.empty()) return nb::str(repr(a).c_str());
+            if (a.ndim() != 0) {
+              throw nb::type_error(
+                  ("unsupported format string passed to " +
+                   core_display_name() + ".array.__format__")
+                      .c_str());
+            }
+            PyObject* r = PyObject_Format(item(a).ptr(),
+                                          nb::str(spec.c_str()).ptr());
+            if (!r) throw nb::python_error();
+            return nb::steal(r);
+          },
+          "spec"_a)
       .def("__len__",
            [](const array& a) {
              if (a.ndim() == 0) throw nb::type_error("len() of a 0-d array");

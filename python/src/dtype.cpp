@@ -21,6 +21,9 @@ struct IInfo {
 };
 
 FInfo finfo(Dtype d) {
+  // A complex type reports its real component's limits (the array API's
+  // rule, and MLX's).
+  if (d == complex64) d = float32;
   if (!is_floating_point(d)) {
     throw nb::value_error(
         ("[finfo] dtype " + dtype_name(d) + " is not a floating type.")

@@ -341,13 +341,23 @@ void init_indexing(nb::module_& m, nb::class_<array>& cls) {
           "Functional updates: a.at[idx].add(v) and friends, where "
           "repeated indices accumulate.");
 
-  nb::class_<ArrayAt>(cls, "_ArrayAt")
-      .def(
-          "__getitem__",
-          [](const ArrayAt& at, nb::handle index) {
-            return ArrayAtIndex{at.a, nb::borrow(index)};
-          },
-          nb::arg("index").none());
+  auto at = nb::class_<ArrayAt>(cls, "_ArrayAt");
+  at.def(
+      "__getitem__",
+      [](const ArrayAt& at, nb::handle index) {
+        return ArrayAtIndex{at.a, nb::borrow(index)};
+      },
+      nb::arg("index").none());
+  // a.at.add(v) without an index is a mistake MLX reports as ValueError.
+  for (const char* op :
+       {"add", "subtract", "multiply", "divide", "maximum", "minimum"}) {
+    std::string name = op;
+    at.def(op, [name](const ArrayAt&, nb::handle) -> nb::object {
+      throw nb::value_error(
+          ("[at] index the array first: a.at[index]." + name + "(value).")
+              .c_str());
+    });
+  }
   auto at_index = nb::class_<ArrayAtIndex>(cls, "_ArrayAtIndex");
   for (const char* op :
        {"add", "subtract", "multiply", "divide", "maximum", "minimum"}) {

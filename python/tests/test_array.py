@@ -229,3 +229,18 @@ def test_dtype_objects():
         kc.finfo(kc.int32)
     with pytest.raises(ValueError):
         kc.iinfo(kc.float32)
+
+
+def test_format_finfo_of_complex_and_at_without_index():
+    a = kc.arange(3)
+    assert f"{a[1]:.2f}" == "1.00"
+    assert f"{kc.array(0.35487):.1f}" == "0.4"
+    assert f"{a}" == repr(a)
+    with pytest.raises(TypeError):
+        f"{a:.2f}"  # a spec needs a 0-d array, as in MLX
+    f = kc.finfo(kc.complex64)
+    assert f.dtype == kc.float32 and f.bits == 32
+    assert f.eps == np.finfo(np.float32).eps
+    with pytest.raises(ValueError, match="index the array first"):
+        a.at.add(1)
+    assert a.at[1].add(5).tolist() == [0, 6, 2]
