@@ -56,31 +56,21 @@ void print_rec(std::ostream& os, const array& a, int dim, int64_t offset,
   int n = a.shape(dim);
   int64_t stride = a.strides()[dim];
   os << "[";
-  // Long axes are summarized with "..." as NumPy does.
-  bool summarize = n > 1000 / std::max<int>(1, static_cast<int>(a.ndim()));
+  // As MLX prints: an axis longer than 6 shows its first and last 3
+  // entries around "...", and nested rows start on the next line.
+  bool inner = dim + 1 == static_cast<int>(a.ndim());
+  std::string row_break = ",\n" + std::string(indent + 1, ' ');
   for (int i = 0; i < n; ++i) {
-    if (summarize && i == 3 && n > 6) {
-      os << "...";
+    if (n > 6 && i == 3) {
+      os << "..." << (inner ? ", " : row_break);
       i = n - 3;
-      os << ", ";
-      if (dim + 1 < static_cast<int>(a.ndim())) {
-        os << "\n" << std::string(indent + 1, ' ');
-      }
     }
-    if (dim + 1 == static_cast<int>(a.ndim())) {
+    if (inner) {
       os << format_value(data[offset + i * stride]);
     } else {
       print_rec<T>(os, a, dim + 1, offset + i * stride, indent + 1);
     }
-    if (i + 1 < n) {
-      os << ",";
-      if (dim + 1 < static_cast<int>(a.ndim())) {
-        os << std::string(a.ndim() - dim - 1, '\n')
-           << std::string(indent + 1, ' ');
-      } else {
-        os << " ";
-      }
-    }
+    if (i + 1 < n) os << (inner ? ", " : row_break);
   }
   os << "]";
 }

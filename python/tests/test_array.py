@@ -244,3 +244,18 @@ def test_format_finfo_of_complex_and_at_without_index():
     with pytest.raises(ValueError, match="index the array first"):
         a.at.add(1)
     assert a.at[1].add(5).tolist() == [0, 6, 2]
+
+
+def test_repr_summarizes_long_axes_as_mlx():
+    assert repr(kc.array([1] * 6)) == "array([1, 1, 1, 1, 1, 1], dtype=int32)"
+    assert repr(kc.array([1] * 7)) == "array([1, 1, 1, ..., 1, 1, 1], dtype=int32)"
+    want = (
+        "array([[0],\n       [1],\n       [2],\n       ...,\n"
+        "       [5],\n       [6],\n       [7]], dtype=int32)"
+    )
+    assert repr(kc.arange(8).reshape(8, 1)) == want
+    want3 = (
+        "array([[[0, 1],\n        [2, 3]],\n"
+        "       [[4, 5],\n        [6, 7]]], dtype=int32)"
+    )
+    assert repr(kc.arange(8).reshape(2, 2, 2)) == want3
