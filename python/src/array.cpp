@@ -133,6 +133,7 @@ void init_array(nb::module_& m) {
         return take(it.a, it.next++, 0);
       });
   auto cls = nb::class_<array>(m, "array", nb::type_slots(array_buffer_slots()),
+                               nb::is_weak_referenceable(),
                                "A lazy n-dimensional array.");
   cls.def(
          "__init__",

@@ -174,13 +174,19 @@ void init_ops_elementwise(nb::module_& m) {
   m.def(
       "asarray",
       [](ArrayLike a, std::optional<Dtype> d, std::optional<bool> copy) {
+        // As MLX: copy=False is refused, since an array made here never
+        // shares the source's memory by contract (even when it would).
+        if (copy && !*copy) {
+          throw nb::value_error(
+              "[asarray] unable to avoid a copy while creating an array "
+              "(copy=False); pass copy=None.");
+        }
         array x = to_array(a, d);
-        // kiln arrays are never written in place through another handle, so
-        // a copy is only ever needed when asked for.
         return copy.value_or(false) ? contiguous(x) : x;
       },
       "a"_a, "dtype"_a = nb::none(), nb::kw_only(), "copy"_a = nb::none(),
-      "a as an array (no copy of arrays unless copy=True).");
+      "a as an array (an array is not copied unless copy=True; copy=False "
+      "raises, as in MLX).");
   m.def(
       "result_type",
       [](nb::args args) {

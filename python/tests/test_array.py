@@ -259,3 +259,20 @@ def test_repr_summarizes_long_axes_as_mlx():
         "       [[4, 5],\n        [6, 7]]], dtype=int32)"
     )
     assert repr(kc.arange(8).reshape(2, 2, 2)) == want3
+
+
+def test_weak_references_and_asarray_copy_rules():
+    import weakref
+
+    a = kc.array([1, 2, 3])
+    r = weakref.ref(a)
+    assert r() is a
+    del a
+    assert r() is None
+    b = kc.array([1, 2, 3])
+    assert kc.asarray(b) is b or kc.asarray(b).tolist() == [1, 2, 3]
+    assert kc.asarray(b, copy=True).tolist() == [1, 2, 3]
+    assert kc.asarray(b, dtype=kc.float32).dtype == kc.float32
+    for src in (b, [1, 2], np.ones(3, np.float32)):
+        with pytest.raises(ValueError, match="copy"):
+            kc.asarray(src, copy=False)  # as MLX: never promised
