@@ -61,16 +61,23 @@ nb::object equality(nb::handle a, nb::handle b) {
 
 // In-place operators rebind the Python array to the result (as MLX does):
 // other Python references to the same object see the new value.
+array true_divide(const array& a, const array& b, StreamOrDevice s);
+
+// The result keeps the usual promotion (a += 1.5 makes an int32 array
+// float32), as in MLX; true division in place of an integer array raises,
+// as MLX's does.
 template <BinFn F>
 auto ibinop(const char* what) {
   return [what](nb::handle a, nb::handle b) {
     if (!operand(b)) refuse(what, b);
     auto [x, y] = to_arrays(a, b);
-    array r = F(x, y, {});
-    if (r.dtype() != x.dtype()) {
-      r = astype(r, x.dtype());
+    if (F == true_divide && !is_inexact(x.dtype())) {
+      throw nb::value_error(
+          ("In place division cannot cast to the non-floating point type " +
+           dtype_name(x.dtype()) + ".")
+              .c_str());
     }
-    nb::cast<array&>(a) = r;
+    nb::cast<array&>(a) = F(x, y, {});
     return nb::borrow(a);
   };
 }

@@ -144,8 +144,9 @@ void scan_list(nb::handle obj, int depth, ListScan& s) {
   }
   nb::object v = as_builtin_scalar(obj);
   if (!v.is_valid()) {
-    type_error("cannot convert an element of type " + py_type_name(obj) +
-               " in a list to an array element.");
+    // ValueError, as MLX raises for a list it cannot read.
+    value_error("cannot convert an element of type " + py_type_name(obj) +
+                " in a list to an array element.");
   }
   Kind k = scalar_kind(v);
   if (k == Kind::integer && !fits_int32(to_int64(v))) s.big_int = true;
@@ -257,7 +258,7 @@ array to_array(nb::handle obj, std::optional<Dtype> dtype) {
   }
   nb::object v = as_builtin_scalar(obj);
   if (v.is_valid()) return scalar_to_array(v, scalar_kind(v), dtype);
-  if (PyUnicode_Check(obj.ptr()) || PyBytes_Check(obj.ptr())) {
+  if (PyUnicode_Check(obj.ptr())) {
     type_error("cannot convert a " + py_type_name(obj) + " to an array.");
   }
   if (PyObject_CheckBuffer(obj.ptr()) || nb::hasattr(obj, "__array__") ||

@@ -119,6 +119,19 @@ Plan make_plan(const array& a, nb::handle index) {
     int32_t n = a.shape()[axis];
     if (PySlice_Check(it.ptr())) {
       Py_ssize_t start, stop, step;
+      // Bounds as written must be 32-bit (MLX's rule; dimensions are).
+      for (const char* part : {"start", "stop", "step"}) {
+        nb::object v = it.attr(part);
+        if (v.is_none() || !PyLong_Check(v.ptr())) continue;
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+        if (overflow || x < INT32_MIN || x > INT32_MAX) {
+          throw nb::value_error(
+              ("Slice indices must be 32-bit integers; got " +
+               nb::cast<std::string>(nb::str(v)) + ".")
+                  .c_str());
+        }
+      }
       if (PySlice_Unpack(it.ptr(), &start, &stop, &step) < 0) {
         throw nb::python_error();
       }

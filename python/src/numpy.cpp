@@ -54,7 +54,12 @@ array buffer_to_array(nb::handle obj, std::optional<Dtype> dtype) {
   nb::module_ np = nb::module_::import_("numpy");
   // asarray keeps 0-d arrays and NumPy scalars 0-d (ascontiguousarray
   // would make them 1-d).
-  nb::object arr = np.attr("asarray")(obj, "order"_a = "C");
+  // bytes and bytearray are buffers of uint8 (NumPy would read them as
+  // one fixed-width string).
+  nb::object arr =
+      PyBytes_Check(obj.ptr()) || PyByteArray_Check(obj.ptr())
+          ? np.attr("frombuffer")(obj, "dtype"_a = "uint8")
+          : np.attr("asarray")(obj, "order"_a = "C");
   // Extended precision has no kiln dtype: go through float64 / complex128.
   std::string kind = nb::cast<std::string>(arr.attr("dtype").attr("kind"));
   if (std::string("biufc").find(kind) == std::string::npos) {
@@ -89,7 +94,12 @@ array buffer_to_array(nb::handle obj, std::optional<Dtype> dtype) {
   Shape shape;
   for (int i = 0; i < view.ndim; ++i) {
     if (view.shape[i] > std::numeric_limits<int32_t>::max()) {
-      value_error("dimension too large.");
+      // OverflowError, as MLX raises: dimensions are 32-bit.
+      PyErr_SetString(PyExc_OverflowError,
+                      ("[array] dimension " + std::to_string(view.shape[i]) +
+                       " is larger than a dimension holds (2^31 - 1).")
+                          .c_str());
+      throw nb::python_error();
     }
     shape.push_back(static_cast<int32_t>(view.shape[i]));
   }

@@ -276,3 +276,51 @@ def test_weak_references_and_asarray_copy_rules():
     for src in (b, [1, 2], np.ones(3, np.float32)):
         with pytest.raises(ValueError, match="copy"):
             kc.asarray(src, copy=False)  # as MLX: never promised
+
+
+def test_in_place_operators_promote_as_mlx():
+    a = kc.array([1, 2, 3])
+    alias = a
+    a += 1.5
+    assert a.dtype == kc.float32 and alias is a
+    assert a.tolist() == [2.5, 3.5, 4.5]
+    b = kc.array([1, 2], kc.int8)
+    b *= kc.array([3, 4], kc.int32)
+    assert b.dtype == kc.int32 and b.tolist() == [3, 8]
+    c = kc.array([4, 6])
+    with pytest.raises(ValueError, match="In place division.*int32"):
+        c /= 2
+    c //= 4
+    assert c.dtype == kc.int32 and c.tolist() == [1, 1]
+    f = kc.array([1.0, 2.0], kc.float16)
+    f /= 4
+    assert f.dtype == kc.float16 and f.tolist() == [0.25, 0.5]
+    if mx is not None:
+        m = mx.array([1, 2, 3])
+        m += 1.5
+        assert str(m.dtype).endswith("float32")
+
+
+def test_slice_bounds_are_32_bit():
+    a = kc.arange(10)
+    assert a[-(2**31):2**31 - 1].tolist() == list(range(10))
+    for s in (slice(2**31, None), slice(None, -(2**31) - 1),
+              slice(None, None, 2**40)):
+        with pytest.raises(ValueError, match="32-bit"):
+            a[s]
+
+
+def test_bytes_and_bad_list_elements():
+    assert kc.array(b"\x01\xff").dtype == kc.uint8
+    assert kc.array(bytearray(b"ab")).tolist() == [97, 98]
+    with pytest.raises(ValueError, match="str"):
+        kc.array([1, "x"])
+    with pytest.raises(TypeError):
+        kc.array("abc")
+
+
+def test_numpy_dimension_past_int32_is_overflow_error():
+    big = np.lib.stride_tricks.as_strided(
+        np.zeros(1, np.uint8), shape=(2**31,), strides=(0,))
+    with pytest.raises(OverflowError, match="2147483648"):
+        kc.array(big)

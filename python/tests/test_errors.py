@@ -13,7 +13,6 @@ def test_constructor_junk():
     for junk in [
         object(),
         "abc",
-        b"xy",
         {"a": 1},
         None,
         [1, "a"],
