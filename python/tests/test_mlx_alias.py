@@ -104,3 +104,20 @@ def test_bad_usage(tmp_path):
     assert r.returncode == 2 and "usage" in r.stdout
     r = _run(["-m"], tmp_path)
     assert r.returncode == 2
+
+
+def test_the_package_has_a_spec_for_find_spec(tmp_path):
+    # Libraries probe for mlx with importlib.util.find_spec (transformers
+    # does at import), which raises on a module without __spec__.
+    code = textwrap.dedent(
+        """
+        import importlib.util
+        import mlx
+        spec = importlib.util.find_spec("mlx")
+        print(spec.name, spec.submodule_search_locations is not None,
+              importlib.util.find_spec("mlx.core") is not None)
+        """
+    )
+    (tmp_path / "probe.py").write_text(code)
+    r = _run(["probe.py"], tmp_path)
+    assert r.stdout.strip() == "mlx True True", r.stderr

@@ -100,6 +100,12 @@ def _package():
 
         pkg = types.ModuleType(_PREFIX, "kiln, imported as mlx")
         pkg.__path__ = []  # a package; its submodules come from the finder
+        # A spec, as every imported module has: importlib.util.find_spec
+        # ("mlx"), which libraries call to see whether mlx is there, needs it.
+        pkg.__spec__ = importlib.machinery.ModuleSpec(
+            _PREFIX, _AliasLoader(pkg), is_package=True
+        )
+        pkg.__spec__.submodule_search_locations = []
         pkg.__version__ = MLX_VERSION
         pkg.__kiln__ = kiln
 
