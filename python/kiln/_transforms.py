@@ -285,15 +285,18 @@ def checkpoint(fun):
     instead of being kept alive."""
 
     @functools.wraps(fun)
-    def wrapper(*args):
-        leaves, treedef = _flatten(args)
+    def wrapper(*args, **kwargs):
+        # Keyword arguments are inputs too (arrays in them are checkpointed,
+        # other leaves passed through), as in MLX.
+        leaves, treedef = _flatten((args, kwargs))
         slots = [_is_array(x) for x in leaves]
         outputs = _Outputs("checkpoint")
 
         def flat(arrays):
             it = iter(arrays)
             full = [next(it) if s else x for s, x in zip(slots, leaves)]
-            return outputs.flatten(fun(*_unflatten(treedef, full)))
+            a, kw = _unflatten(treedef, full)
+            return outputs.flatten(fun(*a, **kw))
 
         outs = _core._checkpoint_flat(flat, [x for x in leaves if _is_array(x)])
         return outputs.rebuild(outs)

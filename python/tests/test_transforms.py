@@ -517,6 +517,24 @@ def test_checkpoint(rng):
     check(kc.grad(kc.checkpoint(f))(kc.array(x)), 2 * np.sin(x) * np.cos(x), rtol=1e-5)
 
 
+def test_checkpoint_keyword_arguments(rng):
+    # As MLX's: arrays among keyword arguments are inputs (gradients flow
+    # through them), other leaves pass through (mlx-lm's grad_checkpoint
+    # calls layers with mask=..., cache=None).
+    x, z = rand(rng, (3,)), rand(rng, (3,))
+
+    def f(a, y=None, mode="a", *, z):
+        assert mode == "b"
+        return kc.sum(a * z) + (0 if y is None else kc.sum(y * y))
+
+    g = kc.grad(lambda a, z: kc.checkpoint(f)(a, y=None, mode="b", z=z), argnums=(0, 1))
+    ga, gz = g(kc.array(x), kc.array(z))
+    check(ga, z)
+    check(gz, x)
+    g = kc.grad(lambda a: kc.checkpoint(f)(a, y=2 * a, mode="b", z=a))
+    check(g(kc.array(x)), 10 * x, rtol=1e-5)
+
+
 def test_eval_pytrees():
     a = kc.array([1.0]) + 1
     tree = {"x": [a, (a * 2, 3)], "y": None}
