@@ -43,4 +43,5 @@ NB_MODULE(core, m) {
   init_fft(m);
   init_fast(m);
   init_io(m);
+  init_distributed(m);
 }

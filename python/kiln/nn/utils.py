@@ -60,16 +60,56 @@ def average_gradients(
     all_reduce_size: int = 32 * 1024**2,
     communication_stream: Optional[mx.Stream] = None,
 ):
-    """Average gradients over the processes of a distributed group (the
-    sum over the group divided by its size). kiln's groups hold one process
-    (``kiln.core.distributed``), where the average is the gradients
-    themselves."""
-    group = group or mx.distributed.init()
-    if group.size() == 1:
-        return gradients
-    from kiln.utils import tree_map
+    """Average gradients over the processes of a distributed group (the sum
+    over the group divided by its size).
 
-    return tree_map(lambda g: mx.distributed.all_sum(g, group=group) / group.size(), gradients)
+    Small gradients travel together: arrays of one dtype are flattened into
+    buckets of at least ``all_reduce_size`` bytes, each bucket is summed by
+    one ``all_sum`` and split back (``all_reduce_size <= 0`` sums each array
+    on its own). The tree must have the same structure on every process.
+    """
+    from kiln.utils import tree_flatten, tree_unflatten
+
+    group = group or mx.distributed.init()
+    n = group.size()
+    if n == 1:
+        return gradients
+
+    def reduce(x):
+        return mx.distributed.all_sum(x, group=group, stream=communication_stream) / n
+
+    leaves = tree_flatten(gradients)
+    if all_reduce_size <= 0 or not leaves:
+        return tree_unflatten([(k, reduce(v)) for k, v in leaves]) if leaves else gradients
+
+    out = [None] * len(leaves)
+
+    def flush(bucket):
+        if len(bucket) == 1:
+            i = bucket[0]
+            out[i] = (leaves[i][0], reduce(leaves[i][1]))
+            return
+        flat = mx.concatenate([leaves[i][1].reshape(-1) for i in bucket])
+        summed = reduce(flat)
+        offsets, total = [], 0
+        for i in bucket[:-1]:
+            total += leaves[i][1].size
+            offsets.append(total)
+        for i, part in zip(bucket, mx.split(summed, offsets)):
+            out[i] = (leaves[i][0], part.reshape(leaves[i][1].shape))
+
+    # One open bucket per dtype, closed once it holds all_reduce_size bytes.
+    open_buckets = {}
+    for i, (_, v) in enumerate(leaves):
+        b = open_buckets.setdefault(v.dtype, [[], 0])
+        b[0].append(i)
+        b[1] += v.nbytes
+        if b[1] >= all_reduce_size:
+            flush(b[0])
+            del open_buckets[v.dtype]
+    for bucket, _ in open_buckets.values():
+        flush(bucket)
+    return tree_unflatten(out)
 
 
 def clip_grad_norm_sharded(gradients: Any, max_norm: float, group: Optional[Any] = None):

@@ -1,0 +1,68 @@
+// What a backend provides: collectives and point-to-point transfers over
+// contiguous host buffers. The primitives' eval_cpu calls these; a backend
+// never sees arrays or graphs.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "kiln/core/array.h"
+#include "kiln/core/dtype.h"
+
+namespace kiln::distributed::detail {
+
+enum class ReduceOp { sum, max, min };
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual const char* backend() const = 0;
+  virtual std::shared_ptr<Communicator> split(int color, int key) = 0;
+
+  // `what` names the op in errors. Counts are elements of dtype.
+  virtual void all_reduce(const void* in, void* out, size_t count, Dtype dtype,
+                          ReduceOp op, const char* what) = 0;
+  /** out holds size() blocks of `bytes`, in rank order. */
+  virtual void all_gather(const void* in, void* out, size_t bytes,
+                          const char* what) = 0;
+  /** in holds size() blocks of `count` elements; out gets the reduction
+   *  of block rank(). */
+  virtual void reduce_scatter(const void* in, void* out, size_t count,
+                              Dtype dtype, ReduceOp op, const char* what) = 0;
+  virtual void send(const void* buf, size_t bytes, int dst,
+                    const char* what) = 0;
+  virtual void recv(void* buf, size_t bytes, int src, const char* what) = 0;
+};
+
+/** The singleton group: one process, collectives are never formed. */
+std::shared_ptr<Communicator> singleton_communicator();
+
+/** OpenMPI loaded at run time; nullptr when it does not load (why: the
+ *  reason) or this process was not started by mpirun. */
+std::shared_ptr<Communicator> mpi_communicator(std::string& why);
+bool mpi_library_loads();
+/** Ends every process of the MPI job with this exit code (a process that
+ *  fails must not leave its peers waiting); nothing without MPI. */
+void mpi_abort(int code);
+
+/** How long a process waits for its peers before raising
+ *  (KILN_DISTRIBUTED_TIMEOUT, seconds; default 300). */
+std::chrono::milliseconds timeout();
+
+/** Whether collectives first check that every process passes the same
+ *  shape and dtype (KILN_DISTRIBUTED_CHECK, default on). */
+bool check_signatures();
+
+/** Raises on every process of the group, listing each process's shape and
+ *  dtype, when they differ; `what` names the op. */
+void check_agree(Communicator& comm, const char* what, const array& x);
+/** The same for a transfer: both sides must name the same shape and
+ *  dtype; the receiver checks, and both raise on a mismatch. */
+void check_transfer(Communicator& comm, const char* what, const array& x,
+                    int peer, bool sender);
+
+} // namespace kiln::distributed::detail

@@ -1,0 +1,229 @@
+#include <cstring>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+
+#include "kiln/core/env.h"
+#include "kiln/distributed/communicator.h"
+#include "kiln/distributed/distributed.h"
+
+namespace kiln::distributed {
+
+namespace detail {
+
+namespace {
+
+class Singleton final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  const char* backend() const override { return "singleton"; }
+  std::shared_ptr<Communicator> split(int, int) override {
+    throw std::invalid_argument(
+        "[distributed] Cannot split the singleton group further.");
+  }
+  // The ops return their input for one process without forming a
+  // primitive; these are reached only through a misuse of the backend API.
+  void all_reduce(const void* in, void* out, size_t count, Dtype dtype,
+                  ReduceOp, const char*) override {
+    std::memmove(out, in, count * dtype.size);
+  }
+  void all_gather(const void* in, void* out, size_t bytes,
+                  const char*) override {
+    std::memmove(out, in, bytes);
+  }
+  void reduce_scatter(const void* in, void* out, size_t count, Dtype dtype,
+                      ReduceOp, const char*) override {
+    std::memmove(out, in, count * dtype.size);
+  }
+  void send(const void*, size_t, int, const char* what) override {
+    throw std::invalid_argument(std::string("[") + what +
+                                "] Cannot send with a singleton group.");
+  }
+  void recv(void*, size_t, int, const char* what) override {
+    throw std::invalid_argument(std::string("[") + what +
+                                "] Cannot recv with a singleton group.");
+  }
+};
+
+// What check_agree compares: the op, the dtype and the shape (the first
+// eight dimensions as written, all of them through a hash).
+struct Signature {
+  int32_t ndim;
+  int32_t dtype;
+  uint64_t shape_hash;
+  int64_t dims[8];
+};
+
+Signature signature_of(const array& x) {
+  Signature s{};
+  s.ndim = static_cast<int32_t>(x.ndim());
+  s.dtype = static_cast<int32_t>(x.dtype().val);
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < x.ndim(); ++i) {
+    h = (h ^ static_cast<uint64_t>(x.shape()[i])) * 1099511628211ull;
+    if (i < 8) s.dims[i] = x.shape()[i];
+  }
+  s.shape_hash = h;
+  return s;
+}
+
+bool same(const Signature& a, const Signature& b) {
+  return a.ndim == b.ndim && a.dtype == b.dtype && a.shape_hash == b.shape_hash;
+}
+
+std::string describe(const Signature& s) {
+  std::ostringstream os;
+  os << "(";
+  for (int i = 0; i < s.ndim && i < 8; ++i) {
+    os << (i ? ", " : "") << s.dims[i];
+  }
+  if (s.ndim > 8) os << ", ...";
+  if (s.ndim == 1) os << ",";
+  os << ") " << Dtype{static_cast<Dtype::Val>(s.dtype), 0};
+  return os.str();
+}
+
+} // namespace
+
+std::shared_ptr<Communicator> singleton_communicator() {
+  static auto s = std::make_shared<Singleton>();
+  return s;
+}
+
+std::chrono::milliseconds timeout() {
+  static const std::chrono::milliseconds t = [] {
+    std::string v = env::value("KILN_DISTRIBUTED_TIMEOUT");
+    double seconds = 300;
+    if (!v.empty()) {
+      try {
+        seconds = std::stod(v);
+      } catch (const std::exception&) {
+        throw std::invalid_argument(
+            "[distributed] KILN_DISTRIBUTED_TIMEOUT must be a number of "
+            "seconds, got '" + v + "'.");
+      }
+    }
+    return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  }();
+  return t;
+}
+
+bool check_signatures() {
+  static const bool on = env::flag("KILN_DISTRIBUTED_CHECK", true);
+  return on;
+}
+
+void check_agree(Communicator& comm, const char* what, const array& x) {
+  if (!check_signatures()) return;
+  Signature mine = signature_of(x);
+  std::vector<Signature> all(comm.size());
+  comm.all_gather(&mine, all.data(), sizeof(Signature), what);
+  bool agree = true;
+  for (auto& s : all) agree = agree && same(s, all[0]);
+  if (agree) return;
+  std::ostringstream os;
+  os << "[" << what << "] The group's " << comm.size()
+     << " processes passed different arrays (rank " << comm.rank()
+     << " raising):";
+  for (size_t r = 0; r < all.size(); ++r) {
+    os << (r ? "," : "") << " rank " << r << " " << describe(all[r]);
+  }
+  os << ". Every process must pass the same shape and dtype.";
+  throw std::invalid_argument(os.str());
+}
+
+void check_transfer(Communicator& comm, const char* what, const array& x,
+                    int peer, bool sender) {
+  if (!check_signatures()) return;
+  Signature mine = signature_of(x);
+  std::string msg;
+  if (sender) {
+    comm.send(&mine, sizeof mine, peer, what);
+    char verdict = 0;
+    comm.recv(&verdict, 1, peer, what);
+    if (verdict == 0) return;
+    std::ostringstream os;
+    os << "[" << what << "] rank " << comm.rank() << " sends "
+       << describe(mine) << " but rank " << peer
+       << " expects another shape or dtype.";
+    throw std::invalid_argument(os.str());
+  }
+  Signature theirs{};
+  comm.recv(&theirs, sizeof theirs, peer, what);
+  char verdict = same(mine, theirs) ? 0 : 1;
+  comm.send(&verdict, 1, peer, what);
+  if (verdict == 0) return;
+  std::ostringstream os;
+  os << "[" << what << "] rank " << comm.rank() << " expects "
+     << describe(mine) << " from rank " << peer << ", which sends "
+     << describe(theirs) << ".";
+  throw std::invalid_argument(os.str());
+}
+
+} // namespace detail
+
+Group::Group(std::shared_ptr<detail::Communicator> comm)
+    : comm_(std::move(comm)) {}
+int Group::rank() const { return comm_->rank(); }
+int Group::size() const { return comm_->size(); }
+std::string Group::backend() const { return comm_->backend(); }
+Group Group::split(int color, int key) const {
+  return Group(comm_->split(color, key));
+}
+
+namespace {
+
+void check_backend_name(const std::string& b) {
+  if (b != "any" && b != "mpi" && b != "nccl" && b != "ring" && b != "jaccl") {
+    throw std::invalid_argument(
+        "[distributed] The only valid values for backend are 'any', 'mpi', "
+        "'nccl', 'ring' and 'jaccl' but '" + b + "' was provided.");
+  }
+}
+
+std::mutex& init_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::shared_ptr<detail::Communicator>& global() {
+  static std::shared_ptr<detail::Communicator> g;
+  return g;
+}
+
+} // namespace
+
+bool is_available(const std::string& backend) {
+  check_backend_name(backend);
+  if (backend == "any" || backend == "mpi") return detail::mpi_library_loads();
+  return false;
+}
+
+Group init(bool strict, const std::string& backend) {
+  check_backend_name(backend);
+  std::lock_guard<std::mutex> lock(init_mutex());
+  auto& g = global();
+  if (g && g->size() > 1) return Group(g);
+  std::string why;
+  if (backend == "any" || backend == "mpi") {
+    auto c = detail::mpi_communicator(why);
+    // One MPI process (mpirun -n 1, or MPI started by another library in
+    // this process) is the singleton group unless MPI was asked for.
+    if (c && (c->size() > 1 || backend == "mpi")) {
+      g = c;
+      return Group(g);
+    }
+    if (c) why = "the MPI job has one process";
+  } else {
+    why = "kiln has no '" + backend + "' backend (it has 'mpi')";
+  }
+  if (strict) {
+    throw std::runtime_error("[distributed] Couldn't initialize the '" +
+                             backend + "' backend: " + why + ".");
+  }
+  if (!g) g = detail::singleton_communicator();
+  return Group(g);
+}
+
+} // namespace kiln::distributed

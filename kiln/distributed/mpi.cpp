@@ -1,0 +1,393 @@
+// The MPI backend: OpenMPI, opened with dlopen when a group is first formed,
+// so kiln builds and loads without it. MPI handles are OpenMPI's (pointers
+// to its predefined objects, found by name), so no MPI header is needed to
+// build. Every transfer is nonblocking and polled against a deadline: a
+// peer that never arrives is an error naming the op, never a hang.
+#include <dlfcn.h>
+
+#include <climits>
+#include <cstdlib>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "kiln/core/env.h"
+#include "kiln/core/half.h"
+#include "kiln/distributed/communicator.h"
+
+namespace kiln::distributed::detail {
+
+namespace {
+
+using Handle = void*; // MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, ...
+using UserFn = void(void* in, void* inout, int* len, Handle* type);
+constexpr int kSuccess = 0;
+constexpr int kThreadSerialized = 2;
+constexpr int kUndefinedColor = -32766; // MPI_UNDEFINED in OpenMPI
+
+struct Api {
+  void* lib = nullptr;
+  std::string error;
+  int (*Init_thread)(int*, char***, int, int*);
+  int (*Initialized)(int*);
+  int (*Finalized)(int*);
+  int (*Finalize)();
+  int (*Abort)(Handle, int);
+  int (*Comm_rank)(Handle, int*);
+  int (*Comm_size)(Handle, int*);
+  int (*Comm_split)(Handle, int, int, Handle*);
+  int (*Comm_set_errhandler)(Handle, Handle);
+  int (*Iallreduce)(const void*, void*, int, Handle, Handle, Handle, Handle*);
+  int (*Iallgather)(const void*, int, Handle, void*, int, Handle, Handle,
+                    Handle*);
+  int (*Ireduce_scatter_block)(const void*, void*, int, Handle, Handle,
+                               Handle, Handle*);
+  int (*Isend)(const void*, int, Handle, int, int, Handle, Handle*);
+  int (*Irecv)(void*, int, Handle, int, int, Handle, Handle*);
+  int (*Test)(Handle*, int*, void*);
+  int (*Error_string)(int, char*, int*);
+  int (*Type_contiguous)(int, Handle, Handle*);
+  int (*Type_commit)(Handle*);
+  int (*Op_create)(UserFn*, int, Handle*);
+  Handle comm_world, errors_return, byte, c_bool, i8, u8, i16, u16, i32, u32,
+      i64, u64, f32, f64, c64, op_sum, op_max, op_min, op_lor, op_land;
+  // float16 and bfloat16 travel as 2-byte types with kiln's own reductions.
+  Handle half_type = nullptr;
+  Handle f16_ops[3] = {}, bf16_ops[3] = {};
+};
+
+template <typename F>
+bool resolve(Api& a, F& f, const char* name) {
+  f = reinterpret_cast<F>(dlsym(a.lib, name));
+  if (!f) a.error = std::string("libmpi has no ") + name;
+  return f != nullptr;
+}
+
+bool handle(Api& a, Handle& h, const char* name) {
+  h = dlsym(a.lib, name);
+  if (!h) a.error = std::string("libmpi has no ") + name;
+  return h != nullptr;
+}
+
+Api& api() {
+  static Api a = [] {
+    Api a;
+    std::string path = env::value("KILN_MPI_LIBRARY");
+    for (const char* name : {"libmpi.so.40", "libmpi.so"}) {
+      const char* p = path.empty() ? name : path.c_str();
+      // Global: OpenMPI's plugins resolve their symbols against libmpi.
+      a.lib = dlopen(p, RTLD_NOW | RTLD_GLOBAL);
+      if (a.lib || !path.empty()) break;
+    }
+    if (!a.lib) {
+      const char* e = dlerror();
+      a.error = std::string("OpenMPI's libmpi did not load (") +
+                (e ? e : "not found") + "; install libopenmpi-dev or set "
+                "KILN_MPI_LIBRARY)";
+      return a;
+    }
+    bool ok = resolve(a, a.Init_thread, "MPI_Init_thread") &&
+              resolve(a, a.Initialized, "MPI_Initialized") &&
+              resolve(a, a.Finalized, "MPI_Finalized") &&
+              resolve(a, a.Finalize, "MPI_Finalize") &&
+              resolve(a, a.Abort, "MPI_Abort") &&
+              resolve(a, a.Comm_rank, "MPI_Comm_rank") &&
+              resolve(a, a.Comm_size, "MPI_Comm_size") &&
+              resolve(a, a.Comm_split, "MPI_Comm_split") &&
+              resolve(a, a.Comm_set_errhandler, "MPI_Comm_set_errhandler") &&
+              resolve(a, a.Iallreduce, "MPI_Iallreduce") &&
+              resolve(a, a.Iallgather, "MPI_Iallgather") &&
+              resolve(a, a.Ireduce_scatter_block,
+                      "MPI_Ireduce_scatter_block") &&
+              resolve(a, a.Isend, "MPI_Isend") &&
+              resolve(a, a.Irecv, "MPI_Irecv") &&
+              resolve(a, a.Test, "MPI_Test") &&
+              resolve(a, a.Error_string, "MPI_Error_string") &&
+              resolve(a, a.Type_contiguous, "MPI_Type_contiguous") &&
+              resolve(a, a.Type_commit, "MPI_Type_commit") &&
+              resolve(a, a.Op_create, "MPI_Op_create") &&
+              handle(a, a.comm_world, "ompi_mpi_comm_world") &&
+              handle(a, a.errors_return, "ompi_mpi_errors_return") &&
+              handle(a, a.byte, "ompi_mpi_byte") &&
+              handle(a, a.c_bool, "ompi_mpi_c_bool") &&
+              handle(a, a.i8, "ompi_mpi_int8_t") &&
+              handle(a, a.u8, "ompi_mpi_uint8_t") &&
+              handle(a, a.i16, "ompi_mpi_int16_t") &&
+              handle(a, a.u16, "ompi_mpi_uint16_t") &&
+              handle(a, a.i32, "ompi_mpi_int32_t") &&
+              handle(a, a.u32, "ompi_mpi_uint32_t") &&
+              handle(a, a.i64, "ompi_mpi_int64_t") &&
+              handle(a, a.u64, "ompi_mpi_uint64_t") &&
+              handle(a, a.f32, "ompi_mpi_float") &&
+              handle(a, a.f64, "ompi_mpi_double") &&
+              handle(a, a.c64, "ompi_mpi_c_float_complex") &&
+              handle(a, a.op_sum, "ompi_mpi_op_sum") &&
+              handle(a, a.op_max, "ompi_mpi_op_max") &&
+              handle(a, a.op_min, "ompi_mpi_op_min") &&
+              handle(a, a.op_lor, "ompi_mpi_op_lor") &&
+              handle(a, a.op_land, "ompi_mpi_op_land");
+    if (!ok) {
+      dlclose(a.lib);
+      a.lib = nullptr;
+    }
+    return a;
+  }();
+  return a;
+}
+
+template <typename T, ReduceOp op>
+void reduce_halves(void* in, void* inout, int* len, Handle*) {
+  auto* a = static_cast<const T*>(in);
+  auto* b = static_cast<T*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    float x = static_cast<float>(a[i]), y = static_cast<float>(b[i]);
+    float r = op == ReduceOp::sum ? x + y
+              : op == ReduceOp::max ? (x > y || x != x ? x : y)
+                                    : (x < y || x != x ? x : y);
+    b[i] = static_cast<T>(r);
+  }
+}
+
+std::string mpi_error(int code) {
+  char buf[512];
+  int len = 0;
+  if (api().Error_string(code, buf, &len) != kSuccess) return "MPI error";
+  return std::string(buf, len);
+}
+
+void check(int code, const char* what, const char* call) {
+  if (code != kSuccess) {
+    throw std::runtime_error(std::string("[") + what + "] " + call +
+                             " failed: " + mpi_error(code));
+  }
+}
+
+int checked_count(size_t n, const char* what) {
+  if (n > static_cast<size_t>(INT_MAX)) {
+    throw std::invalid_argument(
+        std::string("[") + what + "] " + std::to_string(n) +
+        " elements in one transfer is more than MPI's counts hold (2^31 - 1).");
+  }
+  return static_cast<int>(n);
+}
+
+void finalize_at_exit() {
+  auto& a = api();
+  int done = 0;
+  if (a.Finalized(&done) == kSuccess && !done) a.Finalize();
+}
+
+class Mpi final : public Communicator {
+ public:
+  explicit Mpi(Handle comm) : comm_(comm) {
+    auto& a = api();
+    check(a.Comm_rank(comm, &rank_), "distributed", "MPI_Comm_rank");
+    check(a.Comm_size(comm, &size_), "distributed", "MPI_Comm_size");
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const char* backend() const override { return "mpi"; }
+
+  std::shared_ptr<Communicator> split(int color, int key) override {
+    if (color < 0) {
+      throw std::invalid_argument(
+          "[distributed.split] color must be non-negative, got " +
+          std::to_string(color) + ".");
+    }
+    Handle out = nullptr;
+    check(api().Comm_split(comm_, color, key < 0 ? rank_ : key, &out),
+          "distributed.split", "MPI_Comm_split");
+    api().Comm_set_errhandler(out, api().errors_return);
+    return std::make_shared<Mpi>(out);
+  }
+
+  void all_reduce(const void* in, void* out, size_t count, Dtype dtype,
+                  ReduceOp op, const char* what) override {
+    auto [type, mop] = type_and_op(dtype, op, what);
+    // Counts are int: a larger array goes in pieces.
+    constexpr size_t piece = size_t(1) << 30;
+    for (size_t done = 0; done < count || (count == 0 && done == 0);) {
+      size_t n = std::min(piece, count - done);
+      size_t off = done * dtype.size;
+      Handle req = nullptr;
+      check(api().Iallreduce(static_cast<const char*>(in) + off,
+                             static_cast<char*>(out) + off,
+                             static_cast<int>(n), type, mop, comm_, &req),
+            what, "MPI_Iallreduce");
+      wait(req, what, -1);
+      done += n;
+      if (count == 0) break;
+    }
+  }
+
+  void all_gather(const void* in, void* out, size_t bytes,
+                  const char* what) override {
+    int n = checked_count(bytes, what);
+    Handle req = nullptr;
+    check(api().Iallgather(in, n, api().byte, out, n, api().byte, comm_, &req),
+          what, "MPI_Iallgather");
+    wait(req, what, -1);
+  }
+
+  void reduce_scatter(const void* in, void* out, size_t count, Dtype dtype,
+                      ReduceOp op, const char* what) override {
+    auto [type, mop] = type_and_op(dtype, op, what);
+    Handle req = nullptr;
+    check(api().Ireduce_scatter_block(in, out, checked_count(count, what),
+                                      type, mop, comm_, &req),
+          what, "MPI_Ireduce_scatter_block");
+    wait(req, what, -1);
+  }
+
+  void send(const void* buf, size_t bytes, int dst, const char* what) override {
+    Handle req = nullptr;
+    check(api().Isend(buf, checked_count(bytes, what), api().byte, dst, 0,
+                      comm_, &req),
+          what, "MPI_Isend");
+    wait(req, what, dst);
+  }
+
+  void recv(void* buf, size_t bytes, int src, const char* what) override {
+    Handle req = nullptr;
+    check(api().Irecv(buf, checked_count(bytes, what), api().byte, src, 0,
+                      comm_, &req),
+          what, "MPI_Irecv");
+    wait(req, what, src);
+  }
+
+ private:
+  std::pair<Handle, Handle> type_and_op(Dtype dtype, ReduceOp op,
+                                        const char* what) {
+    auto& a = api();
+    int i = static_cast<int>(op);
+    Handle ops[3] = {a.op_sum, a.op_max, a.op_min};
+    switch (dtype.val) {
+      case Dtype::Val::bool_: {
+        // A sum of booleans as booleans is their "or".
+        Handle bool_ops[3] = {a.op_lor, a.op_lor, a.op_land};
+        return {a.c_bool, bool_ops[i]};
+      }
+      case Dtype::Val::int8: return {a.i8, ops[i]};
+      case Dtype::Val::uint8: return {a.u8, ops[i]};
+      case Dtype::Val::int16: return {a.i16, ops[i]};
+      case Dtype::Val::uint16: return {a.u16, ops[i]};
+      case Dtype::Val::int32: return {a.i32, ops[i]};
+      case Dtype::Val::uint32: return {a.u32, ops[i]};
+      case Dtype::Val::int64: return {a.i64, ops[i]};
+      case Dtype::Val::uint64: return {a.u64, ops[i]};
+      case Dtype::Val::float32: return {a.f32, ops[i]};
+      case Dtype::Val::float64: return {a.f64, ops[i]};
+      case Dtype::Val::float16: return {a.half_type, a.f16_ops[i]};
+      case Dtype::Val::bfloat16: return {a.half_type, a.bf16_ops[i]};
+      case Dtype::Val::complex64:
+        if (op == ReduceOp::sum) return {a.c64, a.op_sum};
+        break;
+    }
+    std::ostringstream os;
+    os << "[" << what << "] " << dtype << " has no "
+       << (op == ReduceOp::max ? "maximum" : "minimum") << " (no order).";
+    throw std::invalid_argument(os.str());
+  }
+
+  // Polls the request until it completes or the deadline passes; spins
+  // first (collectives on one host finish in microseconds), then yields,
+  // then sleeps, so a long wait does not hold a core.
+  void wait(Handle req, const char* what, int peer) {
+    auto start = std::chrono::steady_clock::now();
+    auto limit = timeout();
+    int done = 0;
+    for (uint64_t spins = 0;; ++spins) {
+      check(api().Test(&req, &done, nullptr), what, "MPI_Test");
+      if (done) return;
+      if (spins < 2000) continue;
+      auto waited = std::chrono::steady_clock::now() - start;
+      if (waited > limit) {
+        std::ostringstream os;
+        os << "[" << what << "] rank " << rank_ << " of " << size_
+           << " waited "
+           << std::chrono::duration_cast<std::chrono::seconds>(limit).count()
+           << " s for ";
+        if (peer >= 0) {
+          os << "rank " << peer;
+        } else {
+          os << "the group";
+        }
+        os << " (KILN_DISTRIBUTED_TIMEOUT): a peer died, never arrived or "
+              "runs another op.";
+        throw std::runtime_error(os.str());
+      }
+      if (waited > std::chrono::milliseconds(50)) {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  }
+
+  Handle comm_;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+bool launched_by_mpirun() {
+  return !env::value("OMPI_COMM_WORLD_SIZE").empty() ||
+         !env::value("PMIX_RANK").empty();
+}
+
+} // namespace
+
+bool mpi_library_loads() { return api().lib != nullptr; }
+
+void mpi_abort(int code) {
+  auto& a = api();
+  int initialized = 0, finalized = 0;
+  if (!a.lib || a.Initialized(&initialized) != kSuccess || !initialized ||
+      a.Finalized(&finalized) != kSuccess || finalized) {
+    return;
+  }
+  a.Abort(a.comm_world, code);
+}
+
+std::shared_ptr<Communicator> mpi_communicator(std::string& why) {
+  auto& a = api();
+  if (!a.lib) {
+    why = a.error;
+    return nullptr;
+  }
+  if (!launched_by_mpirun()) {
+    why = "this process was not started by mpirun or python -m kiln.launch";
+    return nullptr;
+  }
+  static std::once_flag once;
+  static std::string init_error;
+  std::call_once(once, [&] {
+    int initialized = 0;
+    a.Initialized(&initialized);
+    int provided = 0;
+    if (!initialized &&
+        a.Init_thread(nullptr, nullptr, kThreadSerialized, &provided) !=
+            kSuccess) {
+      init_error = "MPI_Init_thread failed";
+      return;
+    }
+    a.Comm_set_errhandler(a.comm_world, a.errors_return);
+    a.Type_contiguous(2, a.byte, &a.half_type);
+    a.Type_commit(&a.half_type);
+    a.Op_create(&reduce_halves<float16_t, ReduceOp::sum>, 1, &a.f16_ops[0]);
+    a.Op_create(&reduce_halves<float16_t, ReduceOp::max>, 1, &a.f16_ops[1]);
+    a.Op_create(&reduce_halves<float16_t, ReduceOp::min>, 1, &a.f16_ops[2]);
+    a.Op_create(&reduce_halves<bfloat16_t, ReduceOp::sum>, 1, &a.bf16_ops[0]);
+    a.Op_create(&reduce_halves<bfloat16_t, ReduceOp::max>, 1, &a.bf16_ops[1]);
+    a.Op_create(&reduce_halves<bfloat16_t, ReduceOp::min>, 1, &a.bf16_ops[2]);
+    if (!initialized) std::atexit(finalize_at_exit);
+  });
+  if (!init_error.empty()) {
+    why = init_error;
+    return nullptr;
+  }
+  static auto world = std::make_shared<Mpi>(a.comm_world);
+  return world;
+}
+
+} // namespace kiln::distributed::detail

@@ -1,0 +1,5 @@
+import sys
+
+from kiln.launch import main
+
+sys.exit(main())
