@@ -201,6 +201,7 @@ def test_batched_quantized_matmul_reads_each_matrix():
         np.testing.assert_allclose(np.array(got), x @ np.swapaxes(wd, -1, -2), rtol=1e-4, atol=1e-4)
 
 
+@needs_mlx
 def test_gather_qmm_matches_mlx():
     rng = np.random.default_rng(4)
     w = rng.standard_normal((4, 64, 128)).astype(np.float32)

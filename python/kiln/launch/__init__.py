@@ -174,7 +174,9 @@ def main(argv=None):
         raise SystemExit("kiln.launch: -n must be at least 1")
     # A launcher started from inside an MPI process (an MPI singleton, for
     # one) must not hand that process's MPI identity to the new job.
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "OPAL_"))}
+    # MCA settings (OMPI_MCA_*, PMIX_MCA_*) are the user's and stay.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OMPI_", "PMIX_", "OPAL_")) or "_MCA_" in k}
     env.update(_env_pairs(args.env))
     run = _run_mpi if args.backend == "mpi" else _run_local
     return run(args, env)
