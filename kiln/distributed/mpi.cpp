@@ -55,6 +55,8 @@ struct Api {
   // float16 and bfloat16 travel as 2-byte types with kiln's own reductions.
   Handle half_type = nullptr;
   Handle f16_ops[3] = {}, bf16_ops[3] = {};
+  // complex64 orders by real part, then imaginary part (as kiln's max).
+  Handle c64_ops[3] = {};
 };
 
 template <typename F>
@@ -146,6 +148,23 @@ void reduce_halves(void* in, void* inout, int* len, Handle*) {
               : op == ReduceOp::max ? (x > y || x != x ? x : y)
                                     : (x < y || x != x ? x : y);
     b[i] = static_cast<T>(r);
+  }
+}
+
+template <ReduceOp op>
+void reduce_complex(void* in, void* inout, int* len, Handle*) {
+  auto* a = static_cast<const float*>(in);
+  auto* b = static_cast<float*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    float ar = a[2 * i], ai = a[2 * i + 1], br = b[2 * i], bi = b[2 * i + 1];
+    bool a_nan = ar != ar || ai != ai;
+    bool a_less = ar < br || (ar == br && ai < bi);
+    bool take_a = a_nan || (op == ReduceOp::max ? !a_less && !(ar == br && ai == bi)
+                                                : a_less);
+    if (take_a) {
+      b[2 * i] = ar;
+      b[2 * i + 1] = ai;
+    }
   }
 }
 
@@ -282,7 +301,7 @@ class Mpi final : public Communicator {
       case Dtype::Val::bfloat16: return {a.half_type, a.bf16_ops[i]};
       case Dtype::Val::complex64:
         if (op == ReduceOp::sum) return {a.c64, a.op_sum};
-        break;
+        return {a.c64, a.c64_ops[i]};
     }
     std::ostringstream os;
     os << "[" << what << "] " << dtype << " has no "
@@ -380,6 +399,8 @@ std::shared_ptr<Communicator> mpi_communicator(std::string& why) {
     a.Op_create(&reduce_halves<bfloat16_t, ReduceOp::sum>, 1, &a.bf16_ops[0]);
     a.Op_create(&reduce_halves<bfloat16_t, ReduceOp::max>, 1, &a.bf16_ops[1]);
     a.Op_create(&reduce_halves<bfloat16_t, ReduceOp::min>, 1, &a.bf16_ops[2]);
+    a.Op_create(&reduce_complex<ReduceOp::max>, 1, &a.c64_ops[1]);
+    a.Op_create(&reduce_complex<ReduceOp::min>, 1, &a.c64_ops[2]);
     if (!initialized) std::atexit(finalize_at_exit);
   });
   if (!init_error.empty()) {
