@@ -174,9 +174,10 @@ def main(argv=None):
         raise SystemExit("kiln.launch: -n must be at least 1")
     # A launcher started from inside an MPI process (an MPI singleton, for
     # one) must not hand that process's MPI identity to the new job.
-    # MCA settings (OMPI_MCA_*, PMIX_MCA_*) are the user's and stay.
+    # Outside MPI, OMPI_MCA_* and PMIX_MCA_* are the user's settings and stay.
+    inside = "OMPI_COMM_WORLD_SIZE" in os.environ or "PMIX_RANK" in os.environ
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OMPI_", "PMIX_", "OPAL_")) or "_MCA_" in k}
+           if not (inside and k.startswith(("OMPI_", "PMIX_", "OPAL_")))}
     env.update(_env_pairs(args.env))
     run = _run_mpi if args.backend == "mpi" else _run_local
     return run(args, env)
