@@ -1,4 +1,3 @@
-#include <cstring>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -6,6 +5,7 @@
 #include "kiln/core/env.h"
 #include "kiln/distributed/communicator.h"
 #include "kiln/distributed/distributed.h"
+#include "kiln/ops/utils.h"
 
 namespace kiln::distributed {
 
@@ -14,6 +14,11 @@ namespace detail {
 namespace {
 
 class Singleton final : public Communicator {
+  [[noreturn]] static void unreachable(const char* what) {
+    throw std::logic_error(std::string("[") + what +
+                           "] a collective reached the singleton group.");
+  }
+
  public:
   int rank() const override { return 0; }
   int size() const override { return 1; }
@@ -23,18 +28,17 @@ class Singleton final : public Communicator {
         "[distributed] Cannot split the singleton group further.");
   }
   // The ops return their input for one process without forming a
-  // primitive; these are reached only through a misuse of the backend API.
-  void all_reduce(const void* in, void* out, size_t count, Dtype dtype,
-                  ReduceOp, const char*) override {
-    std::memmove(out, in, count * dtype.size);
+  // primitive, so no collective reaches the singleton.
+  void all_reduce(const void*, void*, size_t, Dtype, ReduceOp,
+                  const char* what) override {
+    unreachable(what);
   }
-  void all_gather(const void* in, void* out, size_t bytes,
-                  const char*) override {
-    std::memmove(out, in, bytes);
+  void all_gather(const void*, void*, size_t, const char* what) override {
+    unreachable(what);
   }
-  void reduce_scatter(const void* in, void* out, size_t count, Dtype dtype,
-                      ReduceOp, const char*) override {
-    std::memmove(out, in, count * dtype.size);
+  void reduce_scatter(const void*, void*, size_t, Dtype, ReduceOp,
+                      const char* what) override {
+    unreachable(what);
   }
   void send(const void*, size_t, int, const char* what) override {
     throw std::invalid_argument(std::string("[") + what +
@@ -73,15 +77,10 @@ bool same(const Signature& a, const Signature& b) {
 }
 
 std::string describe(const Signature& s) {
-  std::ostringstream os;
-  os << "(";
-  for (int i = 0; i < s.ndim && i < 8; ++i) {
-    os << (i ? ", " : "") << s.dims[i];
-  }
-  if (s.ndim > 8) os << ", ...";
-  if (s.ndim == 1) os << ",";
-  os << ") " << Dtype{static_cast<Dtype::Val>(s.dtype), 0};
-  return os.str();
+  Shape shown(s.dims, s.dims + std::min(s.ndim, 8));
+  std::string out = kiln::detail::shape_str(shown);
+  if (s.ndim > 8) out += " (the first 8 of " + std::to_string(s.ndim) + " dims)";
+  return out + " " + dtype_name(Dtype{static_cast<Dtype::Val>(s.dtype), 0});
 }
 
 } // namespace

@@ -226,7 +226,8 @@ class Mpi final : public Communicator {
     auto [type, mop] = type_and_op(dtype, op, what);
     // Counts are int: a larger array goes in pieces.
     constexpr size_t piece = size_t(1) << 30;
-    for (size_t done = 0; done < count || (count == 0 && done == 0);) {
+    size_t done = 0;
+    do { // once for an empty array: every process must take part
       size_t n = std::min(piece, count - done);
       size_t off = done * dtype.size;
       Handle req = nullptr;
@@ -236,8 +237,7 @@ class Mpi final : public Communicator {
             what, "MPI_Iallreduce");
       wait(req, what, -1);
       done += n;
-      if (count == 0) break;
-    }
+    } while (done < count);
   }
 
   void all_gather(const void* in, void* out, size_t bytes,
@@ -303,10 +303,8 @@ class Mpi final : public Communicator {
         if (op == ReduceOp::sum) return {a.c64, a.op_sum};
         return {a.c64, a.c64_ops[i]};
     }
-    std::ostringstream os;
-    os << "[" << what << "] " << dtype << " has no "
-       << (op == ReduceOp::max ? "maximum" : "minimum") << " (no order).";
-    throw std::invalid_argument(os.str());
+    throw std::logic_error(std::string("[") + what + "] no MPI type for " +
+                           dtype_name(dtype) + ".");
   }
 
   // Polls the request until it completes or the deadline passes; spins

@@ -4,6 +4,7 @@
 
 #include "kiln/distributed/primitives.h"
 #include "kiln/ops/ops.h"
+#include "kiln/ops/utils.h"
 
 namespace kiln::distributed {
 
@@ -96,13 +97,10 @@ array sum_scatter(const array& x, std::optional<Group> g, StreamOrDevice s) {
   Group group = group_of(g);
   if (group.size() == 1) return x;
   if (x.ndim() == 0 || x.shape()[0] % group.size() != 0) {
-    std::ostringstream os;
-    os << "[sum_scatter] Invalid shape (";
-    for (size_t i = 0; i < x.ndim(); ++i) os << (i ? ", " : "") << x.shape()[i];
-    os << (x.ndim() == 1 ? ",)" : ")") << " for a group of size "
-       << group.size()
-       << ": axis 0 must exist and the group's size must divide it.";
-    throw std::invalid_argument(os.str());
+    throw std::invalid_argument(
+        "[sum_scatter] Invalid shape " + kiln::detail::shape_str(x.shape()) +
+        " for a group of size " + std::to_string(group.size()) +
+        ": axis 0 must exist and the group's size must divide it.");
   }
   Shape shape = x.shape();
   shape[0] /= group.size();

@@ -1,15 +1,12 @@
 """Start a program as a group of processes (``python -m kiln.launch``).
 
     python -m kiln.launch -n 2 train.py --lr 1e-3
-    python -m kiln.launch -n 4 --hosts h1,h2 train.py
-    python -m kiln.launch -n 2 --backend nccl -m my.module args
+    python -m kiln.launch -n 4 --hosts h1,h2 -m my.module args
 
-With the MPI backend (the default) the processes are started by OpenMPI's
-``mpirun``, on this host or on the hosts named; with ``--backend nccl``
-this launcher starts them on this host, one GPU each (the local rank picks
-it), and gives them the rendezvous NCCL needs. Every line a process prints
-is prefixed with its rank; a process that fails ends the job, and the
-launcher exits with its code.
+The processes are started by OpenMPI's ``mpirun``, on this host or on the
+hosts named (MPI is kiln's only multi-process backend so far). Every line
+a process prints is prefixed with its rank; a process that fails ends the
+job, and the launcher exits with its code.
 """
 
 import argparse
@@ -17,10 +14,8 @@ import os
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import threading
 
 __all__ = ["main"]
 
@@ -53,14 +48,6 @@ def _env_pairs(items):
         k, v = item.split("=", 1)
         out[k] = v
     return out
-
-
-def _pump(stream, out, prefix, lock):
-    for line in iter(stream.readline, b""):
-        with lock:
-            out.write(prefix + line)
-            out.flush()
-    stream.close()
 
 
 def _program(args):
@@ -108,66 +95,6 @@ def _run_mpi(args, env):
         return proc.wait()
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _run_local(args, env):
-    """The processes of an NCCL group on this host: ranks in the
-    environment, one GPU each, a rendezvous address for the NCCL id."""
-    if args.hosts or args.hostfile:
-        raise SystemExit("kiln.launch: --backend nccl starts processes on this host only; "
-                         "use mpirun to start them on several hosts (the NCCL id then travels over MPI)")
-    n = args.n_proc
-    env = dict(env)
-    env["KILN_WORLD_SIZE"] = str(n)
-    env["KILN_DISTRIBUTED_BACKEND"] = "nccl"
-    env.setdefault("KILN_NCCL_RENDEZVOUS", f"127.0.0.1:{_free_port()}")
-    procs, pumps = [], []
-    lock = threading.Lock()
-    for r in range(n):
-        e = dict(env, KILN_RANK=str(r), KILN_LOCAL_RANK=str(r))
-        p = subprocess.Popen([args.python] + _program(args), env=e, cwd=args.cwd,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        procs.append(p)
-        pre = b"" if args.no_prefix else f"[{r}] ".encode()
-        for s, out in ((p.stdout, sys.stdout.buffer), (p.stderr, sys.stderr.buffer)):
-            t = threading.Thread(target=_pump, args=(s, out, pre, lock), daemon=True)
-            t.start()
-            pumps.append(t)
-    rc = 0
-    try:
-        alive = set(range(n))
-        while alive:
-            for r in list(alive):
-                code = procs[r].poll()
-                if code is None:
-                    continue
-                alive.discard(r)
-                if code != 0 and rc == 0:
-                    rc = code if code > 0 else 128 - code
-                    with lock:
-                        sys.stderr.write(f"kiln.launch: rank {r} exited with code {code}; ending the job\n")
-                    for q in procs:
-                        if q.poll() is None:
-                            q.terminate()
-            if alive:
-                try:
-                    procs[next(iter(alive))].wait(timeout=0.05)
-                except subprocess.TimeoutExpired:
-                    pass
-    except KeyboardInterrupt:
-        for q in procs:
-            if q.poll() is None:
-                q.send_signal(signal.SIGINT)
-        rc = 130
-    for t in pumps:
-        t.join(timeout=5)
-    return rc
-
-
 def main(argv=None):
     args = _parser().parse_args(argv)
     if args.n_proc < 1:
@@ -179,5 +106,6 @@ def main(argv=None):
     env = {k: v for k, v in os.environ.items()
            if not (inside and k.startswith(("OMPI_", "PMIX_", "OPAL_")))}
     env.update(_env_pairs(args.env))
-    run = _run_mpi if args.backend == "mpi" else _run_local
-    return run(args, env)
+    if args.backend != "mpi":
+        raise SystemExit("kiln.launch: kiln has no NCCL backend yet; --backend mpi is the one there is")
+    return _run_mpi(args, env)

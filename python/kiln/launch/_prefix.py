@@ -2,6 +2,7 @@
 prefixed by its rank (mpirun's own tags split lines that arrive in
 pieces). Exits with the program's code; signals go on to it."""
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -9,10 +10,15 @@ import sys
 import threading
 
 
-def _pump(src, dst, prefix):
+def pump(src, dst, prefix, lock=None):
+    """Copies src's lines to dst, each after prefix (under lock, when
+    several pumps share dst)."""
+    with_lock = lock if lock is not None else contextlib.nullcontext()
     for line in iter(src.readline, b""):
-        dst.write(prefix + line)
-        dst.flush()
+        with with_lock:
+            dst.write(prefix + line)
+            dst.flush()
+    src.close()
 
 
 def main():
@@ -21,8 +27,8 @@ def main():
     proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda s, f: proc.send_signal(s))
-    threads = [threading.Thread(target=_pump, args=(proc.stdout, sys.stdout.buffer, prefix)),
-               threading.Thread(target=_pump, args=(proc.stderr, sys.stderr.buffer, prefix))]
+    threads = [threading.Thread(target=pump, args=(proc.stdout, sys.stdout.buffer, prefix)),
+               threading.Thread(target=pump, args=(proc.stderr, sys.stderr.buffer, prefix))]
     for t in threads:
         t.start()
     rc = proc.wait()

@@ -1,6 +1,7 @@
 """Transformations over a module's trainable parameters."""
 
 from functools import wraps
+from itertools import accumulate
 from typing import Any, Callable, Optional
 
 import kiln.core as mx
@@ -79,8 +80,8 @@ def average_gradients(
         return mx.distributed.all_sum(x, group=group, stream=communication_stream) / n
 
     leaves = tree_flatten(gradients)
-    if all_reduce_size <= 0 or not leaves:
-        return tree_unflatten([(k, reduce(v)) for k, v in leaves]) if leaves else gradients
+    if not leaves:
+        return gradients
 
     out = [None] * len(leaves)
 
@@ -91,14 +92,12 @@ def average_gradients(
             return
         flat = mx.concatenate([leaves[i][1].reshape(-1) for i in bucket])
         summed = reduce(flat)
-        offsets, total = [], 0
-        for i in bucket[:-1]:
-            total += leaves[i][1].size
-            offsets.append(total)
+        offsets = list(accumulate(leaves[i][1].size for i in bucket[:-1]))
         for i, part in zip(bucket, mx.split(summed, offsets)):
             out[i] = (leaves[i][0], part.reshape(leaves[i][1].shape))
 
-    # One open bucket per dtype, closed once it holds all_reduce_size bytes.
+    # One open bucket per dtype, closed once it holds all_reduce_size bytes
+    # (at once when that is 0 or less).
     open_buckets = {}
     for i, (_, v) in enumerate(leaves):
         b = open_buckets.setdefault(v.dtype, [[], 0])
