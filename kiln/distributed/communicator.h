@@ -24,6 +24,7 @@ class Communicator {
   virtual std::shared_ptr<Communicator> split(int color, int key) = 0;
 
   // `what` names the op in errors. Counts are elements of dtype.
+  /** in == out reduces in place. */
   virtual void all_reduce(const void* in, void* out, size_t count, Dtype dtype,
                           ReduceOp op, const char* what) = 0;
   /** out holds size() blocks of `bytes`, in rank order. */

@@ -1,20 +1,21 @@
 // The MPI backend: OpenMPI, opened with dlopen when a group is first formed,
 // so kiln builds and loads without it. MPI handles are OpenMPI's (pointers
 // to its predefined objects, found by name), so no MPI header is needed to
-// build. Every transfer is nonblocking and polled against a deadline: a
-// peer that never arrives is an error naming the op, never a hang.
+// build. Calls are OpenMPI's blocking ones (its nonblocking collectives
+// take another, slower path: 2x the time up to 1 MB); a watchdog ends a
+// process whose peer never arrives, so a lost peer is an error naming the
+// op, never a hang.
 #include <dlfcn.h>
 
 #include <climits>
 #include <cstdlib>
 #include <mutex>
-#include <sstream>
 #include <stdexcept>
-#include <thread>
 
 #include "kiln/core/env.h"
 #include "kiln/core/half.h"
 #include "kiln/distributed/communicator.h"
+#include "kiln/distributed/watchdog.h"
 
 namespace kiln::distributed::detail {
 
@@ -25,6 +26,8 @@ using UserFn = void(void* in, void* inout, int* len, Handle* type);
 constexpr int kSuccess = 0;
 constexpr int kThreadSerialized = 2;
 constexpr int kUndefinedColor = -32766; // MPI_UNDEFINED in OpenMPI
+void* const kInPlace = reinterpret_cast<void*>(1);  // MPI_IN_PLACE
+void* const kStatusIgnore = nullptr;                // MPI_STATUS_IGNORE
 
 struct Api {
   void* lib = nullptr;
@@ -38,14 +41,12 @@ struct Api {
   int (*Comm_size)(Handle, int*);
   int (*Comm_split)(Handle, int, int, Handle*);
   int (*Comm_set_errhandler)(Handle, Handle);
-  int (*Iallreduce)(const void*, void*, int, Handle, Handle, Handle, Handle*);
-  int (*Iallgather)(const void*, int, Handle, void*, int, Handle, Handle,
-                    Handle*);
-  int (*Ireduce_scatter_block)(const void*, void*, int, Handle, Handle,
-                               Handle, Handle*);
-  int (*Isend)(const void*, int, Handle, int, int, Handle, Handle*);
-  int (*Irecv)(void*, int, Handle, int, int, Handle, Handle*);
-  int (*Test)(Handle*, int*, void*);
+  int (*Allreduce)(const void*, void*, int, Handle, Handle, Handle);
+  int (*Allgather)(const void*, int, Handle, void*, int, Handle, Handle);
+  int (*Reduce_scatter_block)(const void*, void*, int, Handle, Handle,
+                              Handle);
+  int (*Send)(const void*, int, Handle, int, int, Handle);
+  int (*Recv)(void*, int, Handle, int, int, Handle, void*);
   int (*Error_string)(int, char*, int*);
   int (*Type_contiguous)(int, Handle, Handle*);
   int (*Type_commit)(Handle*);
@@ -98,13 +99,12 @@ Api& api() {
               resolve(a, a.Comm_size, "MPI_Comm_size") &&
               resolve(a, a.Comm_split, "MPI_Comm_split") &&
               resolve(a, a.Comm_set_errhandler, "MPI_Comm_set_errhandler") &&
-              resolve(a, a.Iallreduce, "MPI_Iallreduce") &&
-              resolve(a, a.Iallgather, "MPI_Iallgather") &&
-              resolve(a, a.Ireduce_scatter_block,
-                      "MPI_Ireduce_scatter_block") &&
-              resolve(a, a.Isend, "MPI_Isend") &&
-              resolve(a, a.Irecv, "MPI_Irecv") &&
-              resolve(a, a.Test, "MPI_Test") &&
+              resolve(a, a.Allreduce, "MPI_Allreduce") &&
+              resolve(a, a.Allgather, "MPI_Allgather") &&
+              resolve(a, a.Reduce_scatter_block,
+                      "MPI_Reduce_scatter_block") &&
+              resolve(a, a.Send, "MPI_Send") &&
+              resolve(a, a.Recv, "MPI_Recv") &&
               resolve(a, a.Error_string, "MPI_Error_string") &&
               resolve(a, a.Type_contiguous, "MPI_Type_contiguous") &&
               resolve(a, a.Type_commit, "MPI_Type_commit") &&
@@ -227,15 +227,16 @@ class Mpi final : public Communicator {
     // Counts are int: a larger array goes in pieces.
     constexpr size_t piece = size_t(1) << 30;
     size_t done = 0;
+    bool in_place = in == out;
     do { // once for an empty array: every process must take part
       size_t n = std::min(piece, count - done);
       size_t off = done * dtype.size;
-      Handle req = nullptr;
-      check(api().Iallreduce(static_cast<const char*>(in) + off,
-                             static_cast<char*>(out) + off,
-                             static_cast<int>(n), type, mop, comm_, &req),
-            what, "MPI_Iallreduce");
-      wait(req, what, -1);
+      Watch watch(what, rank_, size_, -1);
+      check(api().Allreduce(
+                in_place ? kInPlace : static_cast<const char*>(in) + off,
+                static_cast<char*>(out) + off, static_cast<int>(n), type, mop,
+                comm_),
+            what, "MPI_Allreduce");
       done += n;
     } while (done < count);
   }
@@ -243,36 +244,31 @@ class Mpi final : public Communicator {
   void all_gather(const void* in, void* out, size_t bytes,
                   const char* what) override {
     int n = checked_count(bytes, what);
-    Handle req = nullptr;
-    check(api().Iallgather(in, n, api().byte, out, n, api().byte, comm_, &req),
-          what, "MPI_Iallgather");
-    wait(req, what, -1);
+    Watch watch(what, rank_, size_, -1);
+    check(api().Allgather(in, n, api().byte, out, n, api().byte, comm_), what,
+          "MPI_Allgather");
   }
 
   void reduce_scatter(const void* in, void* out, size_t count, Dtype dtype,
                       ReduceOp op, const char* what) override {
     auto [type, mop] = type_and_op(dtype, op, what);
-    Handle req = nullptr;
-    check(api().Ireduce_scatter_block(in, out, checked_count(count, what),
-                                      type, mop, comm_, &req),
-          what, "MPI_Ireduce_scatter_block");
-    wait(req, what, -1);
+    Watch watch(what, rank_, size_, -1);
+    check(api().Reduce_scatter_block(in, out, checked_count(count, what), type,
+                                     mop, comm_),
+          what, "MPI_Reduce_scatter_block");
   }
 
   void send(const void* buf, size_t bytes, int dst, const char* what) override {
-    Handle req = nullptr;
-    check(api().Isend(buf, checked_count(bytes, what), api().byte, dst, 0,
-                      comm_, &req),
-          what, "MPI_Isend");
-    wait(req, what, dst);
+    int n = checked_count(bytes, what);
+    Watch watch(what, rank_, size_, dst);
+    check(api().Send(buf, n, api().byte, dst, 0, comm_), what, "MPI_Send");
   }
 
   void recv(void* buf, size_t bytes, int src, const char* what) override {
-    Handle req = nullptr;
-    check(api().Irecv(buf, checked_count(bytes, what), api().byte, src, 0,
-                      comm_, &req),
-          what, "MPI_Irecv");
-    wait(req, what, src);
+    int n = checked_count(bytes, what);
+    Watch watch(what, rank_, size_, src);
+    check(api().Recv(buf, n, api().byte, src, 0, comm_, kStatusIgnore), what,
+          "MPI_Recv");
   }
 
  private:
@@ -305,41 +301,6 @@ class Mpi final : public Communicator {
     }
     throw std::logic_error(std::string("[") + what + "] no MPI type for " +
                            dtype_name(dtype) + ".");
-  }
-
-  // Polls the request until it completes or the deadline passes; spins
-  // first (collectives on one host finish in microseconds), then yields,
-  // then sleeps, so a long wait does not hold a core.
-  void wait(Handle req, const char* what, int peer) {
-    auto start = std::chrono::steady_clock::now();
-    auto limit = timeout();
-    int done = 0;
-    for (uint64_t spins = 0;; ++spins) {
-      check(api().Test(&req, &done, nullptr), what, "MPI_Test");
-      if (done) return;
-      if (spins < 2000) continue;
-      auto waited = std::chrono::steady_clock::now() - start;
-      if (waited > limit) {
-        std::ostringstream os;
-        os << "[" << what << "] rank " << rank_ << " of " << size_
-           << " waited "
-           << std::chrono::duration_cast<std::chrono::seconds>(limit).count()
-           << " s for ";
-        if (peer >= 0) {
-          os << "rank " << peer;
-        } else {
-          os << "the group";
-        }
-        os << " (KILN_DISTRIBUTED_TIMEOUT): a peer died, never arrived or "
-              "runs another op.";
-        throw std::runtime_error(os.str());
-      }
-      if (waited > std::chrono::milliseconds(50)) {
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-      } else {
-        std::this_thread::yield();
-      }
-    }
   }
 
   Handle comm_;

@@ -56,8 +56,15 @@ def test_every_op_against_numpy(n):
 def test_a_late_peer_is_an_error_naming_the_op():
     rc, out, took = launch(2, "timeout", env={"KILN_DISTRIBUTED_TIMEOUT": "2"})
     assert rc != 0
-    assert "[0] RuntimeError: [all_sum] rank 0 of 2 waited 2 s" in out, out
+    assert "[0] [all_sum] rank 0 of 2 waited 2 s for the group (KILN_DISTRIBUTED_TIMEOUT)" in out, out
     # The failing process ends the job: nobody waits for the sleeper.
+    assert took < 25, (took, out)
+
+
+def test_a_late_sender_is_an_error_naming_the_peer():
+    rc, out, took = launch(2, "recv_timeout", env={"KILN_DISTRIBUTED_TIMEOUT": "2"})
+    assert rc != 0
+    assert "[0] [recv] rank 0 of 2 waited 2 s for rank 1 (KILN_DISTRIBUTED_TIMEOUT)" in out, out
     assert took < 25, (took, out)
 
 

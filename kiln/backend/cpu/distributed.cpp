@@ -1,5 +1,6 @@
 // eval_cpu of the distributed primitives: a contiguous copy of the input
-// where needed, a fresh output, then the group's backend.
+// where needed, a fresh output (or the input's buffer, when nothing else
+// holds it), then the group's backend.
 #include "kiln/backend/cpu/copy.h"
 #include "kiln/core/allocator.h"
 #include "kiln/distributed/primitives.h"
@@ -9,8 +10,16 @@ namespace kiln::distributed {
 using kiln::detail::row_major;
 
 void AllReduce::eval_cpu(const std::vector<array>& inputs, array& out) {
-  detail::check_agree(comm(), name(), inputs[0]);
-  array in = row_major(inputs[0]);
+  const array& x = inputs[0];
+  detail::check_agree(comm(), name(), x);
+  if (x.flags().row_contiguous && x.data_size() == x.size() &&
+      x.is_donatable()) {
+    out.move_shared_buffer(x);
+    comm().all_reduce(out.data<void>(), out.data<void>(), out.size(),
+                      out.dtype(), op(), name());
+    return;
+  }
+  array in = row_major(x);
   out.set_data(allocator::malloc(out.nbytes()));
   comm().all_reduce(in.data<void>(), out.data<void>(), in.size(), in.dtype(),
                     op(), name());

@@ -223,6 +223,14 @@ def check_timeout():
     kc.eval(D.all_sum(kc.ones((2,))))
 
 
+def check_recv_timeout():
+    if R == 1:
+        time.sleep(30)
+        kc.eval(D.send(kc.ones((2,)), 0))
+    else:
+        kc.eval(D.recv((2,), kc.float32, 1))
+
+
 def check_peer_dies():
     if R == 1:
         os._exit(7)

@@ -1,0 +1,27 @@
+// Blocking collectives are the fast ones in MPI and the only ones in NCCL,
+// and a blocked call cannot raise. So a call that may wait for its peers is
+// watched: one thread per process wakes a few times per timeout and, when
+// a call has waited longer than KILN_DISTRIBUTED_TIMEOUT, prints which op
+// and rank waited for whom and ends the process, which ends the job (the
+// launcher stops every rank when one exits with an error). A watch costs
+// a lock and a clock read; the thread never touches the engine.
+#pragma once
+
+#include <cstdint>
+
+namespace kiln::distributed::detail {
+
+class Watch {
+ public:
+  /** Watches one call of op `what` on rank `rank` of a group of `size`,
+   *  waiting for `peer` (-1: the group). `what` must outlive the watch. */
+  Watch(const char* what, int rank, int size, int peer);
+  ~Watch();
+  Watch(const Watch&) = delete;
+  Watch& operator=(const Watch&) = delete;
+
+ private:
+  uint64_t id_;
+};
+
+} // namespace kiln::distributed::detail
