@@ -26,12 +26,62 @@ def median_time(fn, iters):
     return float(np.median(ts))
 
 
+def step_bench(g, batch, iters):
+    import kiln.nn as nn
+    import kiln.optimizers as optim
+    from kiln.utils import tree_flatten
+
+    n, r = g.size(), g.rank()
+    if batch % n:
+        raise SystemExit(f"--batch {batch} must be a multiple of the {n} processes")
+    kc.random.seed(0)
+    model = nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
+                          nn.Linear(1024, 10))
+    opt = optim.Adam(learning_rate=1e-3)
+    rng = np.random.default_rng(0)
+    x_all = rng.standard_normal((batch, 784)).astype(np.float32)
+    y_all = rng.integers(0, 10, batch).astype(np.int32)
+    share = batch // n
+    x = kc.array(x_all[r * share:(r + 1) * share])
+    y = kc.array(y_all[r * share:(r + 1) * share])
+
+    def loss_fn(m, x, y):
+        return nn.losses.cross_entropy(m(x), y, reduction="mean")
+
+    grad_fn = nn.value_and_grad(model, loss_fn)
+
+    def step():
+        loss, grads = grad_fn(model, x, y)
+        grads = nn.average_gradients(grads, group=g)
+        opt.update(model, grads)
+        kc.eval(loss, model.parameters(), opt.state)
+
+    _, grads = grad_fn(model, x, y)
+    kc.eval(grads)
+    t_step = median_time(step, iters)
+    t_reduce = median_time(lambda: kc.eval(nn.average_gradients(grads, group=g)), iters) if n > 1 else 0.0
+    if r == 0:
+        nbytes = sum(v.nbytes for _, v in tree_flatten(grads))
+        print(f"data-parallel step, {n} process(es), global batch {batch}, "
+              f"{nbytes / 2**20:.1f} MB of gradients")
+        print("| processes | step ms | samples/s | all-reduce ms | all-reduce share |")
+        print("| --- | --- | --- | --- | --- |")
+        print(f"| {n} | {t_step * 1e3:.2f} | {batch / t_step:.0f} | {t_reduce * 1e3:.2f} | "
+              f"{t_reduce / t_step:.0%} |")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--max-mb", type=float, default=256)
     p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--step", action="store_true", help="time a data-parallel training step")
+    p.add_argument("--batch", type=int, default=256, help="global batch of --step")
     args = p.parse_args()
-    g = kc.distributed.init(strict=True, backend="mpi")
+    g = kc.distributed.init(strict=True, backend="mpi") if kc.distributed.is_available("mpi") \
+        else kc.distributed.init()
+    if args.step:
+        step_bench(g, args.batch, args.iters)
+        return
     try:
         from mpi4py import MPI
     except ImportError:

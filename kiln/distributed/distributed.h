@@ -1,6 +1,7 @@
 // Communication between processes, with MLX's API (mlx.core.distributed).
 // A Group is a set of processes formed by a backend on a trusted engine:
-// MPI (OpenMPI, loaded at run time) for host arrays. Without a backend, or
+// MPI (OpenMPI, loaded at run time) for host arrays, NCCL (loaded at run
+// time) for GPU arrays, one GPU per process. Without a backend, or
 // in a program started without a launcher, init() gives the singleton
 // group: collectives return their input and point-to-point calls raise.
 // The collectives are lazy primitives: they run when evaluated, in the
@@ -29,7 +30,7 @@ class Group {
    *  ordered by key (a negative key keeps this group's order). Every
    *  process of the group must call it. */
   Group split(int color, int key = -1) const;
-  /** The backend's name: "mpi", or "singleton". */
+  /** The backend's name: "mpi", "nccl", or "singleton". */
   std::string backend() const;
   const std::shared_ptr<detail::Communicator>& communicator() const {
     return comm_;
@@ -39,13 +40,14 @@ class Group {
   std::shared_ptr<detail::Communicator> comm_;
 };
 
-/** Whether a backend can form a group of several processes: "mpi", or
- *  "any" for any of them. Raises for an unknown name. */
+/** Whether a backend can form a group of several processes: "mpi",
+ *  "nccl", or "any" for any of them. Raises for an unknown name. */
 bool is_available(const std::string& backend = "any");
 
-/** The global group. The first call forms it with the named backend
- *  ("any" tries each); later calls return it. Without a usable backend the
- *  singleton group, or with `strict` an error. */
+/** The global group of a backend. The first call forms it; later calls
+ *  return it. "any" takes the launcher's backend (KILN_BACKEND), else MPI
+ *  under mpirun, else NCCL for the launcher's local processes. Without a
+ *  usable backend the singleton group, or with `strict` an error. */
 Group init(bool strict = false, const std::string& backend = "any");
 
 array all_sum(const array& x, std::optional<Group> group = std::nullopt,

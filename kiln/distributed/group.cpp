@@ -30,21 +30,22 @@ class Singleton final : public Communicator {
   // The ops return their input for one process without forming a
   // primitive, so no collective reaches the singleton.
   void all_reduce(const void*, void*, size_t, Dtype, ReduceOp,
-                  const char* what) override {
+                  const char* what, void*) override {
     unreachable(what);
   }
-  void all_gather(const void*, void*, size_t, const char* what) override {
+  void all_gather(const void*, void*, size_t, const char* what,
+                  void*) override {
     unreachable(what);
   }
   void reduce_scatter(const void*, void*, size_t, Dtype, ReduceOp,
-                      const char* what) override {
+                      const char* what, void*) override {
     unreachable(what);
   }
-  void send(const void*, size_t, int, const char* what) override {
+  void send(const void*, size_t, int, const char* what, void*) override {
     throw std::invalid_argument(std::string("[") + what +
                                 "] Cannot send with a singleton group.");
   }
-  void recv(void*, size_t, int, const char* what) override {
+  void recv(void*, size_t, int, const char* what, void*) override {
     throw std::invalid_argument(std::string("[") + what +
                                 "] Cannot recv with a singleton group.");
   }
@@ -108,16 +109,20 @@ std::chrono::milliseconds timeout() {
   return t;
 }
 
-bool check_signatures() {
-  static const bool on = env::flag("KILN_DISTRIBUTED_CHECK", true);
-  return on;
+bool check_signatures(const Communicator& comm) {
+  // On by default over host memory; over NCCL the check would wait for the
+  // GPU at every collective, so it is asked for (a mismatch there shows as
+  // the watchdog's timeout naming the op).
+  static const bool host = env::flag("KILN_DISTRIBUTED_CHECK", true);
+  static const bool device = env::flag("KILN_DISTRIBUTED_CHECK", false);
+  return comm.on_device() ? device : host;
 }
 
 void check_agree(Communicator& comm, const char* what, const array& x) {
-  if (!check_signatures()) return;
+  if (!check_signatures(comm)) return;
   Signature mine = signature_of(x);
   std::vector<Signature> all(comm.size());
-  comm.all_gather(&mine, all.data(), sizeof(Signature), what);
+  comm.all_gather(&mine, all.data(), sizeof(Signature), what, nullptr);
   bool agree = true;
   for (auto& s : all) agree = agree && same(s, all[0]);
   if (agree) return;
@@ -134,13 +139,12 @@ void check_agree(Communicator& comm, const char* what, const array& x) {
 
 void check_transfer(Communicator& comm, const char* what, const array& x,
                     int peer, bool sender) {
-  if (!check_signatures()) return;
+  if (!check_signatures(comm)) return;
   Signature mine = signature_of(x);
-  std::string msg;
   if (sender) {
-    comm.send(&mine, sizeof mine, peer, what);
+    comm.send(&mine, sizeof mine, peer, what, nullptr);
     char verdict = 0;
-    comm.recv(&verdict, 1, peer, what);
+    comm.recv(&verdict, 1, peer, what, nullptr);
     if (verdict == 0) return;
     std::ostringstream os;
     os << "[" << what << "] rank " << comm.rank() << " sends "
@@ -149,9 +153,9 @@ void check_transfer(Communicator& comm, const char* what, const array& x,
     throw std::invalid_argument(os.str());
   }
   Signature theirs{};
-  comm.recv(&theirs, sizeof theirs, peer, what);
+  comm.recv(&theirs, sizeof theirs, peer, what, nullptr);
   char verdict = same(mine, theirs) ? 0 : 1;
-  comm.send(&verdict, 1, peer, what);
+  comm.send(&verdict, 1, peer, what, nullptr);
   if (verdict == 0) return;
   std::ostringstream os;
   os << "[" << what << "] rank " << comm.rank() << " expects "
@@ -186,37 +190,66 @@ std::mutex& init_mutex() {
   return m;
 }
 
-std::shared_ptr<detail::Communicator>& global() {
-  static std::shared_ptr<detail::Communicator> g;
-  return g;
+// One global group per backend, as MLX keeps; "any" gives the first formed.
+std::shared_ptr<detail::Communicator>& global(const std::string& backend) {
+  static std::shared_ptr<detail::Communicator> mpi, nccl, any;
+  return backend == "mpi" ? mpi : backend == "nccl" ? nccl : any;
+}
+
+// What "any" tries: the backend the launcher named (KILN_BACKEND), else
+// MPI under mpirun (host arrays), else NCCL for the launcher's local
+// processes.
+std::string backend_for_any() {
+  std::string named = env::value("KILN_BACKEND");
+  if (!named.empty()) {
+    check_backend_name(named);
+    return named;
+  }
+  if (!env::value("OMPI_COMM_WORLD_SIZE").empty() ||
+      !env::value("PMIX_RANK").empty()) {
+    return "mpi";
+  }
+  if (!env::value("KILN_RANK").empty()) return "nccl";
+  return "mpi";
+}
+
+std::shared_ptr<detail::Communicator> form(const std::string& backend,
+                                           std::string& why) {
+  if (backend == "mpi") return detail::mpi_communicator(why);
+  if (backend == "nccl") return detail::nccl_communicator(why);
+  why = "kiln has no '" + backend + "' backend (it has 'mpi' and 'nccl')";
+  return nullptr;
 }
 
 } // namespace
 
 bool is_available(const std::string& backend) {
   check_backend_name(backend);
-  if (backend == "any" || backend == "mpi") return detail::mpi_library_loads();
+  if (backend == "mpi") return detail::mpi_library_loads();
+  if (backend == "nccl") return detail::nccl_library_loads();
+  if (backend == "any") {
+    return detail::mpi_library_loads() || detail::nccl_library_loads();
+  }
   return false;
 }
 
 Group init(bool strict, const std::string& backend) {
   check_backend_name(backend);
   std::lock_guard<std::mutex> lock(init_mutex());
-  auto& g = global();
+  auto& g = global(backend);
   if (g && g->size() > 1) return Group(g);
+  std::string chosen = backend == "any" ? backend_for_any() : backend;
   std::string why;
-  if (backend == "any" || backend == "mpi") {
-    auto c = detail::mpi_communicator(why);
-    // One MPI process (mpirun -n 1, or MPI started by another library in
-    // this process) is the singleton group unless MPI was asked for.
-    if (c && (c->size() > 1 || backend == "mpi")) {
-      g = c;
-      return Group(g);
-    }
-    if (c) why = "the MPI job has one process";
-  } else {
-    why = "kiln has no '" + backend + "' backend (it has 'mpi')";
+  auto c = form(chosen, why);
+  // One process (mpirun -n 1, or MPI started by another library in this
+  // process) is the singleton group unless the backend was named.
+  if (c && (c->size() > 1 || backend != "any")) {
+    g = c;
+    global(chosen) = c;
+    if (!global("any")) global("any") = c;
+    return Group(g);
   }
+  if (c) why = "the job has one process";
   if (strict) {
     throw std::runtime_error("[distributed] Couldn't initialize the '" +
                              backend + "' backend: " + why + ".");

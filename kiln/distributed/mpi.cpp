@@ -222,7 +222,7 @@ class Mpi final : public Communicator {
   }
 
   void all_reduce(const void* in, void* out, size_t count, Dtype dtype,
-                  ReduceOp op, const char* what) override {
+                  ReduceOp op, const char* what, void*) override {
     auto [type, mop] = type_and_op(dtype, op, what);
     // Counts are int: a larger array goes in pieces.
     constexpr size_t piece = size_t(1) << 30;
@@ -241,8 +241,8 @@ class Mpi final : public Communicator {
     } while (done < count);
   }
 
-  void all_gather(const void* in, void* out, size_t bytes,
-                  const char* what) override {
+  void all_gather(const void* in, void* out, size_t bytes, const char* what,
+                  void*) override {
     int n = checked_count(bytes, what);
     Watch watch(what, rank_, size_, -1);
     check(api().Allgather(in, n, api().byte, out, n, api().byte, comm_), what,
@@ -250,7 +250,7 @@ class Mpi final : public Communicator {
   }
 
   void reduce_scatter(const void* in, void* out, size_t count, Dtype dtype,
-                      ReduceOp op, const char* what) override {
+                      ReduceOp op, const char* what, void*) override {
     auto [type, mop] = type_and_op(dtype, op, what);
     Watch watch(what, rank_, size_, -1);
     check(api().Reduce_scatter_block(in, out, checked_count(count, what), type,
@@ -258,13 +258,15 @@ class Mpi final : public Communicator {
           what, "MPI_Reduce_scatter_block");
   }
 
-  void send(const void* buf, size_t bytes, int dst, const char* what) override {
+  void send(const void* buf, size_t bytes, int dst, const char* what,
+            void*) override {
     int n = checked_count(bytes, what);
     Watch watch(what, rank_, size_, dst);
     check(api().Send(buf, n, api().byte, dst, 0, comm_), what, "MPI_Send");
   }
 
-  void recv(void* buf, size_t bytes, int src, const char* what) override {
+  void recv(void* buf, size_t bytes, int src, const char* what,
+            void*) override {
     int n = checked_count(bytes, what);
     Watch watch(what, rank_, size_, src);
     check(api().Recv(buf, n, api().byte, src, 0, comm_, kStatusIgnore), what,

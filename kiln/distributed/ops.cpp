@@ -16,20 +16,54 @@ Group group_of(const std::optional<Group>& g) {
   return g ? *g : init();
 }
 
+const char* reduce_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return "all_sum";
+    case ReduceOp::max: return "all_max";
+    case ReduceOp::min: return "all_min";
+  }
+  return "all_reduce";
+}
+
 // MPI moves host memory: its collectives run on the CPU stream whatever
 // device the caller named (a GPU input is read back by the evaluator).
-Stream communication_stream(const Group&, StreamOrDevice s) {
+// NCCL moves GPU memory: its collectives run on a GPU stream.
+Stream communication_stream(const char* what, const Group& g,
+                            StreamOrDevice s) {
   Stream st = to_stream(s);
-  return st.device.type == Device::cpu ? st : default_stream(Device::cpu);
+  if (!g.communicator()->on_device()) {
+    return st.device.type == Device::cpu ? st : default_stream(Device::cpu);
+  }
+  if (st.device.type != Device::gpu) {
+    throw std::invalid_argument(
+        std::string("[") + what + "] The '" + g.backend() + "' group moves "
+        "GPU arrays but the op was asked to run on the CPU; use an 'mpi' "
+        "group for host arrays.");
+  }
+  return st;
 }
 
 array all_reduce(const array& x, const std::optional<Group>& g,
                  StreamOrDevice s, ReduceOp op) {
   Group group = group_of(g);
   if (group.size() == 1) return x;
+  bool device = group.communicator()->on_device();
+  Dtype dt = x.dtype();
+  if (device && (dt == int16 || dt == uint16)) {
+    // NCCL has no 16-bit integers: int32 holds every value, and its sum
+    // wraps back to the same 16 bits.
+    array wide = astype(x, int32, s);
+    return astype(all_reduce(wide, group, s, op), dt, s);
+  }
+  if (device && dt == complex64 && op != ReduceOp::sum) {
+    throw std::invalid_argument(
+        std::string("[") + reduce_name(op) + "] NCCL cannot order complex "
+        "numbers; use an 'mpi' group or reduce the real parts.");
+  }
   return array(x.shape(), x.dtype(),
-               std::make_shared<AllReduce>(communication_stream(group, s),
-                                           group, op),
+               std::make_shared<AllReduce>(
+                   communication_stream(reduce_name(op), group, s), group,
+                   op),
                {x});
 }
 
@@ -88,8 +122,8 @@ array all_gather(const array& x, std::optional<Group> g, StreamOrDevice s) {
   Group group = group_of(g);
   if (group.size() == 1) return x;
   return array(gathered_shape(x.shape(), group.size()), x.dtype(),
-               std::make_shared<AllGather>(communication_stream(group, s),
-                                           group),
+               std::make_shared<AllGather>(
+                   communication_stream("all_gather", group, s), group),
                {x});
 }
 
@@ -102,11 +136,16 @@ array sum_scatter(const array& x, std::optional<Group> g, StreamOrDevice s) {
         " for a group of size " + std::to_string(group.size()) +
         ": axis 0 must exist and the group's size must divide it.");
   }
+  Dtype dt = x.dtype();
+  if (group.communicator()->on_device() && (dt == int16 || dt == uint16)) {
+    // As all_sum: NCCL's int32 sum wraps back to the same 16 bits.
+    return astype(sum_scatter(astype(x, int32, s), group, s), dt, s);
+  }
   Shape shape = x.shape();
   shape[0] /= group.size();
   return array(std::move(shape), x.dtype(),
-               std::make_shared<ReduceScatter>(communication_stream(group, s),
-                                               group),
+               std::make_shared<ReduceScatter>(
+                   communication_stream("sum_scatter", group, s), group),
                {x});
 }
 
@@ -115,8 +154,8 @@ array send(const array& x, int dst, std::optional<Group> g, StreamOrDevice s) {
   check_not_singleton("send", group);
   check_peer("send", "destination", dst, group);
   return array(x.shape(), x.dtype(),
-               std::make_shared<Send>(communication_stream(group, s), group,
-                                      dst),
+               std::make_shared<Send>(communication_stream("send", group, s),
+                                      group, dst),
                {x});
 }
 
@@ -135,8 +174,8 @@ array recv_as(const char* what, Shape shape, Dtype dtype, int src,
     }
   }
   return array(std::move(shape), dtype,
-               std::make_shared<Recv>(communication_stream(group, s), group,
-                                      src),
+               std::make_shared<Recv>(communication_stream(what, group, s),
+                                      group, src),
                std::vector<array>{});
 }
 
@@ -154,14 +193,7 @@ array recv_like(const array& x, int src, std::optional<Group> g,
 
 // --- Transformation rules -------------------------------------------------
 
-const char* AllReduce::name() const {
-  switch (op_) {
-    case ReduceOp::sum: return "all_sum";
-    case ReduceOp::max: return "all_max";
-    case ReduceOp::min: return "all_min";
-  }
-  return "all_reduce";
-}
+const char* AllReduce::name() const { return reduce_name(op_); }
 
 namespace {
 

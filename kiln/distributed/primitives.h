@@ -1,4 +1,5 @@
-// The collectives and transfers as primitives of the graph. They are never
+// The collectives and transfers as primitives of the graph (eval_cpu for
+// host groups, eval_gpu for NCCL's; the op picks the stream). They are never
 // equivalent to one another (compile must not merge two collectives) and
 // hold their group, so a graph evaluated later still talks to it.
 #pragma once
@@ -26,6 +27,7 @@ class AllReduce : public DistributedPrimitive {
       : DistributedPrimitive(s, std::move(g)), op_(op) {}
   const char* name() const override;
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
   KILN_DECLARE_GRADS
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override {
     return {inputs[0].shape()};
@@ -41,6 +43,7 @@ class AllGather : public DistributedPrimitive {
   using DistributedPrimitive::DistributedPrimitive;
   const char* name() const override { return "all_gather"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
   KILN_DECLARE_GRADS
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
 };
@@ -50,6 +53,7 @@ class ReduceScatter : public DistributedPrimitive {
   using DistributedPrimitive::DistributedPrimitive;
   const char* name() const override { return "sum_scatter"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
   KILN_DECLARE_GRADS
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
 };
@@ -61,6 +65,7 @@ class Send : public DistributedPrimitive {
                                      dst_(dst) {}
   const char* name() const override { return "send"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
   KILN_DECLARE_VMAP
   int dst() const { return dst_; }
 
@@ -74,6 +79,7 @@ class Recv : public DistributedPrimitive {
                                      src_(src) {}
   const char* name() const override { return "recv"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  KILN_GPU_EVAL_UNARY
   int src() const { return src_; }
 
  private:

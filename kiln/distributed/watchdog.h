@@ -4,10 +4,13 @@
 // a call has waited longer than KILN_DISTRIBUTED_TIMEOUT, prints which op
 // and rank waited for whom and ends the process, which ends the job (the
 // launcher stops every rank when one exits with an error). A watch costs
-// a lock and a clock read; the thread never touches the engine.
+// a lock and a clock read; the thread never calls the engine's
+// collectives.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 namespace kiln::distributed::detail {
 
@@ -23,5 +26,13 @@ class Watch {
  private:
   uint64_t id_;
 };
+
+/** What the watchdog asks of work queued on a device: 1 when it is done,
+ *  0 while it runs, -1 when the engine reports an error (in `error`). */
+using Poll = std::function<int(std::string& error)>;
+
+/** Watches queued work of op `what` until poll() says it is done: past the
+ *  timeout, or on an error, the process ends as for a blocked call. */
+void watch_queued(const char* what, int rank, int size, int peer, Poll poll);
 
 } // namespace kiln::distributed::detail

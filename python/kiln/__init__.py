@@ -43,6 +43,21 @@ def _find_wheel_cudnn():
 
 _find_wheel_cudnn()
 
+
+def _find_wheel_nccl():
+    """The same for NCCL (the distributed 'nccl' backend): the
+    nvidia-nccl wheel's copy unless KILN_NCCL_LIBRARY names one."""
+    if "KILN_NCCL_LIBRARY" in _os.environ:
+        return
+    for entry in _sys.path:
+        lib = _os.path.join(entry, "nvidia", "nccl", "lib", "libnccl.so.2")
+        if _os.path.isfile(lib):
+            _os.environ["KILN_NCCL_LIBRARY"] = lib
+            return
+
+
+_find_wheel_nccl()
+
 from . import core  # noqa: E402
 from . import _compile, _io, _transforms
 

@@ -152,10 +152,11 @@ TEST_F(GpuLinalg, InverseAndSolve) {
 }
 
 TEST_F(GpuLinalg, SymmetricEigen) {
-  // Eigenvalues against the CPU's; eigenvectors (unique up to sign for
-  // distinct eigenvalues) by |V_gpu^T V_cpu| = I and by A V = V diag(w)
-  // (both to rounding over eigenvalue gaps of about 0.05 and up). Orders
-  // 1 and 6 take cuSOLVER's batched Jacobi routine, 48 syevd.
+  // Eigenvalues against the CPU's; eigenvectors by what defines them,
+  // V^T V = I and A V = V diag(w). (Comparing them with the CPU's, unique
+  // only up to sign and within clusters of close eigenvalues, fails on
+  // random matrices whose eigenvalues happen to lie close.) Orders 1 and 6
+  // take cuSOLVER's batched Jacobi routine, 48 syevd.
   for (Dtype dt : {float32, float64}) {
     double vec_tol = dt == float32 ? 5e-3 : 1e-9;
     for (int n : {1, 6, 48}) {
@@ -167,11 +168,10 @@ TEST_F(GpuLinalg, SymmetricEigen) {
           EXPECT_TRUE(same_on_devices(values, {a}, tol_of(dt)))
               << dtype_name(dt) << " n " << n << " " << layout << " " << uplo;
           auto [w, v] = linalg::eigh(a, uplo, Device::gpu);
-          auto [wc, vc] = linalg::eigh(a, uplo, Device::cpu);
-          array overlap = abs(matmul(swapaxes(v, -1, -2), vc, Device::cpu));
+          array gram = matmul(swapaxes(v, -1, -2), v, Device::cpu);
           array eye_b = broadcast_to(astype(eye(n), dt), {3, n, n});
-          EXPECT_TRUE(all_close(to_doubles(overlap), to_doubles(eye_b),
-                                0, vec_tol))
+          EXPECT_TRUE(all_close(to_doubles(gram), to_doubles(eye_b), 0,
+                                vec_tol))
               << dtype_name(dt) << " n " << n << " " << layout << " " << uplo;
           array av = matmul(a, v, Device::cpu);
           array vw = multiply(v, expand_dims(w, -2), Device::cpu);

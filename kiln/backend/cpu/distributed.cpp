@@ -16,20 +16,21 @@ void AllReduce::eval_cpu(const std::vector<array>& inputs, array& out) {
       x.is_donatable()) {
     out.move_shared_buffer(x);
     comm().all_reduce(out.data<void>(), out.data<void>(), out.size(),
-                      out.dtype(), op(), name());
+                      out.dtype(), op(), name(), nullptr);
     return;
   }
   array in = row_major(x);
   out.set_data(allocator::malloc(out.nbytes()));
   comm().all_reduce(in.data<void>(), out.data<void>(), in.size(), in.dtype(),
-                    op(), name());
+                    op(), name(), nullptr);
 }
 
 void AllGather::eval_cpu(const std::vector<array>& inputs, array& out) {
   detail::check_agree(comm(), name(), inputs[0]);
   array in = row_major(inputs[0]);
   out.set_data(allocator::malloc(out.nbytes()));
-  comm().all_gather(in.data<void>(), out.data<void>(), in.nbytes(), name());
+  comm().all_gather(in.data<void>(), out.data<void>(), in.nbytes(), name(),
+                    nullptr);
 }
 
 void ReduceScatter::eval_cpu(const std::vector<array>& inputs, array& out) {
@@ -37,20 +38,20 @@ void ReduceScatter::eval_cpu(const std::vector<array>& inputs, array& out) {
   array in = row_major(inputs[0]);
   out.set_data(allocator::malloc(out.nbytes()));
   comm().reduce_scatter(in.data<void>(), out.data<void>(), out.size(),
-                        in.dtype(), detail::ReduceOp::sum, name());
+                        in.dtype(), detail::ReduceOp::sum, name(), nullptr);
 }
 
 void Send::eval_cpu(const std::vector<array>& inputs, array& out) {
   detail::check_transfer(comm(), name(), inputs[0], dst(), true);
   array in = row_major(inputs[0]);
-  comm().send(in.data<void>(), in.nbytes(), dst(), name());
+  comm().send(in.data<void>(), in.nbytes(), dst(), name(), nullptr);
   out.copy_shared_buffer(inputs[0]);
 }
 
 void Recv::eval_cpu(const std::vector<array>&, array& out) {
   detail::check_transfer(comm(), name(), out, src(), false);
   out.set_data(allocator::malloc(out.nbytes()));
-  comm().recv(out.data<void>(), out.nbytes(), src(), name());
+  comm().recv(out.data<void>(), out.nbytes(), src(), name(), nullptr);
 }
 
 } // namespace kiln::distributed

@@ -1,5 +1,6 @@
 #include "kiln/backend/cuda/device.h"
 
+#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
@@ -132,12 +133,48 @@ int device_count() {
   return count;
 }
 
+namespace {
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  long n = std::strtol(v, &end, 10);
+  if (*end != '\0' || n < 0) {
+    throw std::invalid_argument(std::string("[gpu] ") + name +
+                                " must be a non-negative integer, got '" + v +
+                                "'.");
+  }
+  return static_cast<int>(n);
+}
+
+// KILN_DEVICE names the GPU; else a process of a multi-process job takes
+// the GPU of its rank on this host (one GPU per process, as NCCL wants).
+int chosen_ordinal() {
+  int count = device_count();
+  int named = env_int("KILN_DEVICE", -1);
+  if (named >= 0) {
+    if (named >= count) {
+      throw std::invalid_argument(
+          "[gpu] KILN_DEVICE=" + std::to_string(named) + " but this machine "
+          "has " + std::to_string(count) + " GPU(s).");
+    }
+    return named;
+  }
+  int local = env_int("KILN_LOCAL_RANK",
+                      env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0));
+  return count > 0 ? local % count : 0;
+}
+
+} // namespace
+
 const DeviceInfo& device_info() {
   static const DeviceInfo info = [] {
     DeviceInfo d;
-    KILN_CHECK_CUDA(cudaSetDevice(0));
+    d.ordinal = chosen_ordinal();
+    KILN_CHECK_CUDA(cudaSetDevice(d.ordinal));
     cudaDeviceProp p;
-    KILN_CHECK_CUDA(cudaGetDeviceProperties(&p, 0));
+    KILN_CHECK_CUDA(cudaGetDeviceProperties(&p, d.ordinal));
     d.sm_count = p.multiProcessorCount;
     d.major = p.major;
     d.minor = p.minor;

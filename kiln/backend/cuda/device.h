@@ -24,9 +24,11 @@ struct DeviceInfo {
 
 /** Number of CUDA devices (0 when there is no driver or no GPU). */
 int device_count();
-/** Facts about device 0 (kiln uses one GPU); makes it current. */
+/** Facts about the process's GPU (kiln uses one: KILN_DEVICE, else the
+ *  process's local rank in a multi-process job, else 0); makes it
+ *  current. */
 const DeviceInfo& device_info();
-/** Makes device 0 current on the calling thread (cheap when it is). */
+/** Makes that GPU current on the calling thread (cheap when it is). */
 void set_current_device();
 
 /** The non-blocking CUDA stream behind a kiln GPU stream (created at first

@@ -2,6 +2,7 @@
 // eval_cpu and Primitive::eval_gpu's default (which throws) is unreachable.
 #include "kiln/core/array.h"
 #include "kiln/core/device.h"
+#include "kiln/distributed/communicator.h"
 
 #include <stdexcept>
 
@@ -31,3 +32,14 @@ namespace kiln::detail {
 void release_device_record(DeviceRecord*) {}
 
 } // namespace kiln::detail
+
+namespace kiln::distributed::detail {
+
+
+std::shared_ptr<Communicator> nccl_communicator(std::string& why) {
+  why = "kiln was built without the CUDA backend";
+  return nullptr;
+}
+bool nccl_library_loads() { return false; }
+
+} // namespace kiln::distributed::detail

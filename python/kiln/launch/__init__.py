@@ -3,10 +3,15 @@
     python -m kiln.launch -n 2 train.py --lr 1e-3
     python -m kiln.launch -n 4 --hosts h1,h2 -m my.module args
 
-The processes are started by OpenMPI's ``mpirun``, on this host or on the
-hosts named (MPI is kiln's only multi-process backend so far). Every line
-a process prints is prefixed with its rank; a process that fails ends the
-job, and the launcher exits with its code.
+    python -m kiln.launch -n 2 --backend nccl train.py     # one GPU each
+
+With ``--backend mpi`` (the default) OpenMPI's ``mpirun`` starts the
+processes, on this host or on the hosts named. With ``--backend nccl`` the
+launcher starts them itself on this host, one GPU per process (its local
+rank), and they exchange NCCL's id through a file in a private temporary
+folder; with ``--hosts`` mpirun starts them and MPI carries the id. Every
+line a process prints is prefixed with its rank; a process that fails ends
+the job, and the launcher exits with its code.
 """
 
 import argparse
@@ -16,6 +21,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
+import time
 
 __all__ = ["main"]
 
@@ -95,6 +103,71 @@ def _run_mpi(args, env):
         return proc.wait()
 
 
+def _run_local(args, env):
+    """N processes on this host with the launcher's rank variables; the
+    first to fail ends the others."""
+    from ._prefix import pump
+
+    n = args.n_proc
+    folder = tempfile.mkdtemp(prefix="kiln-launch-")
+    procs, threads = [], []
+    lock = threading.Lock()
+    try:
+        for rank in range(n):
+            e = dict(env)
+            e.update(KILN_RANK=str(rank), KILN_WORLD_SIZE=str(n), KILN_LOCAL_RANK=str(rank),
+                     KILN_LOCAL_WORLD_SIZE=str(n), KILN_BACKEND=args.backend,
+                     KILN_RENDEZVOUS_FILE=os.path.join(folder, "rendezvous"))
+            cmd = [args.python] + _program(args)
+            if args.verbose and rank == 0:
+                print("kiln.launch:", shlex.join(cmd), f"(x{n})", file=sys.stderr)
+            pipe = None if args.no_prefix else subprocess.PIPE
+            p = subprocess.Popen(cmd, env=e, cwd=args.cwd, stdout=pipe, stderr=pipe)
+            procs.append(p)
+            if pipe is not None:
+                prefix = f"[{rank}] ".encode()
+                for src, dst in ((p.stdout, sys.stdout.buffer), (p.stderr, sys.stderr.buffer)):
+                    t = threading.Thread(target=pump, args=(src, dst, prefix, lock), daemon=True)
+                    t.start()
+                    threads.append(t)
+        rc = 0
+        try:
+            while True:
+                codes = [p.poll() for p in procs]
+                failed = [c for c in codes if c not in (None, 0)]
+                if failed:
+                    rc = failed[0]
+                    break
+                if all(c == 0 for c in codes):
+                    break
+                time.sleep(0.05)
+        except KeyboardInterrupt:
+            for p in procs:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGINT)
+            rc = 130
+        _stop(procs)
+        for t in threads:
+            t.join(timeout=5)
+        return rc if rc >= 0 else 128 - rc
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _stop(procs):
+    """Ends the processes still running: SIGTERM, then SIGKILL after 5 s."""
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    deadline = time.monotonic() + 5
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
 def main(argv=None):
     args = _parser().parse_args(argv)
     if args.n_proc < 1:
@@ -106,6 +179,7 @@ def main(argv=None):
     env = {k: v for k, v in os.environ.items()
            if not (inside and k.startswith(("OMPI_", "PMIX_", "OPAL_")))}
     env.update(_env_pairs(args.env))
-    if args.backend != "mpi":
-        raise SystemExit("kiln.launch: kiln has no NCCL backend yet; --backend mpi is the one there is")
+    env["KILN_BACKEND"] = args.backend
+    if args.backend == "nccl" and not (args.hosts or args.hostfile):
+        return _run_local(args, env)
     return _run_mpi(args, env)
