@@ -193,23 +193,23 @@ def test_generate_greedy_matches_mlx(work, extra):
     assert len(k[0]) > 10 and k[1][1] == ("Generation", "32")
 
 
-def _categorical_follows_mlx():
-    """Whether kiln's random.categorical of a single distribution draws as
-    MLX 0.32's does (by inverse CDF; see the skip below)."""
+def test_categorical_of_one_distribution_draws_as_mlx():
+    """A sampler's single prompt: MLX 0.32.1+ draws by inverse CDF, and so
+    must kiln for a seeded generation to match."""
     import kiln.core as kc
 
     logits = np.log(np.linspace(1, 2, 16, dtype=np.float32))[None]
     keys = range(8)
     k = [kc.random.categorical(kc.array(logits), key=kc.random.key(s)).item() for s in keys]
     m = [mx.random.categorical(mx.array(logits), key=mx.random.key(s)).item() for s in keys]
-    return k == m
+    assert k == m
+    for shape in [(7,), (3, 4)]:
+        k = kc.random.categorical(kc.array(logits[0]), shape=shape, key=kc.random.key(5))
+        m = mx.random.categorical(mx.array(logits[0]), shape=shape, key=mx.random.key(5))
+        assert np.array(k).tolist() == np.array(m).tolist()
 
 
 def test_generate_sampled_with_seed_matches_mlx(work):
-    if not _categorical_follows_mlx():
-        pytest.skip("kiln bug: random.categorical of one distribution (logits "
-                    "of shape (1, n)) draws by the Gumbel-max trick, where MLX "
-                    "0.32.1+ draws by inverse CDF (kiln/ops/random.cpp)")
     args = ["-m", "mlx_lm", "generate", "--model", str(work / "model"),
             "--prompt", "the quick brown fox", "--max-tokens", "32",
             "--temp", "0.8", "--top-p", "0.95", "--seed", "3"]

@@ -88,3 +88,37 @@ def test_same_numbers_as_mlx():
             np.array(kc.random.randint(0, 100, (9,), key=kk)),
             np.array(mx.random.randint(0, 100, (9,), key=mk)),
         )
+
+
+def test_categorical_frequencies_follow_the_probabilities():
+    # Both paths: one distribution drawn many times (inverse CDF) and a
+    # batch of distributions (Gumbel-max), against the softmax of the
+    # logits; float16 and integer logits promote to float32.
+    rng = np.random.default_rng(7)
+    p = rng.dirichlet(np.ones(6))
+    logits = np.log(p)
+    n = 40000
+    for dt in (kc.float32, kc.float16):
+        x = kc.array(logits).astype(dt)
+        one = np.array(kc.random.categorical(x, shape=(n,), key=kc.random.key(1)))
+        many = np.array(kc.random.categorical(kc.broadcast_to(x, (n, 6)), key=kc.random.key(2)))
+        for draws in (one, many):
+            assert draws.min() >= 0 and draws.max() < 6
+            freq = np.bincount(draws, minlength=6) / n
+            assert np.abs(freq - p).max() < 0.015, (freq, p)
+    ints = np.array(kc.random.categorical(kc.array([0, 0, 0]), shape=(3000,), key=kc.random.key(3)))
+    assert set(np.unique(ints)) == {0, 1, 2}
+
+
+def test_categorical_with_infinite_logits():
+    # +inf entries share all the mass; -inf entries are never drawn.
+    logits = kc.array([0.0, float("inf"), -float("inf"), float("inf")])
+    d = np.array(kc.random.categorical(logits, shape=(2000,), key=kc.random.key(4)))
+    assert set(np.unique(d)) == {1, 3}
+    assert 0.4 < (d == 1).mean() < 0.6
+    d = np.array(kc.random.categorical(kc.array([0.0, -float("inf"), 1.0]), shape=(2000,),
+                                       key=kc.random.key(5)))
+    assert 1 not in set(d.tolist())
+    # A transposed (non-contiguous) single distribution.
+    t = kc.transpose(kc.array([[0.0], [-float("inf")], [5.0]]))
+    assert set(np.array(kc.random.categorical(t[0], shape=(50,), key=kc.random.key(6))).tolist()) <= {0, 2}
