@@ -169,3 +169,48 @@ def test_matches_mlx(rng):
     np.testing.assert_allclose(
         np.array(kc.gather_mm(kc.array(a), kc.array(b), kc.array(li))),
         np.array(mx.gather_mm(mx.array(a), mx.array(b), mx.array(li))), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_few_rows_times_a_16_bit_matrix(dt):
+    # Decoding's products (1 to 16 rows) read the 16-bit weight in place;
+    # both weight layouts (x @ W.T and x @ W), row counts around the blocks
+    # of 4, lengths around the 16-lane vectors, strided rows of x, a batch,
+    # and AddMM's bias, against float64 over the rounded inputs.
+    import numpy as np
+
+    kdt = getattr(kc, dt)
+    rng = np.random.default_rng(3)
+    for m in (1, 2, 3, 4, 5, 8, 15, 16, 17):
+        for k, n in ((64, 48), (37, 5), (1, 9), (130, 1)):
+            xs = kc.array(rng.standard_normal((m, 2 * k)).astype(np.float32)).astype(kdt)[:, ::2]
+            w = kc.array(rng.standard_normal((n, k)).astype(np.float32)).astype(kdt)
+            wt_rows = kc.array(np.ascontiguousarray(np.array(w.astype(kc.float32)).T)).astype(kdt)
+            x64 = np.array(xs.astype(kc.float32)).astype(np.float64)
+            w64 = np.array(w.astype(kc.float32)).astype(np.float64)
+            ref = x64 @ w64.T
+            bias = kc.array(rng.standard_normal((n,)).astype(np.float32)).astype(kdt)
+            b64 = np.array(bias.astype(kc.float32)).astype(np.float64)
+            # The result is rounded to 16 bits: compare in its own precision.
+            tol = (2e-3 if dt == "float16" else 1.6e-2) * (np.abs(x64) @ np.abs(w64).T + 1)
+            for got, want in ((xs @ w.T, ref), (xs @ wt_rows, ref),
+                              (kc.addmm(bias, xs, w.T, alpha=0.5, beta=2.0), 0.5 * ref + 2 * b64)):
+                assert got.dtype == kdt
+                g = np.array(got.astype(kc.float32)).astype(np.float64)
+                assert (np.abs(g - want) <= tol * 1.5 + 1e-6).all(), (m, k, n)
+    x3 = kc.array(rng.standard_normal((3, 2, 40)).astype(np.float32)).astype(kdt)
+    w = kc.array(rng.standard_normal((24, 40)).astype(np.float32)).astype(kdt)
+    ref = np.array(x3.astype(kc.float32)).astype(np.float64) @ np.array(w.astype(kc.float32)).astype(np.float64).T
+    g = np.array((x3 @ w.T).astype(kc.float32))
+    assert np.allclose(g, ref, rtol=2e-2, atol=2e-2)
+
+
+def test_16_bit_matvec_keeps_inf_and_nan():
+    import numpy as np
+
+    w = np.zeros((3, 20), np.float16)
+    w[0, 5], w[1, 5], w[2, 17] = np.inf, -np.inf, np.nan
+    x = np.zeros((1, 20), np.float16)
+    x[0, 5] = x[0, 17] = 1
+    y = np.array((kc.array(x) @ kc.array(w).T).astype(kc.float32))[0]
+    assert y[0] == np.inf and y[1] == -np.inf and np.isnan(y[2])

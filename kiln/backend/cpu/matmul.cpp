@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "kiln/backend/cpu/gemm.h"
+#include "kiln/backend/cpu/half_matvec.h"
 #include "kiln/core/dispatch.h"
 #include "kiln/primitives/linalg.h"
 
@@ -60,6 +61,34 @@ void gemm_one(const Mat<T>& a, const Mat<T>& b, const Mat<T>* c, int64_t offa,
               int64_t k, float alpha, float beta,
               std::vector<G> (&scratch)[3]) {
   constexpr bool native = std::is_same_v<T, G>;
+  if constexpr (!native && is_half_v<T>) {
+    if (m <= detail::half_matvec_max_rows && k > 0 &&
+        (b.sr == 1 || b.sc == 1)) {
+      // A few rows: W read in place (half_matvec.h).
+      std::vector<G>& x = scratch[0];
+      std::vector<G>& dst = scratch[2];
+      x.resize(static_cast<size_t>(m * k));
+      dst.resize(static_cast<size_t>(m * n));
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t i = 0; i < k; ++i) {
+          x[r * k + i] = cast_to<G>(a.p[offa + r * a.sr + i * a.sc]);
+        }
+      }
+      float beta_used = 0.0f;
+      if (c && beta != 0.0f) {
+        for (int64_t r = 0; r < m; ++r) {
+          for (int64_t j = 0; j < n; ++j) {
+            dst[r * n + j] = cast_to<G>(c->p[offc + r * c->sr + j * c->sc]);
+          }
+        }
+        beta_used = beta;
+      }
+      detail::half_matvec<T>(x.data(), m, k, b.p + offb, b.sr, b.sc, n, alpha,
+                             beta_used, dst.data());
+      for (int64_t i = 0; i < m * n; ++i) out[i] = cast_to<T>(dst[i]);
+      return;
+    }
+  }
   int64_t block =
       native ? m : std::max<int64_t>(1, convert_block_elems / std::max(k, n));
   detail::GemmOperand<G> B{};
