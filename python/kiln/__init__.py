@@ -26,37 +26,23 @@ def _pick_openblas_kernels():
 _pick_openblas_kernels()
 
 
-def _find_wheel_cudnn():
-    """The CUDA backend loads cuDNN at run time for attention (never
-    linked), as libcudnn.so.9 from the system's library path. Python
-    environments often hold it in the nvidia-cudnn wheel instead (PyTorch's
-    and JAX's CUDA wheels install it); point the backend at that copy unless
-    the user has named one (KILN_CUDNN_LIBRARY)."""
-    if "KILN_CUDNN_LIBRARY" in _os.environ:
+def _find_wheel_library(variable, *path):
+    """The CUDA backend loads cuDNN (attention, convolutions) and NCCL (the
+    'nccl' distributed backend) at run time, never linked, from the
+    system's library path. Python environments often hold them in NVIDIA's
+    wheels instead (PyTorch's and JAX's CUDA wheels install them): point
+    the backend at the wheel's copy unless the user has named one."""
+    if variable in _os.environ:
         return
     for entry in _sys.path:
-        lib = _os.path.join(entry, "nvidia", "cudnn", "lib", "libcudnn.so.9")
+        lib = _os.path.join(entry, *path)
         if _os.path.isfile(lib):
-            _os.environ["KILN_CUDNN_LIBRARY"] = lib
+            _os.environ[variable] = lib
             return
 
 
-_find_wheel_cudnn()
-
-
-def _find_wheel_nccl():
-    """The same for NCCL (the distributed 'nccl' backend): the
-    nvidia-nccl wheel's copy unless KILN_NCCL_LIBRARY names one."""
-    if "KILN_NCCL_LIBRARY" in _os.environ:
-        return
-    for entry in _sys.path:
-        lib = _os.path.join(entry, "nvidia", "nccl", "lib", "libnccl.so.2")
-        if _os.path.isfile(lib):
-            _os.environ["KILN_NCCL_LIBRARY"] = lib
-            return
-
-
-_find_wheel_nccl()
+_find_wheel_library("KILN_CUDNN_LIBRARY", "nvidia", "cudnn", "lib", "libcudnn.so.9")
+_find_wheel_library("KILN_NCCL_LIBRARY", "nvidia", "nccl", "lib", "libnccl.so.2")
 
 from . import core  # noqa: E402
 from . import _compile, _io, _transforms

@@ -74,3 +74,22 @@ def check(got, want, rtol=1e-5, atol=1e-6):
 
 
 needs_mlx = pytest.mark.skipif(mx is None, reason="mlx is not installed")
+
+
+def _open_mpi():
+    """The MPI backend speaks OpenMPI's ABI: another MPI's mpirun (or none)
+    skips the multi-process tests."""
+    import shutil
+    import subprocess
+
+    mpirun = shutil.which("mpirun")
+    if mpirun is None or not kc.distributed.is_available("mpi"):
+        return False
+    try:
+        v = subprocess.run([mpirun, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "Open MPI" in v.stdout + v.stderr
+
+
+needs_open_mpi = pytest.mark.skipif(not _open_mpi(), reason="OpenMPI (mpirun, libmpi) is not installed")

@@ -4,7 +4,6 @@ ranks' inputs (distributed/checks.py), gradients through the collectives,
 bad input, and processes that die or never arrive."""
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -12,24 +11,12 @@ import time
 import pytest
 
 import kiln.core as kc
+from conftest import needs_open_mpi
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKS = os.path.join(HERE, "distributed", "checks.py")
 
-def _open_mpi():
-    """The backend speaks OpenMPI's ABI: another MPI's mpirun (or none)
-    skips these tests."""
-    mpirun = shutil.which("mpirun")
-    if mpirun is None or not kc.distributed.is_available("mpi"):
-        return False
-    try:
-        v = subprocess.run([mpirun, "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return "Open MPI" in v.stdout + v.stderr
-
-
-pytestmark = pytest.mark.skipif(not _open_mpi(), reason="OpenMPI (mpirun, libmpi) is not installed")
+pytestmark = needs_open_mpi
 
 
 def launch(n, *checks, env=None, timeout=240):

@@ -10,13 +10,13 @@ whole model's."""
 import importlib.util
 import os
 import re
-import shutil
 import subprocess
 import sys
 
 import pytest
 
 import kiln.core as kc
+from conftest import needs_open_mpi
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -27,20 +27,7 @@ TP_LLAMA = os.path.join(ROOT, "examples", "tensor_parallel_llama.py")
 
 
 
-def _open_mpi():
-    """The backend speaks OpenMPI's ABI: another MPI's mpirun (or none)
-    skips these tests."""
-    mpirun = shutil.which("mpirun")
-    if mpirun is None or not kc.distributed.is_available("mpi"):
-        return False
-    try:
-        v = subprocess.run([mpirun, "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return "Open MPI" in v.stdout + v.stderr
-
-
-pytestmark = pytest.mark.skipif(not _open_mpi(), reason="OpenMPI (mpirun, libmpi) is not installed")
+pytestmark = needs_open_mpi
 
 TIMEOUT = 240  # seconds, for any one subprocess
 

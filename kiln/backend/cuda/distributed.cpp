@@ -31,6 +31,18 @@ array row_major_on(const array& x, const Stream& s, const char* what) {
   return out;
 }
 
+// The shape check, the input row-major on the device, and a fresh device
+// output: what the gathering and scattering collectives start with.
+const void* prepare(const DistributedPrimitive& p, const array& x,
+                    array& out, array& in) {
+  const Stream& s = p.stream();
+  detail::check_agree(device_comm(p), p.name(), x);
+  in = row_major_on(x, s, p.name());
+  const void* src = cuda::device_ptr(in, s);
+  cuda::set_device_output(out, s);
+  return src;
+}
+
 } // namespace
 
 void AllReduce::eval_gpu(const std::vector<array>& inputs, array& out) {
@@ -51,25 +63,19 @@ void AllReduce::eval_gpu(const std::vector<array>& inputs, array& out) {
 }
 
 void AllGather::eval_gpu(const std::vector<array>& inputs, array& out) {
-  auto& c = device_comm(*this);
   const Stream& s = stream();
-  detail::check_agree(c, name(), inputs[0]);
-  array in = row_major_on(inputs[0], s, name());
-  const void* src = cuda::device_ptr(in, s);
-  cuda::set_device_output(out, s);
-  c.all_gather(src, cuda::device_ptr(out, s), in.nbytes(), name(),
-               cuda::cuda_stream(s));
+  array in = inputs[0];
+  const void* src = prepare(*this, inputs[0], out, in);
+  comm().all_gather(src, cuda::device_ptr(out, s), in.nbytes(), name(),
+                    cuda::cuda_stream(s));
 }
 
 void ReduceScatter::eval_gpu(const std::vector<array>& inputs, array& out) {
-  auto& c = device_comm(*this);
   const Stream& s = stream();
-  detail::check_agree(c, name(), inputs[0]);
-  array in = row_major_on(inputs[0], s, name());
-  const void* src = cuda::device_ptr(in, s);
-  cuda::set_device_output(out, s);
-  c.reduce_scatter(src, cuda::device_ptr(out, s), out.size(), in.dtype(),
-                   detail::ReduceOp::sum, name(), cuda::cuda_stream(s));
+  array in = inputs[0];
+  const void* src = prepare(*this, inputs[0], out, in);
+  comm().reduce_scatter(src, cuda::device_ptr(out, s), out.size(), in.dtype(),
+                        detail::ReduceOp::sum, name(), cuda::cuda_stream(s));
 }
 
 void Send::eval_gpu(const std::vector<array>& inputs, array& out) {
