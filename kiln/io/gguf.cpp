@@ -1,12 +1,15 @@
 // GGUF: a header (magic, version, counts), typed key-value metadata, tensor
 // descriptions (name, dimensions innermost first, GGML type, offset), then
 // the tensor data, each tensor aligned (32 bytes unless general.alignment
-// says otherwise). Unquantized tensor types only.
+// says otherwise). Unquantized tensors load as they are; Q4_0, Q4_1 and Q8_0
+// tensors load as MLX loads them, in kiln's affine quantization (groups of
+// 32): NAME.weight packed in uint32, NAME.scales and NAME.biases float16.
 #include <algorithm>
 #include <cstring>
 #include <set>
 #include <stdexcept>
 
+#include "kiln/core/allocator.h"
 #include "kiln/io/common.h"
 #include "kiln/io/io.h"
 #include "kiln/ops/utils.h"
@@ -173,12 +176,22 @@ GGUFMetaData get_value(Reader& in, const std::string& key) {
   return io::detail::read_array(in, {}, *dtype, "load_gguf", what);
 }
 
+// The GGML block formats read as affine quantization: 32 weights a block
+// behind a float16 scale (and, for Q4_1, a float16 minimum).
+enum QuantType : uint32_t { kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8 };
+constexpr int64_t kBlock = 32;
+
 struct TensorInfo {
   std::string name;
   Shape shape;
   Dtype dtype;
   uint64_t offset;
+  uint32_t quant = 0; // a QuantType, or 0 for an unquantized tensor
 };
+
+int64_t block_bytes(uint32_t quant) {
+  return quant == kQ4_0 ? 18 : quant == kQ4_1 ? 20 : 34;
+}
 
 std::string ggml_type_name(uint32_t t) {
   static const char* names[] = {
@@ -205,6 +218,17 @@ TensorInfo get_tensor_info(Reader& in) {
   std::reverse(dims.begin(), dims.end());
   info.shape = io::detail::checked_shape(dims, "load_gguf", in, what);
   auto type = read_le<uint32_t>(in, what);
+  if (type == kQ4_0 || type == kQ4_1 || type == kQ8_0) {
+    if (info.shape.empty() || info.shape.back() % kBlock != 0) {
+      corrupt("load_gguf", in,
+              what + " is " + ggml_type_name(type) + " with shape " +
+                  kiln::detail::shape_str(info.shape) +
+                  ": its last dimension must be a multiple of 32.");
+    }
+    info.quant = type;
+    info.offset = read_le<uint64_t>(in, what);
+    return info;
+  }
   bool found = false;
   for (auto& [t, d] : kTensorDtypes) {
     if (t == type) {
@@ -215,11 +239,78 @@ TensorInfo get_tensor_info(Reader& in) {
   if (!found) {
     corrupt("load_gguf", in,
             what + " has GGML type " + ggml_type_name(type) +
-                "; kiln reads unquantized tensors only (F32, F16, BF16, "
-                "F64, I8, I16, I32, I64).");
+                "; kiln reads F32, F16, BF16, F64, I8, I16, I32, I64, "
+                "Q4_0, Q4_1 and Q8_0.");
   }
   info.offset = read_le<uint64_t>(in, what);
   return info;
+}
+
+uint16_t le16(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] | (p[1] << 8));
+}
+
+// One quantized tensor as MLX's load gives it: the blocks' codes packed in
+// uint32 (8 four-bit or 4 eight-bit codes a word, the first in the lowest
+// bits), and per block a scale and a bias with w = scale * code + bias.
+void read_quantized(Reader& in, const TensorInfo& t,
+                    std::map<std::string, array>& out) {
+  const std::string what = "tensor '" + t.name + "'";
+  int64_t blocks = 1;
+  for (int d : t.shape) blocks *= d;
+  blocks /= kBlock;
+  array raw = io::detail::read_array(in, {blocks * block_bytes(t.quant)},
+                                     uint8, "load_gguf", what);
+  int bits = t.quant == kQ8_0 ? 8 : 4;
+  Shape wshape = t.shape, sshape = t.shape;
+  wshape.back() = t.shape.back() * bits / 32;
+  sshape.back() = t.shape.back() / kBlock;
+  size_t groups = static_cast<size_t>(blocks);
+  array weight(allocator::malloc(groups * kBlock * bits / 8), wshape, uint32);
+  array scales(allocator::malloc(groups * 2), sshape, float16);
+  array biases(allocator::malloc(groups * 2), sshape, float16);
+  const uint8_t* src = raw.data<uint8_t>();
+  auto* codes = reinterpret_cast<uint8_t*>(weight.data<uint32_t>());
+  auto* sc = scales.data<float16_t>();
+  auto* bi = biases.data<float16_t>();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* blk = src + b * block_bytes(t.quant);
+    float16_t scale(le16(blk), kiln::detail::from_bits);
+    sc[b] = scale;
+    uint8_t* dst = codes + b * (kBlock * bits / 8);
+    if (t.quant == kQ8_0) {
+      // int8 codes q become q + 128, so the bias is -128 * scale.
+      for (int j = 0; j < kBlock; ++j) dst[j] = blk[2 + j] ^ 0x80;
+      bi[b] = float16_t(-128.0f * static_cast<float>(scale));
+      continue;
+    }
+    // Byte j of a block holds code j in its low half and code j + 16 in
+    // its high half; kiln packs codes 2i and 2i + 1 into byte i.
+    const uint8_t* q = blk + (t.quant == kQ4_1 ? 4 : 2);
+    for (int j = 0; j < 16; j += 2) {
+      dst[j / 2] = (q[j] & 0x0F) | ((q[j + 1] & 0x0F) << 4);
+      dst[8 + j / 2] = (q[j] >> 4) | (q[j + 1] & 0xF0);
+    }
+    bi[b] = t.quant == kQ4_1
+                ? float16_t(le16(blk + 2), kiln::detail::from_bits)
+                : float16_t(-8.0f * static_cast<float>(scale));
+  }
+  std::string prefix = t.name;
+  constexpr std::string_view suffix = ".weight";
+  if (prefix.size() > suffix.size() &&
+      prefix.compare(prefix.size() - suffix.size(), suffix.size(), suffix) ==
+          0) {
+    prefix.resize(prefix.size() - suffix.size());
+  }
+  for (auto& [name, a] : {std::pair{t.name, weight},
+                          std::pair{prefix + ".scales", scales},
+                          std::pair{prefix + ".biases", biases}}) {
+    if (!out.emplace(name, a).second) {
+      corrupt("load_gguf", in,
+              "quantized " + what + " gives '" + name +
+                  "', which another tensor of the file has.");
+    }
+  }
 }
 
 uint64_t alignment_of(const GGUFMetaData& value) {
@@ -357,9 +448,17 @@ GGUFLoad load_gguf(io::Reader& in, StreamOrDevice) {
                   " past the end of the file (a truncated file?).");
     }
     in.skip(t.offset - at, "padding");
-    result.first.insert_or_assign(
-        t.name, io::detail::read_array(in, t.shape, t.dtype, op,
-                                       "tensor '" + t.name + "'"));
+    if (t.quant) {
+      read_quantized(in, t, result.first);
+      continue;
+    }
+    array a = io::detail::read_array(in, t.shape, t.dtype, op,
+                                     "tensor '" + t.name + "'");
+    if (!result.first.emplace(t.name, std::move(a)).second) {
+      corrupt(op, in,
+              "tensor '" + t.name + "' has the name of a quantized tensor's "
+              "scales or biases.");
+    }
   }
   return result;
 }

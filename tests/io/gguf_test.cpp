@@ -1,5 +1,7 @@
 // GGUF: round trips of the unquantized tensor types and every metadata
 // kind, a file built by hand from the specification, and errors.
+#include <random>
+
 #include "io/io_helpers.h"
 
 namespace kiln::test {
@@ -203,8 +205,16 @@ TEST_F(Gguf, ErrorsNameTheFileAndTheProblem) {
   expect_error(gguf_head(3, 2, 0) + info + info + std::string(64, '\0'),
                "'w' appears twice");
   std::string q4 = gguf_head(3, 1, 0) + gstr("w") + le<uint32_t>(1) +
-                   le<uint64_t>(32) + le<uint32_t>(2) + le<uint64_t>(0);
-  expect_error(q4 + std::string(64, '\0'), "Q4_0");
+                   le<uint64_t>(48) + le<uint32_t>(2) + le<uint64_t>(0);
+  expect_error(q4 + std::string(64, '\0'), "must be a multiple of 32");
+  std::string q5 = gguf_head(3, 1, 0) + gstr("w") + le<uint32_t>(1) +
+                   le<uint64_t>(32) + le<uint32_t>(6) + le<uint64_t>(0);
+  expect_error(q5 + std::string(64, '\0'), "GGML type Q5_0");
+  // Two blocks announced, one stored: an error before any allocation.
+  std::string q8 = gguf_head(3, 1, 0) + gstr("w") + le<uint32_t>(1) +
+                   le<uint64_t>(64) + le<uint32_t>(8) + le<uint64_t>(0);
+  q8.append((32 - q8.size() % 32) % 32, '\0');
+  expect_error(q8 + std::string(34, '\0'), "needs 68 bytes");
   std::string f32 = gguf_head(3, 1, 0) + gstr("w") + le<uint32_t>(1) +
                     le<uint64_t>(8) + le<uint32_t>(0) + le<uint64_t>(0);
   f32.append((32 - f32.size() % 32) % 32, '\0');
@@ -213,6 +223,75 @@ TEST_F(Gguf, ErrorsNameTheFileAndTheProblem) {
                     le<uint64_t>(1ull << 33) + le<uint32_t>(0) +
                     le<uint64_t>(0);
   expect_error(big, "limit");
+}
+
+// A Q4_0, a Q4_1 and a Q8_0 tensor of 2 rows of 64 built from random
+// blocks: each loads as kiln's affine quantization (groups of 32, float16
+// scales and biases) whose dequantization is the GGML block formula.
+TEST_F(Gguf, QuantizedBlocksLoadAsAffineQuantization) {
+  std::mt19937 gen(5);
+  std::uniform_int_distribution<int> byte(0, 255);
+  const float scales[4] = {0.5f, -0.25f, 2.0f, 0.125f};
+  struct Tensor {
+    std::string name;
+    uint32_t type;
+    int bits;
+    std::string data;
+    std::vector<double> want;
+  };
+  std::vector<Tensor> tensors = {{"a.weight", 2, 4, "", {}},
+                                 {"b.weight", 3, 4, "", {}},
+                                 {"c", 8, 8, "", {}}};
+  for (auto& t : tensors) {
+    for (int blk = 0; blk < 4; ++blk) { // 2 rows x 2 blocks
+      float scale = scales[blk], minimum = -1.5f + blk;
+      t.data += le<uint16_t>(float16_t(scale).bits);
+      if (t.type == 3) t.data += le<uint16_t>(float16_t(minimum).bits);
+      std::vector<double> w(32);
+      if (t.type == 8) {
+        for (int j = 0; j < 32; ++j) {
+          auto q = static_cast<int8_t>(byte(gen));
+          t.data += char(q);
+          w[j] = double(scale) * q;
+        }
+      } else {
+        for (int j = 0; j < 16; ++j) {
+          int lo = byte(gen) & 15, hi = byte(gen) & 15;
+          t.data += char(lo | (hi << 4));
+          double bias = t.type == 3 ? minimum : -8.0 * scale;
+          w[j] = double(scale) * lo + bias;
+          w[j + 16] = double(scale) * hi + bias;
+        }
+      }
+      t.want.insert(t.want.end(), w.begin(), w.end());
+    }
+  }
+  std::string head = gguf_head(3, tensors.size(), 0);
+  uint64_t offset = 0;
+  std::string data;
+  for (auto& t : tensors) {
+    head += gstr(t.name) + le<uint32_t>(2) + le<uint64_t>(64) +
+            le<uint64_t>(2) + le<uint32_t>(t.type) + le<uint64_t>(offset);
+    data += t.data;
+    data.append((32 - data.size() % 32) % 32, '\0');
+    offset = data.size();
+  }
+  head.append((32 - head.size() % 32) % 32, '\0');
+  write_file(path("q.gguf"), head + data);
+  auto [arrays, meta] = load_gguf(path("q.gguf"));
+  EXPECT_EQ(arrays.size(), 9u);
+  for (auto& t : tensors) {
+    std::string prefix = t.name == "c" ? "c" : t.name.substr(0, 1);
+    const array& w = arrays.at(t.name);
+    const array& s = arrays.at(prefix + ".scales");
+    const array& b = arrays.at(prefix + ".biases");
+    EXPECT_EQ(w.dtype(), uint32);
+    EXPECT_EQ(w.shape(), (Shape{2, 64 * t.bits / 32})) << t.name;
+    EXPECT_EQ(s.shape(), (Shape{2, 2}));
+    EXPECT_EQ(b.dtype(), float16);
+    array d = dequantize(w, s, b, 32, t.bits, "affine", float32);
+    EXPECT_EQ(to_doubles(d), t.want) << t.name;
+  }
 }
 
 } // namespace
