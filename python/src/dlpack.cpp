@@ -1,12 +1,15 @@
 // DLPack interop: array.__dlpack__ / __dlpack_device__ export an evaluated
-// array without copying (nanobind builds the capsule; the capsule keeps the
-// array alive), and from_dlpack copies any CPU DLPack producer into a new
-// array.
+// array without copying, host or GPU memory (nanobind builds the capsule;
+// the capsule keeps the array alive), and from_dlpack takes a producer's
+// GPU memory without copying and copies host memory into a new array.
 #include <nanobind/ndarray.h>
 
 #include <cstring>
 
 #include "kiln_py.h"
+#if KILN_HAS_CUDA
+#include "kiln/backend/cuda/interop.h"
+#endif
 
 namespace kiln::py {
 
@@ -68,23 +71,104 @@ Dtype from_dl(dl::dtype t) {
                            .c_str());
 }
 
-using AnyCpuArray = nb::ndarray<nb::ro, nb::device::cpu>;
+using AnyArray = nb::ndarray<nb::ro>;
+
+constexpr int kDlCpu = 1, kDlCuda = 2;
+
+// DLPack's stream argument as a CUDA stream: None or 1 the legacy default
+// stream, 2 the per-thread default stream, -1 no ordering, else a
+// cudaStream_t.
+#if KILN_HAS_CUDA
+cudaStream_t consumer_stream(nb::handle stream, bool& order) {
+  order = true;
+  if (stream.is_none()) return cudaStreamLegacy;
+  auto v = nb::cast<intptr_t>(stream);
+  if (v == -1) {
+    order = false;
+    return nullptr;
+  }
+  if (v == 0) {
+    throw nb::value_error("[__dlpack__] stream 0 is ambiguous for CUDA; "
+                          "pass 1 for the legacy default stream.");
+  }
+  if (v == 1) return cudaStreamLegacy;
+  if (v == 2) return cudaStreamPerThread;
+  return reinterpret_cast<cudaStream_t>(v);
+}
+#endif
 
 // The exported view as a DLPack capsule (nanobind's form of an ndarray
 // without a framework): shape and strides of the evaluated array, owned by
-// a capsule that holds a reference to it.
-nb::object as_ndarray(const array& a) {
+// a capsule that holds a reference to it. A GPU array's memory is ordered
+// on the consumer's stream first.
+nb::object as_ndarray(const array& a, nb::handle stream) {
   eval_released({a});
   auto* keep = new array(a);
   nb::capsule owner(keep,
                     [](void* p) noexcept { delete static_cast<array*>(p); });
   std::vector<size_t> shape(a.shape().begin(), a.shape().end());
   std::vector<int64_t> strides(a.strides().begin(), a.strides().end());
-  nb::ndarray<nb::ro> view(a.data<void>(), a.ndim(), shape.data(), owner,
-                           strides.data(), to_dl(a.dtype()),
-                           nb::device::cpu::value, 0);
+  const void* data = nullptr;
+  int device = kDlCpu, device_id = 0;
+#if KILN_HAS_CUDA
+  if (a.on_device()) {
+    bool order = true;
+    cudaStream_t consumer = consumer_stream(stream, order);
+    if (order) {
+      nb::gil_scoped_release release;
+      cuda::export_to_stream(a, consumer);
+    }
+    data = a.raw_data_ptr();
+    device = kDlCuda;
+    device_id = cuda::device_ordinal();
+  }
+#endif
+  if (data == nullptr) data = a.data<void>();
+  nb::ndarray<nb::ro> view(data, a.ndim(), shape.data(), owner,
+                           strides.data(), to_dl(a.dtype()), device,
+                           device_id);
   return nb::cast(view, nb::rv_policy::reference);
 }
+
+#if KILN_HAS_CUDA
+// A producer's GPU memory as a kiln array, without a copy: the producer is
+// asked for its capsule ordered on the legacy default stream, which kiln's
+// stream then waits for; the capsule lives until kiln lets go.
+array adopt(nb::handle x, const AnyArray& in, Dtype dt) {
+  if (in.device_id() != cuda::device_ordinal()) {
+    throw nb::value_error(
+        ("[from_dlpack] the array is on GPU " +
+         std::to_string(in.device_id()) + " but kiln uses GPU " +
+         std::to_string(cuda::device_ordinal()) + " (KILN_DEVICE).")
+            .c_str());
+  }
+  Shape shape;
+  Strides strides;
+  int64_t last = 0;
+  for (size_t d = 0; d < in.ndim(); ++d) {
+    shape.push_back(static_cast<int>(in.shape(d)));
+    strides.push_back(in.stride(d));
+    if (in.shape(d) == 0) last = -1;
+    if (last >= 0 && in.stride(d) < 0) {
+      throw nb::value_error("[from_dlpack] negative strides are not "
+                            "supported.");
+    }
+    if (last >= 0) last += int64_t(in.shape(d) - 1) * in.stride(d);
+  }
+  size_t span = last < 0 ? 0 : size_t(last + 1) * dt.size;
+  // Holding the Python object keeps its memory alive; it is dropped with
+  // the GIL once kiln's streams are done with the memory.
+  auto* owner = new nb::object(nb::borrow(x));
+  auto release = [owner] {
+    if (!Py_IsInitialized()) return; // at exit: the producer is gone too
+    nb::gil_scoped_acquire gil;
+    delete owner;
+  };
+  return cuda::adopt_device_memory(const_cast<void*>(in.data()), span,
+                                   std::move(shape), std::move(strides), dt,
+                                   release, cudaStreamLegacy);
+}
+#endif
 
 // Copies n-d strided bytes into a row-major buffer.
 void copy_strided(const char* src, char* dst, const size_t* shape,
@@ -107,34 +191,67 @@ void init_dlpack(nb::module_& m, nb::class_<array>& cls) {
   cls.def(
       "__dlpack__",
       [](const array& a, nb::kwargs kwargs) {
+        nb::object stream = nb::none();
+        if (kwargs.contains("stream")) stream = kwargs["stream"];
         if (kwargs.contains("copy") &&
             nb::cast<bool>(nb::bool_(kwargs["copy"]))) {
-          return as_ndarray(contiguous(a));
+          return as_ndarray(contiguous(a), stream);
         }
-        return as_ndarray(a);
+        return as_ndarray(a, stream);
       },
-      "kwargs"_a, "A DLPack capsule viewing the array's memory (CPU).");
+      "kwargs"_a,
+      "A DLPack capsule viewing the array's memory, host or GPU (a GPU "
+      "array is ordered on the consumer's `stream` first).");
   cls.def(
-      "__dlpack_device__", [](const array&) { return nb::make_tuple(1, 0); },
-      "The DLPack device: (1, 0), the CPU.");
+      "__dlpack_device__",
+      [](const array& a) {
+#if KILN_HAS_CUDA
+        eval_released({a});
+        if (a.on_device()) {
+          return nb::make_tuple(kDlCuda, cuda::device_ordinal());
+        }
+#endif
+        return nb::make_tuple(kDlCpu, 0);
+      },
+      "The DLPack device: (1, 0) for host memory, (2, GPU) for GPU "
+      "memory (the array is evaluated to know).");
   m.def(
       "from_dlpack",
       [](nb::handle x, std::optional<bool> copy) {
-        if (copy && !*copy) {
-          throw nb::value_error(
-              "[from_dlpack] copy=False cannot be honoured: "
-              "kiln copies memory it does not own.");
-        }
-        AnyCpuArray in;
+        AnyArray in;
         try {
-          in = nb::cast<AnyCpuArray>(x);
+          in = nb::cast<AnyArray>(x);
         } catch (const nb::cast_error&) {
-          throw nb::type_error(("[from_dlpack] expected a CPU object with "
+          throw nb::type_error(("[from_dlpack] expected an object with "
                                 "__dlpack__, got " +
                                 py_type_name(x) + ".")
                                    .c_str());
         }
         Dtype dt = from_dl(in.dtype());
+        if (in.device_type() == kDlCuda) {
+#if KILN_HAS_CUDA
+          if (copy && *copy) {
+            throw nb::value_error("[from_dlpack] copy=True: kiln takes GPU "
+                                  "memory without a copy; copy it after.");
+          }
+          return adopt(x, in, dt);
+#else
+          throw nb::value_error("[from_dlpack] the array is in GPU memory "
+                                "and this kiln was built without CUDA.");
+#endif
+        }
+        if (in.device_type() != kDlCpu) {
+          throw nb::value_error(
+              ("[from_dlpack] DLPack device type " +
+               std::to_string(in.device_type()) +
+               " is neither the CPU (1) nor CUDA (2).")
+                  .c_str());
+        }
+        if (copy && !*copy) {
+          throw nb::value_error(
+              "[from_dlpack] copy=False cannot be honoured for host memory: "
+              "kiln copies host memory it does not own.");
+        }
         Shape shape;
         std::vector<size_t> dims;
         std::vector<int64_t> strides;
@@ -155,7 +272,8 @@ void init_dlpack(nb::module_& m, nb::class_<array>& cls) {
         return array(buf, shape, dt);
       },
       "x"_a, nb::kw_only(), "copy"_a = nb::none(),
-      "An array with a copy of the data of a CPU DLPack producer.");
+      "An array over a DLPack producer's memory: GPU memory without a copy "
+      "(copy=True raises), host memory copied (copy=False raises).");
 }
 
 } // namespace kiln::py

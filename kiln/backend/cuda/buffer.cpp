@@ -1,10 +1,12 @@
 #include "kiln/backend/cuda/buffer.h"
 
+#include <functional>
 #include <mutex>
 #include <vector>
 
 #include "kiln/backend/cuda/allocator.h"
 #include "kiln/backend/cuda/device.h"
+#include "kiln/backend/cuda/device_record.h"
 #include "kiln/backend/cuda/utils.h"
 #include "kiln/core/layout.h"
 
@@ -12,17 +14,17 @@ namespace kiln {
 
 namespace detail {
 
-struct DeviceRecord {
-  std::mutex mutex;
-  void* device = nullptr; // the buffer (on_device) or its uploaded copy
-  size_t device_bytes = 0;
-  void* host = nullptr;   // host copy of a device buffer, once read
-  int producer = -1;      // stream that wrote the device memory
-  std::atomic<uint64_t> used{0};
-};
-
 void release_device_record(DeviceRecord* r) {
-  cuda::device_free(r->device, r->used.load());
+  if (r->external_release) {
+    // The owner may reuse the memory at once: kiln's streams finish first.
+    uint64_t used = r->used.load();
+    for (int s = 0; used != 0; ++s, used >>= 1) {
+      if (used & 1) cudaStreamSynchronize(cuda::raw_stream(s));
+    }
+    r->external_release();
+  } else {
+    cuda::device_free(r->device, r->used.load());
+  }
   if (r->host) allocator::free(allocator::Buffer{r->host});
   delete r;
 }
