@@ -34,8 +34,21 @@ Shape checked_shape(const std::vector<uint64_t>& dims, const std::string& op,
 array read_array(Reader& in, const Shape& shape, Dtype dtype,
                  const std::string& op, const std::string& what);
 
+/** read_array's result, or, from a file, an array that reads the same
+ *  bytes when evaluated (the file stays open until then): the sizes are
+ *  checked now, the bytes skipped. swap_unit > 1 reverses the byte order
+ *  of each such word. Streams are read now. */
+array read_or_defer(Reader& in, const Shape& shape, Dtype dtype,
+                    const std::string& op, const std::string& what,
+                    size_t swap_unit = 0);
+
 /** Reverses the byte order of each `unit`-byte word of n bytes. */
 void swap_bytes(void* data, size_t nbytes, size_t unit);
+
+/** What every load does to the bytes it read: the byte order (swap_unit >
+ *  1), and bools other than 0 as 1. */
+void fix_loaded_bytes(char* data, size_t nbytes, Dtype dtype,
+                      size_t swap_unit);
 
 /** Little-endian integers, as all three formats store them. */
 template <typename T>

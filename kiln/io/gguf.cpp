@@ -452,8 +452,8 @@ GGUFLoad load_gguf(io::Reader& in, StreamOrDevice) {
       read_quantized(in, t, result.first);
       continue;
     }
-    array a = io::detail::read_array(in, t.shape, t.dtype, op,
-                                     "tensor '" + t.name + "'");
+    array a = io::detail::read_or_defer(in, t.shape, t.dtype, op,
+                                        "tensor '" + t.name + "'");
     if (!result.first.emplace(t.name, std::move(a)).second) {
       corrupt(op, in,
               "tensor '" + t.name + "' has the name of a quantized tensor's "

@@ -239,16 +239,11 @@ array load(io::Reader& in, StreamOrDevice) {
   // Fortran order is the row-major data of the reversed shape, transposed.
   Shape stored = shape;
   if (fortran) std::reverse(stored.begin(), stored.end());
-  array out = io::detail::read_array(in, stored, d.dtype, "load", "the data");
-  if (d.big_endian) {
-    // A complex number is two floats, each swapped on its own.
-    size_t unit = d.dtype == complex64 ? 4 : d.dtype.size;
-    io::detail::swap_bytes(out.data<char>(), out.nbytes(), unit);
-  }
-  if (fortran && out.ndim() > 1) {
-    out = transpose(out);
-    out.eval();
-  }
+  // A complex number is two floats, each swapped on its own.
+  size_t unit = !d.big_endian ? 0 : d.dtype == complex64 ? 4 : d.dtype.size;
+  array out = io::detail::read_or_defer(in, stored, d.dtype, "load",
+                                        "the data", unit);
+  if (fortran && out.ndim() > 1) out = transpose(out);
   return out;
 }
 

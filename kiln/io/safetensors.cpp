@@ -207,8 +207,8 @@ SafetensorsLoad load_safetensors(io::Reader& in, StreamOrDevice) {
     }
     in.skip(e.begin - at, "padding");
     result.first.insert_or_assign(
-        e.name, io::detail::read_array(in, e.shape, e.dtype, op,
-                                       "tensor '" + e.name + "'"));
+        e.name, io::detail::read_or_defer(in, e.shape, e.dtype, op,
+                                          "tensor '" + e.name + "'"));
   }
   return result;
 }

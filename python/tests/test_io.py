@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import kiln.core as kc
-from conftest import rand
+from conftest import mx, needs_mlx, rand
 
 NP_DTYPES = [
     np.bool_,
@@ -583,3 +583,94 @@ def test_module_weights_round_trip(tmp_path, ext):
     assert sorted(got) == sorted(want)
     for k in want:
         np.testing.assert_array_equal(np.array(got[k]), np.array(want[k]))
+
+
+def _gguf_with(path, tensors):
+    """A GGUF v3 file of (name, GGML type, shape, block bytes) tensors."""
+    import struct
+
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), 0)
+    data = b""
+    for name, typ, shape, blob in tensors:
+        nb = name.encode()
+        head += struct.pack("<Q", len(nb)) + nb + struct.pack("<I", len(shape))
+        for d in reversed(shape):
+            head += struct.pack("<Q", d)
+        head += struct.pack("<IQ", typ, len(data))
+        data += blob + b"\0" * ((-len(blob)) % 32)
+    head += b"\0" * ((-len(head)) % 32)
+    with open(path, "wb") as f:
+        f.write(head + data)
+
+
+def _ggml_blocks(rng, typ, n):
+    out = b""
+    for _ in range(n):
+        out += np.float16(rng.uniform(-1, 1)).tobytes()
+        if typ == 3:  # Q4_1 carries a minimum too
+            out += np.float16(rng.uniform(-1, 1)).tobytes()
+        out += rng.integers(0, 256, 32 if typ == 8 else 16, dtype=np.uint8).tobytes()
+    return out
+
+
+def _ggml_reference(typ, blob, shape):
+    """The GGML block formula in float64: Q4_0 scale * (q - 8), Q4_1
+    scale * q + min, Q8_0 scale * int8."""
+    step = {2: 18, 3: 20, 8: 34}[typ]
+    out = []
+    for i in range(0, len(blob), step):
+        b = blob[i:i + step]
+        scale = float(np.frombuffer(b[:2], np.float16)[0])
+        if typ == 8:
+            out += list(scale * np.frombuffer(b[2:], np.int8).astype(np.float64))
+            continue
+        q = np.frombuffer(b[4:] if typ == 3 else b[2:], np.uint8)
+        codes = np.concatenate([q & 15, q >> 4]).astype(np.float64)
+        bias = float(np.frombuffer(b[2:4], np.float16)[0]) if typ == 3 else -8 * scale
+        out += list(scale * codes + bias)
+    return np.array(out).reshape(shape)
+
+
+def test_gguf_quantized_tensors_load_as_affine_quantization(tmp_path, rng):
+    blobs = {2: _ggml_blocks(rng, 2, 8), 3: _ggml_blocks(rng, 3, 6), 8: _ggml_blocks(rng, 8, 3)}
+    spec = [("a.weight", 2, (4, 64)), ("b.weight", 3, (2, 96)), ("c.weight", 8, (3, 32))]
+    path = str(tmp_path / "q.gguf")
+    _gguf_with(path, [(n, t, s, blobs[t]) for n, t, s in spec])
+    got = kc.load(path)
+    assert sorted(got) == sorted(f"{p}.{k}" for p in "abc" for k in ("weight", "scales", "biases"))
+    for name, typ, shape in spec:
+        p = name[0]
+        bits = 8 if typ == 8 else 4
+        assert got[name].dtype == kc.uint32 and got[name].shape == (shape[0], shape[1] * bits // 32)
+        assert got[p + ".scales"].dtype == kc.float16
+        w = kc.dequantize(got[name], got[p + ".scales"], got[p + ".biases"], group_size=32, bits=bits,
+                          dtype=kc.float32)
+        ref = _ggml_reference(typ, blobs[typ], shape)
+        # kiln, as MLX, dequantizes in the scales' float16 before the cast.
+        np.testing.assert_allclose(np.array(w), ref, rtol=0, atol=2e-3 * np.abs(ref).max())
+
+
+@needs_mlx
+def test_gguf_quantized_tensors_are_mlx_s_bit_for_bit(tmp_path, rng):
+    path = str(tmp_path / "q.gguf")
+    _gguf_with(path, [("a.weight", 2, (4, 64), _ggml_blocks(rng, 2, 8)),
+                      ("b.weight", 3, (2, 96), _ggml_blocks(rng, 3, 6)),
+                      ("c.weight", 8, (3, 32), _ggml_blocks(rng, 8, 3))])
+    k, m = kc.load(path), mx.load(path)
+    assert sorted(k) == sorted(m)
+    for name in m:
+        a, b = np.array(k[name]), np.array(m[name])
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+
+
+def test_load_is_lazy_and_survives_saving_over_the_file(tmp_path, rng):
+    x = rng.standard_normal((32, 8)).astype(np.float32)
+    path = str(tmp_path / "w.safetensors")
+    kc.save_safetensors(path, {"w": kc.array(x)})
+    w = kc.load(path)["w"]
+    # Saved over its own file before it was read, and the file replaced:
+    # the array keeps the bytes it was loaded from.
+    kc.save_safetensors(path, {"w": w, "w2": w * 2})
+    kc.save_safetensors(path, {"w": kc.zeros((32, 8))})
+    np.testing.assert_array_equal(np.array(w), x)
+    np.testing.assert_array_equal(np.array(kc.load(path)["w"]), 0)

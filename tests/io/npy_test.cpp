@@ -122,19 +122,19 @@ TEST_F(Npy, ReadsBigEndianOfEveryWidth) {
                       "{'descr': '>u8', 'fortran_order': False, "
                       "'shape': (1,), }",
                       std::string("\x00\x00\x01\x00\x00\x00\x00\x03", 8)));
-  EXPECT_EQ(load(path("u8.npy")).data<uint64_t>()[0], (1ull << 40) + 3);
+  EXPECT_EQ(load(path("u8.npy")).item<uint64_t>(), (1ull << 40) + 3);
   write_file(path("f8.npy"),
              npy_file(1,
                       "{'descr': '>f8', 'fortran_order': False, "
                       "'shape': (1,), }",
                       std::string("\x3f\xf8\0\0\0\0\0\0", 8)));
-  EXPECT_EQ(load(path("f8.npy")).data<double>()[0], 1.5);
+  EXPECT_EQ(load(path("f8.npy")).item<double>(), 1.5);
   write_file(path("c8.npy"),
              npy_file(1,
                       "{'descr': '>c8', 'fortran_order': False, "
                       "'shape': (1,), }",
                       std::string("\x3f\x80\0\0\x40\0\0\0", 8)));
-  EXPECT_EQ(load(path("c8.npy")).data<complex64_t>()[0], complex64_t(1, 2));
+  EXPECT_EQ(load(path("c8.npy")).item<complex64_t>(), complex64_t(1, 2));
   // '|' and '=' orders of one-byte and native types.
   write_file(path("b.npy"), npy_file(1,
                                      "{'descr': '|b1', 'fortran_order': False, "
