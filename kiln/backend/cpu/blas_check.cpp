@@ -3,7 +3,7 @@
 // Sapphire Rapids machine with Debian 12's OpenBLAS 0.3.21 that makes a
 // 1024^3 sgemm 4.7x slower (32 ms against 6.9 ms with OPENBLAS_CORETYPE set).
 // Say so once, with the fix, instead of being silently slow.
-#include <cblas.h>
+#include "kiln/backend/cpu/blas.h"
 
 #include <cstdio>
 #include <cstdlib>

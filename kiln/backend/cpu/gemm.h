@@ -2,7 +2,7 @@
 // complex64), and the strided-operand plumbing shared by matmul and conv.
 #pragma once
 
-#include <cblas.h>
+#include "kiln/backend/cpu/blas.h"
 
 #include <climits>
 #include <stdexcept>

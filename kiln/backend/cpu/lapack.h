@@ -3,6 +3,7 @@
 // column-major scratch LAPACKE works on.
 #pragma once
 
+#include "kiln/backend/cpu/blas.h" // the symbol names, before lapacke.h
 #include <lapacke.h>
 
 #include <cstdint>
