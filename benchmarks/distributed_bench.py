@@ -70,13 +70,78 @@ def step_bench(g, batch, iters):
               f"{t_reduce / t_step:.0%} |")
 
 
+def sizes(max_mb):
+    size = 1024
+    while size <= max_mb * 2**20:
+        yield size
+        size *= 4
+
+
+def print_table(title, peer, rows, n):
+    bus = lambda s, t: s * 2 * (n - 1) / n / t / 1e9
+    print(title)
+    print(f"| bytes | kiln us | {peer} us | kiln bus GB/s | {peer} bus GB/s | kiln/{peer} time |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for s, tk, tp in rows:
+        print(f"| {s} | {tk * 1e6:.1f} | {tp * 1e6:.1f} | {bus(s, tk):.2f} | {bus(s, tp):.2f} | "
+              f"{tk / tp:.2f} |")
+
+
+def gpu_bench(g, max_mb, iters):
+    """kiln's all_sum over NCCL against torch.distributed's all_reduce."""
+    import os
+
+    n, r = g.size(), g.rank()
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError:
+        torch = None
+    if torch is not None:
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29517")
+        dist.init_process_group("nccl", rank=r, world_size=n)
+        torch.cuda.set_device(int(os.environ.get("KILN_LOCAL_RANK", r)))
+    rows = []
+    for size in sizes(max_mb):
+        count = size // 4
+        x = kc.random.normal((count,), stream=kc.gpu)
+        kc.eval(x)
+        it = iters if size >= 2**20 else iters * 10
+
+        def kiln_call():
+            kc.eval(kc.distributed.all_sum(x, group=g, stream=kc.gpu))
+            kc.synchronize()
+
+        t_kiln = median_time(kiln_call, it)
+        t_torch = float("nan")
+        if torch is not None:
+            t = torch.randn(count, device="cuda")
+
+            def torch_call():
+                dist.all_reduce(t)
+                torch.cuda.synchronize()
+
+            t_torch = median_time(torch_call, it)
+        rows.append((size, t_kiln, t_torch))
+    if r == 0:
+        print_table(f"all_sum of GPU arrays, {n} processes (NCCL), float32",
+                    "torch", rows, n)
+    if torch is not None:
+        dist.destroy_process_group()
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--max-mb", type=float, default=256)
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--step", action="store_true", help="time a data-parallel training step")
     p.add_argument("--batch", type=int, default=256, help="global batch of --step")
+    p.add_argument("--gpu", action="store_true", help="GPU arrays over NCCL, against PyTorch")
     args = p.parse_args()
+    if args.gpu:
+        gpu_bench(kc.distributed.init(strict=True, backend="nccl"), args.max_mb, args.iters)
+        return
     g = kc.distributed.init(strict=True, backend="mpi") if kc.distributed.is_available("mpi") \
         else kc.distributed.init()
     if args.step:
@@ -88,8 +153,7 @@ def main():
         MPI = None
     n = g.size()
     rows = []
-    size = 1024
-    while size <= args.max_mb * 2**20:
+    for size in sizes(args.max_mb):
         count = size // 4
         # A dense array, as gradients are (kc.ones would be one broadcast
         # element, copied out before every call).
@@ -103,14 +167,9 @@ def main():
             b = np.empty_like(a)
             t_mpi = median_time(lambda: MPI.COMM_WORLD.Allreduce(a, b, op=MPI.SUM), iters)
         rows.append((size, t_kiln, t_mpi))
-        size *= 4
     if g.rank() == 0:
-        bus = lambda s, t: s * 2 * (n - 1) / n / t / 1e9
-        print(f"all_sum, {n} processes, float32; KILN_DISTRIBUTED_CHECK as set")
-        print("| bytes | kiln us | MPI us | kiln bus GB/s | MPI bus GB/s | kiln/MPI time |")
-        print("| --- | --- | --- | --- | --- | --- |")
-        for s, tk, tm in rows:
-            print(f"| {s} | {tk * 1e6:.1f} | {tm * 1e6:.1f} | {bus(s, tk):.2f} | {bus(s, tm):.2f} | {tk / tm:.2f} |")
+        print_table(f"all_sum, {n} processes, float32; KILN_DISTRIBUTED_CHECK as set",
+                    "MPI", rows, n)
 
 
 if __name__ == "__main__":
