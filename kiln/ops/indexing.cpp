@@ -1,9 +1,11 @@
 #include "kiln/ops/indexing.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
+#include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/slicing.h"
 #include "kiln/ops/utils.h"
@@ -261,6 +263,57 @@ array scatter_add_axis(const array& a, const array& indices,
                        const array& values, int axis, StreamOrDevice s) {
   return scatter_axis("scatter_add_axis", ScatterReduce::Sum, a, indices,
                       values, axis, s);
+}
+
+array masked_scatter(const array& a, const array& mask, const array& values,
+                     StreamOrDevice s) {
+  const char* op = "masked_scatter";
+  if (mask.dtype() != bool_) {
+    invalid(op, "the mask must be boolean; got a " + describe(mask) + ".");
+  }
+  if (mask.ndim() > a.ndim() ||
+      !std::equal(mask.shape().begin(), mask.shape().end(),
+                  a.shape().begin())) {
+    invalid(op, "the mask's shape " + shape_str(mask.shape()) +
+                    " must be the leading part of the target's shape " +
+                    shape_str(a.shape()) + ".");
+  }
+  int unmasked = static_cast<int>(a.ndim() - mask.ndim());
+  if (values.ndim() > unmasked + 1) {
+    invalid(op, "the values (" + describe(values) +
+                    ") must broadcast to (count, " + std::to_string(unmasked) +
+                    " trailing axes of the " + describe(a) + ").");
+  }
+  auto stream = to_stream(s);
+  // Values as rows of the unmasked axes: (count, trailing...), a single
+  // row broadcast to every selected position.
+  Shape rows(a.shape().end() - unmasked, a.shape().end());
+  rows.insert(rows.begin(), values.ndim() == unmasked + 1
+                                ? values.shape(0)
+                                : static_cast<int32_t>(mask.size()));
+  Shape vshape(unmasked + 1 - values.ndim(), 1);
+  vshape.insert(vshape.end(), values.shape().begin(), values.shape().end());
+  if (detail::broadcast_shapes(vshape, rows, op) != rows) {
+    invalid(op, "the values (" + describe(values) + ") do not broadcast to " +
+                    shape_str(rows) + " for the " + describe(a) + ".");
+  }
+  auto v = flatten(broadcast_to(reshape(astype(values, a.dtype(), stream),
+                                        vshape, stream),
+                                rows, stream),
+                   0, -1, stream);
+  if (a.size() == 0 || v.size() == 0) return a;
+  // The k-th selected element (row-major) takes the k-th value. More
+  // selected elements than values read the last value (see README).
+  Shape mshape = mask.shape();
+  mshape.resize(a.ndim(), 1);
+  auto m = flatten(broadcast_to(reshape(mask, mshape, stream), a.shape(),
+                                stream),
+                   0, -1, stream);
+  auto pos = cumsum(astype(m, int32, stream), 0, false, false, stream);
+  pos = minimum(pos, array(static_cast<int32_t>(v.size() - 1)), stream);
+  auto picked = take(v, pos, 0, stream);
+  return reshape(where(m, picked, flatten(a, 0, -1, stream), stream),
+                 a.shape(), stream);
 }
 
 } // namespace kiln

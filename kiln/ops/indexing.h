@@ -81,4 +81,10 @@ array put_along_axis(const array& a, const array& indices, const array& values,
 array scatter_add_axis(const array& a, const array& indices,
                        const array& values, int axis, StreamOrDevice s = {});
 
+/** a with the positions where mask (a prefix of a's shape, broadcast over
+ * the trailing axes) is true replaced, in row-major order, by the values
+ * (count, trailing...) or one row of them broadcast: NumPy's a[mask] = v. */
+array masked_scatter(const array& a, const array& mask, const array& values,
+                     StreamOrDevice s = {});
+
 } // namespace kiln

@@ -173,8 +173,23 @@ array uniform(const Shape& shape, Dtype dtype, const std::optional<array>& key,
 array normal(const Shape& shape, Dtype dtype, const std::optional<array>& loc,
              const std::optional<array>& scale, const std::optional<array>& key,
              StreamOrDevice s) {
+  if (dtype == complex64) {
+    // Real and imaginary parts each of variance 1/2 (as MLX): erfinv of a
+    // trailing pair of uniforms, viewed as one complex value.
+    check_shape("normal", shape);
+    auto stream = to_stream(s);
+    auto pair = shape;
+    pair.push_back(2);
+    auto u = uniform(array(std::nextafter(-1.0f, 0.0f)), array(1.0f), pair,
+                     float32, key, stream);
+    auto z = squeeze(view(float32_erf(u, true, stream), complex64, stream),
+                     -1, stream);
+    if (scale) z = multiply(*scale, z, stream);
+    if (loc) z = add(*loc, z, stream);
+    return z;
+  }
   if (!is_floating_point(dtype)) {
-    invalid("normal", "dtype must be a real floating type; got " +
+    invalid("normal", "dtype must be a real floating type or complex64; got " +
                           dtype_name(dtype) + ".");
   }
   check_shape("normal", shape);

@@ -4,6 +4,7 @@
 
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
+#include "kiln/ops/indexing.h"
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/slicing.h"
@@ -258,25 +259,43 @@ std::vector<array> Scan::vjp(const std::vector<array>& primals,
       return {weighted_exp_scan(c_used, v, x, axis_, !reverse_, inclusive_)};
     }
     default: {
-      // cummax / cummin: y_i comes from the latest position j <= i where x
-      // equals its own running extreme; route c_i there.
+      // cummax / cummin: the inclusive y_i comes from the latest position
+      // j <= i (in scan order) where x equals its own running extreme; c_i
+      // is added there. An exclusive output is the inclusive one of its
+      // predecessor, so its cotangent moves one step back first.
       int n = x.shape(axis_);
+      if (n == 0) return {zeros_like(x)};
+      auto y = inclusive_ ? outputs[0]
+                          : (type_ == Max ? cummax(x, axis_, reverse_, true)
+                                          : cummin(x, axis_, reverse_, true));
+      auto c_inc = c;
+      if (!inclusive_) {
+        Shape zshape = c.shape();
+        zshape[axis_] = 1;
+        auto z = zeros(zshape, c.dtype());
+        Shape start(x.ndim(), 0), stop = c.shape();
+        if (reverse_) {
+          stop[axis_] = n - 1;
+          c_inc = concatenate({z, slice(c, start, stop)}, axis_);
+        } else {
+          start[axis_] = 1;
+          c_inc = concatenate({slice(c, start, stop), z}, axis_);
+        }
+      }
       Shape ishape(x.ndim(), 1);
       ishape[axis_] = n;
       auto idx = reshape(arange(0, n, 1), ishape);
       if (reverse_) idx = subtract(array(n - 1), idx);
-      auto is_ext = equal(x, outputs[0]);
-      auto src = cummax(where(is_ext, idx, array(-1)), axis_, reverse_, true);
-      // one-hot over the source position, summed: grad_j = sum_i c_i [src_i == j]
-      auto e_src = expand_dims(src, axis_ + 1);
-      auto e_idx = expand_dims(idx, axis_);
-      auto hit = astype(equal(e_src, e_idx), x.dtype());
-      auto g = sum(multiply(expand_dims(c, axis_ + 1), hit), axis_);
-      if (!inclusive_) {
-        throw std::invalid_argument("[" + std::string(name()) +
-                                    "] exclusive cummax/cummin has no vjp.");
-      }
-      return {g};
+      auto src = cummax(where(equal(x, y), idx, array(-1)), axis_, reverse_,
+                        true);
+      // A NaN never equals its running extreme; it owns nothing.
+      auto owned = greater_equal(src, array(0));
+      c_inc = where(owned, c_inc, zeros_like(c_inc));
+      src = where(owned, src, zeros_like(src));
+      if (reverse_) src = subtract(array(n - 1), src);
+      // The owners are locally constant, so higher derivatives stop here.
+      src = stop_gradient(src);
+      return {scatter_add_axis(zeros_like(c_inc), src, c_inc, axis_)};
     }
   }
 }

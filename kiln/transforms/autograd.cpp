@@ -166,7 +166,12 @@ std::pair<std::vector<array>, std::vector<array>> jvp(
     auto outs = node.outputs();
     auto touts = node.primitive().jvp(inputs, tin, argnums);
     for (size_t k = 0; k < outs.size(); ++k) {
-      tan.insert_or_assign(outs[k].id(), astype(touts[k], outs[k].dtype()));
+      // A predicate's tangent (zero) keeps the input tangent's dtype, as
+      // MLX's: a bool tangent would break the ops downstream.
+      bool keep = outs[k].dtype() == bool_;
+      tan.insert_or_assign(outs[k].id(), keep ? touts[k]
+                                              : astype(touts[k],
+                                                       outs[k].dtype()));
     }
   }
   std::vector<array> out_tangents;

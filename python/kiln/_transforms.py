@@ -3,6 +3,7 @@ jvp, vmap, compile, custom_function and checkpoint. Arguments are flattened
 with kiln.utils and the flat C++ transformations do the work."""
 
 import functools
+import itertools
 
 from . import core as _core
 from .utils import _flatten, _unflatten
@@ -76,8 +77,9 @@ def _normalize_argnums(argnums, argnames, what):
     argnames = list(argnames)
     if argnums is None:
         argnums = [] if argnames else 0
-    single = isinstance(argnums, int)
-    nums = [argnums] if single else list(argnums)
+    nums = [argnums] if isinstance(argnums, int) else list(argnums)
+    # One argument gives its gradient alone, even from a list (as MLX).
+    single = len(nums) == 1
     for n in nums:
         if not isinstance(n, int):
             raise TypeError(f"[{what}] argnums must be ints, got {n!r}.")
@@ -88,45 +90,83 @@ def _normalize_argnums(argnums, argnames, what):
     return nums, argnames, single
 
 
-def value_and_grad(fun, argnums=None, argnames=[]):
-    """A function returning ``(fun(*args), gradient)``; the gradient is of
-    fun's first output (a scalar array) with respect to the arguments in
-    ``argnums`` (default 0) and the keyword arguments in ``argnames``."""
-    nums, names, single = _normalize_argnums(argnums, argnames, "value_and_grad")
+def _fill(tree, visit):
+    """Replaces the arrays of ``tree`` by ``visit(array)`` as MLX's
+    transformations do: lists and dicts are updated in place, so that what
+    the function writes into them stays; tuples are rebuilt."""
+    if isinstance(tree, list):
+        for i, c in enumerate(tree):
+            tree[i] = _fill(c, visit)
+        return tree
+    if isinstance(tree, dict):
+        for k in list(tree.keys()):
+            tree[k] = _fill(tree[k], visit)
+        return tree
+    if isinstance(tree, tuple):
+        children = [_fill(c, visit) for c in tree]
+        if type(tree) is tuple:
+            return tuple(children)
+        return type(tree)(*children) if hasattr(tree, "_fields") else type(tree)(children)
+    return visit(tree) if _is_array(tree) else tree
 
-    @functools.wraps(fun)
+
+def _value_and_grad(fun, argnums, argnames, what):
+    nums, names, single = _normalize_argnums(argnums, argnames, what)
+    scalar_only = what == "grad"
+
     def wrapper(*args, **kwargs):
         nargs = len(args)
         pos = [n + nargs if n < 0 else n for n in nums]
         for n in pos:
             if n < 0 or n >= nargs:
                 raise ValueError(
-                    f"[value_and_grad] argnums {nums} asks for argument {n} "
+                    f"[{what}] argnums {nums} asks for argument {n} "
                     f"but the function got {nargs} positional arguments."
                 )
         for k in names:
             if k not in kwargs:
                 raise ValueError(
-                    f"[value_and_grad] argname '{k}' was not passed as a "
+                    f"[{what}] argname '{k}' was not passed as a "
                     "keyword argument."
                 )
         targets = [args[n] for n in pos] + [kwargs[k] for k in names]
         leaves, treedef = _flatten(targets)
-        _check_all_arrays(leaves, "value_and_grad")
-        outputs = _Outputs("value_and_grad")
+        _check_all_arrays(leaves, what)
+        outputs = _Outputs(what)
 
         def flat(primals):
-            new = _unflatten(treedef, primals)
+            # The traced arrays go into the caller's own containers and the
+            # originals come back afterwards, except where the function
+            # stored something else (as MLX).
+            it = iter(primals)
             a, kw = list(args), dict(kwargs)
-            for i, n in enumerate(pos):
-                a[n] = new[i]
-            for j, k in enumerate(names):
-                kw[k] = new[len(pos) + j]
-            out = fun(*a, **kw)
+            for n in pos:
+                a[n] = _fill(a[n], lambda x: next(it))
+            for k in names:
+                kw[k] = _fill(kw[k], lambda x: next(it))
+            try:
+                out = fun(*a, **kw)
+            finally:
+                index = itertools.count()
+
+                def restore(x):
+                    i = next(index)
+                    return leaves[i] if i < len(leaves) and x is primals[i] else x
+
+                for n in pos:
+                    _fill(a[n], restore)
+                for k in names:
+                    _fill(kw[k], restore)
+            if scalar_only and not _is_array(out):
+                raise ValueError(
+                    "[grad] the function must return a scalar array; got "
+                    f"{type(out).__name__} (use value_and_grad to return "
+                    "auxiliary values)."
+                )
             arrays = outputs.flatten(out)
             if not outputs.slots or not outputs.slots[0]:
                 raise ValueError(
-                    "[value_and_grad] the function must return a scalar array "
+                    f"[{what}] the function must return a scalar array "
                     "or a tuple whose first element is a scalar array."
                 )
             return arrays
@@ -149,9 +189,21 @@ def value_and_grad(fun, argnums=None, argnames=[]):
     return wrapper
 
 
+def value_and_grad(fun, argnums=None, argnames=[]):
+    """A function returning ``(fun(*args), gradient)``; the gradient is of
+    fun's first output (a scalar array) with respect to the arguments in
+    ``argnums`` (default 0) and the keyword arguments in ``argnames``.
+    Containers passed in are filled with the traced arrays while ``fun``
+    runs; what ``fun`` stores into them stays."""
+    return functools.wraps(fun)(
+        _value_and_grad(fun, argnums, argnames, "value_and_grad")
+    )
+
+
 def grad(fun, argnums=None, argnames=[]):
-    """A function returning the gradient of ``fun`` (see value_and_grad)."""
-    vg = value_and_grad(fun, argnums, argnames)
+    """A function returning the gradient of ``fun`` (see value_and_grad),
+    which must return a scalar array."""
+    vg = _value_and_grad(fun, argnums, argnames, "grad")
 
     @functools.wraps(fun)
     def wrapper(*args, **kwargs):

@@ -285,8 +285,31 @@ array get_item(const array& a, nb::handle index) {
   return r;
 }
 
+// The index as a boolean mask (a Python bool, or an array or list of
+// bools), or nothing: only a whole index selects a masked assignment.
+std::optional<array> boolean_mask(nb::handle index) {
+  if (PyBool_Check(index.ptr())) return array(index.ptr() == Py_True);
+  if (!is_array_index(index)) return std::nullopt;
+  if (nb::isinstance<array>(index)) {
+    const array& m = nb::cast<const array&>(index);
+    return m.dtype() == bool_ ? std::make_optional(m) : std::nullopt;
+  }
+  // NumPy arrays and scalars: only a bool dtype (kind "b") is a mask.
+  if (nb::hasattr(index, "dtype")) {
+    nb::object dt = index.attr("dtype");
+    if (!nb::hasattr(dt, "kind") ||
+        nb::cast<std::string>(dt.attr("kind")) != "b") {
+      return std::nullopt;
+    }
+  }
+  array m = to_array(index);
+  if (m.dtype() == bool_) return m;
+  return std::nullopt;
+}
+
 array set_item(const array& a, nb::handle index, nb::handle value) {
   array v = to_array_weak(value, a.dtype());
+  if (auto mask = boolean_mask(index)) return masked_scatter(a, *mask, v);
   Plan p = make_plan(a, index);
   array upd = canonical_update(a, p, index, v);
   if (p.adv_index.empty()) {

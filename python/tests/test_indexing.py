@@ -151,3 +151,95 @@ def test_index_zero_size():
     b = kc.arange(5)
     assert b[3:1].shape == (0,)
     assert b[kc.array([], kc.int32)].shape == (0,)
+
+
+@pytest.mark.parametrize(
+    "shape, mask_ndim", [((7,), 1), ((4, 5), 2), ((4, 5), 1), ((3, 2, 4), 1)]
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.float16])
+def test_setitem_boolean_mask_matches_numpy(rng, shape, mask_ndim, dtype):
+    a = rand(rng, shape, dtype)
+    mask = rng.random(shape[:mask_ndim]) > 0.4
+    count = int(mask.sum())
+    trailing = shape[mask_ndim:]
+    src = rand(rng, (count,) + trailing, dtype)
+    want = a.copy()
+    want[mask] = src
+    x = kc.array(a)
+    x[kc.array(mask)] = kc.array(src)
+    check(x, want)
+    # A scalar and one row broadcast; NumPy bool arrays and lists are masks.
+    want = a.copy()
+    want[mask] = 3
+    x = kc.array(a)
+    x[mask] = 3
+    check(x, want)
+    x = kc.array(a)
+    x[mask.tolist()] = kc.array(3, dtype=kc.int32)
+    check(x, want)
+
+
+def test_setitem_boolean_mask_non_contiguous_and_scalar_masks():
+    target = kc.arange(10.0)[1::2]
+    mask = kc.array([False, True, False, False, True, False, False, True, False, False])[1::2]
+    src = kc.arange(-4.0, 0.0)[::2]
+    target[mask] = src
+    check(target, np.array([-4.0, 3.0, 5.0, -2.0, 9.0]))
+    for m in (True, kc.array(True), np.bool_(True)):
+        a = kc.zeros((2, 3))
+        a[m] = kc.array([1.0, 2.0, 3.0])
+        check(a, np.tile([1.0, 2.0, 3.0], (2, 1)))
+    a = kc.zeros((0,))
+    a[kc.zeros((0,), dtype=kc.bool_)] = kc.zeros((0,))
+    assert a.shape == (0,)
+
+
+def test_setitem_boolean_mask_errors():
+    a = kc.zeros((2, 3))
+    with pytest.raises(ValueError, match="masked_scatter"):
+        a[kc.array([[True, False, True], [False, True, True]])] = kc.zeros((2, 2))
+    with pytest.raises(ValueError, match="masked_scatter"):
+        a[kc.array([True, False, True])] = 1.0
+    with pytest.raises(ValueError, match="masked_scatter"):
+        a[np.zeros((1, 2), dtype=bool)] = 1.0
+
+
+def test_masked_setitem_gradients_and_vmap(rng):
+    mask = kc.array([True, False, True, False])
+    dst0 = kc.array(rand(rng, (4,)))
+
+    def f(dst, src):
+        dst = kc.array(dst)
+        dst[mask] = src
+        return dst
+
+    src = kc.array(rand(rng, (2,)))
+    c = rand(rng, (4,))
+    _, (gd, gs) = kc.vjp(f, [dst0, src], [kc.array(c)])
+    check(gd, c * np.array([0, 1, 0, 1]))
+    check(gs, c[[0, 2]])
+    _, (t,) = kc.jvp(lambda s: f(kc.zeros(4), s), [src], [kc.ones(2)])
+    check(t, np.array([1.0, 0.0, 1.0, 0.0]))
+
+    # Per-row masks and sources under vmap.
+    xs = rand(rng, (3, 5))
+    ms = rng.random((3, 5)) > 0.5
+    srcs = rand(rng, (3, 5))
+
+    def row(x, m, s):
+        x = kc.array(x)
+        x[m] = s
+        return x
+
+    got = kc.vmap(row)(kc.array(xs), kc.array(ms), kc.array(srcs))
+    want = xs.copy()
+    for r in range(3):
+        want[r][ms[r]] = srcs[r][: ms[r].sum()]
+    check(got, want)
+
+
+def test_masked_setitem_with_too_few_values_repeats_the_last():
+    # README, deliberate deviations: MLX raises when it evaluates.
+    a = kc.zeros((5,))
+    a[kc.array([True, True, False, True, True])] = kc.array([1.0, 2.0])
+    check(a, np.array([1.0, 2.0, 0.0, 2.0, 2.0]))

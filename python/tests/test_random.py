@@ -122,3 +122,29 @@ def test_categorical_with_infinite_logits():
     # A transposed (non-contiguous) single distribution.
     t = kc.transpose(kc.array([[0.0], [-float("inf")], [5.0]]))
     assert set(np.array(kc.random.categorical(t[0], shape=(50,), key=kc.random.key(6))).tolist()) <= {0, 2}
+
+
+def test_complex_normal_has_unit_variance():
+    z = np.array(kc.random.normal((200000,), dtype=kc.complex64, key=kc.random.key(4)))
+    assert z.dtype == np.complex64
+    # Each part has variance 1/2, the value variance 1.
+    assert abs(z.real.var() - 0.5) < 0.01 and abs(z.imag.var() - 0.5) < 0.01
+    assert abs(np.mean(np.abs(z) ** 2) - 1) < 0.01
+    assert abs(z.mean()) < 0.01
+    w = np.array(kc.random.normal((4,), dtype=kc.complex64, loc=1.0, scale=2.0,
+                                  key=kc.random.key(4)))
+    z4 = np.array(kc.random.normal((4,), dtype=kc.complex64, key=kc.random.key(4)))
+    check(w, 1 + 2 * z4, rtol=1e-5)
+    with pytest.raises(ValueError, match="normal"):
+        kc.random.normal((2,), dtype=kc.int32)
+
+
+@needs_mlx
+def test_complex_normal_same_numbers_as_mlx():
+    for seed in [0, 3]:
+        kk, mk = kc.random.key(seed), mx.random.key(seed)
+        np.testing.assert_allclose(
+            np.array(kc.random.normal((3, 5), dtype=kc.complex64, key=kk)),
+            np.array(mx.random.normal((3, 5), dtype=mx.complex64, key=mk)),
+            rtol=1e-5, atol=1e-6,
+        )

@@ -603,3 +603,134 @@ def test_eval_does_not_keep_arrays_alive():
     assert kc.get_active_memory() > base + (1 << 19)
     del x
     assert kc.get_active_memory() < base + (1 << 16)
+
+
+def test_grad_fills_the_callers_containers(rng):
+    # The traced arrays go into the caller's lists and dicts while the
+    # function runs; the originals come back unless the function replaced
+    # them, and what it stores stays (MLX's behaviour).
+    x, y = kc.array(rand(rng, (3,))), kc.array(rand(rng, (3,)))
+    seen = []
+
+    def f(params):
+        seen.append(params["a"] is x)
+        params["b"] = kc.array(2.0)
+        return kc.sum(params["a"] * params["a"])
+
+    params = {"a": x, "b": y}
+    g = kc.grad(f)(params)
+    assert seen == [False]
+    assert params["a"] is x
+    assert params["b"].item() == 2.0
+    check(g["a"], 2 * np.array(x))
+
+    def h(xs):
+        xs[1] = xs[0] * xs[2]
+        return kc.sum(xs[1])
+
+    xs = [kc.array(rand(rng, (2, 3))), x, kc.array(rand(rng, (2, 3)))[:, ::-1]]
+    a0, a2 = xs[0], xs[2]
+    g = kc.grad(h)(xs)
+    assert xs[0] is a0 and xs[2] is a2 and xs[1] is not x
+    check(xs[1], np.array(a0) * np.array(a2))
+    check(g[0], np.array(a2))
+    check(g[2], np.array(a0))
+
+
+def test_grad_argnums_of_one_gives_the_gradient_alone(rng):
+    x, y = rand(rng, (3,)), rand(rng, (3,))
+    f = lambda a, b: kc.sum(a * b)
+    for argnums in ([1], (1,)):
+        g = kc.grad(f, argnums=argnums)(kc.array(x), kc.array(y))
+        assert isinstance(g, kc.array)
+        check(g, x)
+    gpos, gkw = kc.grad(f, argnums=[0], argnames=["b"])(kc.array(x), b=kc.array(y))
+    check(gpos, y)
+    check(gkw["b"], x)
+
+
+def test_grad_needs_an_array_output_value_and_grad_takes_a_tuple(rng):
+    x = kc.array(rand(rng, (2, 2)))
+    f = lambda a: (kc.sum(a), {"aux": a})
+    with pytest.raises(ValueError, match="grad"):
+        kc.grad(f)(x)
+    (v, aux), g = kc.value_and_grad(f)(x)
+    check(g, np.ones((2, 2)))
+    assert aux["aux"] is not None
+
+
+@pytest.mark.parametrize("op", ["greater", "less", "equal", "not_equal",
+                                "greater_equal", "less_equal"])
+@pytest.mark.parametrize("dtype", [kc.float32, kc.float16, kc.int32])
+def test_comparison_jvp_keeps_the_tangent_dtype(rng, op, dtype):
+    x = kc.array(rand(rng, (5,))).astype(dtype)
+    t = kc.ones_like(x)
+    fn = getattr(kc, op)
+    _, (tan,) = kc.jvp(lambda a: fn(a, 0), [x], [t])
+    assert tan.dtype == dtype
+    check(tan, np.zeros(5))
+    # Downstream ops take the zero tangent as they would any other.
+    _, (tan,) = kc.jvp(lambda a: fn(a, 0).astype(a.dtype) * 2 + a, [x], [t])
+    check(tan, np.ones(5))
+
+
+def _cum_extreme_grad_reference(x, c, is_max, reverse, inclusive):
+    # Ties go to the latest position in scan order; an exclusive output is
+    # the inclusive one of the position before it.
+    n = len(x)
+    order = list(range(n))[::-1] if reverse else list(range(n))
+    g = np.zeros(n)
+    best = None
+    owner = []
+    for j in order:
+        if best is None or (x[j] >= best if is_max else x[j] <= best):
+            best, who = x[j], j
+        owner.append(who)
+    for k, i in enumerate(order):
+        src = owner[k] if inclusive else (owner[k - 1] if k > 0 else None)
+        if src is not None:
+            g[src] += c[i]
+    return g
+
+
+@pytest.mark.parametrize("is_max", [True, False])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("inclusive", [True, False])
+def test_cummax_cummin_vjp_all_modes(rng, is_max, reverse, inclusive):
+    # Ties included (values drawn from a few integers), along a
+    # non-trailing axis of a transposed input.
+    x = rng.integers(0, 4, size=(6, 3)).astype(np.float32)
+    c = rand(rng, (3, 6))
+    fn = kc.cummax if is_max else kc.cummin
+    xt = kc.array(x).T
+    _, (g,) = kc.vjp(
+        lambda a: fn(a, axis=1, reverse=reverse, inclusive=inclusive),
+        [xt], [kc.array(c)],
+    )
+    want = np.stack(
+        [_cum_extreme_grad_reference(x[:, r], c[r], is_max, reverse, inclusive)
+         for r in range(3)]
+    )
+    check(g, want)
+
+
+def test_divmod_derivatives_are_those_of_its_parts(rng):
+    # README, deliberate deviations: MLX's divmod has zero derivatives.
+    x = kc.array(rand(rng, (4,)) + 5)
+    y = kc.array(np.full(4, 3.0, dtype=np.float32))
+    _, (dq, dr) = kc.jvp(lambda a: tuple(kc.divmod(a, y)), [x], [kc.ones(4)])
+    check(dq, np.zeros(4))
+    check(dr, np.ones(4))
+    g = kc.grad(lambda a: kc.sum(kc.divmod(a, y)[1]))(x)
+    check(g, np.ones(4))
+
+
+def test_integer_indices_get_zero_gradients(rng):
+    # README, deliberate deviations: MLX raises without stop_gradient.
+    x = kc.array(rand(rng, (4,)))
+    idx = kc.array([1, 3])
+    _, (gx, gi) = kc.vjp(lambda a, i: kc.take(a, i), [x, idx], [kc.ones((2,))])
+    check(gx, np.array([0.0, 1.0, 0.0, 1.0]))
+    check(gi, np.zeros(2))
+    g = kc.grad(lambda w: kc.take(w, kc.argsort(w)[:2]).sum())(kc.array([4.0, 3.0, 2.0, 1.0]))
+    check(g, np.array([0.0, 0.0, 1.0, 1.0]))
