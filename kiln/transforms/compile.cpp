@@ -16,7 +16,7 @@
 #include "kiln/ops/utils.h"
 #include "kiln/primitives/compiled.h"
 #include "kiln/transforms/compile_passes.h"
-#include "kiln/transforms/host_profile.h"
+#include "kiln/core/profile.h"
 #include "kiln/transforms/trace.h"
 
 namespace kiln {

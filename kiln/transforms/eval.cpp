@@ -6,7 +6,7 @@
 
 #include "kiln/core/primitive.h"
 #include "kiln/transforms/graph_walk.h"
-#include "kiln/transforms/host_profile.h"
+#include "kiln/core/profile.h"
 
 namespace kiln {
 

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "kiln/transforms/host_profile.h"
+#include "kiln/core/profile.h"
 #include "kiln_py.h"
 
 namespace kiln::py {

@@ -9,7 +9,7 @@
 #include "kiln/backend/cuda/device.h"
 #include "kiln/backend/cuda/launch_queue.h"
 #include "kiln/backend/cuda/utils.h"
-#include "kiln/transforms/host_profile.h"
+#include "kiln/core/profile.h"
 
 namespace kiln {
 

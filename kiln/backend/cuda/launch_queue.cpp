@@ -13,7 +13,7 @@
 #include "kiln/backend/cuda/device.h"
 #include "kiln/backend/cuda/utils.h"
 #include "kiln/core/env.h"
-#include "kiln/transforms/host_profile.h"
+#include "kiln/core/profile.h"
 
 namespace kiln::cuda {
 

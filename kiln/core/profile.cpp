@@ -1,4 +1,4 @@
-#include "kiln/transforms/host_profile.h"
+#include "kiln/core/profile.h"
 
 #include "kiln/core/array.h"
 #include "kiln/core/env.h"
