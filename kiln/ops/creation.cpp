@@ -54,13 +54,28 @@ array arange(double start, double stop, double step, Dtype dtype,
              StreamOrDevice s) {
   if (step == 0) invalid("arange", "step must not be 0.");
   if (std::isnan(start) || std::isnan(stop) || std::isnan(step) ||
-      std::isinf(start) || std::isinf(stop) || std::isinf(step)) {
-    invalid("arange", "start, stop and step must be finite.");
+      std::isinf(start) || std::isinf(stop)) {
+    invalid("arange", "start and stop must be finite and step not NaN; got "
+                      "start " + std::to_string(start) + ", stop " +
+                          std::to_string(stop) + ", step " +
+                          std::to_string(step) + ".");
   }
   if (dtype == bool_) invalid("arange", "not supported for bool.");
-  double n = std::ceil((stop - start) / step);
+  // An infinite step reaches one value, or none (as MLX).
+  double n = std::isinf(step)
+                 ? ((step > 0) == (start < stop) && start != stop ? 1.0 : 0.0)
+                 : std::ceil((stop - start) / step);
   if (n > 2147483647.0) invalid("arange", "too many values.");
   int size = std::max(0, static_cast<int>(n));
+  if (is_integral(dtype)) {
+    // NumPy's rule for an integer range: the step is
+    // dtype(start + step) - dtype(start), so a fractional step may be 0.
+    double first = std::trunc(start);
+    step = std::isinf(step) ? 0.0 : std::trunc(start + step) - first;
+    start = first;
+  } else if (std::isinf(step)) {
+    step = 0.0;
+  }
   auto p = std::make_shared<Arange>(to_stream(s), start, stop, step);
   return array({size}, dtype, std::move(p), {});
 }

@@ -170,6 +170,13 @@ array ceil(const array& a, StreamOrDevice s) {
 }
 
 array round(const array& a, int decimals, StreamOrDevice s) {
+  if (is_integral(a.dtype()) && decimals < 0) {
+    // To a multiple of 10^-decimals, halves to even (as MLX and NumPy),
+    // in float64: exact below 2^53.
+    auto scale = array(std::pow(10.0, -decimals), float64);
+    auto q = unary<Round>(divide(astype(a, float64, s), scale, s), float64, s);
+    return astype(multiply(q, scale, s), a.dtype(), s);
+  }
   if (!is_inexact(a.dtype())) return a;
   if (decimals == 0) return unary<Round>(a, a.dtype(), s);
   auto scale = array(std::pow(10.0, decimals), a.dtype());
@@ -194,18 +201,22 @@ array isnan(const array& a, StreamOrDevice s) {
 }
 
 array isposinf(const array& a, StreamOrDevice s) {
-  if (!is_floating_point(a.dtype())) return full(a.shape(), array(false), s);
+  if (!is_inexact(a.dtype())) return full(a.shape(), array(false), s);
   return equal(a, array(std::numeric_limits<float>::infinity(), a.dtype()), s);
 }
 
 array isneginf(const array& a, StreamOrDevice s) {
-  if (!is_floating_point(a.dtype())) return full(a.shape(), array(false), s);
+  if (!is_inexact(a.dtype())) return full(a.shape(), array(false), s);
   return equal(a, array(-std::numeric_limits<float>::infinity(), a.dtype()),
                s);
 }
 
 array isinf(const array& a, StreamOrDevice s) {
   if (!is_inexact(a.dtype())) return full(a.shape(), array(false), s);
+  // A complex value is infinite when either part is.
+  if (is_complex(a.dtype())) {
+    return logical_or(isinf(real(a, s), s), isinf(imag(a, s), s), s);
+  }
   return logical_or(isposinf(a, s), isneginf(a, s), s);
 }
 
@@ -408,7 +419,10 @@ array isclose(const array& a, const array& b, double rtol, double atol,
   Dtype dt = at_least_float(promote_types(a.dtype(), b.dtype()));
   auto x = astype(a, dt, s), y = astype(b, dt, s);
   auto rhs = add(array(atol, dt), multiply(array(rtol, dt), abs(y, s), s), s);
-  auto close = less_equal(abs(subtract(x, y, s), s), rhs, s);
+  // Only finite values are close by the bound (an infinite one makes it
+  // infinite too).
+  auto close = logical_and(less_equal(abs(subtract(x, y, s), s), rhs, s),
+                           logical_and(isfinite(x, s), isfinite(y, s), s), s);
   auto inf_equal = logical_and(equal(x, y, s), isinf(x, s), s);
   auto out = logical_or(close, inf_equal, s);
   if (equal_nan) {

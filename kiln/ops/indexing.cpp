@@ -228,12 +228,14 @@ namespace {
 array scatter_axis(const char* op, ScatterReduce reduce, const array& a,
                    const array& indices, const array& values, int axis,
                    StreamOrDevice s) {
-  check_integer(op, indices);
   if (indices.ndim() != a.ndim()) {
     invalid(op, "indices (" + describe(indices) +
                     ") must have the rank of the " + describe(a) + ".");
   }
   axis = detail::normalize_axis(axis, static_cast<int>(a.ndim()), op);
+  // An empty array has nothing to update, whatever its indices (as MLX).
+  if (a.size() == 0) return a;
+  check_integer(op, indices);
   // Indices broadcast against a on the other axes, values against both.
   Shape target = a.shape();
   target[axis] = indices.shape(axis);

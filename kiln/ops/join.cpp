@@ -21,7 +21,7 @@ array concatenate(std::vector<array> arrays, int axis, StreamOrDevice s) {
   int nd = static_cast<int>(first.ndim());
   axis = detail::normalize_axis(axis, nd, "concatenate");
   Shape shape = first.shape();
-  shape[axis] = 0;
+  int64_t total = 0;
   Dtype dtype = first.dtype();
   for (auto& a : arrays) {
     bool ok = static_cast<int>(a.ndim()) == nd;
@@ -34,9 +34,10 @@ array concatenate(std::vector<array> arrays, int axis, StreamOrDevice s) {
                                  " differ outside the axis " +
                                  std::to_string(axis) + ".");
     }
-    shape[axis] += a.shape(axis);
+    total += a.shape(axis);
     dtype = promote_types(dtype, a.dtype());
   }
+  shape[axis] = detail::checked_dim(total, "concatenate");
   if (arrays.size() == 1) return astype(first, dtype, s);
   auto p = std::make_shared<Concatenate>(to_stream(s), axis);
   return array(std::move(shape), dtype, std::move(p), std::move(arrays));
@@ -79,7 +80,8 @@ array repeat(const array& a, int repeats, int axis, StreamOrDevice s) {
   Shape wide = a.shape();
   wide.insert(wide.begin() + axis + 1, repeats);
   Shape out = a.shape();
-  out[axis] *= repeats;
+  out[axis] = detail::checked_dim(
+      static_cast<int64_t>(out[axis]) * repeats, "repeat");
   return reshape(broadcast_to(expand_dims(a, axis + 1, s), wide, s), out, s);
 }
 

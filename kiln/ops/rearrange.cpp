@@ -1,5 +1,6 @@
 // Ops that move elements along axes, built from slices and joins (declared
 // in slicing.h): flip, roll, unstack and diff.
+#include <algorithm>
 #include <numeric>
 
 #include "kiln/ops/elementwise.h"
@@ -39,17 +40,25 @@ array flip(const array& a, StreamOrDevice s) {
 
 array roll(const array& a, const Shape& shift, const std::vector<int>& axes,
            StreamOrDevice s) {
-  if (shift.size() != axes.size()) {
+  // Shifts and axes broadcast against each other, and shifts of one axis
+  // add up (NumPy's rule).
+  size_t count = std::max(shift.size(), axes.size());
+  if ((shift.size() != count && shift.size() != 1) ||
+      (axes.size() != count && axes.size() != 1)) {
     invalid("roll", std::to_string(shift.size()) + " shifts for " +
                         std::to_string(axes.size()) + " axes.");
   }
   int nd = static_cast<int>(a.ndim());
+  std::vector<int64_t> total(nd, 0);
+  for (size_t i = 0; i < count; ++i) {
+    int ax = detail::normalize_axis(axes[axes.size() == 1 ? 0 : i], nd, "roll");
+    total[ax] += shift[shift.size() == 1 ? 0 : i];
+  }
   array out = a;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    int ax = detail::normalize_axis(axes[i], nd, "roll");
+  for (int ax = 0; ax < nd; ++ax) {
     int n = a.shape(ax);
-    if (n == 0) continue;
-    int k = ((shift[i] % n) + n) % n;
+    if (n == 0 || total[ax] == 0) continue;
+    int k = static_cast<int>(((total[ax] % n) + n) % n);
     if (k == 0) continue;
     // The last k elements move to the front.
     Shape start(nd, 0), stop = out.shape();

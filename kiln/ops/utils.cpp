@@ -23,6 +23,14 @@ void invalid(const std::string& op, const std::string& msg) {
   throw std::invalid_argument("[" + op + "] " + msg);
 }
 
+int32_t checked_dim(int64_t size, const std::string& op) {
+  if (size > INT32_MAX || size < INT32_MIN) {
+    throw std::overflow_error("[" + op + "] the size " + std::to_string(size) +
+                              " does not fit in int32.");
+  }
+  return static_cast<int32_t>(size);
+}
+
 int normalize_axis(int axis, int ndim, const char* op) {
   if (axis < -ndim || axis >= ndim) {
     invalid(op, "axis " + std::to_string(axis) +

@@ -17,6 +17,10 @@ std::string describe(const array& a);
 /** Throws invalid_argument "[op] msg". */
 [[noreturn]] void invalid(const std::string& op, const std::string& msg);
 
+/** A computed dimension as int32; throws overflow_error "[op] the size N
+ *  does not fit in int32." otherwise. */
+int32_t checked_dim(int64_t size, const std::string& op);
+
 /** Axis in [-ndim, ndim) mapped to [0, ndim); throws naming op otherwise. */
 int normalize_axis(int axis, int ndim, const char* op);
 /** Normalized, sorted, duplicate-free axes. */

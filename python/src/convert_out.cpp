@@ -74,9 +74,21 @@ StreamOrDevice to_sod(const StreamArg& s) {
 }
 
 Shape to_shape(const ShapeArg& s) {
-  if (auto* i = std::get_if<int>(&s)) return Shape{*i};
-  auto& v = std::get<std::vector<int>>(s);
-  return Shape(v.begin(), v.end());
+  std::vector<int64_t> dims;
+  if (auto* i = std::get_if<int64_t>(&s)) {
+    dims.push_back(*i);
+  } else {
+    dims = std::get<std::vector<int64_t>>(s);
+  }
+  Shape out;
+  for (int64_t d : dims) {
+    if (d > INT32_MAX || d < INT32_MIN) {
+      throw std::overflow_error("[shape] the size " + std::to_string(d) +
+                                " does not fit in int32.");
+    }
+    out.push_back(static_cast<int32_t>(d));
+  }
+  return out;
 }
 
 std::vector<int> axes_of(const AxisArg& axis, int ndim) {

@@ -69,8 +69,9 @@ using AxisArg = std::optional<std::variant<int, std::vector<int>>>;
 /** The axes an AxisArg names; all axes of an ndim array when None. */
 std::vector<int> axes_of(const AxisArg& axis, int ndim);
 
-/** A shape argument: an int or a sequence of ints. */
-using ShapeArg = std::variant<int, std::vector<int>>;
+/** A shape argument: an int or a sequence of ints, taken as 64-bit so that
+ *  to_shape can name a size that does not fit (OverflowError). */
+using ShapeArg = std::variant<int64_t, std::vector<int64_t>>;
 Shape to_shape(const ShapeArg& s);
 
 /** An array from any array-like: an array, a Python scalar, a nested

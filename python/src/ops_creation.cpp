@@ -9,6 +9,28 @@ bool is_int(nb::handle h) {
   return PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr());
 }
 
+// arange with MLX's inferred dtype: float32 when any argument is a float,
+// else int32, or int64 when a value does not fit in int32.
+array arange_of(nb::handle a, nb::handle b, nb::handle step,
+                std::optional<Dtype> d, const StreamArg& s) {
+  bool ints = true, wide = false;
+  for (nb::handle h : {a, b, step}) {
+    if (h.is_none()) continue;
+    if (!is_int(h)) {
+      ints = false;
+      continue;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+    if (overflow || v > INT32_MAX || v < INT32_MIN) wide = true;
+  }
+  double start = a.is_none() ? 0.0 : cast_arg<double>(a, "arange", "start");
+  double stop = cast_arg<double>(b, "arange", "stop");
+  double st = step.is_none() ? 1.0 : cast_arg<double>(step, "arange", "step");
+  Dtype inferred = ints ? (wide ? int64 : int32) : float32;
+  return arange(start, stop, st, d.value_or(inferred), to_sod(s));
+}
+
 } // namespace
 
 void init_ops_creation(nb::module_& m) {
@@ -64,23 +86,29 @@ void init_ops_creation(nb::module_& m) {
       },
       "a"_a, "vals"_a, "dtype"_a = nb::none(),
       "stream"_a = nb::none(), "An array like a filled with vals.");
+  // Two overloads, as MLX: arange(start, stop[, step]) (stop may be None:
+  // then start is the stop) and arange(stop[, step]); arange(start=...)
+  // without a stop matches neither.
+  const char* doc =
+      "Values from start (default 0) below stop, step apart: int32 when "
+      "every argument is an int (int64 when one does not fit in int32), "
+      "else float32. An integer dtype steps by dtype(start + step) - "
+      "dtype(start), as NumPy.";
   m.def(
       "arange",
       [](nb::handle a, nb::handle b, nb::handle step, std::optional<Dtype> d,
          const StreamArg& s) {
-        bool ints = is_int(a) && (b.is_none() || is_int(b)) &&
-                    (step.is_none() || is_int(step));
-        double start = 0, stop = cast_arg<double>(a, "arange", "start"), st = 1;
-        if (!b.is_none())
-          start = stop, stop = cast_arg<double>(b, "arange", "stop");
-        if (!step.is_none()) st = cast_arg<double>(step, "arange", "step");
-        return arange(start, stop, st, d.value_or(ints ? int32 : float32),
-                      to_sod(s));
+        if (b.is_none()) return arange_of(nb::none(), a, step, d, s);
+        return arange_of(a, b, step, d, s);
       },
-      "start"_a, "stop"_a = nb::none(), "step"_a = nb::none(),
-      "dtype"_a = nb::none(), "stream"_a = nb::none(),
-      "Values from start (default 0) below stop, step apart: int32 when "
-      "every argument is an int, else float32.");
+      "start"_a, "stop"_a.none(), "step"_a = nb::none(),
+      "dtype"_a = nb::none(), "stream"_a = nb::none(), doc);
+  m.def(
+      "arange",
+      [](nb::handle b, nb::handle step, std::optional<Dtype> d,
+         const StreamArg& s) { return arange_of(nb::none(), b, step, d, s); },
+      "stop"_a, "step"_a = nb::none(), "dtype"_a = nb::none(),
+      "stream"_a = nb::none(), doc);
   m.def(
       "linspace",
       [](double start, double stop, int num, bool endpoint,

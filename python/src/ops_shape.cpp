@@ -100,6 +100,10 @@ void init_ops_shape(nb::module_& m) {
   m.def(
       "broadcast_shapes",
       [](nb::args shapes) {
+        if (shapes.size() == 0) {
+          throw std::invalid_argument(
+              "[broadcast_shapes] needs at least one shape.");
+        }
         Shape out;
         for (nb::handle h : shapes) {
           out = detail::broadcast_shapes(

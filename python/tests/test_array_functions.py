@@ -409,7 +409,7 @@ def test_errors():
     x = kc.ones((2, 3))
     cases = [
         (lambda: kc.flip(x, 2), ValueError, "flip"),
-        (lambda: kc.roll(x, (1, 2), (0,)), ValueError, "roll"),
+        (lambda: kc.roll(x, (1, 2), (0, 1, 0)), ValueError, "roll"),
         (lambda: kc.diagonal(kc.ones((3,))), ValueError, "diagonal"),
         (lambda: kc.diagonal(x, 0, 1, 1), ValueError, "diagonal"),
         (lambda: kc.diag(kc.ones((2, 2, 2))), ValueError, "diag"),

@@ -293,3 +293,125 @@ def test_conv(rng):
     assert kc.conv_general(
         kc.array(x2), kc.array(w2), padding=([1, 1], [1, 1])
     ).shape == (1, 5, 5, 3)
+
+
+def test_arange_overloads_dtypes_and_integer_steps():
+    # Overloads as MLX's: arange(stop), arange(start, stop[, step]),
+    # arange(stop=..., step=...); a start alone by keyword is an error.
+    assert kc.arange(-3, step=-1).tolist() == [0, -1, -2]
+    assert kc.arange(-3, None, -1).tolist() == [0, -1, -2]
+    assert kc.arange(stop=2, step=0.5).tolist() == [0, 0.5, 1.0, 1.5]
+    assert kc.arange(stop=3).tolist() == [0, 1, 2]
+    with pytest.raises(TypeError):
+        kc.arange(start=1, step=2)
+    # int64 when a value does not fit in int32, whatever the size.
+    big = 2**40
+    for args, dt in (((5,), kc.int32), ((big, big + 3), kc.int64),
+                     ((-(2**31), -(2**31) + 2), kc.int32),
+                     ((-(2**31) - 1, 0, 2**30), kc.int64),
+                     ((0, 2, big), kc.int64), ((0.5, big, 2**39), kc.float32)):
+        a = kc.arange(*args)
+        assert a.dtype == dt, args
+        np.testing.assert_array_equal(np.array(a), np.arange(*args).astype(np.array(a).dtype))
+    # An integer dtype steps by dtype(start + step) - dtype(start) (NumPy).
+    for args in ((0, 3, 0.2), (-1, -4, -0.9), (-1, -20, -1.2), (2.7, 9.1, 1.6)):
+        for dt, npdt in ((kc.int32, np.int32), (kc.int64, np.int64), (kc.uint8, np.uint8)):
+            if dt == kc.uint8 and args[0] < 0:
+                continue
+            np.testing.assert_array_equal(
+                np.array(kc.arange(*args, dtype=dt)), np.arange(*args, dtype=npdt)
+            )
+    # An explicit int32 past its range wraps.
+    n = 2**31 - 1
+    assert kc.arange(n - 1, n + 3, dtype=kc.int32).tolist() == [n - 1, n, -(2**31), -(2**31) + 1]
+    # An infinite step gives the start, or nothing.
+    assert kc.arange(0, 10, float("inf")).tolist() == [0]
+    assert kc.arange(0, -10, float("-inf")).tolist() == [0]
+    assert kc.arange(10, 0, float("inf")).tolist() == []
+    for bad in ((0, float("inf"), 1), (float("nan"), 1, 1), (0, 2, float("nan")), (0, 5, 0), (0, 2**40)):
+        with pytest.raises(ValueError, match="arange"):
+            kc.arange(*bad)
+
+
+def test_infinities_of_complex_values_and_isclose():
+    inf = float("inf")
+    z = kc.array([complex(0, inf), complex(inf, 0), complex(-inf, 0), 3 + 4j])
+    zn = np.array(z)
+    np.testing.assert_array_equal(np.array(kc.isinf(z)), np.isinf(zn))
+    np.testing.assert_array_equal(np.array(kc.isfinite(z)), np.isfinite(zn))
+    assert kc.isposinf(z).tolist() == [False, True, False, False]
+    assert kc.isneginf(z).tolist() == [False, False, True, False]
+    a = np.array([inf, inf, -inf, 1.0, inf, 1e30], np.float32)
+    b = np.array([inf, -inf, -inf, inf, 1.0, 1.1e30], np.float32)
+    for dt in (kc.float32, kc.complex64):
+        got = kc.isclose(kc.array(a).astype(dt), kc.array(b).astype(dt))
+        np.testing.assert_array_equal(np.array(got), np.isclose(a, b))
+
+
+def test_round_integers_to_negative_decimals(rng):
+    x = rng.integers(-10**6, 10**6, size=(4, 5)).astype(np.int32)
+    x[0, :3] = [15, 25, -35]  # halves go to even
+    for dt, npdt in ((kc.int32, np.int32), (kc.int64, np.int64)):
+        xs = kc.array(x.astype(npdt))[:, ::-1]
+        for d in (-1, -2, -3, 0, 2):
+            got = kc.round(xs, decimals=d)
+            assert got.dtype == dt
+            np.testing.assert_array_equal(np.array(got), np.round(x.astype(npdt)[:, ::-1], d))
+
+
+def test_roll_shifts_and_axes_broadcast(rng):
+    x = rand(rng, (3, 4))
+    for shift in (1, -2, (1, 1), (-1, 2), (33, 33)):
+        for axis in (0, 1, (1, 0), (0, 1), (0, 0), (1, 1)):
+            check(kc.roll(kc.array(x).T.T, shift, axis), np.roll(x, shift, axis))
+    with pytest.raises(ValueError, match="roll"):
+        kc.roll(kc.array(x), (1, 2, 3), (0, 1))
+
+
+def test_kron_vecdot_and_empty_put_along_axis(rng):
+    with pytest.raises(ValueError, match="kron"):
+        kc.kron(kc.array([]), kc.array([1, 2]))
+    a, b = rand(rng, (3, 4)), rand(rng, (4,))
+    check(kc.vecdot(kc.array(a), kc.array(b)), np.vecdot(a, b) if hasattr(np, "vecdot") else a @ b, rtol=1e-5)
+    for x, y, axis in (((), (1,), -1), ((2,), (2,), 1), ((2,), (1,), -1), ((3, 4), (4,), 0)):
+        with pytest.raises(ValueError, match="vecdot"):
+            kc.vecdot(kc.zeros(x), kc.zeros(y), axis=axis)
+    e = kc.array([], kc.float32)
+    assert kc.put_along_axis(e, e, e, axis=None).size == 0
+    with pytest.raises(ValueError, match="put_along_axis"):
+        kc.put_along_axis(kc.zeros((2,)), kc.zeros((1,)), kc.zeros((1,)), axis=0)
+
+
+def test_shapes_that_do_not_fit_int32_raise_overflow_error():
+    too_big = 2**31
+    for call in (lambda: kc.zeros(too_big), lambda: kc.ones([too_big]),
+                 lambda: kc.full([2, too_big], 0.0),
+                 lambda: kc.reshape(kc.zeros(4), [too_big]),
+                 lambda: kc.broadcast_to(kc.zeros(4), [too_big, 1]),
+                 lambda: kc.zeros([-(2**31) - 1])):
+        with pytest.raises(OverflowError, match="2147483648|2147483649"):
+            call()
+    big = kc.zeros(2**30)
+    with pytest.raises(OverflowError, match=str(3 * 2**30)):
+        kc.concatenate([big] * 3)
+    with pytest.raises(OverflowError, match=str(2 * 2**30)):
+        kc.repeat(big, 2)
+    with pytest.raises(OverflowError, match=str(2**32)):
+        kc.kron(kc.zeros(2**16), kc.zeros(2**16))
+    with pytest.raises(ValueError, match="broadcast_shapes"):
+        kc.broadcast_shapes()
+
+
+def test_integer_power_with_negative_exponents_truncates():
+    # README, deliberate deviations: MLX gives 0 for every negative exponent.
+    for dt in (kc.int8, kc.int32, kc.int64):
+        x = kc.power(kc.array([2, -2, 1, -1, -1], dt), kc.array([-1, -3, -9, -3, -2], dt))
+        assert x.tolist() == [0, 0, 1, -1, 1]
+
+
+def test_searchsorted_maps_over_the_sorted_array(rng):
+    # README, deliberate deviations: MLX's vmap raises here.
+    s = np.sort(rand(rng, (3, 6)), axis=1)
+    v = rand(rng, (2,))
+    got = kc.vmap(lambda r: kc.searchsorted(r, kc.array(v)))(kc.array(s))
+    np.testing.assert_array_equal(np.array(got), np.stack([np.searchsorted(r, v) for r in s]))
