@@ -4,6 +4,14 @@ optimizer, in tokens per second.
     PYTHONPATH=build-gpu-jit/python python3 benchmarks/gpt_step_bench.py
     PYTHONPATH=build/python python3 benchmarks/gpt_step_bench.py --cpu --small
 
+    python -m kiln.launch -n 2 --backend nccl benchmarks/gpt_step_bench.py --distributed
+
+runs the step data parallel, one GPU per process (each with the batch one
+GPU takes alone, gradients averaged by nn.average_gradients inside the
+compiled step; PyTorch with DistributedDataParallel over NCCL in the same
+processes), and prints the tokens/s of the whole group. With --cpu the
+group is MPI's (python -m kiln.launch -n 2) and PyTorch's is gloo.
+
 The default configuration is the CUDA backend's target workload: 6 layers,
 d_model 512, 8 heads, sequence 256, batch 32, vocabulary 8192, bfloat16
 parameters and activations, AdamW, pre-norm blocks with causal attention
@@ -23,6 +31,7 @@ import numpy as np
 import kiln.core as mx
 import kiln.nn as nn
 import kiln.optimizers as optim
+from kiln.utils import tree_map
 
 try:
     import torch
@@ -68,7 +77,7 @@ class GPT(nn.Module):
         return self.head(self.ln(x))
 
 
-def kiln_step_rate(cfg, ids, targets, iters, warmup, profile_steps=0):
+def kiln_step_rate(cfg, ids, targets, iters, warmup, profile_steps=0, group=None):
     model = GPT(cfg.vocab, cfg.seq, cfg.d, cfg.heads, cfg.layers)
     model.set_dtype(mx.bfloat16 if cfg.bf16 else mx.float32)
     opt = optim.AdamW(learning_rate=3e-4)
@@ -80,9 +89,17 @@ def kiln_step_rate(cfg, ids, targets, iters, warmup, profile_steps=0):
     loss_and_grad = nn.value_and_grad(model, loss_fn)
     state = [model.state, opt.state]
 
+    if group is not None:
+        # Every process starts from rank 0's weights.
+        model.update(tree_map(lambda p: mx.distributed.all_sum(
+            p if group.rank() == 0 else mx.zeros_like(p), group=group), model.parameters()))
+        mx.eval(model.parameters())
+
     @partial(mx.compile, inputs=state, outputs=state)
     def step(x, y):
         loss, grads = loss_and_grad(model, x, y)
+        if group is not None:
+            grads = nn.average_gradients(grads, group=group)
         opt.update(model, grads)
         return loss
 
@@ -139,7 +156,7 @@ def profile_kiln(run_step, steps):
         print(f"| {name[:90]} | {n / steps:g} | {t / steps / 1e3:.3f} |")
 
 
-def torch_step_rate(cfg, ids, targets, iters, warmup, device):
+def torch_step_rate(cfg, ids, targets, iters, warmup, device, group=None):
     class TBlock(torch.nn.Module):
         def __init__(self, d, heads):
             super().__init__()
@@ -178,6 +195,8 @@ def torch_step_rate(cfg, ids, targets, iters, warmup, device):
     model = TGPT().to(device)
     if cfg.bf16:
         model = model.to(torch.bfloat16)
+    if group is not None:
+        model = torch.nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
     x = torch.from_numpy(ids).to(device)
     y = torch.from_numpy(targets).to(device)
@@ -209,6 +228,8 @@ def main():
     ap.add_argument("--float32", action="store_true", help="float32 instead of bfloat16")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--distributed", action="store_true",
+                    help="data parallel over the launcher's processes (see above)")
     ap.add_argument("--profile", type=int, default=0, metavar="STEPS",
                     help="also print where kiln's GPU time goes over this many steps")
     args = ap.parse_args()
@@ -218,27 +239,45 @@ def main():
         cfg = argparse.Namespace(layers=2, d=64, heads=4, seq=32, batch=4, vocab=256, bf16=not args.float32)
     use_gpu = not args.cpu and mx.is_available(mx.gpu)
     mx.set_default_device(mx.gpu if use_gpu else mx.cpu)
-    rng = np.random.default_rng(0)
+    group, n, rank = None, 1, 0
+    if args.distributed:
+        group = mx.distributed.init(strict=True, backend="nccl" if use_gpu else "mpi")
+        n, rank = group.size(), group.rank()
+        if torch is not None:
+            import os
+
+            import torch.distributed as dist
+
+            os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+            os.environ.setdefault("MASTER_PORT", "29519")
+            if use_gpu:
+                torch.cuda.set_device(int(os.environ.get("KILN_LOCAL_RANK", rank)))
+            dist.init_process_group("nccl" if use_gpu else "gloo", rank=rank, world_size=n)
+    rng = np.random.default_rng(rank)
     ids = rng.integers(0, cfg.vocab, (cfg.batch, cfg.seq)).astype(np.int32)
     targets = np.roll(ids, -1, axis=1).astype(np.int32)
-    print(f"GPT step: {cfg.layers} layers, d_model {cfg.d}, {cfg.heads} heads, seq {cfg.seq}, "
-          f"batch {cfg.batch}, vocab {cfg.vocab}, {'bfloat16' if cfg.bf16 else 'float32'}, AdamW, "
-          f"on the {'GPU' if use_gpu else 'CPU'}", flush=True)
-    k_rate, losses = kiln_step_rate(cfg, ids, targets, args.iters, args.warmup, args.profile)
-    print(f"kiln compiled: {k_rate:,.0f} tokens/s (loss {losses[0]:.3f} -> {losses[-1]:.3f})", flush=True)
+    say = print if rank == 0 else (lambda *a, **k: None)
+    where = f"{n} x {'GPU' if use_gpu else 'CPU process'}" if group else ('GPU' if use_gpu else 'CPU')
+    say(f"GPT step: {cfg.layers} layers, d_model {cfg.d}, {cfg.heads} heads, seq {cfg.seq}, "
+        f"batch {cfg.batch}{' per process' if group else ''}, vocab {cfg.vocab}, "
+        f"{'bfloat16' if cfg.bf16 else 'float32'}, AdamW, on {where}", flush=True)
+    k_rate, losses = kiln_step_rate(cfg, ids, targets, args.iters, args.warmup, args.profile, group)
+    # The processes step in lockstep: the group's rate is n times one's.
+    k_rate *= n
+    say(f"kiln compiled: {k_rate:,.0f} tokens/s (loss {losses[0]:.3f} -> {losses[-1]:.3f})", flush=True)
     if not np.all(np.isfinite(losses)) or losses[-1] >= losses[0]:
-        print("kiln: the loss did not fall", flush=True)
+        say("kiln: the loss did not fall", flush=True)
     t_rate = None
     if torch is not None and (not use_gpu or torch.cuda.is_available()):
-        t_rate = torch_step_rate(cfg, ids.astype(np.int64), targets.astype(np.int64), args.iters,
-                                 args.warmup, "cuda" if use_gpu else "cpu")
-        print(f"PyTorch eager: {t_rate:,.0f} tokens/s", flush=True)
-    print()
-    print("| workload | kiln tokens/s | PyTorch eager tokens/s | ratio (>1: kiln faster) |")
-    print("| --- | --- | --- | --- |")
+        t_rate = n * torch_step_rate(cfg, ids.astype(np.int64), targets.astype(np.int64), args.iters,
+                                     args.warmup, "cuda" if use_gpu else "cpu", group)
+        say(f"PyTorch eager{' DDP' if group else ''}: {t_rate:,.0f} tokens/s", flush=True)
+    say()
+    say("| workload | kiln tokens/s | PyTorch eager tokens/s | ratio (>1: kiln faster) |")
+    say("| --- | --- | --- | --- |")
     ratio = f"{k_rate / t_rate:.2f}x" if t_rate else "n/a"
     t_s = f"{t_rate:,.0f}" if t_rate else "n/a"
-    print(f"| GPT step ({'GPU' if use_gpu else 'CPU'}) | {k_rate:,.0f} | {t_s} | {ratio} |")
+    say(f"| GPT step ({where}) | {k_rate:,.0f} | {t_s} | {ratio} |")
 
 
 if __name__ == "__main__":
