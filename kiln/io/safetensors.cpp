@@ -26,7 +26,10 @@ const std::pair<const char*, Dtype> kDtypeNames[] = {
     {"BOOL", bool_},  {"U8", uint8},     {"U16", uint16},    {"U32", uint32},
     {"U64", uint64},  {"I8", int8},      {"I16", int16},     {"I32", int32},
     {"I64", int64},   {"F16", float16},  {"BF16", bfloat16}, {"F32", float32},
-    {"F64", float64}, {"C64", complex64}};
+    {"F64", float64}, {"C64", complex64},
+    // float8 (e4m3) reads as its raw bytes, as MLX's: from_fp8 decodes.
+    // Saving a uint8 array writes U8, the first name above.
+    {"F8_E4M3", uint8}};
 
 std::string name_of(Dtype d) {
   for (auto& [name, dtype] : kDtypeNames) {

@@ -97,15 +97,35 @@ std::shared_ptr<detail::Trace> build_trace(CompiledFunction& cf,
     cf.options.inputs[k].set(part);
     off += counts[k];
   }
+  // Afterwards the captured state holds its own arrays again where it
+  // still holds the tracers (as MLX): a state that is only an input is
+  // unchanged by the call.
+  auto restore = [&] {
+    size_t at = n_args;
+    for (size_t k = 0; k < cf.options.inputs.size(); ++k) {
+      auto cur = cf.options.inputs[k].get();
+      for (size_t i = 0; i < cur.size() && i < counts[k]; ++i) {
+        if (cur[i].id() == trace->tracers[at + i].id()) cur[i] = inputs[at + i];
+      }
+      cf.options.inputs[k].set(cur);
+      at += counts[k];
+    }
+  };
   std::vector<array> args(trace->tracers.begin(),
                           trace->tracers.begin() + n_args);
-  trace->outputs = cf.fun(args);
+  try {
+    trace->outputs = cf.fun(args);
+  } catch (...) {
+    restore();
+    throw;
+  }
   trace->num_user_outputs = trace->outputs.size();
   for (auto& st : cf.options.outputs) {
     auto v = st.get();
     trace->state_counts.push_back(v.size());
     trace->outputs.insert(trace->outputs.end(), v.begin(), v.end());
   }
+  restore();
   detail::run_passes(*trace, simplify_enabled.load(), fuse_enabled.load());
   // The tracers stand for the inputs by identity only: let go of the first
   // call's arrays so the trace does not keep their buffers alive.

@@ -25,12 +25,26 @@ def _state_accessors(container):
     return get, set_
 
 
+def _item_accessors(seq, i):
+    """(get, set) for an array held directly in the list given as state:
+    writes replace the list's element (a tuple's stays as it is)."""
+
+    def set_(values):
+        if isinstance(seq, list):
+            seq[i] = values[0]
+
+    return (lambda: [seq[i]], set_)
+
+
 def _states(spec):
     if spec is None:
         return []
     if isinstance(spec, _core.random.KeyState) or isinstance(spec, dict):
         spec = [spec]
-    return [_state_accessors(c) for c in spec]
+    return [
+        _item_accessors(spec, i) if _is_array(c) else _state_accessors(c)
+        for i, c in enumerate(spec)
+    ]
 
 
 def compile(fun, inputs=None, outputs=None, shapeless=False):
@@ -68,7 +82,8 @@ def compile(fun, inputs=None, outputs=None, shapeless=False):
             elif isinstance(x, _CONSTANT_TYPES):
                 consts.append((type(x), x))
             else:
-                raise TypeError(
+                # ValueError, as MLX raises for an argument it cannot key on.
+                raise ValueError(
                     "[compile] arguments must be arrays, pytrees of arrays, or "
                     "bool, int, float, str or None; got a "
                     f"{type(x).__name__}."

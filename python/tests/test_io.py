@@ -291,6 +291,32 @@ def test_safetensors_errors(tmp_path):
         kc.load(tmp_path / "j.safetensors")
 
 
+def test_safetensors_float8_e4m3_reads_as_bytes(tmp_path, rng):
+    # Every e4m3 byte but the NaNs, decoded by from_fp8 after loading.
+    import json
+    import struct
+
+    codes = np.array([b for b in range(256) if b & 0x7F != 0x7F], np.uint8)
+    codes = codes[rng.permutation(codes.size)]
+    header = json.dumps(
+        {"t": {"dtype": "F8_E4M3", "shape": [2, codes.size // 2],
+               "data_offsets": [0, codes.size]}}
+    ).encode()
+    path = tmp_path / "f8.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header + codes.tobytes())
+    out = kc.load(str(path))["t"]
+    assert out.dtype == kc.uint8 and out.shape == (2, codes.size // 2)
+    np.testing.assert_array_equal(np.array(out).reshape(-1), codes)
+    sign = np.where(codes & 0x80, -1.0, 1.0)
+    e, m = (codes >> 3) & 0xF, (codes & 7).astype(np.float64)
+    want = sign * np.where(e == 0, m / 8 * 2.0**-6, (1 + m / 8) * 2.0 ** (e.astype(np.float64) - 7))
+    got = np.array(kc.from_fp8(out[:, ::-1], dtype=kc.float32))[:, ::-1]
+    np.testing.assert_array_equal(got.reshape(-1), want.astype(np.float32))
+    # Saving a uint8 array still writes U8.
+    kc.save_safetensors(str(tmp_path / "u8"), {"t": out})
+    assert b'"U8"' in (tmp_path / "u8.safetensors").read_bytes()[:200]
+
+
 # --- .gguf -------------------------------------------------------------------
 
 GGUF_DTYPES = [

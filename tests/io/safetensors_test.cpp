@@ -113,9 +113,9 @@ TEST_F(Safetensors, ErrorsNameTheFileAndTheProblem) {
   expect_error("[1, 2]", "", "not a JSON object");
   expect_error("{\"a\":1}", "", "not described by an object");
   expect_error(
-      "{\"a\":{\"dtype\":\"F8_E4M3\",\"shape\":[4],"
+      "{\"a\":{\"dtype\":\"F8_E5M2\",\"shape\":[4],"
       "\"data_offsets\":[0,4]}}",
-      d16, "unsupported dtype F8_E4M3");
+      d16, "unsupported dtype F8_E5M2");
   expect_error("{\"a\":{\"shape\":[4],\"data_offsets\":[0,16]}}", d16,
                "no dtype");
   expect_error(

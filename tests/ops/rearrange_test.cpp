@@ -44,10 +44,16 @@ TEST(Rearrange, FlipAndRoll) {
   EXPECT_TRUE(throws_naming([] { flip(zeros({2, 3}), 2); }, "flip"));
   EXPECT_TRUE(throws_naming(
       [] {
-        roll(zeros({2, 3}), Shape{1, 2}, {0});
+        roll(zeros({2, 3}), Shape{1, 2}, {0, 1, 0});
       },
       "roll"));
   EXPECT_TRUE(throws_naming([] { roll(zeros({2, 3}), 1, 5); }, "roll"));
+  // Shifts and axes broadcast, and shifts of one axis add up (NumPy).
+  auto r3 = reshape(arange(0, 12, 1), {3, 4});
+  EXPECT_EQ(to_doubles(roll(r3, Shape{1, 2}, {1})),
+            to_doubles(roll(r3, 3, 1)));
+  EXPECT_EQ(to_doubles(roll(r3, Shape{2}, {0, 1})),
+            to_doubles(roll(roll(r3, 2, 0), 2, 1)));
 }
 
 TEST(Rearrange, DiagonalTraceAndDiag) {
