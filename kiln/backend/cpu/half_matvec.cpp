@@ -17,14 +17,18 @@ namespace kiln::detail {
 
 namespace {
 
+// Everything below is inlined into the clones (target_clones takes no
+// templates), so each clone gets its own vector code.
+#define KILN_INLINE inline __attribute__((always_inline))
+
 // One element widened, for the tails; widen16 does 16 at once.
-inline float widen(bfloat16_t v) {
+KILN_INLINE float widen(bfloat16_t v) {
   uint32_t u = static_cast<uint32_t>(v.bits) << 16;
   float f;
   std::memcpy(&f, &u, sizeof f);
   return f;
 }
-inline float widen(float16_t v) { return static_cast<float>(v); }
+KILN_INLINE float widen(float16_t v) { return static_cast<float>(v); }
 
 constexpr int lanes = 16;
 // 16 floats as one value: the accumulators stay in registers for every R
@@ -33,13 +37,13 @@ typedef float f16x_t __attribute__((vector_size(lanes * sizeof(float))));
 typedef uint32_t u32x_t __attribute__((vector_size(lanes * sizeof(uint32_t))));
 typedef uint16_t u16x_t __attribute__((vector_size(lanes * sizeof(uint16_t))));
 
-inline f16x_t load(const float* p) {
+KILN_INLINE f16x_t load(const float* p) {
   f16x_t v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
 
-inline f16x_t widen16(const bfloat16_t* p) {
+KILN_INLINE f16x_t widen16(const bfloat16_t* p) {
   u16x_t h;
   std::memcpy(&h, p, sizeof h);
   u32x_t u = __builtin_convertvector(h, u32x_t) << 16;
@@ -51,7 +55,7 @@ inline f16x_t widen16(const bfloat16_t* p) {
 // clones' targets do not promise): exponent and mantissa moved into
 // float32's places and scaled by 2^112, exact for normal and subnormal
 // halves; inf and NaN get float32's all-ones exponent back.
-inline f16x_t widen16(const float16_t* p) {
+KILN_INLINE f16x_t widen16(const float16_t* p) {
   u16x_t h16;
   std::memcpy(&h16, p, sizeof h16);
   u32x_t h = __builtin_convertvector(h16, u32x_t);
@@ -70,7 +74,7 @@ inline f16x_t widen16(const float16_t* p) {
 // R rows of x against one contiguous column of W (k elements): each element
 // of W is read once for the R rows.
 template <typename T, int R>
-KILN_SIMD_CLONES void dot_column(const float* x, int64_t k, const T* col,
+KILN_INLINE void dot_column_rows(const float* x, int64_t k, const T* col,
                                  float* dots) {
   f16x_t acc[R];
   for (int r = 0; r < R; ++r) acc[r] = f16x_t{};
@@ -90,14 +94,53 @@ KILN_SIMD_CLONES void dot_column(const float* x, int64_t k, const T* col,
 // One row of W over columns [0, count), scaled by x[r][i] for R rows,
 // added into R float32 rows of acc (row stride count).
 template <typename T, int R>
-KILN_SIMD_CLONES void axpy_row(const float* xi, int64_t xstride,
-                               const T* row, int64_t count, float* acc) {
+KILN_INLINE void axpy_row_rows(const float* xi, int64_t xstride, const T* row,
+                               int64_t count, float* acc) {
   float s[R];
   for (int r = 0; r < R; ++r) s[r] = xi[r * xstride];
   for (int64_t j = 0; j < count; ++j) {
     float w = widen(row[j]);
     for (int r = 0; r < R; ++r) acc[r * count + j] += s[r] * w;
   }
+}
+
+// The clones, one per element type, with the row count (1 to 4) switched
+// inside.
+#define KILN_ROWS_SWITCH(call)  \
+  switch (rows) {               \
+    case 1: call(1); break;     \
+    case 2: call(2); break;     \
+    case 3: call(3); break;     \
+    default: call(4); break;    \
+  }
+
+KILN_SIMD_CLONES void dot_column(const float* x, int64_t k,
+                                 const bfloat16_t* col, float* dots,
+                                 int rows) {
+#define KILN_CALL(R) dot_column_rows<bfloat16_t, R>(x, k, col, dots)
+  KILN_ROWS_SWITCH(KILN_CALL)
+#undef KILN_CALL
+}
+KILN_SIMD_CLONES void dot_column(const float* x, int64_t k,
+                                 const float16_t* col, float* dots,
+                                 int rows) {
+#define KILN_CALL(R) dot_column_rows<float16_t, R>(x, k, col, dots)
+  KILN_ROWS_SWITCH(KILN_CALL)
+#undef KILN_CALL
+}
+KILN_SIMD_CLONES void axpy_row(const float* xi, int64_t xstride,
+                               const bfloat16_t* row, int64_t count,
+                               float* acc, int rows) {
+#define KILN_CALL(R) axpy_row_rows<bfloat16_t, R>(xi, xstride, row, count, acc)
+  KILN_ROWS_SWITCH(KILN_CALL)
+#undef KILN_CALL
+}
+KILN_SIMD_CLONES void axpy_row(const float* xi, int64_t xstride,
+                               const float16_t* row, int64_t count,
+                               float* acc, int rows) {
+#define KILN_CALL(R) axpy_row_rows<float16_t, R>(xi, xstride, row, count, acc)
+  KILN_ROWS_SWITCH(KILN_CALL)
+#undef KILN_CALL
 }
 
 template <typename T, int R>
@@ -109,7 +152,7 @@ void rows_by_columns(const float* x, int64_t k, const T* w, int64_t sc,
   parallel_for(n, grain, [&](size_t j0, size_t j1) {
     float dots[R];
     for (size_t j = j0; j < j1; ++j) {
-      dot_column<T, R>(x, k, w + j * sc, dots);
+      dot_column(x, k, w + j * sc, dots, R);
       for (int r = 0; r < R; ++r) {
         float& o = out[r * ldo + j];
         o = alpha * dots[r] + (beta == 0.0f ? 0.0f : beta * o);
@@ -129,7 +172,7 @@ void rows_by_rows(const float* x, int64_t k, const T* w, int64_t sr,
     int64_t count = static_cast<int64_t>(j1 - j0);
     std::vector<float> acc(static_cast<size_t>(R * count), 0.0f);
     for (int64_t i = 0; i < k; ++i) {
-      axpy_row<T, R>(x + i, k, w + i * sr + j0, count, acc.data());
+      axpy_row(x + i, k, w + i * sr + j0, count, acc.data(), R);
     }
     for (int r = 0; r < R; ++r) {
       for (int64_t j = 0; j < count; ++j) {
