@@ -259,8 +259,12 @@ void read_quantized(Reader& in, const TensorInfo& t,
   int64_t blocks = 1;
   for (int d : t.shape) blocks *= d;
   blocks /= kBlock;
-  array raw = io::detail::read_array(in, {blocks * block_bytes(t.quant)},
-                                     uint8, "load_gguf", what);
+  // One row of bytes per block: the shape stays within 32-bit dimensions.
+  Shape raw_shape = io::detail::checked_shape(
+      {static_cast<uint64_t>(blocks),
+       static_cast<uint64_t>(block_bytes(t.quant))},
+      "load_gguf", in, what);
+  array raw = io::detail::read_array(in, raw_shape, uint8, "load_gguf", what);
   int bits = t.quant == kQ8_0 ? 8 : 4;
   Shape wshape = t.shape, sshape = t.shape;
   wshape.back() = t.shape.back() * bits / 32;
