@@ -305,7 +305,8 @@ array masked_scatter(const array& a, const array& mask, const array& values,
                    0, -1, stream);
   if (a.size() == 0 || v.size() == 0) return a;
   // The k-th selected element (row-major) takes the k-th value. More
-  // selected elements than values read the last value (see README).
+  // selected elements than values read the last value (see
+  // docs/mlx_compatibility.md).
   Shape mshape = mask.shape();
   mshape.resize(a.ndim(), 1);
   auto m = flatten(broadcast_to(reshape(mask, mshape, stream), a.shape(),

@@ -239,7 +239,7 @@ def test_masked_setitem_gradients_and_vmap(rng):
 
 
 def test_masked_setitem_with_too_few_values_repeats_the_last():
-    # README, deliberate deviations: MLX raises when it evaluates.
+    # docs/mlx_compatibility.md, deliberate deviations: MLX raises when it evaluates.
     a = kc.zeros((5,))
     a[kc.array([True, True, False, True, True])] = kc.array([1.0, 2.0])
     check(a, np.array([1.0, 2.0, 0.0, 2.0, 2.0]))

@@ -403,14 +403,14 @@ def test_shapes_that_do_not_fit_int32_raise_overflow_error():
 
 
 def test_integer_power_with_negative_exponents_truncates():
-    # README, deliberate deviations: MLX gives 0 for every negative exponent.
+    # docs/mlx_compatibility.md, deliberate deviations: MLX gives 0 for every negative exponent.
     for dt in (kc.int8, kc.int32, kc.int64):
         x = kc.power(kc.array([2, -2, 1, -1, -1], dt), kc.array([-1, -3, -9, -3, -2], dt))
         assert x.tolist() == [0, 0, 1, -1, 1]
 
 
 def test_searchsorted_maps_over_the_sorted_array(rng):
-    # README, deliberate deviations: MLX's vmap raises here.
+    # docs/mlx_compatibility.md, deliberate deviations: MLX's vmap raises here.
     s = np.sort(rand(rng, (3, 6)), axis=1)
     v = rand(rng, (2,))
     got = kc.vmap(lambda r: kc.searchsorted(r, kc.array(v)))(kc.array(s))

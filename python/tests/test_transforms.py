@@ -715,7 +715,7 @@ def test_cummax_cummin_vjp_all_modes(rng, is_max, reverse, inclusive):
 
 
 def test_divmod_derivatives_are_those_of_its_parts(rng):
-    # README, deliberate deviations: MLX's divmod has zero derivatives.
+    # docs/mlx_compatibility.md, deliberate deviations: MLX's divmod has zero derivatives.
     x = kc.array(rand(rng, (4,)) + 5)
     y = kc.array(np.full(4, 3.0, dtype=np.float32))
     _, (dq, dr) = kc.jvp(lambda a: tuple(kc.divmod(a, y)), [x], [kc.ones(4)])
@@ -726,7 +726,7 @@ def test_divmod_derivatives_are_those_of_its_parts(rng):
 
 
 def test_integer_indices_get_zero_gradients(rng):
-    # README, deliberate deviations: MLX raises without stop_gradient.
+    # docs/mlx_compatibility.md, deliberate deviations: MLX raises without stop_gradient.
     x = kc.array(rand(rng, (4,)))
     idx = kc.array([1, 3])
     _, (gx, gi) = kc.vjp(lambda a, i: kc.take(a, i), [x, idx], [kc.ones((2,))])
