@@ -64,8 +64,10 @@ Product prepare_product(const char* op, array a, array b, Dtype dt,
       Shape out = ab;
       if (!a_vec) out.push_back(a.shape(-2));
       if (!b_vec) out.push_back(b.shape(-1));
-      a = reshape(astype(a, dt, s),
-                  {static_cast<int32_t>(rows), a.shape(-1)}, s);
+      // Under shapeless compile the rows are written as -1, so a new
+      // batch or row count replays; the caller's reshape back does the same.
+      int32_t r = detail::in_shapeless_tracing() ? -1 : static_cast<int32_t>(rows);
+      a = reshape(astype(a, dt, s), {r, a.shape(-1)}, s);
       return {a, astype(b, dt, s), out};
     }
   }
@@ -78,6 +80,16 @@ Product prepare_product(const char* op, array a, array b, Dtype dt,
   a = broadcast_to(astype(a, dt, s), a_shape, s);
   b = broadcast_to(astype(b, dt, s), b_shape, s);
   return {a, b, out};
+}
+
+// The product's final shape as a reshape is asked for it: under shapeless
+// compile the rows of a (or a's last batch axis when a is a vector) are -1,
+// so the shape follows a new row count.
+Shape shapeless_rows(Shape out, bool b_vec) {
+  if (!detail::in_shapeless_tracing() || out.empty()) return out;
+  int k = static_cast<int>(out.size()) - 1 - (b_vec ? 0 : 1);
+  if (k >= 0) out[k] = -1;
+  return out;
 }
 
 Shape full_shape(const Product& p) {
@@ -98,7 +110,9 @@ array matmul(const array& a, const array& b, StreamOrDevice s) {
   auto p = prepare_product("matmul", a, b, dt, s);
   array out(full_shape(p), dt, std::make_shared<Matmul>(to_stream(s)),
             {p.a, p.b});
-  return out.shape() == p.out_shape ? out : reshape(out, p.out_shape, s);
+  if (out.shape() == p.out_shape) return out;
+  return reshape(out, shapeless_rows(p.out_shape, b.ndim() == 1),
+                 s);
 }
 
 array addmm(array c, array a, array b, float alpha, float beta,
@@ -131,7 +145,9 @@ array addmm(array c, array a, array b, float alpha, float beta,
   }
   array out(full, dt, std::make_shared<AddMM>(to_stream(s), alpha, beta),
             {c, p.a, p.b});
-  return out.shape() == p.out_shape ? out : reshape(out, p.out_shape, s);
+  return out.shape() == p.out_shape
+             ? out
+             : reshape(out, shapeless_rows(p.out_shape, b.ndim() == 1), s);
 }
 
 namespace {

@@ -24,6 +24,9 @@ class QuantizedCustom : public Custom {
            o->group_size_ == group_size_ && o->bits_ == bits_;
   }
 
+  int group_size() const { return group_size_; }
+  int bits() const { return bits_; }
+
  protected:
   const int group_size_, bits_;
 };

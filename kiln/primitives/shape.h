@@ -66,6 +66,7 @@ class Reshape : public UnaryPrimitive {
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   const Shape& shape() const { return shape_; }
+  const Shape& requested() const { return requested_; }
 
  private:
   const Shape shape_;     // at trace time

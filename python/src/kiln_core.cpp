@@ -43,5 +43,6 @@ NB_MODULE(core, m) {
   init_fft(m);
   init_fast(m);
   init_io(m);
+  init_export(m);
   init_distributed(m);
 }

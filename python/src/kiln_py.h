@@ -170,6 +170,7 @@ void init_random(nb::module_& m);
 void init_linalg(nb::module_& m);
 void init_fast(nb::module_& m);
 void init_io(nb::module_& m);
+void init_export(nb::module_& m);
 void init_distributed(nb::module_& m);
 
 /** Indexing, shared by __getitem__, __setitem__ and .at[]. */

@@ -1,0 +1,845 @@
+// The table of exportable primitives: MLX's name and parameter layout for
+// each, how kiln builds it on import, and what kiln writes for its own.
+#include "kiln/io/mlxfn_ops.h"
+
+#include <functional>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "kiln/ops/conv.h"
+#include "kiln/ops/creation.h"
+#include "kiln/ops/elementwise.h"
+#include "kiln/ops/fast.h"
+#include "kiln/ops/indexing.h"
+#include "kiln/ops/linalg.h"
+#include "kiln/ops/quantized.h"
+#include "kiln/ops/random.h"
+#include "kiln/ops/reduction.h"
+#include "kiln/ops/shape.h"
+#include "kiln/ops/slicing.h"
+#include "kiln/ops/softmax.h"
+#include "kiln/ops/sort.h"
+#include "kiln/ops/utils.h"
+#include "kiln/primitives/conv.h"
+#include "kiln/primitives/creation.h"
+#include "kiln/primitives/elementwise.h"
+#include "kiln/primitives/fast.h"
+#include "kiln/primitives/indexing.h"
+#include "kiln/primitives/linalg.h"
+#include "kiln/primitives/quantized.h"
+#include "kiln/primitives/random.h"
+#include "kiln/primitives/reduction.h"
+#include "kiln/primitives/shape.h"
+#include "kiln/primitives/slicing.h"
+#include "kiln/primitives/softmax.h"
+#include "kiln/primitives/sort.h"
+
+namespace kiln::detail::mlxfn {
+
+namespace {
+
+using Builder = std::function<std::vector<array>(
+    const State&, const std::vector<array>&, const NodeInfo&, Stream)>;
+
+struct Row {
+  const char* schema;
+  Builder build;
+};
+
+[[noreturn]] void bad(const std::string& name, const std::string& what) {
+  throw std::invalid_argument("[import_function] " + name + ": " + what);
+}
+
+Value integer(int64_t i) {
+  Value v;
+  v.i = i;
+  return v;
+}
+Value real(double f) {
+  Value v;
+  v.kind = Value::real;
+  v.f = f;
+  return v;
+}
+template <typename T>
+Value list(const std::vector<T>& xs) {
+  Value v;
+  v.kind = Value::list;
+  v.v.assign(xs.begin(), xs.end());
+  return v;
+}
+Value dtype_value(Dtype d) {
+  Value v;
+  v.kind = Value::dtype;
+  v.dt = d;
+  return v;
+}
+
+std::vector<int> ints(const Value& v) { return {v.v.begin(), v.v.end()}; }
+Shape shape_of(const Value& v) { return {v.v.begin(), v.v.end()}; }
+
+// A single-output node; checks the arity the row expects.
+void arity(const std::string& name, const std::vector<array>& in, size_t lo,
+           size_t hi) {
+  if (in.size() < lo || in.size() > hi) {
+    bad(name, "takes " + std::to_string(lo) +
+                  (hi != lo ? " to " + std::to_string(hi) : std::string()) +
+                  " inputs, the file gives " + std::to_string(in.size()));
+  }
+}
+
+using Unary = array (*)(const array&, StreamOrDevice);
+using Binary = array (*)(const array&, const array&, StreamOrDevice);
+
+Row unary(const char* name, Unary f) {
+  return {"", [name, f](const State&, const std::vector<array>& in,
+                        const NodeInfo&, Stream s) {
+            arity(name, in, 1, 1);
+            return std::vector<array>{f(in[0], s)};
+          }};
+}
+Row binary(const char* name, Binary f) {
+  return {"", [name, f](const State&, const std::vector<array>& in,
+                        const NodeInfo&, Stream s) {
+            arity(name, in, 2, 2);
+            return std::vector<array>{f(in[0], in[1], s)};
+          }};
+}
+
+// Several results: one node with as many outputs as the file records.
+std::vector<array> one(array a) { return {std::move(a)}; }
+
+const std::unordered_map<std::string, Row>& rows() {
+  static const std::unordered_map<std::string, Row> table = [] {
+    std::unordered_map<std::string, Row> t;
+    auto put = [&](const char* n, Row r) { t.emplace(n, std::move(r)); };
+    // Elementwise without parameters.
+    put("Abs", unary("Abs", abs));
+    put("ArcCos", unary("ArcCos", arccos));
+    put("ArcCosh", unary("ArcCosh", arccosh));
+    put("ArcSin", unary("ArcSin", arcsin));
+    put("ArcSinh", unary("ArcSinh", arcsinh));
+    put("ArcTan", unary("ArcTan", arctan));
+    put("ArcTanh", unary("ArcTanh", arctanh));
+    put("Ceil", unary("Ceil", ceil));
+    put("Conjugate", unary("Conjugate", conjugate));
+    put("Cos", unary("Cos", cos));
+    put("Cosh", unary("Cosh", cosh));
+    put("Erf", unary("Erf", erf));
+    put("ErfInv", unary("ErfInv", erfinv));
+    put("Exp", unary("Exp", exp));
+    put("Expm1", unary("Expm1", expm1));
+    put("Floor", unary("Floor", floor));
+    put("Imag", unary("Imag", imag));
+    put("Log1p", unary("Log1p", log1p));
+    put("LogicalNot", unary("LogicalNot", logical_not));
+    put("Negative", unary("Negative", negative));
+    put("Real", unary("Real", kiln::real));
+    put("Round", unary("Round", [](const array& a, StreamOrDevice s) {
+          return round(a, 0, s);
+        }));
+    put("Sigmoid", unary("Sigmoid", sigmoid));
+    put("Sign", unary("Sign", sign));
+    put("Sin", unary("Sin", sin));
+    put("Sinh", unary("Sinh", sinh));
+    put("Square", unary("Square", square));
+    put("StopGradient", unary("StopGradient", stop_gradient));
+    put("Tan", unary("Tan", tan));
+    put("Tanh", unary("Tanh", tanh));
+    put("BitwiseInvert", unary("BitwiseInvert", bitwise_invert));
+    put("Copy", unary("Copy", [](const array& a, StreamOrDevice s) {
+          return contiguous(a, false, s);
+        }));
+    put("Add", binary("Add", add));
+    put("ArcTan2", binary("ArcTan2", arctan2));
+    put("Divide", binary("Divide", divide));
+    put("Greater", binary("Greater", greater));
+    put("GreaterEqual", binary("GreaterEqual", greater_equal));
+    put("Less", binary("Less", less));
+    put("LessEqual", binary("LessEqual", less_equal));
+    put("LogicalAnd", binary("LogicalAnd", logical_and));
+    put("LogicalOr", binary("LogicalOr", logical_or));
+    put("LogAddExp", binary("LogAddExp", logaddexp));
+    put("Maximum", binary("Maximum", maximum));
+    put("Minimum", binary("Minimum", minimum));
+    put("Multiply", binary("Multiply", multiply));
+    put("NotEqual", binary("NotEqual", not_equal));
+    put("Power", binary("Power", power));
+    put("Remainder", binary("Remainder", remainder));
+    put("Subtract", binary("Subtract", subtract));
+    put("kiln.FloorDivide", binary("kiln.FloorDivide", floor_divide));
+    put("Matmul", binary("Matmul", matmul));
+    put("Select", {"", [](const State&, const std::vector<array>& in,
+                          const NodeInfo&, Stream s) {
+                     arity("Select", in, 3, 3);
+                     return one(where(in[0], in[1], in[2], s));
+                   }});
+    // Elementwise with parameters.
+    put("Equal", {"b", [](const State& st, const std::vector<array>& in,
+                          const NodeInfo&, Stream s) {
+                    arity("Equal", in, 2, 2);
+                    if (!st[0].i) return one(equal(in[0], in[1], s));
+                    // NaNs equal: the primitive, on operands the file has
+                    // already given one shape and dtype.
+                    if (in[0].shape() != in[1].shape() ||
+                        in[0].dtype() != in[1].dtype()) {
+                      bad("Equal", "operands of different shapes or dtypes");
+                    }
+                    return one(array(in[0].shape(), bool_,
+                                     std::make_shared<NaNEqual>(s), in));
+                  }});
+    put("Log", {"i", [](const State& st, const std::vector<array>& in,
+                        const NodeInfo&, Stream s) {
+                  arity("Log", in, 1, 1);
+                  switch (st[0].i) {
+                    case 0: return one(log2(in[0], s));
+                    case 1: return one(log10(in[0], s));
+                    case 2: return one(log(in[0], s));
+                  }
+                  bad("Log", "unknown base " + std::to_string(st[0].i));
+                }});
+    put("Sqrt", {"b", [](const State& st, const std::vector<array>& in,
+                         const NodeInfo&, Stream s) {
+                   arity("Sqrt", in, 1, 1);
+                   return one(st[0].i ? rsqrt(in[0], s) : sqrt(in[0], s));
+                 }});
+    put("BitwiseBinary",
+        {"i", [](const State& st, const std::vector<array>& in, const NodeInfo&,
+                 Stream s) {
+           arity("BitwiseBinary", in, 2, 2);
+           static const Binary ops[] = {bitwise_and, bitwise_or, bitwise_xor,
+                                        left_shift, right_shift};
+           if (st[0].i < 0 || st[0].i > 4) bad("BitwiseBinary", "unknown op");
+           return one(ops[st[0].i](in[0], in[1], s));
+         }});
+    put("AsType", {"D", [](const State& st, const std::vector<array>& in,
+                           const NodeInfo&, Stream s) {
+                     arity("AsType", in, 1, 1);
+                     return one(astype(in[0], st[0].dt, s));
+                   }});
+    put("View", {"D", [](const State& st, const std::vector<array>& in,
+                         const NodeInfo&, Stream s) {
+                   arity("View", in, 1, 1);
+                   return one(view(in[0], st[0].dt, s));
+                 }});
+    // Shapes.
+    put("Broadcast",
+        {"S", [](const State& st, const std::vector<array>& in,
+                 const NodeInfo&, Stream s) {
+           arity("Broadcast", in, 1, 64);
+           if (in.size() == 1) return one(broadcast_to(in[0], shape_of(st[0]), s));
+           // Further inputs give the shape (as a shapeless trace records it).
+           Shape target;
+           for (auto& x : in) target = broadcast_shapes(target, x.shape(), "Broadcast");
+           return one(broadcast_to(in[0], target, s));
+         }});
+    put("BroadcastAxes",
+        {"S", [](const State& st, const std::vector<array>& in,
+                 const NodeInfo&, Stream s) {
+           arity("BroadcastAxes", in, 1, 64);
+           auto ignore = ints(st[0]);
+           Shape target;
+           for (auto& x : in) {
+             Shape xs = x.shape();
+             int nd = static_cast<int>(xs.size());
+             for (auto it = ignore.rbegin(); it != ignore.rend(); ++it) {
+               int ax = nd + *it;
+               if (ax < 0 || ax >= static_cast<int>(xs.size())) {
+                 bad("BroadcastAxes", "an ignored axis is out of range");
+               }
+               xs.erase(xs.begin() + ax);
+             }
+             target = broadcast_shapes(target, xs, "BroadcastAxes");
+           }
+           int dims = static_cast<int>(ignore.size() + target.size());
+           for (int ax : ignore) {
+             target.insert(target.begin() + dims + ax, in[0].shape(ax));
+           }
+           return one(broadcast_to(in[0], target, s));
+         }});
+    put("Reshape", {"S", [](const State& st, const std::vector<array>& in,
+                            const NodeInfo&, Stream s) {
+                      arity("Reshape", in, 1, 1);
+                      return one(reshape(in[0], shape_of(st[0]), s));
+                    }});
+    put("Flatten", {"ii", [](const State& st, const std::vector<array>& in,
+                             const NodeInfo&, Stream s) {
+                      arity("Flatten", in, 1, 1);
+                      return one(flatten(in[0], int(st[0].i), int(st[1].i), s));
+                    }});
+    put("Unflatten", {"iS", [](const State& st, const std::vector<array>& in,
+                               const NodeInfo&, Stream s) {
+                        arity("Unflatten", in, 1, 1);
+                        return one(unflatten(in[0], int(st[0].i), shape_of(st[1]), s));
+                      }});
+    put("Squeeze", {"S", [](const State& st, const std::vector<array>& in,
+                            const NodeInfo&, Stream s) {
+                      arity("Squeeze", in, 1, 1);
+                      return one(squeeze(in[0], ints(st[0]), s));
+                    }});
+    put("ExpandDims", {"S", [](const State& st, const std::vector<array>& in,
+                               const NodeInfo&, Stream s) {
+                         arity("ExpandDims", in, 1, 1);
+                         return one(expand_dims(in[0], ints(st[0]), s));
+                       }});
+    put("Transpose", {"S", [](const State& st, const std::vector<array>& in,
+                              const NodeInfo&, Stream s) {
+                        arity("Transpose", in, 1, 1);
+                        return one(transpose(in[0], ints(st[0]), s));
+                      }});
+    put("Slice", {"SSS", [](const State& st, const std::vector<array>& in,
+                            const NodeInfo&, Stream s) {
+                    arity("Slice", in, 1, 1);
+                    return one(slice(in[0], shape_of(st[0]), shape_of(st[1]),
+                                     shape_of(st[2]), s));
+                  }});
+    put("SliceUpdate",
+        {"SSS", [](const State& st, const std::vector<array>& in,
+                   const NodeInfo&, Stream s) {
+           arity("SliceUpdate", in, 2, 2);
+           return one(slice_update(in[0], in[1], shape_of(st[0]),
+                                   shape_of(st[1]), shape_of(st[2]), s));
+         }});
+    put("DynamicSlice",
+        {"SS", [](const State& st, const std::vector<array>& in,
+                  const NodeInfo&, Stream s) {
+           arity("DynamicSlice", in, 2, 2);
+           return one(slice(in[0], in[1], ints(st[0]), shape_of(st[1]), s));
+         }});
+    put("DynamicSliceUpdate",
+        {"S", [](const State& st, const std::vector<array>& in,
+                 const NodeInfo&, Stream s) {
+           arity("DynamicSliceUpdate", in, 3, 3);
+           return one(slice_update(in[0], in[1], in[2], ints(st[0]), s));
+         }});
+    put("Concatenate",
+        {"i", [](const State& st, const std::vector<array>& in,
+                 const NodeInfo&, Stream s) {
+           arity("Concatenate", in, 1, 1 << 20);
+           return one(concatenate(in, int(st[0].i), s));
+         }});
+    put("Split", {"Si", [](const State& st, const std::vector<array>& in,
+                           const NodeInfo&, Stream s) {
+                    arity("Split", in, 1, 1);
+                    return split(in[0], shape_of(st[0]), int(st[1].i), s);
+                  }});
+    put("AsStrided",
+        {"SLu", [](const State& st, const std::vector<array>& in,
+                   const NodeInfo&, Stream s) {
+           arity("AsStrided", in, 1, 1);
+           Strides strides(st[1].v.begin(), st[1].v.end());
+           return one(as_strided(in[0], shape_of(st[0]), strides,
+                                 static_cast<size_t>(st[2].i), s));
+         }});
+    put("Pad", {"SSS", [](const State& st, const std::vector<array>& in,
+                          const NodeInfo&, Stream s) {
+                  arity("Pad", in, 2, 2);
+                  return one(pad(in[0], ints(st[0]), shape_of(st[1]),
+                                 shape_of(st[2]), in[1], "constant", s));
+                }});
+    // Creation and random bits.
+    put("Arange", {"ddd", [](const State& st, const std::vector<array>& in,
+                             const NodeInfo& info, Stream s) {
+                     arity("Arange", in, 0, 0);
+                     return one(arange(st[0].f, st[1].f, st[2].f,
+                                       info.dtypes.at(0), s));
+                   }});
+    put("Full", {"", [](const State&, const std::vector<array>& in,
+                        const NodeInfo& info, Stream s) {
+                   arity("Full", in, 1, 1);
+                   return one(full(info.shapes.at(0), in[0], info.dtypes.at(0), s));
+                 }});
+    put("RandomBits",
+        {"Si", [](const State& st, const std::vector<array>& in,
+                  const NodeInfo&, Stream s) {
+           arity("RandomBits", in, 1, 1);
+           return one(random::bits(shape_of(st[0]), int(st[1].i), in[0], s));
+         }});
+    // Reductions, scans and sorts.
+    put("Reduce",
+        {"iS", [](const State& st, const std::vector<array>& in,
+                  const NodeInfo&, Stream s) {
+           arity("Reduce", in, 1, 1);
+           auto axes = ints(st[1]);
+           switch (st[0].i) {
+             case 0: return one(all(in[0], axes, true, s));
+             case 1: return one(any(in[0], axes, true, s));
+             case 2: return one(sum(in[0], axes, true, s));
+             case 3: return one(prod(in[0], axes, true, s));
+             case 4: return one(min(in[0], axes, true, s));
+             case 5: return one(max(in[0], axes, true, s));
+           }
+           bad("Reduce", "unknown reduction " + std::to_string(st[0].i));
+         }});
+    put("ArgReduce",
+        {"ii", [](const State& st, const std::vector<array>& in,
+                  const NodeInfo&, Stream s) {
+           arity("ArgReduce", in, 1, 1);
+           int ax = int(st[1].i);
+           return one(st[0].i == 0 ? argmin(in[0], ax, true, s)
+                                   : argmax(in[0], ax, true, s));
+         }});
+    put("Scan",
+        {"iibb", [](const State& st, const std::vector<array>& in,
+                    const NodeInfo&, Stream s) {
+           arity("Scan", in, 1, 1);
+           int ax = int(st[1].i);
+           bool rev = st[2].i, inc = st[3].i;
+           switch (st[0].i) {
+             case 0: return one(cummax(in[0], ax, rev, inc, s));
+             case 1: return one(cummin(in[0], ax, rev, inc, s));
+             case 2: return one(cumsum(in[0], ax, rev, inc, s));
+             case 3: return one(cumprod(in[0], ax, rev, inc, s));
+             case 4: return one(logcumsumexp(in[0], ax, rev, inc, s));
+           }
+           bad("Scan", "unknown scan " + std::to_string(st[0].i));
+         }});
+    put("Sort", {"i", [](const State& st, const std::vector<array>& in,
+                         const NodeInfo&, Stream s) {
+                   arity("Sort", in, 1, 1);
+                   return one(sort(in[0], int(st[0].i), s));
+                 }});
+    put("ArgSort", {"i", [](const State& st, const std::vector<array>& in,
+                            const NodeInfo&, Stream s) {
+                      arity("ArgSort", in, 1, 1);
+                      return one(argsort(in[0], int(st[0].i), s));
+                    }});
+    put("Partition", {"ii", [](const State& st, const std::vector<array>& in,
+                               const NodeInfo&, Stream s) {
+                        arity("Partition", in, 1, 1);
+                        return one(partition(in[0], int(st[0].i), int(st[1].i), s));
+                      }});
+    put("ArgPartition",
+        {"ii", [](const State& st, const std::vector<array>& in,
+                  const NodeInfo&, Stream s) {
+           arity("ArgPartition", in, 1, 1);
+           return one(argpartition(in[0], int(st[0].i), int(st[1].i), s));
+         }});
+    put("SearchSorted",
+        {"b", [](const State& st, const std::vector<array>& in,
+                 const NodeInfo&, Stream s) {
+           arity("SearchSorted", in, 2, 2);
+           return one(searchsorted(in[0], in[1], st[0].i ? "right" : "left", s));
+         }});
+    put("Softmax", {"b", [](const State& st, const std::vector<array>& in,
+                            const NodeInfo&, Stream s) {
+                      arity("Softmax", in, 1, 1);
+                      return one(softmax(in[0], std::vector<int>{-1},
+                                         bool(st[0].i), s));
+                    }});
+    put("LogSumExp", {"", [](const State&, const std::vector<array>& in,
+                             const NodeInfo&, Stream s) {
+                        arity("LogSumExp", in, 1, 1);
+                        return one(logsumexp(in[0], std::vector<int>{-1}, true, s));
+                      }});
+    // Indexing.
+    put("Gather",
+        {"SS", [](const State& st, const std::vector<array>& in,
+                  const NodeInfo&, Stream s) {
+           arity("Gather", in, 1, 1 << 10);
+           std::vector<array> idx(in.begin() + 1, in.end());
+           return one(gather(in[0], idx, ints(st[0]), shape_of(st[1]), s));
+         }});
+    put("GatherAxis",
+        {"i", [](const State& st, const std::vector<array>& in,
+                 const NodeInfo&, Stream s) {
+           arity("GatherAxis", in, 2, 2);
+           return one(take_along_axis(in[0], in[1], int(st[0].i), s));
+         }});
+    put("Scatter",
+        {"iS", [](const State& st, const std::vector<array>& in,
+                  const NodeInfo&, Stream s) {
+           arity("Scatter", in, 2, 1 << 10);
+           std::vector<array> idx(in.begin() + 1, in.end() - 1);
+           auto axes = ints(st[1]);
+           const array& u = in.back();
+           switch (st[0].i) {
+             case 0: return one(scatter_max(in[0], idx, u, axes, s));
+             case 1: return one(scatter_min(in[0], idx, u, axes, s));
+             case 2: return one(scatter_add(in[0], idx, u, axes, s));
+             case 3: return one(scatter_prod(in[0], idx, u, axes, s));
+             case 4: return one(scatter(in[0], idx, u, axes, s));
+           }
+           bad("Scatter", "unknown reduction " + std::to_string(st[0].i));
+         }});
+    put("ScatterAxis",
+        {"ii", [](const State& st, const std::vector<array>& in,
+                  const NodeInfo&, Stream s) {
+           arity("ScatterAxis", in, 3, 3);
+           int ax = int(st[1].i);
+           return one(st[0].i == 0 ? scatter_add_axis(in[0], in[1], in[2], ax, s)
+                                   : put_along_axis(in[0], in[1], in[2], ax, s));
+         }});
+    // Products and convolution.
+    put("AddMM", {"ff", [](const State& st, const std::vector<array>& in,
+                           const NodeInfo&, Stream s) {
+                    arity("AddMM", in, 3, 3);
+                    return one(addmm(in[0], in[1], in[2], float(st[0].f),
+                                     float(st[1].f), s));
+                  }});
+    put("Convolution",
+        {"SSSSSib", [](const State& st, const std::vector<array>& in,
+                       const NodeInfo&, Stream s) {
+           arity("Convolution", in, 2, 2);
+           return one(conv_general(in[0], in[1], ints(st[0]), ints(st[1]),
+                                   ints(st[2]), ints(st[3]), ints(st[4]),
+                                   int(st[5].i), bool(st[6].i), s));
+         }});
+    put("QuantizedMatmul",
+        {"iiib", [](const State& st, const std::vector<array>& in,
+                    const NodeInfo&, Stream s) {
+           arity("QuantizedMatmul", in, 4, 4);
+           if (st[2].i != 0) bad("QuantizedMatmul", "only the affine mode is read");
+           return one(quantized_matmul(in[0], in[1], in[2], in[3], bool(st[3].i),
+                                       int(st[0].i), int(st[1].i), "affine", s));
+         }});
+    // Fused operations.
+    put("RMSNorm", {"nf", [](const State& st, const std::vector<array>& in,
+                             const NodeInfo&, Stream s) {
+                      arity("RMSNorm", in, 1, 2);
+                      std::optional<array> w;
+                      if (in.size() == 2 && in[1].ndim() == 1) w = in[1];
+                      return one(fast::rms_norm(in[0], w, float(st[0].f), s));
+                    }});
+    put("LayerNorm",
+        {"nf", [](const State& st, const std::vector<array>& in,
+                  const NodeInfo&, Stream s) {
+           arity("LayerNorm", in, 1, 3);
+           std::optional<array> w, b;
+           if (in.size() >= 2 && in[1].ndim() == 1) w = in[1];
+           if (in.size() == 3 && in[2].ndim() == 1) b = in[2];
+           return one(fast::layer_norm(in[0], w, b, float(st[0].f), s));
+         }});
+    put("RoPE",
+        {"nibffb", [](const State& st, const std::vector<array>& in,
+                      const NodeInfo&, Stream s) {
+           arity("RoPE", in, 2, 3);
+           if (!st[4].i) bad("RoPE", "the inverse rotation is not read");
+           std::optional<array> freqs;
+           std::optional<float> base = float(st[2].f);
+           if (in.size() == 3) freqs = in[2], base = std::nullopt;
+           return one(fast::rope(in[0], int(st[0].i), bool(st[1].i), base,
+                                 float(st[3].f), in[1], freqs, s));
+         }});
+    put("ScaledDotProductAttention",
+        {"nfbbbb", [](const State& st, const std::vector<array>& in,
+                      const NodeInfo&, Stream s) {
+           arity("ScaledDotProductAttention", in, 3, 5);
+           bool sinks = st[2].i;
+           if (st[3].i) bad("ScaledDotProductAttention", "the log-sum-exp output is not read");
+           size_t n_mask = in.size() - 3 - (sinks ? 1 : 0);
+           std::optional<array> mask, sink;
+           if (n_mask == 1) mask = in[3];
+           if (sinks) sink = in.back();
+           return one(fast::scaled_dot_product_attention(
+               in[0], in[1], in[2], float(st[0].f), st[1].i ? "causal" : "",
+               mask, sink, false, s));
+         }});
+    return t;
+  }();
+  return table;
+}
+
+} // namespace
+
+const char* schema(const std::string& mlx_name) {
+  auto it = rows().find(mlx_name);
+  if (it == rows().end()) {
+    throw std::invalid_argument(
+        "[import_function] Unable to deserialize primitive " + mlx_name +
+        " (kiln does not read it).");
+  }
+  return it->second.schema;
+}
+
+std::vector<array> build(const std::string& mlx_name, const State& state,
+                         const std::vector<array>& inputs,
+                         const NodeInfo& info, Stream s) {
+  auto it = rows().find(mlx_name);
+  if (it == rows().end()) schema(mlx_name); // raises
+  return it->second.build(state, inputs, info, s);
+}
+
+namespace {
+
+using Describer = std::function<std::pair<std::string, State>(const array&)>;
+
+template <typename P>
+const P& as(const array& node) {
+  return static_cast<const P&>(node.primitive());
+}
+
+} // namespace
+
+std::pair<std::string, State> describe(const array& node, bool shapeless) {
+  static const std::unordered_map<std::string, Describer> table = [] {
+    std::unordered_map<std::string, Describer> t;
+    auto same = [&](const char* n) {
+      t.emplace(n, [n](const array&) { return std::make_pair(std::string(n), State{}); });
+    };
+    for (auto n : {"Abs", "ArcCos", "ArcCosh", "ArcSin", "ArcSinh", "ArcTan",
+                   "ArcTanh", "Ceil", "Conjugate", "Cos", "Cosh", "Erf",
+                   "ErfInv", "Exp", "Expm1", "Floor", "Imag", "Log1p",
+                   "LogicalNot", "Negative", "Real", "Round", "Sigmoid", "Sign",
+                   "Sin", "Sinh", "Square", "StopGradient", "Tan", "Tanh",
+                   "BitwiseInvert", "Copy", "Add", "ArcTan2", "Divide",
+                   "Greater", "GreaterEqual", "Less", "LessEqual", "LogicalAnd",
+                   "LogicalOr", "LogAddExp", "Maximum", "Minimum", "Multiply",
+                   "NotEqual", "Power", "Remainder", "Subtract", "Matmul",
+                   "Select", "LogSumExp"}) {
+      same(n);
+    }
+    auto fixed = [&](const char* kiln_name, const char* mlx, State st) {
+      t.emplace(kiln_name, [mlx, st](const array&) {
+        return std::make_pair(std::string(mlx), st);
+      });
+    };
+    fixed("FloorDivide", "kiln.FloorDivide", {});
+    fixed("Contiguous", "Copy", {});
+    fixed("Equal", "Equal", {integer(0)});
+    fixed("NaNEqual", "Equal", {integer(1)});
+    fixed("Log2", "Log", {integer(0)});
+    fixed("Log10", "Log", {integer(1)});
+    fixed("Log", "Log", {integer(2)});
+    fixed("Sqrt", "Sqrt", {integer(0)});
+    fixed("Rsqrt", "Sqrt", {integer(1)});
+    fixed("BitwiseAnd", "BitwiseBinary", {integer(0)});
+    fixed("BitwiseOr", "BitwiseBinary", {integer(1)});
+    fixed("BitwiseXor", "BitwiseBinary", {integer(2)});
+    fixed("LeftShift", "BitwiseBinary", {integer(3)});
+    fixed("RightShift", "BitwiseBinary", {integer(4)});
+    t.emplace("Float32Erf", [](const array& n) {
+      return std::make_pair(
+          std::string(as<Float32Erf>(n).inverse() ? "ErfInv" : "Erf"), State{});
+    });
+    t.emplace("AsType", [](const array& n) {
+      return std::make_pair(std::string("AsType"),
+                            State{dtype_value(as<AsType>(n).dtype())});
+    });
+    t.emplace("View", [](const array& n) {
+      return std::make_pair(std::string("View"),
+                            State{dtype_value(as<View>(n).dtype())});
+    });
+    t.emplace("Broadcast", [](const array& n) {
+      return std::make_pair(std::string("Broadcast"), State{list(n.shape())});
+    });
+    t.emplace("BroadcastLike", [](const array& n) {
+      return std::make_pair(std::string("Broadcast"), State{list(n.shape())});
+    });
+    t.emplace("Squeeze", [](const array& n) {
+      return std::make_pair(std::string("Squeeze"), State{list(as<Squeeze>(n).axes())});
+    });
+    t.emplace("ExpandDims", [](const array& n) {
+      return std::make_pair(std::string("ExpandDims"),
+                            State{list(as<ExpandDims>(n).axes())});
+    });
+    t.emplace("Transpose", [](const array& n) {
+      return std::make_pair(std::string("Transpose"),
+                            State{list(as<Transpose>(n).axes())});
+    });
+    t.emplace("Slice", [](const array& n) {
+      auto& p = as<Slice>(n);
+      return std::make_pair(std::string("Slice"),
+                            State{list(p.start()), list(p.stop()), list(p.strides())});
+    });
+    t.emplace("SliceUpdate", [](const array& n) {
+      auto& p = as<SliceUpdate>(n);
+      return std::make_pair(std::string("SliceUpdate"),
+                            State{list(p.start()), list(p.stop()), list(p.strides())});
+    });
+    t.emplace("DynamicSlice", [](const array& n) {
+      auto& p = as<DynamicSlice>(n);
+      return std::make_pair(std::string("DynamicSlice"),
+                            State{list(p.axes()), list(p.slice_size())});
+    });
+    t.emplace("DynamicSliceUpdate", [](const array& n) {
+      return std::make_pair(std::string("DynamicSliceUpdate"),
+                            State{list(as<DynamicSliceUpdate>(n).axes())});
+    });
+    t.emplace("Concatenate", [](const array& n) {
+      return std::make_pair(std::string("Concatenate"),
+                            State{integer(as<Concatenate>(n).axis())});
+    });
+    t.emplace("Split", [](const array& n) {
+      auto& p = as<Split>(n);
+      if (p.like()) {
+        throw std::invalid_argument(
+            "[export_function] a split whose sizes follow another array "
+            "cannot be exported.");
+      }
+      return std::make_pair(std::string("Split"),
+                            State{list(p.indices()), integer(p.axis())});
+    });
+    t.emplace("AsStrided", [](const array& n) {
+      auto& p = as<AsStrided>(n);
+      return std::make_pair(std::string("AsStrided"),
+                            State{list(p.shape()), list(p.strides()),
+                                  integer(static_cast<int64_t>(p.offset()))});
+    });
+    t.emplace("Arange", [](const array& n) {
+      auto& p = as<Arange>(n);
+      double stop = p.start() + p.step() * n.shape(0);
+      return std::make_pair(std::string("Arange"),
+                            State{real(p.start()), real(stop), real(p.step())});
+    });
+    t.emplace("RandomBits", [](const array& n) {
+      auto& p = as<RandomBits>(n);
+      return std::make_pair(std::string("RandomBits"),
+                            State{list(p.shape()), integer(p.width())});
+    });
+    auto reduce = [](const array& n) {
+      auto& p = as<Reduce>(n);
+      // MLX's order: And, Or, Sum, Prod, Min, Max.
+      static const int mlx_type[] = {0, 1, 2, 3, 5, 4};
+      return std::make_pair(std::string("Reduce"),
+                            State{integer(mlx_type[p.type()]), list(p.axes())});
+    };
+    for (auto n : {"ReduceAnd", "ReduceOr", "ReduceSum", "ReduceProd",
+                   "ReduceMax", "ReduceMin"}) {
+      t.emplace(n, reduce);
+    }
+    auto arg = [](const array& n) {
+      auto& p = as<ArgReduce>(n);
+      return std::make_pair(
+          std::string("ArgReduce"),
+          State{integer(p.type() == ArgReduce::ArgMin ? 0 : 1), integer(p.axis())});
+    };
+    t.emplace("ArgMin", arg);
+    t.emplace("ArgMax", arg);
+    auto scan = [](const array& n) {
+      auto& p = as<Scan>(n);
+      // MLX's order: Max, Min, Sum, Prod, LogAddExp.
+      static const int mlx_type[] = {2, 3, 0, 1, 4};
+      return std::make_pair(std::string("Scan"),
+                            State{integer(mlx_type[p.type()]), integer(p.axis()),
+                                  integer(p.reverse()), integer(p.inclusive())});
+    };
+    for (auto n : {"CumSum", "CumProd", "CumMax", "CumMin", "CumLogSumExp"}) {
+      t.emplace(n, scan);
+    }
+    for (auto n : {"Sort", "ArgSort"}) {
+      t.emplace(n, [n](const array& node) {
+        return std::make_pair(std::string(n),
+                              State{integer(as<AxisSortPrimitive>(node).axis())});
+      });
+    }
+    for (auto n : {"Partition", "ArgPartition"}) {
+      t.emplace(n, [n](const array& node) {
+        auto& p = as<AxisSortPrimitive>(node);
+        return std::make_pair(std::string(n),
+                              State{integer(p.kth()), integer(p.axis())});
+      });
+    }
+    t.emplace("SearchSorted", [](const array& n) {
+      return std::make_pair(std::string("SearchSorted"),
+                            State{integer(as<SearchSorted>(n).right())});
+    });
+    t.emplace("Softmax", [](const array& n) {
+      return std::make_pair(std::string("Softmax"),
+                            State{integer(as<Softmax>(n).precise())});
+    });
+    t.emplace("Gather", [](const array& n) {
+      auto& p = as<Gather>(n);
+      return std::make_pair(std::string("Gather"),
+                            State{list(p.axes()), list(p.slice_sizes())});
+    });
+    t.emplace("GatherAxis", [](const array& n) {
+      return std::make_pair(std::string("GatherAxis"),
+                            State{integer(as<GatherAxis>(n).axis())});
+    });
+    auto scatter = [](const array& n) {
+      auto& p = as<Scatter>(n);
+      // MLX's order: Max, Min, Sum, Prod, None.
+      int r = 4;
+      switch (p.reduce()) {
+        case ScatterReduce::None: r = 4; break;
+        case ScatterReduce::Sum: r = 2; break;
+        case ScatterReduce::Prod: r = 3; break;
+        case ScatterReduce::Max: r = 0; break;
+        case ScatterReduce::Min: r = 1; break;
+      }
+      return std::make_pair(std::string("Scatter"),
+                            State{integer(r), list(p.axes())});
+    };
+    for (auto n : {"Scatter", "ScatterSum", "ScatterProd", "ScatterMax", "ScatterMin"}) {
+      t.emplace(n, scatter);
+    }
+    auto scatter_axis = [](const array& n) {
+      auto& p = as<ScatterAxis>(n);
+      if (p.reduce() != ScatterReduce::None && p.reduce() != ScatterReduce::Sum) {
+        throw std::invalid_argument(
+            std::string("[export_function] Unable to serialize primitive ") +
+            n.primitive().name() + " (MLX has no such reduction along an axis).");
+      }
+      return std::make_pair(
+          std::string("ScatterAxis"),
+          State{integer(p.reduce() == ScatterReduce::Sum ? 0 : 1), integer(p.axis())});
+    };
+    t.emplace("ScatterAxis", scatter_axis);
+    t.emplace("ScatterAxisSum", scatter_axis);
+    t.emplace("AddMM", [](const array& n) {
+      auto& p = as<AddMM>(n);
+      return std::make_pair(std::string("AddMM"),
+                            State{real(p.alpha()), real(p.beta())});
+    });
+    t.emplace("Convolution", [](const array& n) {
+      auto& p = as<Convolution>(n);
+      return std::make_pair(
+          std::string("Convolution"),
+          State{list(p.stride()), list(p.padding_lo()), list(p.padding_hi()),
+                list(p.kernel_dilation()), list(p.input_dilation()),
+                integer(p.groups()), integer(p.flip())});
+    });
+    t.emplace("QuantizedMatmul", [](const array& n) {
+      auto& p = as<fast::QuantizedMatmul>(n);
+      if (n.inputs().size() != 4) {
+        throw std::invalid_argument(
+            "[export_function] Unable to serialize primitive QuantizedMatmul "
+            "with picked matrices (gather_qmm).");
+      }
+      return std::make_pair(std::string("QuantizedMatmul"),
+                            State{integer(p.group_size()), integer(p.bits()),
+                                  integer(0), integer(1)});
+    });
+    t.emplace("RMSNorm", [](const array& n) {
+      return std::make_pair(std::string("RMSNorm"),
+                            State{Value{}, real(as<fast::RMSNorm>(n).eps())});
+    });
+    t.emplace("LayerNorm", [](const array& n) {
+      return std::make_pair(std::string("LayerNorm"),
+                            State{Value{}, real(as<fast::LayerNorm>(n).eps())});
+    });
+    t.emplace("RoPE", [](const array& n) {
+      auto& p = as<fast::RoPE>(n);
+      return std::make_pair(std::string("RoPE"),
+                            State{Value{}, integer(p.dims()), integer(p.traditional()),
+                                  real(p.base()), real(p.scale()), integer(1)});
+    });
+    t.emplace("ScaledDotProductAttention", [](const array& n) {
+      auto& p = as<fast::ScaledDotProductAttention>(n);
+      if (p.with_stats()) {
+        throw std::invalid_argument(
+            "[export_function] Unable to serialize primitive "
+            "ScaledDotProductAttention with its log-sum-exp output.");
+      }
+      return std::make_pair(std::string("ScaledDotProductAttention"),
+                            State{Value{}, real(p.scale()), integer(p.do_causal()),
+                                  integer(p.has_sinks()), integer(0), integer(0)});
+    });
+    return t;
+  }();
+  std::string name = node.primitive().name();
+  if (name == "Reshape") {
+    auto& p = as<Reshape>(node);
+    Shape shape = shapeless && !p.requested().empty() ? p.requested() : p.shape();
+    return {"Reshape", State{list(shape)}};
+  }
+  auto it = table.find(name);
+  if (it == table.end()) {
+    throw std::invalid_argument("[export_function] Unable to serialize primitive " +
+                                name + ".");
+  }
+  return it->second(node);
+}
+
+} // namespace kiln::detail::mlxfn

@@ -1,0 +1,50 @@
+// The primitives of an exported function as MLX's .mlxfn layout names
+// them: one table row per MLX primitive (its parameters' layout and how
+// kiln builds it), and per kiln primitive the row it is written as.
+// Internal to function_export.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kiln/core/array.h"
+#include "kiln/core/device.h"
+
+namespace kiln::detail::mlxfn {
+
+/** One parameter of a primitive: an integer (ints, enums, bools), a real,
+ *  a list of integers (shapes, axes, strides) or a dtype. */
+struct Value {
+  enum Kind { integer, real, list, dtype } kind = integer;
+  int64_t i = 0;
+  double f = 0;
+  std::vector<int64_t> v;
+  Dtype dt = float32;
+};
+using State = std::vector<Value>;
+
+/** How the primitive's parameters are laid out, one code per parameter:
+ *  i int32, b bool, f float32, d float64, u uint64, D dtype, S list of
+ *  int32, L list of int64; n stands for MLX's empty placeholder (no
+ *  bytes). */
+const char* schema(const std::string& mlx_name);
+
+/** What a node recorded in the file: its output shapes and dtypes. */
+struct NodeInfo {
+  std::vector<Shape> shapes;
+  std::vector<Dtype> dtypes;
+  bool shapeless = false;
+};
+
+/** The node's outputs built on `inputs` by kiln; raises naming the
+ *  primitive when kiln has no such primitive or the inputs do not fit. */
+std::vector<array> build(const std::string& mlx_name, const State& state,
+                         const std::vector<array>& inputs,
+                         const NodeInfo& info, Stream s);
+
+/** The MLX name and parameters kiln writes for node's primitive; raises
+ *  naming the primitive when it cannot be exported. */
+std::pair<std::string, State> describe(const array& node, bool shapeless);
+
+} // namespace kiln::detail::mlxfn
