@@ -6,6 +6,7 @@
 #include "kiln/core/dtype.h"
 #include "kiln/core/print.h"
 #include "kiln/distributed/distributed.h"
+#include "kiln/io/function_export.h"
 #include "kiln/io/io.h"
 #include "kiln/ops/ops.h"
 #include "kiln/transforms/autograd.h"

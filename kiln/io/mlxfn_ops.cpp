@@ -432,6 +432,11 @@ const std::unordered_map<std::string, Row>& rows() {
                         arity("LogSumExp", in, 1, 1);
                         return one(logsumexp(in[0], std::vector<int>{-1}, true, s));
                       }});
+    put("kiln.LogSumExp", {"", [](const State&, const std::vector<array>& in,
+                                  const NodeInfo&, Stream s) {
+                             arity("kiln.LogSumExp", in, 1, 1);
+                             return one(logsumexp(in[0], std::vector<int>{-1}, false, s));
+                           }});
     // Indexing.
     put("Gather",
         {"SS", [](const State& st, const std::vector<array>& in,
@@ -494,12 +499,13 @@ const std::unordered_map<std::string, Row>& rows() {
                                        int(st[0].i), int(st[1].i), "affine", s));
          }});
     // Fused operations.
+    // The first parameter of these is MLX's empty placeholder.
     put("RMSNorm", {"nf", [](const State& st, const std::vector<array>& in,
                              const NodeInfo&, Stream s) {
                       arity("RMSNorm", in, 1, 2);
                       std::optional<array> w;
                       if (in.size() == 2 && in[1].ndim() == 1) w = in[1];
-                      return one(fast::rms_norm(in[0], w, float(st[0].f), s));
+                      return one(fast::rms_norm(in[0], w, float(st[1].f), s));
                     }});
     put("LayerNorm",
         {"nf", [](const State& st, const std::vector<array>& in,
@@ -508,31 +514,31 @@ const std::unordered_map<std::string, Row>& rows() {
            std::optional<array> w, b;
            if (in.size() >= 2 && in[1].ndim() == 1) w = in[1];
            if (in.size() == 3 && in[2].ndim() == 1) b = in[2];
-           return one(fast::layer_norm(in[0], w, b, float(st[0].f), s));
+           return one(fast::layer_norm(in[0], w, b, float(st[1].f), s));
          }});
     put("RoPE",
         {"nibffb", [](const State& st, const std::vector<array>& in,
                       const NodeInfo&, Stream s) {
            arity("RoPE", in, 2, 3);
-           if (!st[4].i) bad("RoPE", "the inverse rotation is not read");
+           if (!st[5].i) bad("RoPE", "the inverse rotation is not read");
            std::optional<array> freqs;
-           std::optional<float> base = float(st[2].f);
+           std::optional<float> base = float(st[3].f);
            if (in.size() == 3) freqs = in[2], base = std::nullopt;
-           return one(fast::rope(in[0], int(st[0].i), bool(st[1].i), base,
-                                 float(st[3].f), in[1], freqs, s));
+           return one(fast::rope(in[0], int(st[1].i), bool(st[2].i), base,
+                                 float(st[4].f), in[1], freqs, s));
          }});
     put("ScaledDotProductAttention",
         {"nfbbbb", [](const State& st, const std::vector<array>& in,
                       const NodeInfo&, Stream s) {
            arity("ScaledDotProductAttention", in, 3, 5);
-           bool sinks = st[2].i;
-           if (st[3].i) bad("ScaledDotProductAttention", "the log-sum-exp output is not read");
+           bool sinks = st[3].i;
+           if (st[4].i) bad("ScaledDotProductAttention", "the log-sum-exp output is not read");
            size_t n_mask = in.size() - 3 - (sinks ? 1 : 0);
            std::optional<array> mask, sink;
            if (n_mask == 1) mask = in[3];
            if (sinks) sink = in.back();
            return one(fast::scaled_dot_product_attention(
-               in[0], in[1], in[2], float(st[0].f), st[1].i ? "causal" : "",
+               in[0], in[1], in[2], float(st[1].f), st[2].i ? "causal" : "",
                mask, sink, false, s));
          }});
     return t;
@@ -586,7 +592,7 @@ std::pair<std::string, State> describe(const array& node, bool shapeless) {
                    "Greater", "GreaterEqual", "Less", "LessEqual", "LogicalAnd",
                    "LogicalOr", "LogAddExp", "Maximum", "Minimum", "Multiply",
                    "NotEqual", "Power", "Remainder", "Subtract", "Matmul",
-                   "Select", "LogSumExp"}) {
+                   "Select"}) {
       same(n);
     }
     auto fixed = [&](const char* kiln_name, const char* mlx, State st) {
@@ -595,6 +601,8 @@ std::pair<std::string, State> describe(const array& node, bool shapeless) {
       });
     };
     fixed("FloorDivide", "kiln.FloorDivide", {});
+    // kiln's drops the reduced axis, MLX's keeps it.
+    fixed("LogSumExp", "kiln.LogSumExp", {});
     fixed("Contiguous", "Copy", {});
     fixed("Equal", "Equal", {integer(0)});
     fixed("NaNEqual", "Equal", {integer(1)});
@@ -667,8 +675,14 @@ std::pair<std::string, State> describe(const array& node, bool shapeless) {
             "[export_function] a split whose sizes follow another array "
             "cannot be exported.");
       }
+      Shape points = p.indices();
+      if (points.empty() && p.num_splits() > 1) {
+        // An even split: MLX records the split points.
+        int size = n.inputs()[0].shape(p.axis()) / p.num_splits();
+        for (int k = 1; k < p.num_splits(); ++k) points.push_back(k * size);
+      }
       return std::make_pair(std::string("Split"),
-                            State{list(p.indices()), integer(p.axis())});
+                            State{list(points), integer(p.axis())});
     });
     t.emplace("AsStrided", [](const array& n) {
       auto& p = as<AsStrided>(n);

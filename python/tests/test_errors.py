@@ -209,8 +209,9 @@ FUZZ_VALUES = [
 
 def test_fuzz_every_function():
     """Random arguments to every public function: only ValueError,
-    TypeError or IndexError (and the documented RuntimeError of a singular
-    matrix at evaluation)."""
+    TypeError or IndexError, OverflowError for a dimension past int32 (as
+    MLX), and the documented RuntimeError of a singular matrix at
+    evaluation."""
     rng = np.random.default_rng(2)
     skip = {
         "set_memory_limit",
@@ -250,6 +251,8 @@ def test_fuzz_every_function():
             kc.eval(r)
         except ALLOWED:
             pass
+        except OverflowError as e:
+            assert "does not fit in int32" in str(e), (f, e)
         except RuntimeError as e:
             assert "singular" in str(e) or "positive definite" in str(e), (f, e)
 
