@@ -40,11 +40,9 @@ CLASSES = [
     ("mlx.optimizers", "Optimizer", "kiln.optimizers", "Optimizer"),
 ]
 
-# Families left out on purpose so far (quantization is there in every mode,
-# with gather_qmm, qqmm and the fp8 conversions; function export is not).
-DEFERRED = re.compile(
-    r"(^export|^import_function|exporter|FunctionExporter)"
-)
+# Families left out on purpose so far (none: quantization is there in every
+# mode, with gather_qmm, qqmm and the fp8 conversions, and function export).
+DEFERRED = re.compile(r"(?!)")
 # Names that are imports inside MLX's Python modules, not its API.
 NOT_API = {
     "Any", "Callable", "List", "Literal", "Optional", "Tuple", "Union",
