@@ -289,29 +289,23 @@ bool is_implicit_broadcast(const array& a) {
 
 } // namespace
 
-void ExportFile::add(const ExportedFn& fun, const Args& args,
-                     const Kwargs& kwargs) {
-  for (auto& sig : signatures) {
-    if (matches(sig, args, kwargs, shapeless)) {
-      throw std::runtime_error(
-          "[export_function] Attempting to export a function twice with the "
-          "same signature is not allowed.");
-    }
-  }
-  Signature sig;
-  Args inputs = args;
-  for (auto& [k, v] : kwargs) {
-    sig.kwarg_keys.push_back(k);
-    inputs.push_back(v);
-  }
-  for (auto& a : inputs) {
-    sig.shapes.push_back(a.shape());
-    sig.dtypes.push_back(a.dtype());
-  }
+namespace {
 
+// A function traced for export: its tracers (one per input), outputs, the
+// tape in evaluation order, and the constants the tape reads.
+struct Traced {
+  std::vector<array> tracers, outputs, tape, constants;
+  std::unordered_set<uintptr_t> tracer_ids;
+};
+
+Traced trace_for_export(const ExportedFn& fun, const Args& args,
+                        const Kwargs& kwargs, bool shapeless) {
+  Args inputs = args;
+  for (auto& [k, v] : kwargs) inputs.push_back(v);
   // Trace as compile does, without its fusion, so every node is a
   // primitive that has an MLX name.
-  std::vector<array> tracers, outputs;
+  std::vector<array> tracers, outputs, tape, constants;
+  std::unordered_set<uintptr_t> tracer_ids;
   {
     TracingScope scope;
     std::optional<ShapelessScope> sl;
@@ -330,9 +324,7 @@ void ExportFile::add(const ExportedFn& fun, const Args& args,
   // evaluated, or built by a primitive with no MLX name and no input, are
   // constants: their value now is stored. An explicit stack, for deep
   // graphs.
-  std::unordered_set<uintptr_t> tracer_ids;
   for (auto& t : tracers) tracer_ids.insert(t.id());
-  std::vector<array> tape, constants;
   std::unordered_map<uintptr_t, bool> depends; // visited, and on an input
   std::unordered_set<uintptr_t> constant_ids;
   {
@@ -391,6 +383,38 @@ void ExportFile::add(const ExportedFn& fun, const Args& args,
     }
   }
   if (!constants.empty()) eval(constants);
+
+  return Traced{tracers, outputs, tape, constants, tracer_ids};
+}
+
+} // namespace
+
+void ExportFile::add(const ExportedFn& fun, const Args& args,
+                     const Kwargs& kwargs) {
+  for (auto& sig : signatures) {
+    if (matches(sig, args, kwargs, shapeless)) {
+      throw std::runtime_error(
+          "[export_function] Attempting to export a function twice with the "
+          "same signature is not allowed.");
+    }
+  }
+  Signature sig;
+  Args inputs = args;
+  for (auto& [k, v] : kwargs) {
+    sig.kwarg_keys.push_back(k);
+    inputs.push_back(v);
+  }
+  for (auto& a : inputs) {
+    sig.shapes.push_back(a.shape());
+    sig.dtypes.push_back(a.dtype());
+  }
+
+  auto traced = trace_for_export(fun, args, kwargs, shapeless);
+  auto& tracers = traced.tracers;
+  auto& outputs = traced.outputs;
+  auto& tape = traced.tape;
+  auto& constants = traced.constants;
+  auto& tracer_ids = traced.tracer_ids;
 
   Out out;
   out.u64(sig.kwarg_keys.size());
@@ -663,6 +687,53 @@ ImportedGraph read_function(In& in, bool shapeless,
 } // namespace
 
 } // namespace detail
+
+ExportedGraph export_graph(const ExportedFn& fun, const Args& args,
+                           const Kwargs& kwargs, bool shapeless) {
+  auto t = detail::trace_for_export(fun, args, kwargs, shapeless);
+  std::unordered_map<uintptr_t, std::string> names;
+  auto name_of = [&](const array& a) {
+    auto it = names.find(a.id());
+    if (it != names.end()) return it->second;
+    std::string n;
+    for (size_t k = names.size() + 1; k > 0; k = (k - 1) / 26) {
+      n.insert(n.begin(), char('A' + (k - 1) % 26));
+    }
+    names.emplace(a.id(), n);
+    return n;
+  };
+  auto described = [&](const std::vector<array>& v) {
+    std::vector<ExportedArray> out;
+    for (auto& a : v) out.push_back({name_of(a), a.shape(), a.dtype()});
+    return out;
+  };
+  ExportedGraph g;
+  g.inputs = described(t.tracers);
+  size_t first_kw = args.size();
+  for (auto& [k, v] : kwargs) g.keyword_inputs.emplace_back(k, name_of(t.tracers[first_kw++]));
+  g.outputs = described(t.outputs);
+  for (auto& c : t.constants) g.constants.emplace_back(name_of(c), c);
+  for (auto& n : t.tape) {
+    auto [name, state] = detail::mlxfn::describe(n, shapeless);
+    ExportedPrimitive p{name, described(n.inputs()), described(n.outputs()), {}};
+    const char* schema = detail::mlxfn::schema(name);
+    for (size_t k = 0; schema[k]; ++k) {
+      const auto& v = state.at(k);
+      switch (schema[k]) {
+        case 'n': break;
+        case 'b': p.arguments.emplace_back(v.i != 0); break;
+        case 'f':
+        case 'd': p.arguments.emplace_back(v.f); break;
+        case 'D': p.arguments.emplace_back(v.dt); break;
+        case 'S':
+        case 'L': p.arguments.emplace_back(v.v); break;
+        default: p.arguments.emplace_back(v.i); break;
+      }
+    }
+    g.primitives.push_back(std::move(p));
+  }
+  return g;
+}
 
 FunctionExporter::FunctionExporter(std::string file, ExportedFn fun,
                                    bool shapeless, std::string metadata)

@@ -11,6 +11,8 @@
 #pragma once
 
 #include <functional>
+#include <utility>
+#include <variant>
 #include <map>
 #include <memory>
 #include <string>
@@ -53,6 +55,33 @@ FunctionExporter exporter(const std::string& file, ExportedFn fun,
 void export_function(const std::string& file, ExportedFn fun,
                      const Args& args, const Kwargs& kwargs = {},
                      bool shapeless = false, const std::string& metadata = "");
+
+/** A traced function as records, for an export callback (MLX's callback
+ *  form): its inputs, keyword inputs (name, input), outputs, constants and
+ *  each primitive with its MLX name and parameters. Values are named by
+ *  letters (A, B, ..., AA, ...). */
+struct ExportedArray {
+  std::string name;
+  Shape shape;
+  Dtype dtype;
+};
+/** A parameter: an integer, a flag, a real, a list of integers, a dtype. */
+using ExportedArgument =
+    std::variant<int64_t, bool, double, std::vector<int64_t>, Dtype>;
+struct ExportedPrimitive {
+  std::string name;
+  std::vector<ExportedArray> inputs, outputs;
+  std::vector<ExportedArgument> arguments;
+};
+struct ExportedGraph {
+  std::vector<ExportedArray> inputs;
+  std::vector<std::pair<std::string, std::string>> keyword_inputs;
+  std::vector<ExportedArray> outputs;
+  std::vector<std::pair<std::string, array>> constants;
+  std::vector<ExportedPrimitive> primitives;
+};
+ExportedGraph export_graph(const ExportedFn& fun, const Args& args,
+                           const Kwargs& kwargs = {}, bool shapeless = false);
 
 /** A function read back: calling it picks the trace whose signature (the
  *  count of positional inputs, the keyword names, and each input's dtype,

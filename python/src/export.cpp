@@ -94,6 +94,57 @@ ExportedFn wrap(nb::callable fun) {
   };
 }
 
+// MLX's callback form: one call per part of the graph, in MLX's order.
+void call_back(nb::handle callback, const ExportedGraph& g) {
+  auto arrays = [](const std::vector<ExportedArray>& v) {
+    nb::list l;
+    for (auto& a : v) {
+      nb::list shape;
+      for (auto d : a.shape) shape.append(d);
+      l.append(nb::make_tuple(a.name, nb::tuple(shape), nb::cast(a.dtype)));
+    }
+    return l;
+  };
+  auto record = [&](const char* type, const char* key, nb::object value) {
+    nb::dict d;
+    d["type"] = type;
+    d[key] = value;
+    return d;
+  };
+  callback(record("inputs", "inputs", arrays(g.inputs)));
+  nb::list keywords;
+  for (auto& [k, n] : g.keyword_inputs) keywords.append(nb::make_tuple(k, n));
+  callback(record("keyword_inputs", "keywords", keywords));
+  callback(record("outputs", "outputs", arrays(g.outputs)));
+  nb::list constants;
+  for (auto& [n, c] : g.constants) constants.append(nb::make_tuple(n, nb::cast(c)));
+  callback(record("constants", "constants", constants));
+  for (auto& p : g.primitives) {
+    nb::dict d;
+    d["type"] = "primitive";
+    d["inputs"] = arrays(p.inputs);
+    d["outputs"] = arrays(p.outputs);
+    d["name"] = p.name;
+    nb::list args;
+    for (auto& v : p.arguments) {
+      std::visit(
+          [&](auto&& x) {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+              nb::list l;
+              for (auto i : x) l.append(i);
+              args.append(l);
+            } else {
+              args.append(nb::cast(x));
+            }
+          },
+          v);
+    }
+    d["arguments"] = args;
+    callback(d);
+  }
+}
+
 // The exporter keeps the function alive; the context manager closes it.
 struct PyExporter {
   FunctionExporter exporter;
@@ -115,14 +166,19 @@ void init_export(nb::module_& m) {
           meta = nb::cast<std::string>(*metadata);
         }
         if (!nb::isinstance<nb::str>(file)) {
-          if (PyCallable_Check(file.ptr()) && !meta.empty()) {
+          if (!PyCallable_Check(file.ptr())) {
+            throw nb::type_error(
+                "[export_function] the first argument is a file path or a "
+                "callback.");
+          }
+          if (!meta.empty()) {
             throw nb::value_error(
                 "[export_function] The metadata argument is only supported "
                 "when exporting to a file, not when using a callback.");
           }
-          throw nb::value_error(
-              "[export_function] kiln exports to a file path; an export "
-              "callback is not supported yet.");
+          auto [a, kw] = export_inputs(args, kwargs, "[export_function]");
+          call_back(file, export_graph(wrap(std::move(fun)), a, kw, shapeless));
+          return;
         }
         auto [a, kw] = export_inputs(args, kwargs, "[export_function]");
         export_function(nb::cast<std::string>(file), wrap(std::move(fun)), a,

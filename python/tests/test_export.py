@@ -214,3 +214,16 @@ def test_mlx_shapeless_file_runs_at_new_shapes(tmp_path):
     for rows in (5, 12):
         x = randn(1, rows, 8)
         np.testing.assert_allclose(np.array(imported(kx.array(x))[0]), x @ w, rtol=1e-5, atol=1e-5)
+
+
+def test_export_callback_reports_the_graph():
+    records = []
+    fun = lambda x, y: kx.log(kx.abs(x - y)).astype(kx.int32)
+    kx.export_function(records.append, fun, kx.array(1.0), y=kx.array(2.0))
+    kinds = [r["type"] for r in records]
+    assert kinds[:4] == ["inputs", "keyword_inputs", "outputs", "constants"]
+    assert len(records[0]["inputs"]) == 2 and records[1]["keywords"][0][0] == "y"
+    prims = [(r["name"], r["arguments"]) for r in records[4:]]
+    assert prims == [("Subtract", []), ("Abs", []), ("Log", [2]), ("AsType", [kx.int32])]
+    with pytest.raises(ValueError):
+        kx.export_function(records.append, fun, kx.array(1.0), kx.array(2.0), metadata="m")
