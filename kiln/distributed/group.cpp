@@ -240,7 +240,15 @@ Group init(bool strict, const std::string& backend) {
   if (g && g->size() > 1) return Group(g);
   std::string chosen = backend == "any" ? backend_for_any() : backend;
   std::string why;
-  auto c = form(chosen, why);
+  std::shared_ptr<detail::Communicator> c;
+  try {
+    c = form(chosen, why);
+  } catch (const std::runtime_error& e) {
+    // A library that refuses the group (NCCL's invalid usage): the reason,
+    // and for "any" the singleton group.
+    if (strict) throw;
+    why = e.what();
+  }
   // One process (mpirun -n 1, or MPI started by another library in this
   // process) is the singleton group unless the backend was named.
   if (c && (c->size() > 1 || backend != "any")) {

@@ -67,8 +67,6 @@ def test_nccl_init_says_why_it_cannot_form_a_group(tmp_path):
         "except RuntimeError as e:\n"
         "    print('error', e)\n"))
     assert rc == 0, err
-    if kc.distributed.is_available("nccl"):
-        return  # a GPU machine with NCCL: the GPU suite checks the group
     for r in range(2):
         assert f"[{r}] any 1" in out, out
         assert f"[{r}] error [distributed] Couldn't initialize the 'nccl' backend:" in out, out
@@ -82,6 +80,6 @@ def test_nccl_forms_a_group_on_a_gpu(tmp_path):
         "import kiln.core as kc\n"
         "g = kc.distributed.init(strict=True, backend='nccl')\n"
         "x = kc.arange(6, dtype=kc.float32)\n"
-        "print(g.backend(), g.rank(), g.size(), kc.distributed.all_sum(x, group=g).tolist())\n"))
+        "print(g.rank(), g.size(), kc.distributed.all_sum(x, group=g).tolist())\n"))
     assert rc == 0, err
-    assert "[0] nccl 0 1 [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]" in out, (out, err)
+    assert "[0] 0 1 [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]" in out, (out, err)

@@ -5,6 +5,7 @@
 // queued on the caller's CUDA stream and never wait for the GPU; the
 // watchdog follows each one by an event and ends the process when one
 // outlives KILN_DISTRIBUTED_TIMEOUT or NCCL reports an error.
+#include <cstdlib>
 #include <dlfcn.h>
 
 #include <cstring>
@@ -327,6 +328,19 @@ std::shared_ptr<Communicator> nccl_communicator(std::string& why) {
   auto [rank, size] = launched_rank();
   if (rank < 0) {
     why = "this process was not started by python -m kiln.launch or mpirun";
+    return nullptr;
+  }
+  // NCCL takes one GPU per process: more local processes than GPUs (and
+  // no KILN_DEVICE naming distinct ones) cannot form a group.
+  int local_size = 0;
+  for (const char* name : {"KILN_LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"}) {
+    const char* v = std::getenv(name);
+    if (v && *v && !local_size) local_size = std::atoi(v);
+  }
+  if (local_size > cuda::device_count() && !std::getenv("KILN_DEVICE")) {
+    why = std::to_string(local_size) + " processes on this machine share " +
+          std::to_string(cuda::device_count()) +
+          " GPU(s), and NCCL needs one GPU per process";
     return nullptr;
   }
   static std::mutex m;
