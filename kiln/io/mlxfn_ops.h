@@ -24,6 +24,33 @@ struct Value {
 };
 using State = std::vector<Value>;
 
+// Parameters as the tables write them.
+inline Value integer(int64_t i) {
+  Value v;
+  v.i = i;
+  return v;
+}
+inline Value real(double f) {
+  Value v;
+  v.kind = Value::real;
+  v.f = f;
+  return v;
+}
+template <typename T>
+Value list(const std::vector<T>& xs) {
+  Value v;
+  v.kind = Value::list;
+  v.v.assign(xs.begin(), xs.end());
+  return v;
+}
+inline Value dtype_value(Dtype d) {
+  Value v;
+  v.kind = Value::dtype;
+  v.dt = d;
+  return v;
+}
+
+
 /** How the primitive's parameters are laid out, one code per parameter:
  *  i int32, b bool, f float32, d float64, u uint64, D dtype, S list of
  *  int32, L list of int64; n stands for MLX's empty placeholder (no
