@@ -434,7 +434,6 @@ void ExportFile::add(const ExportedFn& fun, const Args& args,
   }
 
   std::vector<std::string> entries;
-  std::unordered_set<uintptr_t> written_inputs;
   auto entry_for_leaf = [&](const array& a) {
     Out e;
     e.u64(a.id());
@@ -455,7 +454,6 @@ void ExportFile::add(const ExportedFn& fun, const Args& args,
   };
   for (auto& t : tracers) {
     entry_for_leaf(t);
-    written_inputs.insert(t.id());
   }
   for (auto& c : constants) entry_for_leaf(c);
 
@@ -575,9 +573,6 @@ struct ImportTable {
   bool shapeless = false;
   std::string metadata;
   std::vector<ImportedGraph> functions;
-  // Per function and input signature, the graph compiled (fused) once.
-  mutable std::mutex mutex;
-  mutable std::unordered_map<size_t, Fn> compiled;
 };
 
 namespace {

@@ -81,7 +81,7 @@ Row binary(const char* name, Binary f) {
           }};
 }
 
-// Several results: one node with as many outputs as the file records.
+// A one-output node's result.
 std::vector<array> one(array a) { return {std::move(a)}; }
 
 const std::unordered_map<std::string, Row>& rows() {
