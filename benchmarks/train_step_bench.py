@@ -68,7 +68,7 @@ SHAPES = {
 
 # A small learning rate keeps the timed steps away from the regime where a
 # model has memorised its batch and its gradients underflow to denormal
-# floats, which slow a CPU GEMM several times (BENCHMARKS.md says more).
+# floats, which slow a CPU GEMM several times (docs/cpu_kernels.md says more).
 LEARNING_RATE = 1e-4
 
 
