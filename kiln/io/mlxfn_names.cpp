@@ -53,20 +53,17 @@ std::pair<std::string, State> describe(const array& node, bool shapeless) {
     auto same = [&](const char* n) {
       t.emplace(n, [n](const array&) { return std::make_pair(std::string(n), State{}); });
     };
-    for (auto n : {"Abs", "ArcCos", "ArcCosh", "ArcSin", "ArcSinh", "ArcTan",
-                   "ArcTanh", "Ceil", "Conjugate", "Cos", "Cosh", "Erf",
-                   "ErfInv", "Exp", "Expm1", "Floor", "Imag", "Log1p",
-                   "LogicalNot", "Negative", "Real", "Round", "Sigmoid", "Sign",
-                   "Sin", "Sinh", "Square", "StopGradient", "Tan", "Tanh",
-                   "BitwiseInvert", "Copy", "Add", "ArcTan2", "Divide",
-                   "Greater", "GreaterEqual", "Less", "LessEqual", "LogicalAnd",
-                   "LogicalOr", "LogAddExp", "Maximum", "Minimum", "Multiply",
-                   "NotEqual", "Power", "Remainder", "Subtract", "Matmul",
-                   "Select"}) {
+    // The op tables' primitives keep their names (MLX's); those MLX names
+    // otherwise are fixed below, over these.
+#define KILN_SAME_NAME(Name, ...) same(#Name);
+    KILN_UNARY_OPS(KILN_SAME_NAME)
+    KILN_BINARY_OPS(KILN_SAME_NAME)
+#undef KILN_SAME_NAME
+    for (auto n : {"Conjugate", "Imag", "Real", "Copy", "Matmul", "Select"}) {
       same(n);
     }
     auto fixed = [&](const char* kiln_name, const char* mlx, State st) {
-      t.emplace(kiln_name, [mlx, st](const array&) {
+      t.insert_or_assign(kiln_name, [mlx, st](const array&) {
         return std::make_pair(std::string(mlx), st);
       });
     };

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "kiln/core/preprocessor.h"
 #include "kiln/ops/conv.h"
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
@@ -87,61 +88,25 @@ std::vector<array> one(array a) { return {std::move(a)}; }
 const std::unordered_map<std::string, Row>& rows() {
   static const std::unordered_map<std::string, Row> table = [] {
     std::unordered_map<std::string, Row> t;
-    auto put = [&](const char* n, Row r) { t.emplace(n, std::move(r)); };
-    // Elementwise without parameters.
-    put("Abs", unary("Abs", abs));
-    put("ArcCos", unary("ArcCos", arccos));
-    put("ArcCosh", unary("ArcCosh", arccosh));
-    put("ArcSin", unary("ArcSin", arcsin));
-    put("ArcSinh", unary("ArcSinh", arcsinh));
-    put("ArcTan", unary("ArcTan", arctan));
-    put("ArcTanh", unary("ArcTanh", arctanh));
-    put("Ceil", unary("Ceil", ceil));
+    auto put = [&](const char* n, Row r) {
+      t.insert_or_assign(n, std::move(r));
+    };
+    // Elementwise without parameters: the op tables' ops, under their
+    // primitives' names (MLX's; the rows MLX names otherwise are read by
+    // the rows below, which replace these).
+#define KILN_PUT_UNARY(Name, op, ...) put(#Name, unary(#Name, kiln::op));
+#define KILN_PUT_BINARY(Name, op, ...) \
+  KILN_UNLESS_NONE(op, put(#Name, binary(#Name, kiln::op));)
+    KILN_UNARY_OPS(KILN_PUT_UNARY)
+    KILN_BINARY_OPS(KILN_PUT_BINARY)
+#undef KILN_PUT_UNARY
+#undef KILN_PUT_BINARY
     put("Conjugate", unary("Conjugate", conjugate));
-    put("Cos", unary("Cos", cos));
-    put("Cosh", unary("Cosh", cosh));
-    put("Erf", unary("Erf", erf));
-    put("ErfInv", unary("ErfInv", erfinv));
-    put("Exp", unary("Exp", exp));
-    put("Expm1", unary("Expm1", expm1));
-    put("Floor", unary("Floor", floor));
     put("Imag", unary("Imag", imag));
-    put("Log1p", unary("Log1p", log1p));
-    put("LogicalNot", unary("LogicalNot", logical_not));
-    put("Negative", unary("Negative", negative));
     put("Real", unary("Real", kiln::real));
-    put("Round", unary("Round", [](const array& a, StreamOrDevice s) {
-          return round(a, 0, s);
-        }));
-    put("Sigmoid", unary("Sigmoid", sigmoid));
-    put("Sign", unary("Sign", sign));
-    put("Sin", unary("Sin", sin));
-    put("Sinh", unary("Sinh", sinh));
-    put("Square", unary("Square", square));
-    put("StopGradient", unary("StopGradient", stop_gradient));
-    put("Tan", unary("Tan", tan));
-    put("Tanh", unary("Tanh", tanh));
-    put("BitwiseInvert", unary("BitwiseInvert", bitwise_invert));
     put("Copy", unary("Copy", [](const array& a, StreamOrDevice s) {
           return contiguous(a, false, s);
         }));
-    put("Add", binary("Add", add));
-    put("ArcTan2", binary("ArcTan2", arctan2));
-    put("Divide", binary("Divide", divide));
-    put("Greater", binary("Greater", greater));
-    put("GreaterEqual", binary("GreaterEqual", greater_equal));
-    put("Less", binary("Less", less));
-    put("LessEqual", binary("LessEqual", less_equal));
-    put("LogicalAnd", binary("LogicalAnd", logical_and));
-    put("LogicalOr", binary("LogicalOr", logical_or));
-    put("LogAddExp", binary("LogAddExp", logaddexp));
-    put("Maximum", binary("Maximum", maximum));
-    put("Minimum", binary("Minimum", minimum));
-    put("Multiply", binary("Multiply", multiply));
-    put("NotEqual", binary("NotEqual", not_equal));
-    put("Power", binary("Power", power));
-    put("Remainder", binary("Remainder", remainder));
-    put("Subtract", binary("Subtract", subtract));
     put("kiln.FloorDivide", binary("kiln.FloorDivide", floor_divide));
     put("Matmul", binary("Matmul", matmul));
     put("Select", {"", [](const State&, const std::vector<array>& in,
@@ -161,7 +126,7 @@ const std::unordered_map<std::string, Row>& rows() {
                       bad("Equal", "operands of different shapes or dtypes");
                     }
                     return one(array(in[0].shape(), bool_,
-                                     std::make_shared<NaNEqual>(s), in));
+                                     std::make_shared<kiln::NaNEqual>(s), in));
                   }});
     put("Log", {"i", [](const State& st, const std::vector<array>& in,
                         const NodeInfo&, Stream s) {

@@ -40,8 +40,11 @@ array erf(const array& a, StreamOrDevice s = {});
 array erfinv(const array& a, StreamOrDevice s = {});
 array floor(const array& a, StreamOrDevice s = {});
 array ceil(const array& a, StreamOrDevice s = {});
-/** Round half to even, to `decimals` places. */
-array round(const array& a, int decimals = 0, StreamOrDevice s = {});
+/** Round half to even, to `decimals` places (MLX's two overloads). */
+array round(const array& a, int decimals, StreamOrDevice s = {});
+inline array round(const array& a, StreamOrDevice s = {}) {
+  return round(a, 0, s);
+}
 array logical_not(const array& a, StreamOrDevice s = {});
 array bitwise_invert(const array& a, StreamOrDevice s = {});
 array isnan(const array& a, StreamOrDevice s = {});

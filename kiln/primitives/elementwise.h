@@ -4,6 +4,7 @@
 #pragma once
 
 #include "kiln/core/primitive.h"
+#include "kiln/primitives/binary_table.h"
 
 namespace kiln {
 
@@ -37,7 +38,8 @@ class Elementwise : public UnaryPrimitive {
 };
 
 // Declares an elementwise primitive class; its eval_cpu lives in
-// backend/cpu/{unary,binary}.cpp and its functor has the same name.
+// backend/cpu/{unary,binary}.cpp and its functor, of the same name, in
+// unary_table.h or binary_table.h.
 #define KILN_ELEMENTWISE_CLASS(Name, Kind, extra)                         \
   class Name : public Elementwise {                                       \
    public:                                                                \
@@ -50,82 +52,35 @@ class Elementwise : public UnaryPrimitive {
     extra                                                                 \
   };
 #define KILN_ELEMENTWISE(Name, Kind) KILN_ELEMENTWISE_CLASS(Name, Kind, )
-// Predicates return bool whatever their inputs.
-#define KILN_PREDICATE(Name, Kind)                                        \
-  KILN_ELEMENTWISE_CLASS(Name, Kind,                                      \
-                         Dtype out_dtype(const std::vector<array>&)       \
-                             const override { return bool_; })
-
-// |z| of a complex number is real.
-KILN_ELEMENTWISE_CLASS(Abs, unary,
-                       Dtype out_dtype(const std::vector<array>& in)
-                           const override {
-                             return in[0].dtype() == complex64
-                                        ? float32
-                                        : in[0].dtype();
-                           })
-KILN_ELEMENTWISE(Negative, unary)
-KILN_ELEMENTWISE(Sign, unary)
-KILN_ELEMENTWISE(Square, unary)
-KILN_ELEMENTWISE(Exp, unary)
-KILN_ELEMENTWISE(Expm1, unary)
-KILN_ELEMENTWISE(Log, unary)
-KILN_ELEMENTWISE(Log1p, unary)
-KILN_ELEMENTWISE(Log2, unary)
-KILN_ELEMENTWISE(Log10, unary)
-KILN_ELEMENTWISE(Sin, unary)
-KILN_ELEMENTWISE(Cos, unary)
-KILN_ELEMENTWISE(Tan, unary)
-KILN_ELEMENTWISE(ArcSin, unary)
-KILN_ELEMENTWISE(ArcCos, unary)
-KILN_ELEMENTWISE(ArcTan, unary)
-KILN_ELEMENTWISE(Sinh, unary)
-KILN_ELEMENTWISE(Cosh, unary)
-KILN_ELEMENTWISE(Tanh, unary)
-KILN_ELEMENTWISE(ArcSinh, unary)
-KILN_ELEMENTWISE(ArcCosh, unary)
-KILN_ELEMENTWISE(ArcTanh, unary)
-KILN_ELEMENTWISE(Sqrt, unary)
-KILN_ELEMENTWISE(Rsqrt, unary)
-KILN_ELEMENTWISE(Sigmoid, unary)
-KILN_ELEMENTWISE(Erf, unary)
-KILN_ELEMENTWISE(ErfInv, unary)
-KILN_ELEMENTWISE(Floor, unary)
-KILN_ELEMENTWISE(Ceil, unary)
-KILN_ELEMENTWISE(Round, unary)
-KILN_PREDICATE(LogicalNot, unary)
-KILN_ELEMENTWISE(BitwiseInvert, unary)
-KILN_ELEMENTWISE(StopGradient, unary)
-
-KILN_ELEMENTWISE(Add, binary)
-KILN_ELEMENTWISE(Subtract, binary)
-KILN_ELEMENTWISE(Multiply, binary)
-KILN_ELEMENTWISE(Divide, binary)
-KILN_ELEMENTWISE(FloorDivide, binary)
-KILN_ELEMENTWISE(Remainder, binary)
-KILN_ELEMENTWISE(Power, binary)
-KILN_ELEMENTWISE(Maximum, binary)
-KILN_ELEMENTWISE(Minimum, binary)
-KILN_ELEMENTWISE(ArcTan2, binary)
-KILN_ELEMENTWISE(LogAddExp, binary)
-KILN_PREDICATE(Equal, binary)
-KILN_PREDICATE(NaNEqual, binary)
-KILN_PREDICATE(NotEqual, binary)
-KILN_PREDICATE(Less, binary)
-KILN_PREDICATE(LessEqual, binary)
-KILN_PREDICATE(Greater, binary)
-KILN_PREDICATE(GreaterEqual, binary)
-KILN_PREDICATE(LogicalAnd, binary)
-KILN_PREDICATE(LogicalOr, binary)
-KILN_ELEMENTWISE(BitwiseAnd, binary)
-KILN_ELEMENTWISE(BitwiseOr, binary)
-KILN_ELEMENTWISE(BitwiseXor, binary)
-KILN_ELEMENTWISE(LeftShift, binary)
-KILN_ELEMENTWISE(RightShift, binary)
+// The classes of the op tables' rows. Predicates return bool whatever their
+// inputs; |z| of a complex number is real.
+#define KILN_OUT_DTYPE_all
+#define KILN_OUT_DTYPE_numeric
+#define KILN_OUT_DTYPE_inexact
+#define KILN_OUT_DTYPE_integral
+#define KILN_OUT_DTYPE_predicate                                          \
+  Dtype out_dtype(const std::vector<array>&) const override { return bool_; }
+#define KILN_OUT_DTYPE_magnitude                                          \
+  Dtype out_dtype(const std::vector<array>& in) const override {          \
+    return in[0].dtype() == complex64 ? float32 : in[0].dtype();          \
+  }
+#define KILN_UNARY_CLASS(Name, op, kind, ...) \
+  KILN_ELEMENTWISE_CLASS(Name, unary, KILN_OUT_DTYPE_##kind)
+#define KILN_BINARY_CLASS(Name, op, kind, ...) \
+  KILN_ELEMENTWISE_CLASS(Name, binary, KILN_OUT_DTYPE_##kind)
+KILN_UNARY_OPS(KILN_UNARY_CLASS)
+KILN_BINARY_OPS(KILN_BINARY_CLASS)
+#undef KILN_UNARY_CLASS
+#undef KILN_BINARY_CLASS
+#undef KILN_OUT_DTYPE_all
+#undef KILN_OUT_DTYPE_numeric
+#undef KILN_OUT_DTYPE_inexact
+#undef KILN_OUT_DTYPE_integral
+#undef KILN_OUT_DTYPE_predicate
+#undef KILN_OUT_DTYPE_magnitude
 
 KILN_ELEMENTWISE(Select, ternary)
 #undef KILN_ELEMENTWISE
-#undef KILN_PREDICATE
 #undef KILN_ELEMENTWISE_CLASS
 
 /** Conversion to the output's dtype (the output array carries it). */

@@ -119,38 +119,16 @@ std::pair<std::vector<array>, std::vector<int>> Elementwise::vmap(
 
 // ---- partial derivatives ---------------------------------------------------
 
+// The tables' partials: rows with grad `none` have a zero gradient; unary
+// rows give one expression in x (the input) and y (the output).
 #define KILN_NO_GRADIENT(Name)                                               \
   std::vector<array> Name::partials(const std::vector<array>& in,            \
                                     const array& out,                        \
                                     const std::vector<int>& argnums) {       \
     return zeros_for(in, in[0], argnums);                                    \
   }
-KILN_NO_GRADIENT(Sign)
-KILN_NO_GRADIENT(Floor)
-KILN_NO_GRADIENT(Ceil)
-KILN_NO_GRADIENT(Round)
-KILN_NO_GRADIENT(LogicalNot)
-KILN_NO_GRADIENT(BitwiseInvert)
-KILN_NO_GRADIENT(StopGradient)
-KILN_NO_GRADIENT(FloorDivide)
-KILN_NO_GRADIENT(Equal)
-KILN_NO_GRADIENT(NaNEqual)
-KILN_NO_GRADIENT(NotEqual)
-KILN_NO_GRADIENT(Less)
-KILN_NO_GRADIENT(LessEqual)
-KILN_NO_GRADIENT(Greater)
-KILN_NO_GRADIENT(GreaterEqual)
-KILN_NO_GRADIENT(LogicalAnd)
-KILN_NO_GRADIENT(LogicalOr)
-KILN_NO_GRADIENT(BitwiseAnd)
-KILN_NO_GRADIENT(BitwiseOr)
-KILN_NO_GRADIENT(BitwiseXor)
-KILN_NO_GRADIENT(LeftShift)
-KILN_NO_GRADIENT(RightShift)
-#undef KILN_NO_GRADIENT
-
-// Unary partials: one expression in x (the input) and y (the output).
-#define KILN_UNARY_PARTIAL(Name, expr)                                       \
+#define KILN_UNARY_PARTIAL_none(Name, expr) KILN_NO_GRADIENT(Name)
+#define KILN_UNARY_PARTIAL_expr(Name, expr)                                  \
   std::vector<array> Name::partials(const std::vector<array>& in,            \
                                     const array& y,                          \
                                     const std::vector<int>&) {               \
@@ -159,35 +137,12 @@ KILN_NO_GRADIENT(RightShift)
     (void)y;                                                                 \
     return {expr};                                                           \
   }
-KILN_UNARY_PARTIAL(Abs, sign(x))
-KILN_UNARY_PARTIAL(Negative, full_like(x, scalar(-1, x)))
-KILN_UNARY_PARTIAL(Square, multiply(scalar(2, x), x))
-KILN_UNARY_PARTIAL(Exp, y)
-KILN_UNARY_PARTIAL(Expm1, add(y, scalar(1, y)))
-KILN_UNARY_PARTIAL(Log, reciprocal(x))
-KILN_UNARY_PARTIAL(Log1p, reciprocal(add(x, scalar(1, x))))
-KILN_UNARY_PARTIAL(Log2, reciprocal(multiply(x, scalar(std::log(2.0), x))))
-KILN_UNARY_PARTIAL(Log10, reciprocal(multiply(x, scalar(std::log(10.0), x))))
-KILN_UNARY_PARTIAL(Sin, cos(x))
-KILN_UNARY_PARTIAL(Cos, negative(sin(x)))
-KILN_UNARY_PARTIAL(Tan, add(scalar(1, y), square(y)))
-KILN_UNARY_PARTIAL(ArcSin, rsqrt(subtract(scalar(1, x), square(x))))
-KILN_UNARY_PARTIAL(ArcCos, negative(rsqrt(subtract(scalar(1, x), square(x)))))
-KILN_UNARY_PARTIAL(ArcTan, reciprocal(add(scalar(1, x), square(x))))
-KILN_UNARY_PARTIAL(Sinh, cosh(x))
-KILN_UNARY_PARTIAL(Cosh, sinh(x))
-KILN_UNARY_PARTIAL(Tanh, subtract(scalar(1, y), square(y)))
-KILN_UNARY_PARTIAL(ArcSinh, rsqrt(add(square(x), scalar(1, x))))
-KILN_UNARY_PARTIAL(ArcCosh, rsqrt(subtract(square(x), scalar(1, x))))
-KILN_UNARY_PARTIAL(ArcTanh, reciprocal(subtract(scalar(1, x), square(x))))
-KILN_UNARY_PARTIAL(Sqrt, divide(scalar(0.5, y), y))
-KILN_UNARY_PARTIAL(Rsqrt, multiply(scalar(-0.5, y), divide(y, x)))
-KILN_UNARY_PARTIAL(Sigmoid, multiply(y, subtract(scalar(1, y), y)))
-KILN_UNARY_PARTIAL(Erf, multiply(scalar(2 / std::sqrt(std::numbers::pi), x),
-                                 exp(negative(square(x)))))
-KILN_UNARY_PARTIAL(ErfInv, multiply(scalar(std::sqrt(std::numbers::pi) / 2, y),
-                                    exp(square(y))))
+#define KILN_UNARY_PARTIAL(Name, op, kind, vector, aot, grad, expr) \
+  KILN_UNARY_PARTIAL_##grad(Name, expr)
+KILN_UNARY_OPS(KILN_UNARY_PARTIAL)
 #undef KILN_UNARY_PARTIAL
+#undef KILN_UNARY_PARTIAL_expr
+#undef KILN_UNARY_PARTIAL_none
 
 std::vector<array> AsType::partials(const std::vector<array>& in,
                                     const array& y, const std::vector<int>&) {
@@ -196,8 +151,9 @@ std::vector<array> AsType::partials(const std::vector<array>& in,
   return {ones_like(y)};
 }
 
-// Binary partials: expressions for d/da and d/db of y = f(a, b).
-#define KILN_BINARY_PARTIAL(Name, da, db)                                    \
+// Binary rows give expressions for d/da and d/db of y = f(a, b).
+#define KILN_BINARY_PARTIAL_none(Name, da, db) KILN_NO_GRADIENT(Name)
+#define KILN_BINARY_PARTIAL_expr(Name, da, db)                               \
   std::vector<array> Name::partials(const std::vector<array>& in,            \
                                     const array& y,                          \
                                     const std::vector<int>& argnums) {       \
@@ -210,28 +166,13 @@ std::vector<array> AsType::partials(const std::vector<array>& in,
     for (int i : argnums) out.push_back(i == 0 ? (da) : (db));               \
     return out;                                                              \
   }
-KILN_BINARY_PARTIAL(Add, ones_like(a), ones_like(b))
-KILN_BINARY_PARTIAL(Subtract, ones_like(a), full_like(b, scalar(-1, b)))
-KILN_BINARY_PARTIAL(Multiply, b, a)
-KILN_BINARY_PARTIAL(Divide, reciprocal(b), negative(divide(y, b)))
-// a mod b = a - b * floor(a / b)
-KILN_BINARY_PARTIAL(Remainder, ones_like(a), negative(floor_divide(a, b)))
-KILN_BINARY_PARTIAL(Power,
-                    multiply(b, power(a, subtract(b, scalar(1, b)))),
-                    multiply(y, log(where(greater(a, scalar(0, a)), a,
-                                          ones_like(a)))))
-// Ties send the whole gradient to the second argument, as in MLX: relu(x)
-// = maximum(x, 0) then has gradient 0 at x = 0, as in PyTorch. Complex
-// values compare in MLX's order (real part, then imaginary part).
-KILN_BINARY_PARTIAL(Maximum, astype(greater(a, b), a.dtype()),
-                    astype(less_equal(a, b), b.dtype()))
-KILN_BINARY_PARTIAL(Minimum, astype(less(a, b), a.dtype()),
-                    astype(greater_equal(a, b), b.dtype()))
-KILN_BINARY_PARTIAL(ArcTan2,
-                    divide(b, add(square(a), square(b))),
-                    negative(divide(a, add(square(a), square(b)))))
-KILN_BINARY_PARTIAL(LogAddExp, exp(subtract(a, y)), exp(subtract(b, y)))
+#define KILN_BINARY_PARTIAL(Name, op, kind, vector, aot, grad, da, db) \
+  KILN_BINARY_PARTIAL_##grad(Name, da, db)
+KILN_BINARY_OPS(KILN_BINARY_PARTIAL)
 #undef KILN_BINARY_PARTIAL
+#undef KILN_BINARY_PARTIAL_expr
+#undef KILN_BINARY_PARTIAL_none
+#undef KILN_NO_GRADIENT
 
 std::vector<array> Select::partials(const std::vector<array>& in,
                                     const array& y,

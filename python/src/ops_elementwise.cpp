@@ -2,6 +2,11 @@
 // bitwise ops, where, clip and closeness tests.
 #include "kiln_py.h"
 
+#include <string_view>
+
+#include "kiln/core/preprocessor.h"
+#include "kiln/primitives/binary_table.h"
+
 namespace kiln::py {
 
 namespace {
@@ -20,45 +25,19 @@ void init_ops_elementwise(nb::module_& m) {
     const char* name;
     UnaryFn fn;
   };
+  // The unary table's ops (round is bound below, with its decimals), then
+  // the others.
   const U unary[] = {
-      {"abs", &kiln::abs},
-      {"negative", &negative},
-      {"sign", &sign},
-      {"square", &square},
-      {"exp", &kiln::exp},
-      {"expm1", &kiln::expm1},
-      {"log", &kiln::log},
-      {"log1p", &kiln::log1p},
-      {"log2", &kiln::log2},
-      {"log10", &kiln::log10},
-      {"sin", &kiln::sin},
-      {"cos", &kiln::cos},
-      {"tan", &kiln::tan},
-      {"arcsin", &arcsin},
-      {"arccos", &arccos},
-      {"arctan", &arctan},
-      {"sinh", &kiln::sinh},
-      {"cosh", &kiln::cosh},
-      {"tanh", &kiln::tanh},
-      {"arcsinh", &arcsinh},
-      {"arccosh", &arccosh},
-      {"arctanh", &arctanh},
-      {"sqrt", &kiln::sqrt},
-      {"rsqrt", &rsqrt},
+#define KILN_PY_UNARY(Name, op, ...) \
+  {#op, [](const array& a, StreamOrDevice s) { return kiln::op(a, s); }},
+      KILN_UNARY_OPS(KILN_PY_UNARY)
+#undef KILN_PY_UNARY
       {"reciprocal", &reciprocal},
-      {"sigmoid", &sigmoid},
-      {"erf", &kiln::erf},
-      {"erfinv", &erfinv},
-      {"floor", &kiln::floor},
-      {"ceil", &kiln::ceil},
-      {"logical_not", &logical_not},
-      {"bitwise_invert", &bitwise_invert},
       {"isnan", &kiln::isnan},
       {"isinf", &kiln::isinf},
       {"isposinf", &isposinf},
       {"isneginf", &isneginf},
       {"isfinite", &kiln::isfinite},
-      {"stop_gradient", &stop_gradient},
       {"trunc", &kiln::trunc},
       {"degrees", &degrees},
       {"radians", &radians},
@@ -67,6 +46,7 @@ void init_ops_elementwise(nb::module_& m) {
       {"imag", &imag},
   };
   for (const U& u : unary) {
+    if (std::string_view(u.name) == "round") continue;
     m.def(
         u.name,
         [f = u.fn](ArrayLike a, const StreamArg& s) {
@@ -100,32 +80,16 @@ void init_ops_elementwise(nb::module_& m) {
     const char* name;
     BinaryFn fn;
   };
+  // The binary table's ops, then the others.
   const B binary[] = {
-      {"add", &add},
-      {"subtract", &subtract},
-      {"multiply", &multiply},
-      {"divide", &divide},
-      {"floor_divide", &floor_divide},
-      {"remainder", &remainder},
-      {"power", &power},
-      {"maximum", &maximum},
-      {"minimum", &minimum},
-      {"arctan2", &arctan2},
-      {"logaddexp", &logaddexp},
-      {"equal", &equal},
-      {"not_equal", &not_equal},
-      {"less", &less},
-      {"less_equal", &less_equal},
-      {"greater", &greater},
-      {"greater_equal", &greater_equal},
-      {"logical_and", &logical_and},
-      {"logical_or", &logical_or},
+#define KILN_PY_BINARY(Name, op, ...)                                  \
+  KILN_UNLESS_NONE(op, {#op, [](const array& a, const array& b,         \
+                                StreamOrDevice s) {                     \
+                          return kiln::op(a, b, s);                     \
+                        }}, )
+      KILN_BINARY_OPS(KILN_PY_BINARY)
+#undef KILN_PY_BINARY
       {"logical_xor", &logical_xor_},
-      {"bitwise_and", &bitwise_and},
-      {"bitwise_or", &bitwise_or},
-      {"bitwise_xor", &bitwise_xor},
-      {"left_shift", &left_shift},
-      {"right_shift", &right_shift},
   };
   for (const B& b : binary) {
     m.def(

@@ -7,43 +7,24 @@ namespace kiln {
 using detail::Types;
 using detail::unsupported_dtype;
 
-#define KILN_BINARY(Name, allowed)                                         \
-  void Name::eval_cpu(const std::vector<array>& in, array& out) {          \
-    detail::binary_same_type<Types::allowed>(name(), in[0], in[1], out,            \
-                                     detail::Name{});                      \
+// The evals of the binary table's rows: predicates give bool, the other
+// kinds keep their inputs' dtype over the types they allow.
+#define KILN_EVAL_all detail::binary_same_type<Types::all>
+#define KILN_EVAL_numeric detail::binary_same_type<Types::numeric>
+#define KILN_EVAL_inexact detail::binary_same_type<Types::inexact>
+#define KILN_EVAL_integral detail::binary_same_type<Types::integral>
+#define KILN_EVAL_predicate detail::binary_to_bool
+#define KILN_BINARY_EVAL(Name, op, kind, ...)                            \
+  void Name::eval_cpu(const std::vector<array>& in, array& out) {    \
+    KILN_EVAL_##kind(name(), in[0], in[1], out, detail::Name{});     \
   }
-KILN_BINARY(Add, all)
-KILN_BINARY(Subtract, numeric)
-KILN_BINARY(Multiply, all)
-KILN_BINARY(Divide, numeric)
-KILN_BINARY(FloorDivide, numeric)
-KILN_BINARY(Remainder, numeric)
-KILN_BINARY(Power, all)
-KILN_BINARY(Maximum, all)
-KILN_BINARY(Minimum, all)
-KILN_BINARY(ArcTan2, inexact)
-KILN_BINARY(LogAddExp, inexact)
-KILN_BINARY(BitwiseAnd, integral)
-KILN_BINARY(BitwiseOr, integral)
-KILN_BINARY(BitwiseXor, integral)
-KILN_BINARY(LeftShift, integral)
-KILN_BINARY(RightShift, integral)
-#undef KILN_BINARY
-
-#define KILN_COMPARE(Name)                                               \
-  void Name::eval_cpu(const std::vector<array>& in, array& out) {        \
-    detail::binary_to_bool(name(), in[0], in[1], out, detail::Name{});           \
-  }
-KILN_COMPARE(Equal)
-KILN_COMPARE(NaNEqual)
-KILN_COMPARE(NotEqual)
-KILN_COMPARE(Less)
-KILN_COMPARE(LessEqual)
-KILN_COMPARE(Greater)
-KILN_COMPARE(GreaterEqual)
-KILN_COMPARE(LogicalAnd)
-KILN_COMPARE(LogicalOr)
-#undef KILN_COMPARE
+KILN_BINARY_OPS(KILN_BINARY_EVAL)
+#undef KILN_BINARY_EVAL
+#undef KILN_EVAL_all
+#undef KILN_EVAL_numeric
+#undef KILN_EVAL_inexact
+#undef KILN_EVAL_integral
+#undef KILN_EVAL_predicate
 
 void Select::eval_cpu(const std::vector<array>& in, array& out) {
   dispatch_type(out.dtype(), [&](auto tag) {

@@ -9,7 +9,7 @@
 
 #include "kiln/backend/common/elementwise_layout.h"
 #include "kiln/backend/common/strided.h"
-#include "kiln/backend/cpu/functors.h"
+#include "kiln/primitives/binary_table.h"
 #include "kiln/backend/cpu/tiles.h"
 #include "kiln/backend/cpu/vector_math.h"
 #include "kiln/core/dispatch.h"
@@ -335,7 +335,7 @@ template <typename Op>
 void unary_same_type(const char* name, const array& in, array& out, Op op) {
   dispatch_type(in.dtype(), [&](auto tag) {
     using T = KILN_TYPE(tag);
-    if constexpr (is_complex_v<T> && !supports_complex<Op, T>()) {
+    if constexpr (is_complex_v<T> && !Op::complex) {
       unsupported_dtype(name, in.dtype());
     } else {
       unary_loop<T, T>(in, out, op);
@@ -349,7 +349,7 @@ void unary_inexact(const char* name, const array& in, array& out, Op op) {
   dispatch_type(in.dtype(), [&](auto tag) {
     using T = KILN_TYPE(tag);
     if constexpr (is_complex_v<T>) {
-      if constexpr (supports_complex<Op, T>()) {
+      if constexpr (Op::complex) {
         unary_loop<T, T>(in, out, op);
       } else {
         unsupported_dtype(name, in.dtype());
@@ -385,7 +385,7 @@ void binary_same_type(const char* name, const array& a, const array& b,
   dispatch_type(a.dtype(), [&](auto tag) {
     using T = KILN_TYPE(tag);
     if constexpr (!type_allowed<T>(allowed) ||
-                  (is_complex_v<T> && !supports_complex<Op, T>())) {
+                  (is_complex_v<T> && !Op::complex)) {
       unsupported_dtype(name, a.dtype());
     } else {
       binary_loop<T, T>(a, b, out, op);
@@ -399,7 +399,7 @@ void binary_to_bool(const char* name, const array& a, const array& b,
                     array& out, Op op) {
   dispatch_type(a.dtype(), [&](auto tag) {
     using T = KILN_TYPE(tag);
-    if constexpr (is_complex_v<T> && !supports_complex<Op, T>()) {
+    if constexpr (is_complex_v<T> && !Op::complex) {
       unsupported_dtype(name, a.dtype());
     } else {
       binary_loop<T, bool>(a, b, out, op);

@@ -1,5 +1,5 @@
 // Source generation for the CPU JIT: one C++ function per fused region,
-// layout and dtypes. The generated code calls the functors of functors.h
+// layout and dtypes. The generated code calls the functors of the op tables
 // (embedded at build time), so fused and unfused kernels compute alike.
 #pragma once
 

@@ -14,26 +14,25 @@
 #include <fstream>
 #include <sstream>
 
+#include "kiln/backend/common/libm_table.h"
+
 extern char** environ;
 
 namespace kiln::detail {
 
 namespace {
 
-// The libm functions the functors call, with their arity. Those libmvec
-// provides in every x86 width are declared SIMD so GCC vectorizes them; the
-// rest (sqrt, floor, ...) become instructions or scalar calls.
+// The libm functions the functors call (the libm table), with their arity.
+// Those libmvec provides in every x86 width are declared SIMD so GCC
+// vectorizes them; the rest (sqrt, floor, ...) become instructions or scalar
+// calls.
 struct MathFn {
   const char* name;
   int arity;
 };
-constexpr MathFn math_fns[] = {
-    {"exp", 1},   {"expm1", 1}, {"log", 1},       {"log1p", 1}, {"log2", 1},
-    {"log10", 1}, {"sin", 1},   {"cos", 1},       {"tan", 1},   {"asin", 1},
-    {"acos", 1},  {"atan", 1},  {"sinh", 1},      {"cosh", 1},  {"tanh", 1},
-    {"asinh", 1}, {"acosh", 1}, {"atanh", 1},     {"erf", 1},   {"sqrt", 1},
-    {"floor", 1}, {"ceil", 1},  {"nearbyint", 1}, {"fmod", 2},  {"pow", 2},
-    {"atan2", 2}};
+#define KILN_MATH_FN(name, arity, cuda) {#name, arity},
+constexpr MathFn math_fns[] = {KILN_LIBM_FUNCTIONS(KILN_MATH_FN)};
+#undef KILN_MATH_FN
 
 } // namespace
 

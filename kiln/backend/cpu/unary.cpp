@@ -7,76 +7,58 @@ namespace kiln {
 using detail::Types;
 using detail::unsupported_dtype;
 
-// Ops valid for every dtype and keeping it.
-#define KILN_UNARY_SAME(Name)                                        \
-  void Name::eval_cpu(const std::vector<array>& in, array& out) {    \
-    detail::unary_same_type(name(), in[0], out, detail::Name{});             \
-  }
-KILN_UNARY_SAME(Negative)
-KILN_UNARY_SAME(Sign)
-KILN_UNARY_SAME(Square)
-KILN_UNARY_SAME(StopGradient)
-#undef KILN_UNARY_SAME
+namespace {
 
-// Ops on floating (and where meaningful complex) dtypes.
-#define KILN_UNARY_INEXACT(Name)                                     \
-  void Name::eval_cpu(const std::vector<array>& in, array& out) {    \
-    detail::unary_inexact(name(), in[0], out, detail::Name{});               \
-  }
-KILN_UNARY_INEXACT(Exp)
-KILN_UNARY_INEXACT(Expm1)
-KILN_UNARY_INEXACT(Log)
-KILN_UNARY_INEXACT(Log1p)
-KILN_UNARY_INEXACT(Log2)
-KILN_UNARY_INEXACT(Log10)
-KILN_UNARY_INEXACT(Sin)
-KILN_UNARY_INEXACT(Cos)
-KILN_UNARY_INEXACT(Tan)
-KILN_UNARY_INEXACT(ArcSin)
-KILN_UNARY_INEXACT(ArcCos)
-KILN_UNARY_INEXACT(ArcTan)
-KILN_UNARY_INEXACT(Sinh)
-KILN_UNARY_INEXACT(Cosh)
-KILN_UNARY_INEXACT(Tanh)
-KILN_UNARY_INEXACT(ArcSinh)
-KILN_UNARY_INEXACT(ArcCosh)
-KILN_UNARY_INEXACT(ArcTanh)
-KILN_UNARY_INEXACT(Sqrt)
-KILN_UNARY_INEXACT(Rsqrt)
-KILN_UNARY_INEXACT(Sigmoid)
-KILN_UNARY_INEXACT(Erf)
-KILN_UNARY_INEXACT(ErfInv)
-KILN_UNARY_INEXACT(Floor)
-KILN_UNARY_INEXACT(Ceil)
-KILN_UNARY_INEXACT(Round)
-#undef KILN_UNARY_INEXACT
-
-void Abs::eval_cpu(const std::vector<array>& in, array& out) {
-  if (in[0].dtype() == complex64) {
+// |z| of complex64 is float32; other dtypes keep theirs.
+template <typename Op>
+void unary_magnitude(const char* name, const array& in, array& out, Op op) {
+  if (in.dtype() == complex64) {
     detail::unary_loop<complex64_t, float>(
-        in[0], out, [](complex64_t z) { return std::abs(z); });
+        in, out, [](complex64_t z) { return std::abs(z); });
   } else {
-    detail::unary_same_type(name(), in[0], out, detail::Abs{});
+    detail::unary_same_type(name, in, out, op);
   }
 }
 
-void LogicalNot::eval_cpu(const std::vector<array>& in, array& out) {
-  dispatch_type(in[0].dtype(), [&](auto tag) {
+template <typename Op>
+void unary_predicate(const char*, const array& in, array& out, Op op) {
+  dispatch_type(in.dtype(), [&](auto tag) {
     using T = KILN_TYPE(tag);
-    unary_loop<T, bool>(in[0], out, detail::LogicalNot{});
+    detail::unary_loop<T, bool>(in, out, op);
   });
 }
 
-void BitwiseInvert::eval_cpu(const std::vector<array>& in, array& out) {
-  dispatch_type(in[0].dtype(), [&](auto tag) {
+template <typename Op>
+void unary_integral(const char* name, const array& in, array& out, Op op) {
+  dispatch_type(in.dtype(), [&](auto tag) {
     using T = KILN_TYPE(tag);
     if constexpr (std::is_integral_v<T>) {
-      detail::unary_loop<T, T>(in[0], out, detail::BitwiseInvert{});
+      detail::unary_loop<T, T>(in, out, op);
     } else {
-      unsupported_dtype(name(), in[0].dtype());
+      unsupported_dtype(name, in.dtype());
     }
   });
 }
+
+} // namespace
+
+// The evals of the unary table's rows, by the dtypes each kind takes.
+#define KILN_EVAL_all detail::unary_same_type
+#define KILN_EVAL_inexact detail::unary_inexact
+#define KILN_EVAL_integral unary_integral
+#define KILN_EVAL_predicate unary_predicate
+#define KILN_EVAL_magnitude unary_magnitude
+#define KILN_UNARY_EVAL(Name, op, kind, ...)                             \
+  void Name::eval_cpu(const std::vector<array>& in, array& out) {    \
+    KILN_EVAL_##kind(name(), in[0], out, detail::Name{});            \
+  }
+KILN_UNARY_OPS(KILN_UNARY_EVAL)
+#undef KILN_UNARY_EVAL
+#undef KILN_EVAL_all
+#undef KILN_EVAL_inexact
+#undef KILN_EVAL_integral
+#undef KILN_EVAL_predicate
+#undef KILN_EVAL_magnitude
 
 void AsType::eval_cpu(const std::vector<array>& in, array& out) {
   dispatch_type(in[0].dtype(), [&](auto in_tag) {

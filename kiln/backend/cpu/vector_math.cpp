@@ -82,7 +82,7 @@ vpow_integer_f64(const double* a, double y, bool odd, double* out,
 }
 #undef KILN_POW_INTEGER
 
-// Sigmoid's form (functors.h) around libmvec's exp: exp(-|x|) is at most
+// Sigmoid's form (primitives/unary_table.h) around libmvec's exp: exp(-|x|) is at most
 // 1, so no inf arises here (this file may assume there is none).
 #define KILN_SIGMOID(T)                                                 \
   _Pragma("GCC ivdep") for (size_t i = 0; i < n; ++i) {                \

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <type_traits>
 
-#include "kiln/backend/cpu/functors.h"
+#include "kiln/primitives/binary_table.h"
 
 namespace kiln::detail {
 

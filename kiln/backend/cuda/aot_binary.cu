@@ -14,14 +14,6 @@ void add_aot_binary(AotTable& t) {
     binary<Op, __nv_bfloat16, __nv_bfloat16>(t, name);
     binary<Op, int32_t, int32_t>(t, name);
   };
-  arith(Add{}, "Add");
-  arith(Subtract{}, "Subtract");
-  arith(Multiply{}, "Multiply");
-  arith(Divide{}, "Divide");
-  arith(Maximum{}, "Maximum");
-  arith(Minimum{}, "Minimum");
-  binary<Power, float, float>(t, "Power");
-
   auto compare = [&](auto op, const char* name) {
     using Op = decltype(op);
     binary<Op, float, bool>(t, name);
@@ -29,9 +21,18 @@ void add_aot_binary(AotTable& t) {
     binary<Op, __nv_bfloat16, bool>(t, name);
     binary<Op, int32_t, bool>(t, name);
   };
-  compare(Equal{}, "Equal");
-  compare(Less{}, "Less");
-  compare(Greater{}, "Greater");
+  // The rows of the binary table by their aot column.
+#define KILN_AOT_arith(Name) arith(Name{}, #Name);
+#define KILN_AOT_compare(Name) compare(Name{}, #Name);
+#define KILN_AOT_float(Name) binary<Name, float, float>(t, #Name);
+#define KILN_AOT_none(Name)
+#define KILN_AOT_ROW(Name, op, kind, vector, aot, ...) KILN_AOT_##aot(Name)
+  KILN_BINARY_OPS(KILN_AOT_ROW)
+#undef KILN_AOT_ROW
+#undef KILN_AOT_none
+#undef KILN_AOT_float
+#undef KILN_AOT_compare
+#undef KILN_AOT_arith
 
   auto select = [&](auto tag) {
     using T = decltype(tag);

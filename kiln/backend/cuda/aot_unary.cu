@@ -14,19 +14,14 @@ void add_aot_unary(AotTable& t) {
     unary<Op, __half, __half>(t, name);
     unary<Op, __nv_bfloat16, __nv_bfloat16>(t, name);
   };
-  floats(Exp{}, "Exp");
-  floats(Log{}, "Log");
-  floats(Sin{}, "Sin");
-  floats(Cos{}, "Cos");
-  floats(Tanh{}, "Tanh");
-  floats(Sqrt{}, "Sqrt");
-  floats(Rsqrt{}, "Rsqrt");
-  floats(Sigmoid{}, "Sigmoid");
-  floats(Negative{}, "Negative");
-  floats(Abs{}, "Abs");
-  floats(Square{}, "Square");
-  floats(Erf{}, "Erf");
-  floats(Log1p{}, "Log1p");
+  // The rows of the unary table marked aot floats.
+#define KILN_AOT_floats(Name) floats(Name{}, #Name);
+#define KILN_AOT_none(Name)
+#define KILN_AOT_ROW(Name, op, kind, vector, aot, ...) KILN_AOT_##aot(Name)
+  KILN_UNARY_OPS(KILN_AOT_ROW)
+#undef KILN_AOT_ROW
+#undef KILN_AOT_none
+#undef KILN_AOT_floats
 
   auto copies_from = [&](auto in) {
     using In = decltype(in);

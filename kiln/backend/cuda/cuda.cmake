@@ -24,7 +24,13 @@ target_link_libraries(kiln_cuda PUBLIC CUDA::cudart CUDA::cublasLt CUDA::nvrtc)
 # Device headers become raw-string sources, generated from the same glob as
 # their include names, so NVRTC compiles the very bytes nvcc includes.
 set(KILN_CUDA_DIR ${CMAKE_CURRENT_SOURCE_DIR}/backend/cuda)
+# The elementwise tables and their vocabulary are device headers too.
 file(GLOB KILN_DEVICE_HEADERS CONFIGURE_DEPENDS ${KILN_CUDA_DIR}/device/*.cuh)
+list(APPEND KILN_DEVICE_HEADERS
+  ${CMAKE_CURRENT_SOURCE_DIR}/primitives/unary_table.h
+  ${CMAKE_CURRENT_SOURCE_DIR}/primitives/binary_table.h
+  ${CMAKE_CURRENT_SOURCE_DIR}/backend/common/functor_math.h
+  ${CMAKE_CURRENT_SOURCE_DIR}/backend/common/libm_table.h)
 set(KILN_DEVICE_EMBEDDED ${PROJECT_BINARY_DIR}/kiln_cuda_device_sources.cpp)
 string(REPLACE ";" ":" KILN_DEVICE_HEADER_LIST "${KILN_DEVICE_HEADERS}")
 add_custom_command(OUTPUT ${KILN_DEVICE_EMBEDDED}

@@ -123,21 +123,20 @@ CUfunction kernel_for(const char* op, Dtype in_dt, Dtype out_dt,
   });
 }
 
-// The ops with complex64 kernels (device/complex.cuh has their functions);
-// the others run complex arrays on the CPU, as do the ops the CPU's
-// functors mark as having no complex meaning.
+// The ops with complex64 kernels: the table rows whose functor has a
+// complex meaning (the device compiles the same functors), the copy and the
+// parts of a complex value. The others run complex arrays on the CPU.
 bool has_complex_kernel(const char* op) {
-  static const std::unordered_set<std::string_view> ops = {
-      "AsType",   "Abs",     "Negative",  "Sign",         "Square",
-      "Exp",      "Log",     "Log1p",     "Log2",         "Log10",
-      "Sin",      "Cos",     "Tan",       "Sinh",         "Cosh",
-      "Tanh",     "Sqrt",    "Rsqrt",     "Round",        "Add",
-      "Subtract", "Multiply", "Divide",   "Maximum",      "Minimum",
-      "Equal",    "NotEqual", "NaNEqual", "Less",         "LessEqual",
-      "Greater",  "GreaterEqual", "Select", "Real",       "Imag",
-      "Conjugate", "ArcSin",  "ArcCos",   "ArcTan",       "ArcSinh",
-      "ArcCosh",  "ArcTanh", "Power",     "LogicalAnd",   "LogicalOr",
-      "LogicalNot"};
+  static const std::unordered_set<std::string_view> ops = [] {
+    std::unordered_set<std::string_view> s = {"AsType", "Select", "Real",
+                                              "Imag", "Conjugate"};
+#define KILN_COMPLEX_ROW(Name, ...) \
+  if (::kiln::detail::Name::complex) s.insert(#Name);
+    KILN_UNARY_OPS(KILN_COMPLEX_ROW)
+    KILN_BINARY_OPS(KILN_COMPLEX_ROW)
+#undef KILN_COMPLEX_ROW
+    return s;
+  }();
   return ops.count(op) != 0;
 }
 

@@ -155,7 +155,10 @@ def test_same_result_with_compilation_off(name, rng):
         eager = to_numpy(getattr(nn, name)(x))
     finally:
         kc.enable_compile()
-    np.testing.assert_allclose(compiled, eager, rtol=1e-6, atol=1e-7)
+    # Fused and unfused loops may call libmvec at different vector widths
+    # (AVX2 and AVX-512 forms of erf differ by an ulp), which gelu's
+    # 1 + erf(x) turns into a few 1e-7 near its zeros.
+    np.testing.assert_allclose(compiled, eager, rtol=1e-6, atol=1e-6)
 
 
 def test_options_of_the_functions(rng):

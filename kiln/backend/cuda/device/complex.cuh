@@ -43,6 +43,10 @@ __device__ __forceinline__ complex64_t operator/(complex64_t a,
   float r = b.re / b.im, d = b.im + r * b.re;
   return {(a.re * r + a.im) / d, (a.im * r - a.re) / d};
 }
+/** Division by a real number, part by part (as std::complex's). */
+__device__ __forceinline__ complex64_t operator/(complex64_t a, float b) {
+  return {a.re / b, a.im / b};
+}
 __device__ __forceinline__ bool operator==(complex64_t a, complex64_t b) {
   return a.re == b.re && a.im == b.im;
 }

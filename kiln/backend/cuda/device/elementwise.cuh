@@ -7,7 +7,8 @@
 // start before the previous kernel ends (GridDependency).
 #pragma once
 
-#include "kiln/backend/cuda/device/binary_ops.cuh"
+#include "kiln/backend/cuda/device/unary_ops.cuh"
+#include "kiln/primitives/binary_table.h"
 
 namespace kiln::cuda {
 

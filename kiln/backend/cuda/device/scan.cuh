@@ -12,7 +12,8 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
-#include "kiln/backend/cuda/device/binary_ops.cuh"
+#include "kiln/backend/cuda/device/unary_ops.cuh"
+#include "kiln/primitives/binary_table.h"
 
 namespace kiln::cuda {
 

@@ -20,6 +20,8 @@ using uintptr_t = unsigned long long;
 #include <cstdint>
 #endif
 
+#include "kiln/backend/common/libm_table.h"
+
 namespace kiln::cuda {
 
 template <typename A, typename B>
@@ -87,48 +89,24 @@ using make_unsigned_t = typename MakeUnsigned<T>::type;
 
 namespace math {
 
-// One overload per precision, mapping to CUDA's float and double functions.
-#define KILN_MATH1(name, f32, f64)                                         \
-  __device__ __forceinline__ float name(float x) { return ::f32(x); }     \
-  __device__ __forceinline__ double name(double x) { return ::f64(x); }
-KILN_MATH1(exp, expf, exp)
-KILN_MATH1(expm1, expm1f, expm1)
-KILN_MATH1(log, logf, log)
-KILN_MATH1(log1p, log1pf, log1p)
-KILN_MATH1(log2, log2f, log2)
-KILN_MATH1(log10, log10f, log10)
-KILN_MATH1(sin, sinf, sin)
-KILN_MATH1(cos, cosf, cos)
-KILN_MATH1(tan, tanf, tan)
-KILN_MATH1(asin, asinf, asin)
-KILN_MATH1(acos, acosf, acos)
-KILN_MATH1(atan, atanf, atan)
-KILN_MATH1(sinh, sinhf, sinh)
-KILN_MATH1(cosh, coshf, cosh)
-KILN_MATH1(tanh, tanhf, tanh)
-KILN_MATH1(asinh, asinhf, asinh)
-KILN_MATH1(acosh, acoshf, acosh)
-KILN_MATH1(atanh, atanhf, atanh)
-KILN_MATH1(sqrt, sqrtf, sqrt)
-KILN_MATH1(erf, erff, erf)
-KILN_MATH1(floor, floorf, floor)
-KILN_MATH1(ceil, ceilf, ceil)
-// rint rounds halves to even in the default rounding mode, like nearbyint.
-KILN_MATH1(nearbyint, rintf, rint)
-KILN_MATH1(abs, fabsf, fabs)
-#undef KILN_MATH1
-
-#define KILN_MATH2(name, f32, f64)                                  \
-  __device__ __forceinline__ float name(float a, float b) {         \
-    return ::f32(a, b);                                             \
-  }                                                                 \
-  __device__ __forceinline__ double name(double a, double b) {      \
-    return ::f64(a, b);                                             \
+// One overload per precision for each function of the libm table, mapping
+// to CUDA's float and double functions (expf and exp).
+#define KILN_MATH_1(name, cuda)                                           \
+  __device__ __forceinline__ float name(float x) { return ::cuda##f(x); } \
+  __device__ __forceinline__ double name(double x) { return ::cuda(x); }
+#define KILN_MATH_2(name, cuda)                                           \
+  __device__ __forceinline__ float name(float a, float b) {               \
+    return ::cuda##f(a, b);                                               \
+  }                                                                       \
+  __device__ __forceinline__ double name(double a, double b) {            \
+    return ::cuda(a, b);                                                  \
   }
-KILN_MATH2(pow, powf, pow)
-KILN_MATH2(atan2, atan2f, atan2)
-KILN_MATH2(fmod, fmodf, fmod)
-#undef KILN_MATH2
+#define KILN_MATH(name, arity, cuda) KILN_MATH_##arity(name, cuda)
+KILN_LIBM_FUNCTIONS(KILN_MATH)
+KILN_MATH_1(abs, fabs)
+#undef KILN_MATH
+#undef KILN_MATH_1
+#undef KILN_MATH_2
 
 template <typename T>
 __device__ __forceinline__ bool isnan(T x) {

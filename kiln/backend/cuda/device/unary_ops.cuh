@@ -1,99 +1,15 @@
-// Unary device functors, named after their primitives, with the CPU
-// functors' semantics (kiln/backend/cpu/functors.h). They see compute types:
-// float16/bfloat16 arrive as float.
+// The device's own unary functors: the parts of a complex value, the
+// conversion of AsType, MLX's float32 erf approximations, and the cheaper
+// forms some functors take for some types (OpFor). The functors of the
+// unary ops themselves are the table's (kiln/primitives/unary_table.h),
+// shared with the host. They see compute types: float16/bfloat16 arrive as
+// float.
 #pragma once
 
 #include "kiln/backend/cuda/device/utils.cuh"
+#include "kiln/primitives/unary_table.h"
 
 namespace kiln::cuda {
-
-// |z| of a complex z arrives as the real part of the result (the kernel's
-// output is float32), as on the CPU.
-struct Abs {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    if constexpr (is_complex_v<T>) {
-      return T(math::abs(x), 0.0f);
-    } else if constexpr (is_unsigned_v<T> || is_same_v<T, bool>) {
-      return x;
-    } else if constexpr (is_float_v<T>) {
-      return math::abs(x); // clears the sign of -0.0 too
-    } else {
-      return static_cast<T>(x < T(0) ? -x : x);
-    }
-  }
-};
-
-struct Negative {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    if constexpr (is_same_v<T, bool>) {
-      return x;
-    } else if constexpr (is_integral_v<T>) {
-      // Wraps like NumPy instead of overflowing.
-      using U = make_unsigned_t<T>;
-      return static_cast<T>(U(0) - static_cast<U>(x));
-    } else {
-      return -x;
-    }
-  }
-};
-
-struct Sign {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    if constexpr (is_complex_v<T>) {
-      float a = math::abs(x);
-      return a == 0.0f ? T(0.0f) : x / T(a);
-    } else if constexpr (is_unsigned_v<T> || is_same_v<T, bool>) {
-      return x != T(0);
-    } else if constexpr (is_float_v<T>) {
-      if (math::isnan(x)) return x;
-      return static_cast<T>((T(0) < x) - (x < T(0)));
-    } else {
-      return static_cast<T>((T(0) < x) - (x < T(0)));
-    }
-  }
-};
-
-struct Square {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    return static_cast<T>(x * x);
-  }
-};
-
-#define KILN_DEVICE_UNARY(Name, fn)       \
-  struct Name {                           \
-    template <typename T>                 \
-    __device__ T operator()(T x) const {  \
-      return math::fn(x);                 \
-    }                                     \
-  };
-KILN_DEVICE_UNARY(Exp, exp)
-KILN_DEVICE_UNARY(Expm1, expm1)
-KILN_DEVICE_UNARY(Log, log)
-KILN_DEVICE_UNARY(Log1p, log1p)
-KILN_DEVICE_UNARY(Log2, log2)
-KILN_DEVICE_UNARY(Log10, log10)
-KILN_DEVICE_UNARY(Sin, sin)
-KILN_DEVICE_UNARY(Cos, cos)
-KILN_DEVICE_UNARY(Tan, tan)
-KILN_DEVICE_UNARY(ArcSin, asin)
-KILN_DEVICE_UNARY(ArcCos, acos)
-KILN_DEVICE_UNARY(ArcTan, atan)
-KILN_DEVICE_UNARY(Sinh, sinh)
-KILN_DEVICE_UNARY(Cosh, cosh)
-KILN_DEVICE_UNARY(Tanh, tanh)
-KILN_DEVICE_UNARY(ArcSinh, asinh)
-KILN_DEVICE_UNARY(ArcCosh, acosh)
-KILN_DEVICE_UNARY(ArcTanh, atanh)
-KILN_DEVICE_UNARY(Sqrt, sqrt)
-KILN_DEVICE_UNARY(Floor, floor)
-KILN_DEVICE_UNARY(Ceil, ceil)
-// nearbyint rounds halves to even, as NumPy's and MLX's round do.
-KILN_DEVICE_UNARY(Round, nearbyint)
-#undef KILN_DEVICE_UNARY
 
 // The parts of a complex64 value (the Real, Imag and Conjugate primitives).
 struct Real {
@@ -105,100 +21,6 @@ struct Imag {
 struct Conjugate {
   __device__ complex64_t operator()(complex64_t z) const {
     return {z.re, -z.im};
-  }
-};
-
-struct Erf {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    return math::erf(x);
-  }
-};
-
-struct Rsqrt {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    return T(1) / math::sqrt(x);
-  }
-};
-
-struct Sigmoid {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    // Never exponentiates a large positive number.
-    if (x >= T(0)) return T(1) / (T(1) + math::exp(-x));
-    T e = math::exp(x);
-    return e / (T(1) + e);
-  }
-};
-
-/** Inverse error function: the CPU's (Giles' approximation refined by two
- *  Newton steps in double precision). */
-struct ErfInv {
-  template <typename T>
-  __device__ T operator()(T xt) const {
-    double x = static_cast<double>(xt);
-    if (math::isnan(x) || x < -1.0 || x > 1.0) {
-      return math::quiet_nan<T>();
-    }
-    if (x == 1.0) return math::infinity<T>();
-    if (x == -1.0) return -math::infinity<T>();
-    double w = -math::log((1.0 - x) * (1.0 + x)), p;
-    if (w < 5.0) {
-      w -= 2.5;
-      p = 2.81022636e-08;
-      p = 3.43273939e-07 + p * w;
-      p = -3.5233877e-06 + p * w;
-      p = -4.39150654e-06 + p * w;
-      p = 0.00021858087 + p * w;
-      p = -0.00125372503 + p * w;
-      p = -0.00417768164 + p * w;
-      p = 0.246640727 + p * w;
-      p = 1.50140941 + p * w;
-    } else {
-      w = math::sqrt(w) - 3.0;
-      p = -0.000200214257;
-      p = 0.000100950558 + p * w;
-      p = 0.00134934322 + p * w;
-      p = -0.00367342844 + p * w;
-      p = 0.00573950773 + p * w;
-      p = -0.0076224613 + p * w;
-      p = 0.00943887047 + p * w;
-      p = 1.00167406 + p * w;
-      p = 2.83297682 + p * w;
-    }
-    double y = p * x;
-    const double two_over_sqrt_pi = 1.1283791670955126;
-    for (int i = 0; i < 2; ++i) {
-      double err = math::erf(y) - x;
-      y -= err / (two_over_sqrt_pi * math::exp(-y * y));
-    }
-    return static_cast<T>(y);
-  }
-};
-
-struct LogicalNot {
-  template <typename T>
-  __device__ bool operator()(T x) const {
-    return !cast_to<bool>(x);
-  }
-};
-
-struct BitwiseInvert {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    if constexpr (is_same_v<T, bool>) {
-      return !x;
-    } else {
-      return static_cast<T>(~x);
-    }
-  }
-};
-
-struct StopGradient {
-  template <typename T>
-  __device__ T operator()(T x) const {
-    return x;
   }
 };
 
