@@ -22,9 +22,12 @@
                 std::vector<array>& outputs) override;
 #define KILN_GPU_EVAL_UNARY \
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
+#define KILN_GPU_DECLINES \
+  std::string gpu_declines(const std::vector<array>& inputs) const override;
 #else
 #define KILN_GPU_EVAL
 #define KILN_GPU_EVAL_UNARY
+#define KILN_GPU_DECLINES
 #endif
 
 // Declarations of the transformation rules (defined next to each family in
@@ -72,6 +75,16 @@ class Primitive : public std::enable_shared_from_this<Primitive> {
   /** Defined by the CUDA backend; a CPU-only build never reaches it. */
   virtual void eval_gpu(const std::vector<array>& inputs,
                         std::vector<array>& outputs);
+
+  /** Why the GPU has no kernel for these inputs (their dtypes, their
+   *  shapes, a library that is not there), or empty when it has one. Ops
+   *  ask when they build the graph and put the primitive on the CPU where
+   *  the GPU declines (detail::placed in ops/utils.h), so the fallback is
+   *  part of the graph. Primitives with such cases declare it with
+   *  KILN_GPU_DECLINES; the CUDA backend defines it next to eval_gpu. */
+  virtual std::string gpu_declines(const std::vector<array>& inputs) const {
+    return {};
+  }
 
   /** Forward-mode derivative of the outputs for tangents of the inputs in
    *  argnums (one tangent per argnum). */

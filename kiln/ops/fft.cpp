@@ -19,8 +19,8 @@ namespace detail {
 
 array fft_node(const array& x, const std::vector<int>& axes, bool inverse,
                bool real, FFTNorm norm, int n_last, StreamOrDevice st) {
-  auto p = std::make_shared<FFT>(to_stream(st), axes, inverse, real, norm,
-                                 n_last);
+  auto p = placed<FFT>(to_stream(st), {x}, axes, inverse, real, norm,
+                       n_last);
   Shape shape = p->output_shapes({x})[0];
   return array(shape, p->out_dtype(), p, {x});
 }

@@ -1,12 +1,15 @@
 // Argument checking and normalization shared by the ops.
 #pragma once
 
+#include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/core/array.h"
 #include "kiln/core/device.h"
+#include "kiln/core/gpu_fallback.h"
 
 namespace kiln::detail {
 
@@ -32,5 +35,23 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 
 /** Integers and bool become float32; inexact types are kept. */
 Dtype at_least_float(Dtype d);
+
+/** The primitive P(s, args...) for these inputs, or P on the CPU's default
+ *  stream where s is a GPU stream whose kernels decline them
+ *  (Primitive::gpu_declines): the GPU's fallback, chosen as the graph is
+ *  built and reported by gpu_fallback (KILN_DEBUG, KILN_GPU_STRICT). */
+template <typename P, typename... Args>
+std::shared_ptr<P> placed(Stream s, const std::vector<array>& inputs,
+                          const Args&... args) {
+  auto p = std::make_shared<P>(s, args...);
+  if (s.device == Device::gpu) {
+    std::string why = p->gpu_declines(inputs);
+    if (!why.empty()) {
+      gpu_fallback(p->name(), why);
+      p = std::make_shared<P>(default_stream(Device::cpu), args...);
+    }
+  }
+  return p;
+}
 
 } // namespace kiln::detail

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <ostream>
 
+#include "kiln/core/run_nodes.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/utils.h"
 #include "kiln/transforms/autograd.h"
@@ -36,6 +37,21 @@ std::vector<array> Compiled::unfused(const std::vector<array>& inputs) const {
   std::vector<array> outs;
   for (int o : outputs_) outs.push_back(values[o]);
   return outs;
+}
+
+std::vector<array> Compiled::run_unfused(
+    const std::vector<array>& inputs) const {
+  auto outs = unfused(inputs);
+  detail::run_nodes(outs);
+  return outs;
+}
+
+void Compiled::eval_unfused(const std::vector<array>& inputs,
+                            std::vector<array>& outputs) const {
+  auto outs = run_unfused(inputs);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outputs[i].copy_shared_buffer(outs[i]);
+  }
 }
 
 std::vector<Shape> Compiled::output_shapes(const std::vector<array>& inputs) {

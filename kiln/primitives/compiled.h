@@ -57,8 +57,15 @@ class Compiled : public Primitive {
   std::shared_ptr<void>& backend_cache() const { return backend_cache_; }
 
   /** Rebuild the region's outputs from basic ops on these inputs (used by
-   *  the transformations and as the fallback when no compiler exists). */
+   *  the transformations). */
   std::vector<array> unfused(const std::vector<array>& inputs) const;
+  /** The region's ops run one by one, each by its own eval on the region's
+   *  device, for layouts and machines a backend's kernel generator cannot
+   *  take (no compiler, too many dimensions): the region's nodes only, in
+   *  order, with no evaluation of a graph. run_unfused returns them. */
+  void eval_unfused(const std::vector<array>& inputs,
+                    std::vector<array>& outputs) const;
+  std::vector<array> run_unfused(const std::vector<array>& inputs) const;
 
  private:
   const std::vector<FusedOp> ops_;

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "kiln/config.h"
+#include "kiln/core/run_nodes.h"
 #include "kiln/ops/creation.h"
 #include "kiln/ops/elementwise.h"
 #include "kiln/ops/fast.h"
@@ -14,7 +15,6 @@
 #include "kiln/primitives/batching.h"
 #include "kiln/primitives/fast.h"
 #include "kiln/transforms/autograd.h"
-#include "kiln/transforms/eval.h"
 
 namespace kiln::fast {
 
@@ -42,7 +42,7 @@ void Custom::eval_fallback(const std::vector<array>& inputs,
                            std::vector<array>& outputs) {
   auto outs = fallback_(inputs);
   for (auto& o : outs) o = contiguous(o, false, stream());
-  eval(outs);
+  detail::run_nodes(outs);
   for (size_t i = 0; i < outputs.size(); ++i) {
     outputs[i].copy_shared_buffer(outs[i]);
   }

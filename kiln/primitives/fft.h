@@ -31,6 +31,7 @@ class FFT : public UnaryPrimitive {
   const char* name() const override { return "FFT"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_GPU_DECLINES
   KILN_DECLARE_GRADS
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   bool is_equivalent(const Primitive& other) const override;

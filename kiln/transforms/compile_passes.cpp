@@ -25,12 +25,6 @@ namespace kiln::detail {
 
 namespace {
 
-std::mutex log_mutex;
-std::vector<std::string>& log_lines() {
-  static std::vector<std::string> lines;
-  return lines;
-}
-
 // ---- simplify ---------------------------------------------------------------
 
 // Equal available scalars merge into one (their bits and dtype match).
@@ -535,24 +529,6 @@ void check_shapeless(const Trace& trace) {
 }
 
 } // namespace
-
-void compile_log(int level, const std::string& line) {
-  std::lock_guard<std::mutex> lock(log_mutex);
-  log_lines().push_back(line);
-  if (env::debug_level() >= level) {
-    std::cerr << "[kiln compile] " << line << "\n";
-  }
-}
-
-std::vector<std::string> compile_log_lines() {
-  std::lock_guard<std::mutex> lock(log_mutex);
-  return log_lines();
-}
-
-void clear_compile_log_lines() {
-  std::lock_guard<std::mutex> lock(log_mutex);
-  log_lines().clear();
-}
 
 void run_passes(Trace& trace, bool simplify_on, bool fuse_on) {
   trace.tape = trace_tape(trace.outputs, trace.tracers).nodes;

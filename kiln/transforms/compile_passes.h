@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kiln/core/array.h"
+#include "kiln/core/compile_log.h"
 
 namespace kiln::detail {
 
@@ -53,9 +54,5 @@ std::vector<array> replay(const Trace& trace, const std::vector<array>& inputs);
 
 std::string format_trace(const Trace& trace, bool dot);
 
-std::vector<std::string> compile_log_lines();
-void clear_compile_log_lines();
-/** Records a line; prints it too when KILN_DEBUG >= level. */
-void compile_log(int level, const std::string& line);
 
 } // namespace kiln::detail

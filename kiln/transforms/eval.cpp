@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <deque>
+#include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "kiln/core/primitive.h"
@@ -30,12 +32,40 @@ void Event::signal(std::exception_ptr e) {
 namespace {
 
 // One evaluation runs at a time; the graph is mutated (data set, nodes
-// detached) only under this lock. Recursive: a primitive's eval_cpu may
-// itself evaluate a graph (fallback implementations do).
-std::recursive_mutex& eval_mutex() {
-  static std::recursive_mutex m;
+// detached) only under this lock. Not recursive: no primitive evaluates a
+// graph from inside its own evaluation (a fused region's ops or a fallback
+// run by detail::run_nodes), so an eval on a thread that holds the lock is
+// a bug, reported as one instead of deadlocking.
+std::mutex& eval_mutex() {
+  static std::mutex m;
   return m;
 }
+
+thread_local bool holds_eval_lock = false;
+
+class EvalLock {
+ public:
+  EvalLock() {
+    if (holds_eval_lock) {
+      throw std::logic_error(
+          "[eval] a graph was evaluated from inside an evaluation (a "
+          "primitive's eval_cpu or eval_gpu called eval); primitives run "
+          "the nodes they are defined by with detail::run_nodes.");
+    }
+    lock_ = std::unique_lock<std::mutex>(eval_mutex());
+    holds_eval_lock = true;
+  }
+  ~EvalLock() {
+    if (lock_.owns_lock()) holds_eval_lock = false;
+  }
+  void unlock() {
+    holds_eval_lock = false;
+    lock_.unlock();
+  }
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+};
 
 } // namespace
 
@@ -204,7 +234,7 @@ class AsyncWorker {
       }
       std::exception_ptr error;
       {
-        std::lock_guard<std::recursive_mutex> lock(eval_mutex());
+        EvalLock lock;
         // Keep handles so failed nodes can be reset after an error.
         std::vector<array> nodes = task.tape;
         try {
@@ -249,7 +279,7 @@ void eval(std::vector<array> outputs) {
   detail::HostTimer timer("eval (all of it, GPU waits included)");
   while (true) {
     std::vector<std::shared_ptr<detail::Event>> pending;
-    std::unique_lock<std::recursive_mutex> lock(detail::eval_mutex());
+    detail::EvalLock lock;
     std::vector<array> tape;
     {
       detail::HostTimer timer("eval: build the tape");
@@ -272,7 +302,7 @@ void async_eval(std::vector<array> outputs) {
   std::vector<array> tape;
   {
     std::vector<std::shared_ptr<detail::Event>> pending;
-    std::lock_guard<std::recursive_mutex> lock(detail::eval_mutex());
+    detail::EvalLock lock;
     // Arrays already scheduled by an earlier async_eval run first anyway:
     // the worker handles tasks in order.
     tape = detail::build_tape(outputs, pending);

@@ -2,6 +2,7 @@
 #include <thread>
 
 #include "kiln/core/primitive.h"
+#include "kiln/core/run_nodes.h"
 #include "test_utils.h"
 
 namespace kiln::test {
@@ -113,11 +114,34 @@ class TwoOut : public Primitive {
   void eval_cpu(const std::vector<array>& in, std::vector<array>& out) override {
     auto a = add(in[0], array(1.0f));
     auto b = multiply(in[0], array(2.0f));
-    eval(a, b);
+    detail::run_nodes({a, b});
     out[0].copy_shared_buffer(a);
     out[1].copy_shared_buffer(b);
   }
 };
+
+// A primitive that (wrongly) evaluates a graph from inside its own eval.
+class EvalsInside : public UnaryPrimitive {
+ public:
+  using UnaryPrimitive::UnaryPrimitive;
+  const char* name() const override { return "EvalsInside"; }
+  void eval_cpu(const std::vector<array>& in, array& out) override {
+    auto a = add(in[0], array(1.0f));
+    eval(a);
+    out.copy_shared_buffer(a);
+  }
+};
+
+TEST(Eval, NestedEvalRaisesInsteadOfDeadlocking) {
+  auto x = random_array({4}, float32);
+  array y({4}, float32,
+          std::make_shared<EvalsInside>(default_stream(Device::cpu)), {x});
+  EXPECT_THROW(y.eval(), std::logic_error);
+  // The lock was released: evaluation goes on working.
+  auto z = add(x, array(1.0f));
+  z.eval();
+  EXPECT_TRUE(z.is_available());
+}
 
 TEST(Eval, MultiOutputSiblings) {
   auto x = random_array({5}, float32);

@@ -15,7 +15,6 @@
 #include "kiln/core/layout.h"
 #include "kiln/core/thread_pool.h"
 #include "kiln/primitives/compiled.h"
-#include "kiln/transforms/eval.h"
 
 namespace kiln {
 
@@ -190,12 +189,10 @@ void Compiled::eval_cpu(const std::vector<array>& inputs,
   std::vector<array> reference;
   if (compile_check_flag()) {
     // Before the kernel runs: it may take over an input's buffer.
-    reference = unfused(inputs);
-    eval(reference);
+    reference = run_unfused(inputs);
   }
   if (!eval_jit(*this, inputs, outputs)) {
-    auto outs = reference.empty() ? unfused(inputs) : reference;
-    eval(outs);
+    auto outs = reference.empty() ? run_unfused(inputs) : reference;
     for (size_t i = 0; i < outputs.size(); ++i) {
       outputs[i].copy_shared_buffer(outs[i]);
     }

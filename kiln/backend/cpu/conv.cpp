@@ -385,7 +385,8 @@ void Convolution::eval_cpu(const std::vector<array>& inputs, array& out) {
   });
 }
 
-// The CPU computes a weight gradient by its fallback graph.
+// The CPU computes a weight gradient by its fallback graph's nodes, built at
+// evaluation so that a shapeless compile's new shapes reach them.
 void ConvolutionWeightGrad::eval_cpu(const std::vector<array>& inputs,
                                      std::vector<array>& outputs) {
   eval_fallback(inputs, outputs);

@@ -22,7 +22,7 @@
 #include "kiln/backend/cpu/jit_toolchain.h"
 #include "kiln/config.h"
 #include "kiln/core/env.h"
-#include "kiln/transforms/compile_passes.h"
+#include "kiln/core/compile_log.h"
 
 namespace kiln::detail {
 

@@ -18,7 +18,6 @@
 #include "kiln/backend/cuda/kernels.h"
 #include "kiln/backend/cuda/strided.h"
 #include "kiln/primitives/compiled.h"
-#include "kiln/transforms/eval.h"
 
 namespace kiln::cuda {
 
@@ -237,12 +236,8 @@ void Compiled::eval_gpu(const std::vector<array>& inputs,
                         std::vector<array>& outputs) {
   if (cuda::eval_compiled(*this, inputs, outputs, stream())) return;
   // As the CPU does for regions its generator cannot take: the region's
-  // ops rebuilt on these inputs, on the region's stream.
-  auto outs = unfused(inputs);
-  eval(outs);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    outputs[i].copy_shared_buffer(outs[i]);
-  }
+  // ops one by one, on the region's stream.
+  eval_unfused(inputs, outputs);
 }
 
 } // namespace kiln

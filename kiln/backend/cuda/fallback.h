@@ -2,8 +2,8 @@
 // dimensions, a machine without cuSOLVER or cuFFT) make a primitive run its
 // eval_cpu on host views of them: reading them waits for the GPU and copies
 // them back, and the outputs land in host memory, uploaded when a GPU
-// kernel reads them. KILN_DEBUG=1 names each primitive the first time it
-// falls back. README.md lists these cases.
+// kernel reads them. Each is reported by detail::gpu_fallback (KILN_DEBUG=1
+// names it, KILN_GPU_STRICT=1 raises). README.md lists these cases.
 #pragma once
 
 #include <vector>

@@ -199,6 +199,18 @@ void make_spectra(void* src, array& spectra, int64_t n_points, int64_t inner,
 
 namespace kiln {
 
+// Known from the primitive alone, so fft's ops place such transforms on the
+// CPU as they build the graph.
+std::string FFT::gpu_declines(const std::vector<array>&) const {
+  if (!cuda::cufft::available()) return "an FFT without cuFFT (not found)";
+  if (axes_.empty()) return "an FFT over no axes";
+  if (axes_.size() > 3) {
+    return "an FFT over " + std::to_string(axes_.size()) +
+           " axes (cuFFT's plans take at most 3)";
+  }
+  return {};
+}
+
 void FFT::eval_gpu(const std::vector<array>& inputs, array& out) {
   using namespace cuda;
   using cufft::Kind;
@@ -206,7 +218,7 @@ void FFT::eval_gpu(const std::vector<array>& inputs, array& out) {
   const Stream& s = stream();
   int ndim = static_cast<int>(in.ndim());
   bool irfft = real_ && inverse_;
-  if (!cufft::available() || axes_.empty() || axes_.size() > 3) {
+  if (!gpu_declines(inputs).empty()) {
     eval_on_cpu(*this, inputs, out);
     return;
   }

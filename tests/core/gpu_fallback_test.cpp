@@ -1,0 +1,70 @@
+// The GPU's fallbacks: reported in one place (KILN_GPU_STRICT raises) and
+// chosen as the graph is built where dtypes and shapes decide them; and no
+// primitive evaluates a graph inside its own evaluation.
+#include <cstdlib>
+#include <string>
+
+#include "kiln/core/gpu_fallback.h"
+#include "kiln/ops/conv.h"
+#include "kiln/ops/creation.h"
+#include "kiln/ops/fft.h"
+#include "kiln/ops/utils.h"
+#include "kiln/primitives/fft.h"
+#include "kiln/transforms/autograd.h"
+#include "test_utils.h"
+
+namespace kiln::test {
+namespace {
+
+TEST(GpuFallback, StrictModeRaisesNamingThePrimitiveAndReason) {
+  ::setenv("KILN_GPU_STRICT", "1", 1);
+  try {
+    detail::gpu_fallback("FFT", "an FFT over 4 axes");
+    ADD_FAILURE() << "no exception under KILN_GPU_STRICT=1";
+  } catch (const std::runtime_error& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("FFT"), std::string::npos) << what;
+    EXPECT_NE(what.find("4 axes"), std::string::npos) << what;
+    EXPECT_NE(what.find("KILN_GPU_STRICT"), std::string::npos) << what;
+  }
+  ::setenv("KILN_GPU_STRICT", "0", 1);
+  EXPECT_NO_THROW(detail::gpu_fallback("FFT", "an FFT over 4 axes"));
+  ::unsetenv("KILN_GPU_STRICT");
+  EXPECT_NO_THROW(detail::gpu_fallback("FFT", "an FFT over 4 axes"));
+}
+
+TEST(GpuFallback, PlacedKeepsCpuStreams) {
+  auto x = random_array({4, 4}, complex64);
+  Stream cpu = default_stream(Device::cpu);
+  auto p = detail::placed<FFT>(cpu, {x}, std::vector<int>{0, 1}, false,
+                               false, FFTNorm::backward, 0);
+  EXPECT_EQ(p->stream(), cpu);
+  EXPECT_TRUE(p->gpu_declines({x}).empty() || !gpu::is_available());
+}
+
+TEST(GpuFallback, WeightGradientRunsItsGraphWithoutEvaluatingOne) {
+  // ConvolutionWeightGrad's CPU eval is its fallback graph, run node by
+  // node (detail::run_nodes), not by a nested eval: the eval lock is not
+  // recursive, and a nested eval would raise.
+  auto x = random_array({2, 9, 9, 3}, float32);
+  auto w = random_array({4, 3, 3, 3}, float32);
+  auto f = [](const std::vector<array>& in) {
+    return std::vector<array>{
+        conv2d(in[0], in[1], {1, 1}, {1, 1}, {1, 1}, 1, Device::cpu)};
+  };
+  auto [outs, grads] =
+      vjp(f, {x, w}, {ones({2, 9, 9, 4}, float32, Device::cpu)});
+  EXPECT_STREQ(grads[1].primitive().name(), "ConvolutionWeightGrad");
+  grads[1].eval();
+  EXPECT_TRUE(grads[1].flags().row_contiguous);
+  // The gradient of the centre tap sums the input over its positions.
+  auto g = to_doubles(grads[1]);
+  auto xs = to_doubles(x);
+  double want = 0;
+  for (size_t i = 0; i < xs.size(); i += 3) want += xs[i];
+  EXPECT_NEAR(g[(0 * 9 + 1 * 3 + 1) * 3 + 0], want,
+              1e-3 * (1 + std::abs(want)));
+}
+
+} // namespace
+} // namespace kiln::test
