@@ -267,7 +267,10 @@ void read_quantized(Reader& in, const TensorInfo& t,
   array raw = io::detail::read_array(in, raw_shape, uint8, "load_gguf", what);
   int bits = t.quant == kQ8_0 ? 8 : 4;
   Shape wshape = t.shape, sshape = t.shape;
-  wshape.back() = t.shape.back() * bits / 32;
+  // In 64 bits: the product passes int32 for rows past 2^28 values, the
+  // quotient never does (bits <= 32).
+  wshape.back() =
+      static_cast<int32_t>(static_cast<int64_t>(t.shape.back()) * bits / 32);
   sshape.back() = t.shape.back() / kBlock;
   size_t groups = static_cast<size_t>(blocks);
   array weight(allocator::malloc(groups * kBlock * bits / 8), wshape, uint32);

@@ -228,6 +228,22 @@ TEST_F(Gguf, ErrorsNameTheFileAndTheProblem) {
 // A Q4_0, a Q4_1 and a Q8_0 tensor of 2 rows of 64 built from random
 // blocks: each loads as kiln's affine quantization (groups of 32, float16
 // scales and biases) whose dequantization is the GGML block formula.
+TEST_F(Gguf, EmptyQuantizedTensorWithLongRowsLoads) {
+  // Q4_0 of shape (0, 1023500800): no blocks, and the packed row length
+  // (n * 4 / 32) computed without passing int32 on the way (the fuzzer
+  // found the overflow).
+  const uint64_t n = 1023500800;
+  std::string head = gguf_head(3, 1, 0) + gstr("w") + le<uint32_t>(2) +
+                     le<uint64_t>(n) + le<uint64_t>(0) + le<uint32_t>(2) +
+                     le<uint64_t>(0);
+  head.append((32 - head.size() % 32) % 32, '\0');
+  write_file(path("long.gguf"), head);
+  auto [arrays, meta] = load_gguf(path("long.gguf"));
+  EXPECT_EQ(arrays.at("w").shape(), (Shape{0, static_cast<int>(n / 8)}));
+  EXPECT_EQ(arrays.at("w.scales").shape(),
+            (Shape{0, static_cast<int>(n / 32)}));
+}
+
 TEST_F(Gguf, QuantizedBlocksLoadAsAffineQuantization) {
   std::mt19937 gen(5);
   std::uniform_int_distribution<int> byte(0, 255);
