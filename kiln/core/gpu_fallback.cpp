@@ -1,7 +1,5 @@
 #include "kiln/core/gpu_fallback.h"
 
-#include <cstdlib>
-#include <cstring>
 #include <iostream>
 #include <mutex>
 #include <set>
@@ -11,17 +9,8 @@
 
 namespace kiln::detail {
 
-namespace {
-
-bool strict() {
-  const char* v = std::getenv("KILN_GPU_STRICT");
-  return v && *v && std::strcmp(v, "0") != 0;
-}
-
-} // namespace
-
 void gpu_fallback(const std::string& primitive, const std::string& reason) {
-  if (strict()) {
+  if (env::flag("KILN_GPU_STRICT", false)) {
     throw std::runtime_error("[" + primitive + "] has no GPU kernel for " +
                              reason + " and KILN_GPU_STRICT is set (unset "
                              "it to run this primitive on the CPU).");

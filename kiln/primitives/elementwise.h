@@ -51,7 +51,6 @@ class Elementwise : public UnaryPrimitive {
                                 const std::vector<int>& argnums) override; \
     extra                                                                 \
   };
-#define KILN_ELEMENTWISE(Name, Kind) KILN_ELEMENTWISE_CLASS(Name, Kind, )
 // The classes of the op tables' rows. Predicates return bool whatever their
 // inputs; |z| of a complex number is real.
 #define KILN_OUT_DTYPE_all
@@ -79,8 +78,7 @@ KILN_BINARY_OPS(KILN_BINARY_CLASS)
 #undef KILN_OUT_DTYPE_predicate
 #undef KILN_OUT_DTYPE_magnitude
 
-KILN_ELEMENTWISE(Select, ternary)
-#undef KILN_ELEMENTWISE
+KILN_ELEMENTWISE_CLASS(Select, ternary, )
 #undef KILN_ELEMENTWISE_CLASS
 
 /** Conversion to the output's dtype (the output array carries it). */

@@ -34,12 +34,24 @@ TEST(GpuFallback, StrictModeRaisesNamingThePrimitiveAndReason) {
 }
 
 TEST(GpuFallback, PlacedKeepsCpuStreams) {
-  auto x = random_array({4, 4}, complex64);
+  auto x = random_array({2, 2, 2, 2}, complex64);
   Stream cpu = default_stream(Device::cpu);
-  auto p = detail::placed<FFT>(cpu, {x}, std::vector<int>{0, 1}, false,
-                               false, FFTNorm::backward, 0);
+  auto p = detail::placed<FFT>(cpu, {x}, std::vector<int>{0, 1, 2, 3},
+                               false, false, FFTNorm::backward, 0);
   EXPECT_EQ(p->stream(), cpu);
-  EXPECT_TRUE(p->gpu_declines({x}).empty() || !gpu::is_available());
+}
+
+TEST(GpuFallback, PlacedMovesWhatTheGpuDeclinesToTheCpu) {
+  if (!gpu::is_available()) GTEST_SKIP() << "no GPU";
+  auto x = random_array({2, 2, 2, 2}, complex64);
+  Stream gpu = default_stream(Device::gpu);
+  auto four = detail::placed<FFT>(gpu, {x}, std::vector<int>{0, 1, 2, 3},
+                                  false, false, FFTNorm::backward, 0);
+  EXPECT_EQ(four->device(), Device::cpu); // cuFFT plans take 3 axes
+  EXPECT_FALSE(four->gpu_declines({x}).empty());
+  auto two = detail::placed<FFT>(gpu, {x}, std::vector<int>{2, 3}, false,
+                                 false, FFTNorm::backward, 0);
+  EXPECT_EQ(two->device(), Device::gpu);
 }
 
 TEST(GpuFallback, WeightGradientRunsItsGraphWithoutEvaluatingOne) {

@@ -8,22 +8,16 @@
 
 #include "kiln/core/gpu_fallback.h"
 #include "kiln/core/primitive.h"
+#include "kiln/ops/utils.h"
 
 namespace kiln::cuda {
 
 namespace {
 
-// "float16 [4, 8], int32 [8]": what the kernels declined.
+// "these inputs at run time (float16 array of shape (4, 8), ...)".
 std::string describe(const std::vector<array>& inputs) {
   std::string s;
-  for (auto& a : inputs) {
-    if (!s.empty()) s += ", ";
-    s += dtype_name(a.dtype()) + " [";
-    for (size_t i = 0; i < a.ndim(); ++i) {
-      s += (i ? ", " : "") + std::to_string(a.shape(static_cast<int>(i)));
-    }
-    s += "]";
-  }
+  for (auto& a : inputs) s += (s.empty() ? "" : ", ") + detail::describe(a);
   return "these inputs at run time (" + s + ")";
 }
 
