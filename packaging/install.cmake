@@ -39,7 +39,8 @@ string(APPEND KILN_PC_DEPS " -lpthread")
 foreach(lib ${CMAKE_DL_LIBS})
   string(APPEND KILN_PC_DEPS " -l${lib}")
 endforeach()
-if(KILN_BUILD_CUDA)
+# The JIT build loads the toolkit at run time; the AOT build links it.
+if(KILN_BUILD_CUDA AND NOT KILN_CUDA_JIT)
   string(APPEND KILN_PC_DEPS
     " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcublasLt -lnvrtc")
 endif()

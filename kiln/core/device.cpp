@@ -1,5 +1,7 @@
 #include "kiln/core/device.h"
+#include "kiln/core/gpu_libraries.h"
 
+#include <iostream>
 #include <mutex>
 #include <stdexcept>
 #include <vector>
@@ -34,6 +36,18 @@ Device& mutable_default_device() {
   return d;
 }
 
+// A GPU build whose CUDA libraries are missing runs what asks for the GPU
+// on the CPU, saying why once; a CPU-only build refuses, as MLX's does.
+bool gpu_falls_back_to_cpu(const Device& d) {
+  if (d.type != Device::gpu || gpu::missing_libraries().empty()) return false;
+  static std::once_flag said;
+  std::call_once(said, [] {
+    std::cerr << "[kiln] the GPU was asked for and runs on the CPU: "
+              << gpu::missing_libraries() << ".\n";
+  });
+  return true;
+}
+
 } // namespace
 
 bool is_available(const Device& d) {
@@ -43,6 +57,7 @@ bool is_available(const Device& d) {
 const Device& default_device() { return mutable_default_device(); }
 
 void set_default_device(const Device& d) {
+  if (gpu_falls_back_to_cpu(d)) return;
   if (!is_available(d)) {
     throw std::invalid_argument(
         "[set_default_device] the GPU is not available (CPU-only build or no "
@@ -52,6 +67,7 @@ void set_default_device(const Device& d) {
 }
 
 Stream default_stream(Device d) {
+  if (gpu_falls_back_to_cpu(d)) d = Device::cpu;
   if (!is_available(d)) {
     throw std::invalid_argument("[default_stream] the GPU is not available.");
   }
@@ -67,6 +83,7 @@ void set_default_stream(Stream s) {
 }
 
 Stream new_stream(Device d) {
+  if (gpu_falls_back_to_cpu(d)) d = Device::cpu;
   if (!is_available(d)) {
     throw std::invalid_argument("[new_stream] the GPU is not available.");
   }

@@ -41,6 +41,22 @@ def _find_wheel_library(variable, *path):
             return
 
 
+def _find_wheel_toolkit():
+    """With the GPU backend, kiln loads the CUDA runtime, cuBLASLt, NVRTC,
+    cuFFT and cuSOLVER at run time, and NVRTC compiles against the CUDA
+    headers. ``pip install kiln[cuda13]`` installs them as NVIDIA's wheels,
+    under site-packages/nvidia/cu13 (lib/ and include/, laid out as a
+    toolkit is), perhaps in several environments on the path: list those
+    folders to the backend unless the user has."""
+    if "KILN_CUDA_PATH" in _os.environ:
+        return
+    roots = [_os.path.join(entry, "nvidia", "cu13") for entry in _sys.path]
+    roots = [r for r in roots if _os.path.isdir(r)]
+    if roots:
+        _os.environ["KILN_CUDA_PATH"] = ":".join(roots)
+
+
+_find_wheel_toolkit()
 _find_wheel_library("KILN_CUDNN_LIBRARY", "nvidia", "cudnn", "lib", "libcudnn.so.9")
 _find_wheel_library("KILN_NCCL_LIBRARY", "nvidia", "nccl", "lib", "libnccl.so.2")
 

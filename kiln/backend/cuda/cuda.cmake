@@ -18,8 +18,19 @@ if(NOT KILN_CUDA_JIT)
 endif()
 # The driver API is reached through cudart (utils.h, DriverApi), not linked:
 # the library then loads on machines without a GPU driver, where
-# gpu::is_available() is simply false.
-target_link_libraries(kiln_cuda PUBLIC CUDA::cudart CUDA::cublasLt CUDA::nvrtc)
+# gpu::is_available() is simply false. The JIT build links none of the
+# toolkit either: cudart, cuBLASLt and NVRTC are loaded at run time
+# (toolkit_symbols.cpp), from NVIDIA's wheels or the toolkit, so a wheel
+# holding it installs and runs on the CPU without them. The AOT build's
+# nvcc-compiled kernels register with cudart, so it links them.
+if(KILN_CUDA_JIT)
+  target_include_directories(kiln_cuda SYSTEM PRIVATE
+    ${CUDAToolkit_INCLUDE_DIRS})
+  target_link_libraries(kiln_cuda PRIVATE ${CMAKE_DL_LIBS})
+else()
+  target_link_libraries(kiln_cuda PUBLIC CUDA::cudart CUDA::cublasLt
+    CUDA::nvrtc)
+endif()
 
 # Device headers become raw-string sources, generated from the same glob as
 # their include names, so NVRTC compiles the very bytes nvcc includes.
@@ -51,7 +62,8 @@ target_compile_definitions(kiln_cuda PRIVATE
 # library directory. Their headers come from the toolkit.
 set_property(SOURCE ${KILN_CUDA_DIR}/toolkit_library.cpp APPEND
   PROPERTY COMPILE_DEFINITIONS
-  KILN_CUDA_LIBRARY_DIR="${CUDAToolkit_LIBRARY_DIR}")
+  KILN_CUDA_LIBRARY_DIR="${CUDAToolkit_LIBRARY_DIR}"
+  KILN_CUDA_MAJOR="${CUDAToolkit_VERSION_MAJOR}")
 
 # cuDNN's fused attention and convolutions through cudnn-frontend
 # (header-only) with cuDNN loaded at run time (dlopen), so neither is a link

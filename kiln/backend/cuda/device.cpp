@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "kiln/backend/cuda/launch_queue.h"
+#include "kiln/backend/cuda/toolkit_library.h"
 #include "kiln/backend/cuda/utils.h"
+#include "kiln/core/gpu_libraries.h"
 #include "kiln/core/profile.h"
 
 namespace kiln {
@@ -18,6 +20,8 @@ bool is_available() {
   static const bool available = cuda::device_count() > 0;
   return available;
 }
+
+const std::string& missing_libraries() { return cuda::toolkit_missing(); }
 
 Properties properties() {
   if (!is_available()) {
@@ -123,7 +127,8 @@ std::string DeviceInfo::arch() const {
 int device_count() {
   static const int count = [] {
     int n = 0;
-    // No driver or no device: a CPU-only machine, not an error.
+    // Missing libraries, no driver or no device: the CPU runs everything.
+    if (!toolkit_missing().empty()) return 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {
       cudaGetLastError();
       return 0;

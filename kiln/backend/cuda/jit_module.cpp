@@ -17,6 +17,7 @@
 #include "kiln/backend/common/jit_disk.h"
 #include "kiln/backend/cuda/device.h"
 #include "kiln/backend/cuda/device_sources.h"
+#include "kiln/backend/cuda/toolkit_library.h"
 #include "kiln/backend/cuda/utils.h"
 #include "kiln/config.h"
 #include "kiln/core/env.h"
@@ -25,32 +26,20 @@ namespace kiln::cuda {
 
 namespace {
 
-bool is_dir(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 // NVRTC has no default include path: the toolkit's headers, and CCCL's
-// libcu++ under include/cccl, must be named. Environment first, then the
-// toolkit kiln was built against.
+// libcu++ under include/cccl, must be named.
 std::vector<std::string> include_options() {
-  std::vector<std::string> roots;
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
-    if (const char* v = std::getenv(var); v && *v) {
-      roots.push_back(std::string(v) + "/include");
-    }
+  const auto& dirs = nvrtc_include_dirs();
+  if (dirs.empty()) {
+    throw std::runtime_error(
+        "[jit] the CUDA headers NVRTC needs were not found (set CUDA_HOME to "
+        "the toolkit, or pip install nvidia-cuda-runtime nvidia-cuda-cccl; "
+        "looked for include/ and include/cccl/ there and in " +
+        std::string(KILN_CUDA_INCLUDE_DIR) + ").");
   }
-  roots.push_back(KILN_CUDA_INCLUDE_DIR);
-  roots.push_back("/usr/local/cuda/include");
-  for (auto& r : roots) {
-    if (is_dir(r) && is_dir(r + "/cccl")) {
-      return {"--include-path=" + r, "--include-path=" + r + "/cccl"};
-    }
-  }
-  throw std::runtime_error(
-      "[jit] the CUDA headers NVRTC needs were not found (set CUDA_HOME to "
-      "the toolkit; looked for include/ and include/cccl/ there and in " +
-      std::string(KILN_CUDA_INCLUDE_DIR) + ").");
+  std::vector<std::string> o;
+  for (auto& d : dirs) o.push_back("--include-path=" + d);
+  return o;
 }
 
 struct Options {

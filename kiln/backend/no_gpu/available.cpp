@@ -2,6 +2,7 @@
 // eval_cpu and Primitive::eval_gpu's default (which throws) is unreachable.
 #include "kiln/core/array.h"
 #include "kiln/core/device.h"
+#include "kiln/core/gpu_libraries.h"
 #include "kiln/distributed/communicator.h"
 
 #include <stdexcept>
@@ -9,6 +10,11 @@
 namespace kiln::gpu {
 
 bool is_available() { return false; }
+
+const std::string& missing_libraries() {
+  static const std::string none;
+  return none;
+}
 
 size_t get_active_memory() { return 0; }
 size_t get_peak_memory() { return 0; }
