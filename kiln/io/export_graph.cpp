@@ -33,8 +33,19 @@ ExportedGraph export_graph(const ExportedFn& fun, const Args& args,
   g.outputs = described(t.outputs);
   for (auto& c : t.constants) g.constants.emplace_back(name_of(c), c);
   for (auto& n : t.tape) {
+    if (auto value = detail::mlxfn::folded(n, shapeless)) {
+      g.constants.emplace_back(name_of(n), *value);
+      continue;
+    }
+    auto inputs = detail::mlxfn::operands(n);
+    for (auto& x : inputs) {
+      // A constant the MLX node takes that kiln's does not.
+      if (!x.has_primitive() && !names.count(x.id())) {
+        g.constants.emplace_back(name_of(x), x);
+      }
+    }
     auto [name, state] = detail::mlxfn::describe(n, shapeless);
-    ExportedPrimitive p{name, described(n.inputs()), described(n.outputs()), {}};
+    ExportedPrimitive p{name, described(inputs), described(n.outputs()), {}};
     const char* schema = detail::mlxfn::schema(name);
     for (size_t k = 0; schema[k]; ++k) {
       const auto& v = state.at(k);
@@ -44,6 +55,7 @@ ExportedGraph export_graph(const ExportedFn& fun, const Args& args,
         case 'f':
         case 'd': p.arguments.emplace_back(v.f); break;
         case 'D': p.arguments.emplace_back(v.dt); break;
+        case 's': p.arguments.emplace_back(v.s); break;
         case 'S':
         case 'L': p.arguments.emplace_back(v.v); break;
         default: p.arguments.emplace_back(v.i); break;

@@ -148,6 +148,7 @@ void write_state(Out& out, const char* schema, const mlxfn::State& st,
       case 'u': out.u64(static_cast<uint64_t>(v.i)); break;
       case 'D': out.dtype(v.dt); break;
       case 'S': out.ints(v.v); break;
+      case 's': out.str(v.s); break;
       case 'L':
         out.u64(v.v.size());
         for (auto x : v.v) out.raw<int64_t>(x);
@@ -180,6 +181,10 @@ mlxfn::State read_state(In& in, const char* schema) {
       case 'S':
         v.kind = mlxfn::Value::list;
         v.v = in.ints("a parameter");
+        break;
+      case 's':
+        v.kind = mlxfn::Value::text;
+        v.s = in.str("a parameter");
         break;
       case 'L': {
         v.kind = mlxfn::Value::list;
@@ -434,15 +439,17 @@ void ExportFile::add(const ExportedFn& fun, const Args& args,
   }
 
   std::vector<std::string> entries;
-  auto entry_for_leaf = [&](const array& a) {
+  // An input or a constant; a node written as a constant (folded) gives
+  // its own id with its value.
+  auto entry_for_leaf = [&](const array& a, uintptr_t id) {
     Out e;
-    e.u64(a.id());
+    e.u64(id);
     e.boolean(false);
-    if (tracer_ids.count(a.id())) {
+    if (tracer_ids.count(id)) {
       e.boolean(false);
     } else {
       e.boolean(true);
-      if (constants_written.insert(a.id()).second) {
+      if (constants_written.insert(id).second) {
         constants_kept.push_back(a);
         auto c = io::detail::row_major(a, "export_function");
         e.ints(c.shape());
@@ -453,15 +460,28 @@ void ExportFile::add(const ExportedFn& fun, const Args& args,
     entries.push_back(std::move(e.buf));
   };
   for (auto& t : tracers) {
-    entry_for_leaf(t);
+    entry_for_leaf(t, t.id());
   }
-  for (auto& c : constants) entry_for_leaf(c);
+  for (auto& c : constants) entry_for_leaf(c, c.id());
 
   std::unordered_set<uintptr_t> emitted;
   std::function<void(const array&, const array*)> emit =
       [&](const array& n, const array* consumer) {
         if (emitted.count(n.id())) return;
-        std::vector<array> ins = n.inputs();
+        if (auto value = mlxfn::folded(n, shapeless)) {
+          emitted.insert(n.id());
+          entry_for_leaf(*value, n.id());
+          return;
+        }
+        std::vector<array> ins = mlxfn::operands(n);
+        // Constants the MLX node takes that kiln's does not.
+        for (auto& x : ins) {
+          if (x.has_primitive() || tracer_ids.count(x.id()) ||
+              constants_written.count(x.id())) {
+            continue;
+          }
+          entry_for_leaf(x, x.id());
+        }
         if (consumer) {
           // Further inputs: the consumer's other operands, as given.
           for (auto& x : consumer->inputs()) {

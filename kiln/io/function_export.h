@@ -67,7 +67,8 @@ struct ExportedArray {
 };
 /** A parameter: an integer, a flag, a real, a list of integers, a dtype. */
 using ExportedArgument =
-    std::variant<int64_t, bool, double, std::vector<int64_t>, Dtype>;
+    std::variant<int64_t, bool, double, std::vector<int64_t>, Dtype,
+                 std::string>;
 struct ExportedPrimitive {
   std::string name;
   std::vector<ExportedArray> inputs, outputs;

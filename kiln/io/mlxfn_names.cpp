@@ -3,6 +3,7 @@
 #include "kiln/io/mlxfn_ops.h"
 
 #include <functional>
+#include <numeric>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -24,6 +25,7 @@
 #include "kiln/primitives/creation.h"
 #include "kiln/primitives/elementwise.h"
 #include "kiln/primitives/fast.h"
+#include "kiln/primitives/fft.h"
 #include "kiln/primitives/indexing.h"
 #include "kiln/primitives/linalg.h"
 #include "kiln/primitives/quantized.h"
@@ -45,7 +47,50 @@ const P& as(const array& node) {
   return static_cast<const P&>(node.primitive());
 }
 
+using Named = std::pair<std::string, State>;
+
+// MLX's QuantizationMode of a microscaling primitive, named by its group
+// size and bits: 32/4 mxfp4, 32/8 mxfp8, 16/4 nvfp4.
+int64_t fp_mode(const fast::QuantizedCustom& p) {
+  if (p.group_size() == 16) return 3;
+  return p.bits() == 8 ? 2 : 1;
+}
+
+// A QuantizedMatmul: x @ w.T, or gather_qmm's picks read in place (one
+// input more, the right indices), which MLX writes as a GatherQMM.
+Named quantized_matmul(int64_t gs, int64_t bits, int64_t mode, bool picks) {
+  if (picks) {
+    return {"GatherQMM", State{integer(gs), integer(bits), integer(mode),
+                               integer(1), integer(0), integer(0)}};
+  }
+  return {"QuantizedMatmul",
+          State{integer(gs), integer(bits), integer(mode), integer(1)}};
+}
+
 } // namespace
+
+std::vector<array> operands(const array& node) {
+  std::vector<array> in = node.inputs();
+  std::string name = node.primitive().name();
+  bool picks = (name == "QuantizedMatmul" && in.size() == 5) ||
+               (name == "QuantizedMatmulFp" && in.size() == 4);
+  if (!picks) return in;
+  // MLX's GatherQMM takes left indices too: pick p of x is x's matrix p.
+  std::vector<uint32_t> order(in[0].shape(0));
+  std::iota(order.begin(), order.end(), 0u);
+  in.insert(in.end() - 1, array(order, Shape{in[0].shape(0)}, uint32));
+  return in;
+}
+
+std::optional<array> folded(const array& node, bool shapeless) {
+  if (shapeless || std::string(node.primitive().name()) != "NumberOfElements") {
+    return std::nullopt;
+  }
+  auto& p = as<NumberOfElements>(node);
+  // MLX's count has no ddof: var's count less ddof is written as its value.
+  if (p.ddof() == 0) return std::nullopt;
+  return array(p.count(node.inputs()[0].shape()), p.count_dtype());
+}
 
 std::pair<std::string, State> describe(const array& node, bool shapeless) {
   static const std::unordered_map<std::string, Describer> table = [] {
@@ -271,16 +316,88 @@ std::pair<std::string, State> describe(const array& node, bool shapeless) {
                 list(p.kernel_dilation()), list(p.input_dilation()),
                 integer(p.groups()), integer(p.flip())});
     });
+    t.emplace("NumberOfElements", [](const array& n) {
+      auto& p = as<NumberOfElements>(n);
+      State st{list(p.axes()), integer(0), dtype_value(p.count_dtype())};
+      if (p.ddof() == 0) return std::make_pair(std::string("NumberOfElements"), st);
+      // Shapeless with ddof: MLX's primitive has no ddof (a trace with
+      // fixed shapes writes the count as a constant instead).
+      st[1] = integer(p.ddof());
+      return std::make_pair(std::string("kiln.NumberOfElements"), st);
+    });
+    t.emplace("FFT", [](const array& n) {
+      auto& p = as<FFT>(n);
+      if (p.scaling() != FFTNorm::backward) {
+        throw std::invalid_argument(
+            "[export_function] Unable to serialize primitive FFT with norm "
+            "'ortho' or 'forward' (MLX's FFT scales as 'backward' only).");
+      }
+      bool odd = p.is_real() && p.is_inverse() && p.n_last() % 2 == 1;
+      return std::make_pair(std::string("FFT"),
+                            State{list(p.axes()), integer(p.is_inverse()),
+                                  integer(p.is_real()), integer(odd)});
+    });
+    fixed("QRF", "QRF", {});
+    // MLX writes its general inverse with upper set; it is not read.
+    fixed("Inverse", "Inverse", {integer(0), integer(1)});
+    t.emplace("TriangularInverse", [](const array& n) {
+      return std::make_pair(std::string("Inverse"),
+                            State{integer(1), integer(as<TriangularInverse>(n).upper())});
+    });
+    t.emplace("Cholesky", [](const array& n) {
+      return std::make_pair(std::string("Cholesky"),
+                            State{integer(as<Cholesky>(n).upper())});
+    });
+    t.emplace("SVD", [](const array& n) {
+      return std::make_pair(std::string("SVD"), State{integer(as<SVD>(n).compute_uv())});
+    });
+    t.emplace("Eig", [](const array& n) {
+      return std::make_pair(std::string("Eig"), State{integer(as<Eig>(n).vectors())});
+    });
+    t.emplace("Eigh", [](const array& n) {
+      auto& p = as<Eigh>(n);
+      return std::make_pair(std::string("Eigh"),
+                            State{text(std::string(1, p.uplo())), integer(p.vectors())});
+    });
+    // MLX writes no LUF or SegmentedMM and has no Solve primitive.
+    fixed("LUF", "kiln.LUF", {});
+    fixed("Solve", "kiln.Solve", {});
+    fixed("SegmentedMM", "kiln.SegmentedMM", {});
+    t.emplace("GatherMM", [](const array& n) {
+      return std::make_pair(std::string("GatherMM"),
+                            State{integer(0), integer(as<GatherMM>(n).rhs_sorted())});
+    });
+    t.emplace("Quantize", [](const array& n) {
+      auto& p = as<fast::Quantize>(n);
+      return std::make_pair(std::string("Quantize"),
+                            State{Value{}, integer(p.group_size()), integer(p.bits()),
+                                  integer(0), integer(0)});
+    });
+    t.emplace("Dequantize", [](const array& n) {
+      auto& p = as<fast::Dequantize>(n);
+      return std::make_pair(std::string("Quantize"),
+                            State{Value{}, integer(p.group_size()), integer(p.bits()),
+                                  integer(0), integer(1)});
+    });
+    t.emplace("DequantizeFp", [](const array& n) {
+      auto& p = as<fast::DequantizeFp>(n);
+      if (n.inputs().size() != 2) {
+        throw std::invalid_argument(
+            "[export_function] Unable to serialize primitive DequantizeFp with "
+            "nvfp4's global scale (kiln's input is g / 2688, MLX's is g).");
+      }
+      return std::make_pair(std::string("Quantize"),
+                            State{Value{}, integer(p.group_size()), integer(p.bits()),
+                                  integer(fp_mode(p)), integer(1)});
+    });
     t.emplace("QuantizedMatmul", [](const array& n) {
       auto& p = as<fast::QuantizedMatmul>(n);
-      if (n.inputs().size() != 4) {
-        throw std::invalid_argument(
-            "[export_function] Unable to serialize primitive QuantizedMatmul "
-            "with picked matrices (gather_qmm).");
-      }
-      return std::make_pair(std::string("QuantizedMatmul"),
-                            State{integer(p.group_size()), integer(p.bits()),
-                                  integer(0), integer(1)});
+      return quantized_matmul(p.group_size(), p.bits(), 0, n.inputs().size() == 5);
+    });
+    t.emplace("QuantizedMatmulFp", [](const array& n) {
+      auto& p = as<fast::QuantizedMatmulFp>(n);
+      return quantized_matmul(p.group_size(), p.bits(), fp_mode(p),
+                              n.inputs().size() == 4);
     });
     t.emplace("RMSNorm", [](const array& n) {
       return std::make_pair(std::string("RMSNorm"),

@@ -1,6 +1,7 @@
 // The table of exportable primitives: MLX's name and parameter layout for
 // each, how kiln builds it on import, and what kiln writes for its own.
 #include "kiln/io/mlxfn_ops.h"
+#include "kiln/io/mlxfn_rows.h"
 
 #include <functional>
 #include <stdexcept>
@@ -37,24 +38,11 @@
 
 namespace kiln::detail::mlxfn {
 
-namespace {
-
-using Builder = std::function<std::vector<array>(
-    const State&, const std::vector<array>&, const NodeInfo&, Stream)>;
-
-struct Row {
-  const char* schema;
-  Builder build;
-};
-
-[[noreturn]] void bad(const std::string& name, const std::string& what) {
+void bad(const std::string& name, const std::string& what) {
   throw std::invalid_argument("[import_function] " + name + ": " + what);
 }
 
-std::vector<int> ints(const Value& v) { return {v.v.begin(), v.v.end()}; }
-Shape shape_of(const Value& v) { return {v.v.begin(), v.v.end()}; }
-
-// A single-output node; checks the arity the row expects.
+// Checks the arity the row expects.
 void arity(const std::string& name, const std::vector<array>& in, size_t lo,
            size_t hi) {
   if (in.size() < lo || in.size() > hi) {
@@ -63,6 +51,11 @@ void arity(const std::string& name, const std::vector<array>& in, size_t lo,
                   " inputs, the file gives " + std::to_string(in.size()));
   }
 }
+
+namespace {
+
+std::vector<int> ints(const Value& v) { return {v.v.begin(), v.v.end()}; }
+Shape shape_of(const Value& v) { return {v.v.begin(), v.v.end()}; }
 
 using Unary = array (*)(const array&, StreamOrDevice);
 using Binary = array (*)(const array&, const array&, StreamOrDevice);
@@ -85,9 +78,9 @@ Row binary(const char* name, Binary f) {
 // A one-output node's result.
 std::vector<array> one(array a) { return {std::move(a)}; }
 
-const std::unordered_map<std::string, Row>& rows() {
-  static const std::unordered_map<std::string, Row> table = [] {
-    std::unordered_map<std::string, Row> t;
+const Rows& rows() {
+  static const Rows table = [] {
+    Rows t;
     auto put = [&](const char* n, Row r) {
       t.insert_or_assign(n, std::move(r));
     };
@@ -430,14 +423,6 @@ const std::unordered_map<std::string, Row>& rows() {
                                    ints(st[2]), ints(st[3]), ints(st[4]),
                                    int(st[5].i), bool(st[6].i), s));
          }});
-    put("QuantizedMatmul",
-        {"iiib", [](const State& st, const std::vector<array>& in,
-                    const NodeInfo&, Stream s) {
-           arity("QuantizedMatmul", in, 4, 4);
-           if (st[2].i != 0) bad("QuantizedMatmul", "only the affine mode is read");
-           return one(quantized_matmul(in[0], in[1], in[2], in[3], bool(st[3].i),
-                                       int(st[0].i), int(st[1].i), "affine", s));
-         }});
     // Fused operations.
     // The first parameter of these is MLX's empty placeholder.
     put("RMSNorm", {"nf", [](const State& st, const std::vector<array>& in,
@@ -481,6 +466,8 @@ const std::unordered_map<std::string, Row>& rows() {
                in[0], in[1], in[2], float(st[1].f), st[2].i ? "causal" : "",
                mask, sink, false, s));
          }});
+    put_linalg_rows(t);
+    put_quantized_rows(t);
     return t;
   }();
   return table;

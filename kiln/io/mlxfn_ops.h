@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,13 +15,14 @@
 namespace kiln::detail::mlxfn {
 
 /** One parameter of a primitive: an integer (ints, enums, bools), a real,
- *  a list of integers (shapes, axes, strides) or a dtype. */
+ *  a list of integers (shapes, axes, strides), a dtype or a string. */
 struct Value {
-  enum Kind { integer, real, list, dtype } kind = integer;
+  enum Kind { integer, real, list, dtype, text } kind = integer;
   int64_t i = 0;
   double f = 0;
   std::vector<int64_t> v;
   Dtype dt = float32;
+  std::string s;
 };
 using State = std::vector<Value>;
 
@@ -49,12 +51,18 @@ inline Value dtype_value(Dtype d) {
   v.dt = d;
   return v;
 }
+inline Value text(std::string s) {
+  Value v;
+  v.kind = Value::text;
+  v.s = std::move(s);
+  return v;
+}
 
 
 /** How the primitive's parameters are laid out, one code per parameter:
  *  i int32, b bool, f float32, d float64, u uint64, D dtype, S list of
- *  int32, L list of int64; n stands for MLX's empty placeholder (no
- *  bytes). */
+ *  int32, L list of int64 (or of uint64, the same bytes), s string; n
+ *  stands for MLX's empty placeholder (no bytes). */
 const char* schema(const std::string& mlx_name);
 
 /** What a node recorded in the file: its output shapes and dtypes. */
@@ -73,5 +81,15 @@ std::vector<array> build(const std::string& mlx_name, const State& state,
 /** The MLX name and parameters kiln writes for node's primitive; raises
  *  naming the primitive when it cannot be exported. */
 std::pair<std::string, State> describe(const array& node, bool shapeless);
+
+/** The inputs of the MLX node written for node: its own, or where MLX's
+ *  primitive takes one kiln's has not (gather_qmm's picks read in place
+ *  have no left indices), with that input made as a constant. */
+std::vector<array> operands(const array& node);
+
+/** The value node is written as, a constant, where MLX has no primitive
+ *  for it but it depends on its inputs' shapes only, which a trace that is
+ *  not shapeless fixes (a count of elements less ddof). */
+std::optional<array> folded(const array& node, bool shapeless);
 
 } // namespace kiln::detail::mlxfn

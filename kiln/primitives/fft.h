@@ -41,6 +41,11 @@ class FFT : public UnaryPrimitive {
   double scale(const array& in) const;
   /** The output dtype: float32 for irfft, else complex64. */
   Dtype out_dtype() const;
+  const std::vector<int>& axes() const { return axes_; }
+  bool is_inverse() const { return inverse_; }
+  bool is_real() const { return real_; }
+  FFTNorm scaling() const { return norm_; }
+  int n_last() const { return n_last_; }
 
  private:
   std::vector<int> axes_;

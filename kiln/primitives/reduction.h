@@ -47,6 +47,9 @@ class NumberOfElements : public UnaryPrimitive {
   std::vector<Shape> output_shapes(const std::vector<array>&) override { return {Shape{}}; }
   /** The count for an input of this shape. */
   double count(const Shape& shape) const;
+  const std::vector<int>& axes() const { return axes_; }
+  int ddof() const { return ddof_; }
+  Dtype count_dtype() const { return dtype_; }
 
  private:
   const std::vector<int> axes_; // normalized, increasing
