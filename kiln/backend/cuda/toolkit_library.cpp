@@ -63,12 +63,12 @@ void* open_toolkit_library(const char* env_name,
   // A library the user names is the one used, or none: never another.
   if (std::string path = env(env_name); !path.empty()) {
     names.push_back(path);
-    sonames = {};
-  }
-  for (const char* so : sonames) {
-    for (auto& root : cuda_path()) names.push_back(root + "/lib/" + so);
-    names.push_back(so);
-    names.push_back(std::string(KILN_CUDA_LIBRARY_DIR) + "/" + so);
+  } else {
+    for (const char* so : sonames) {
+      for (auto& root : cuda_path()) names.push_back(root + "/lib/" + so);
+      names.push_back(so);
+      names.push_back(std::string(KILN_CUDA_LIBRARY_DIR) + "/" + so);
+    }
   }
   for (const auto& name : names) {
     void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
