@@ -401,11 +401,10 @@ def test_quantize_affine_cross(tmp_path, dt):
     ref = [np.array(o) for o in fun(mx)(mx.array(w2))]
     by_kiln = [np.array(o) for o in kx.import_function(pm)(kx.array(w2))]
     by_mlx = [np.array(o) for o in mx.import_function(pk)(mx.array(w2))]
+    # kiln quantizes as MLX does, bit for bit, through either file.
     for outs in (by_kiln, by_mlx, want):
-        # Codes may differ where a value sits on a rounding boundary.
-        assert np.mean(outs[0] == ref[0]) > 0.97
-        np.testing.assert_allclose(outs[1].astype(np.float32), ref[1].astype(np.float32), rtol=1e-3, atol=1e-3)
-        np.testing.assert_allclose(outs[2].astype(np.float32), ref[2].astype(np.float32), rtol=1e-3, atol=1e-3)
+        for o, r in zip(outs, ref):
+            np.testing.assert_array_equal(o, r)
 
 
 @pytest.mark.parametrize("mode,gs,bits", QUANT_MODES, ids=[f"{m}{b}" for m, _, b in QUANT_MODES])
