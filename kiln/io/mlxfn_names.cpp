@@ -104,7 +104,8 @@ std::pair<std::string, State> describe(const array& node, bool shapeless) {
     KILN_UNARY_OPS(KILN_SAME_NAME)
     KILN_BINARY_OPS(KILN_SAME_NAME)
 #undef KILN_SAME_NAME
-    for (auto n : {"Conjugate", "Imag", "Real", "Copy", "Matmul", "Select"}) {
+    for (auto n : {"Conjugate", "Imag", "Real", "Copy", "Matmul", "Select",
+                   "Depends"}) {
       same(n);
     }
     auto fixed = [&](const char* kiln_name, const char* mlx, State st) {

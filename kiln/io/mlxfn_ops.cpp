@@ -35,6 +35,7 @@
 #include "kiln/primitives/slicing.h"
 #include "kiln/primitives/softmax.h"
 #include "kiln/primitives/sort.h"
+#include "kiln/transforms/eval.h"
 
 namespace kiln::detail::mlxfn {
 
@@ -101,6 +102,46 @@ const Rows& rows() {
           return contiguous(a, false, s);
         }));
     put("kiln.FloorDivide", binary("kiln.FloorDivide", floor_divide));
+    // MLX's `a[mask] = v` node: a, a full-shape mask and the values, each
+    // with a leading batch axis; the k-th true position of a batch takes
+    // its k-th value (MLX may pass more values than true positions).
+    put("MaskedScatter",
+        {"", [](const State&, const std::vector<array>& in, const NodeInfo&,
+                Stream s) {
+           arity("MaskedScatter", in, 3, 3);
+           const array &a = in[0], &mask = in[1], &values = in[2];
+           if (a.ndim() < 1 || mask.shape() != a.shape() ||
+               values.ndim() < 1 || values.shape(0) != a.shape(0) ||
+               mask.dtype() != bool_) {
+             bad("MaskedScatter",
+                 "wants a, a boolean mask of a's shape and values with a's "
+                 "leading axis");
+           }
+           if (values.size() == 0) return one(a);
+           int batch = a.shape(0);
+           array flat_mask = reshape(mask, {batch, -1}, s);
+           array flat_values = reshape(values, {batch, -1}, s);
+           array k = subtract(cumsum(astype(flat_mask, int32, s), 1, false,
+                                     true, s),
+                              array(1), s);
+           k = clip(k, array(0), array(flat_values.shape(1) - 1), s);
+           array picked = take_along_axis(flat_values, k, 1, s);
+           return one(where(mask, reshape(picked, a.shape(), s), a, s));
+         }});
+    // Outputs equal to the first inputs, evaluated after the rest.
+    put("Depends", {"", [](const State&, const std::vector<array>& in,
+                           const NodeInfo& info, Stream) {
+                      size_t n = info.dtypes.size();
+                      if (n == 0 || n > in.size()) {
+                        bad("Depends", "has " + std::to_string(n) +
+                                           " outputs and " +
+                                           std::to_string(in.size()) +
+                                           " inputs");
+                      }
+                      return depends({in.begin(), in.begin() + n},
+                                     {in.begin() + n, in.end()});
+                    }});
+
     put("Matmul", binary("Matmul", matmul));
     put("Select", {"", [](const State&, const std::vector<array>& in,
                           const NodeInfo&, Stream s) {

@@ -436,3 +436,34 @@ def test_block_masked_mm_from_mlx(tmp_path):
         ref = np.array(f(mx.array(a2), mx.array(b2), *[mx.array(m) for m in masks.values()]))
         got = kx.import_function(pm)(kx.array(a2), kx.array(b2), *[kx.array(m) for m in masks.values()])[0]
         np.testing.assert_allclose(np.array(got), ref, rtol=1e-4, atol=1e-4)
+
+
+def masked_assign(k):
+    def f(a, m, v):
+        b = a + 0
+        b[m] = v
+        return b
+
+    return f
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.int32])
+def test_masked_scatter_cross(tmp_path, dt):
+    # `a[mask] = v` is MLX's MaskedScatter node; the k-th true position
+    # takes v's k-th value (v may hold more values than there are).
+    a = lambda: randn(6, 5).astype(dt)
+    m = lambda: rng.random((5, 6)).T > 0.5
+    v = lambda: (randn(30) * 10).astype(dt)
+    run_family(tmp_path, masked_assign, [a, m, v], True, 1e-6)
+    x, mask, vals = a(), m(), v()
+    want = x.copy()
+    want[mask] = vals[: mask.sum()]
+    got = masked_assign(kx)(kx.array(x), kx.array(mask), kx.array(vals))
+    np.testing.assert_array_equal(np.array(got), want)
+
+
+def test_depends_cross(tmp_path):
+    def make(k):
+        return lambda x, y: k.depends([x * 2], [y + 1])[0] + 1
+
+    run_family(tmp_path, make, [lambda: randn(3, 4), lambda: randn(4)], True, 1e-6)

@@ -115,6 +115,30 @@ TEST(MlxfnFamilies, NonsenseParametersRaiseNamingTheOp) {
                                        m::dtype_value(float32)}, {x});
   expect_rejected("BlockMaskedMM", {m::integer(32)}, {x, x, ones({3, 3}, bool_)});
   expect_rejected("GatherMM", {m::integer(0), m::integer(0)}, {x, x});
+  // A mask of another shape, a mask that is not boolean, values whose batch
+  // differs; a Depends with more outputs than inputs.
+  array a = ones({1, 4, 4}), mask = astype(ones({1, 4, 4}), bool_);
+  expect_rejected("MaskedScatter", {}, {a, astype(ones({1, 16}), bool_), ones({1, 16})});
+  expect_rejected("MaskedScatter", {}, {a, ones({1, 4, 4}), ones({1, 16})});
+  expect_rejected("MaskedScatter", {}, {a, mask, ones({2, 16})});
+  m::NodeInfo two{{Shape{}, Shape{}}, {float32, float32}, false};
+  EXPECT_THROW(m::build("Depends", {}, {x}, two, default_stream(Device::cpu)),
+               std::invalid_argument);
+}
+
+TEST(MlxfnFamilies, MaskedScatterTakesTheValuesInOrderPerBatch) {
+  // Two batches (as a vmap leaves them): the k-th true position of each
+  // takes that batch's k-th value; the extra values go unused.
+  array a = zeros({2, 3}), values = reshape(arange(0.0, 8.0, 1.0), {2, 4});
+  array mask = array({true, false, true, false, true, true}, {2, 3});
+  m::NodeInfo info{{Shape{2, 3}}, {float32}, false};
+  auto out = m::build("MaskedScatter", {}, {a, mask, values}, info,
+                      default_stream(Device::cpu));
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<float> want = {0, 0, 1, 0, 4, 5};
+  auto got = out[0];
+  eval(got);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(got.data<float>()[i], want[i]) << i;
 }
 
 TEST(MlxfnFamilies, OrthoFFTRaisesOnExport) {
