@@ -79,6 +79,22 @@ Row binary(const char* name, Binary f) {
 // A one-output node's result.
 std::vector<array> one(array a) { return {std::move(a)}; }
 
+// Every axis but the last.
+std::vector<int> leading_axes(const array& a) {
+  std::vector<int> axes(a.ndim() > 0 ? a.ndim() - 1 : 0);
+  for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int>(i);
+  return axes;
+}
+
+// A norm's weight gradient: g times the normalized x, summed over the
+// leading axes; zero for a scalar weight (the norm had none).
+array norm_weight_grad(const array& w, const array& g, const array& normalized,
+                       Stream s) {
+  if (w.ndim() == 0) return zeros_like(w, s);
+  return astype(sum(multiply(g, normalized, s), leading_axes(g), false, s),
+                w.dtype(), s);
+}
+
 const Rows& rows() {
   static const Rows table = [] {
     Rows t;
@@ -481,6 +497,52 @@ const Rows& rows() {
            if (in.size() >= 2 && in[1].ndim() == 1) w = in[1];
            if (in.size() == 3 && in[2].ndim() == 1) b = in[2];
            return one(fast::layer_norm(in[0], w, b, float(st[1].f), s));
+         }});
+    // The norms' VJP nodes, which MLX's GPU backends write: x, the weight
+    // (and bias), the cotangent in; the gradients of each out, from the
+    // norms' derivatives written with kiln's ops in x's dtype. A scalar
+    // weight or bias stands for none and gets a zero gradient.
+    put("RMSNormVJP",
+        {"nf", [](const State& st, const std::vector<array>& in,
+                  const NodeInfo&, Stream s) {
+           arity("RMSNormVJP", in, 3, 3);
+           const array &x = in[0], &w = in[1], &g = in[2];
+           if (x.ndim() < 1 || g.shape() != x.shape()) {
+             bad("RMSNormVJP", "wants x and a cotangent of x's shape");
+           }
+           array eps = astype(array(float(st[1].f)), x.dtype(), s);
+           array n = rsqrt(add(mean(square(x, s), {-1}, true, s), eps, s), s);
+           array gw = multiply(g, w, s);
+           array t = multiply(mean(multiply(gw, x, s), {-1}, true, s),
+                              multiply(n, square(n, s), s), s);
+           array dx = subtract(multiply(gw, n, s), multiply(x, t, s), s);
+           return std::vector<array>{
+               astype(dx, x.dtype(), s),
+               norm_weight_grad(w, g, multiply(x, n, s), s)};
+         }});
+    put("LayerNormVJP",
+        {"nf", [](const State& st, const std::vector<array>& in,
+                  const NodeInfo&, Stream s) {
+           arity("LayerNormVJP", in, 4, 4);
+           const array &x = in[0], &w = in[1], &b = in[2], &g = in[3];
+           if (x.ndim() < 1 || g.shape() != x.shape()) {
+             bad("LayerNormVJP", "wants x and a cotangent of x's shape");
+           }
+           array eps = astype(array(float(st[1].f)), x.dtype(), s);
+           array xc = subtract(x, mean(x, {-1}, true, s), s);
+           array n = rsqrt(add(mean(square(xc, s), {-1}, true, s), eps, s), s);
+           array wg = multiply(w, g, s);
+           array t1 = multiply(
+               xc, multiply(mean(multiply(wg, xc, s), {-1}, true, s),
+                            multiply(n, square(n, s), s), s), s);
+           array t2 = multiply(subtract(wg, mean(wg, {-1}, true, s), s), n, s);
+           array db = zeros_like(b, s);
+           if (b.ndim() > 0) {
+             db = astype(sum(g, leading_axes(g), false, s), b.dtype(), s);
+           }
+           return std::vector<array>{
+               astype(subtract(t2, t1, s), x.dtype(), s),
+               norm_weight_grad(w, g, multiply(xc, n, s), s), db};
          }});
     put("RoPE",
         {"nibffb", [](const State& st, const std::vector<array>& in,

@@ -126,6 +126,49 @@ TEST(MlxfnFamilies, NonsenseParametersRaiseNamingTheOp) {
                std::invalid_argument);
 }
 
+// The norms' VJP nodes against kiln's own gradients of the fused norms, with
+// a weight (and bias) and with none (MLX passes a scalar then).
+TEST(MlxfnFamilies, NormVJPNodesMatchTheNormsGradients) {
+  auto cpu = default_stream(Device::cpu);
+  array x = random::normal({3, 5, 16}), g = random::normal({3, 5, 16});
+  array w = random::normal({16}), b = random::normal({16});
+  auto close = [](const array& a, const array& b2) {
+    EXPECT_TRUE(allclose(a, b2, 1e-4, 1e-5).item<bool>());
+  };
+  for (bool weighted : {true, false}) {
+    array wr = weighted ? w : array(1.0f), br = weighted ? b : array(0.0f);
+    auto rms = vjp(
+        [&](const std::vector<array>& p) {
+          std::optional<array> pw;
+          if (weighted) pw = p[1];
+          return std::vector<array>{fast::rms_norm(p[0], pw, 1e-5f)};
+        },
+        {x, wr}, {g}).second;
+    m::NodeInfo info2{{x.shape(), wr.shape()}, {float32, float32}, false};
+    auto node = m::build("RMSNormVJP", {m::Value{}, m::real(1e-5)},
+                         {x, wr, g}, info2, cpu);
+    close(node[0], rms[0]);
+    if (weighted) close(node[1], rms[1]);
+    else EXPECT_EQ(node[1].ndim(), 0);
+    auto ln = vjp(
+        [&](const std::vector<array>& p) {
+          std::optional<array> pw, pb;
+          if (weighted) pw = p[1], pb = p[2];
+          return std::vector<array>{fast::layer_norm(p[0], pw, pb, 1e-5f)};
+        },
+        {x, wr, br}, {g}).second;
+    m::NodeInfo info3{{x.shape(), wr.shape(), br.shape()},
+                      {float32, float32, float32}, false};
+    auto lnode = m::build("LayerNormVJP", {m::Value{}, m::real(1e-5)},
+                          {x, wr, br, g}, info3, cpu);
+    close(lnode[0], ln[0]);
+    if (weighted) {
+      close(lnode[1], ln[1]);
+      close(lnode[2], ln[2]);
+    }
+  }
+}
+
 TEST(MlxfnFamilies, MaskedScatterTakesTheValuesInOrderPerBatch) {
   // Two batches (as a vmap leaves them): the k-th true position of each
   // takes that batch's k-th value; the extra values go unused.
