@@ -67,14 +67,20 @@ Named quantized_matmul(int64_t gs, int64_t bits, int64_t mode, bool picks) {
           State{integer(gs), integer(bits), integer(mode), integer(1)}};
 }
 
+// gather_qmm's picks read in place: a quantized product with the right
+// indices as one input more (affine: x, w, scales, biases; fp: no biases).
+bool reads_picks(const array& node) {
+  std::string name = node.primitive().name();
+  size_t n = node.inputs().size();
+  return (name == "QuantizedMatmul" && n == 5) ||
+         (name == "QuantizedMatmulFp" && n == 4);
+}
+
 } // namespace
 
 std::vector<array> operands(const array& node) {
   std::vector<array> in = node.inputs();
-  std::string name = node.primitive().name();
-  bool picks = (name == "QuantizedMatmul" && in.size() == 5) ||
-               (name == "QuantizedMatmulFp" && in.size() == 4);
-  if (!picks) return in;
+  if (!reads_picks(node)) return in;
   // MLX's GatherQMM takes left indices too: pick p of x is x's matrix p.
   std::vector<uint32_t> order(in[0].shape(0));
   std::iota(order.begin(), order.end(), 0u);
@@ -393,12 +399,12 @@ std::pair<std::string, State> describe(const array& node, bool shapeless) {
     });
     t.emplace("QuantizedMatmul", [](const array& n) {
       auto& p = as<fast::QuantizedMatmul>(n);
-      return quantized_matmul(p.group_size(), p.bits(), 0, n.inputs().size() == 5);
+      return quantized_matmul(p.group_size(), p.bits(), 0, reads_picks(n));
     });
     t.emplace("QuantizedMatmulFp", [](const array& n) {
       auto& p = as<fast::QuantizedMatmulFp>(n);
       return quantized_matmul(p.group_size(), p.bits(), fp_mode(p),
-                              n.inputs().size() == 4);
+                              reads_picks(n));
     });
     t.emplace("RMSNorm", [](const array& n) {
       return std::make_pair(std::string("RMSNorm"),

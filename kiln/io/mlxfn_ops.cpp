@@ -35,6 +35,7 @@
 #include "kiln/primitives/slicing.h"
 #include "kiln/primitives/softmax.h"
 #include "kiln/primitives/sort.h"
+#include "kiln/transforms/autograd.h"
 #include "kiln/transforms/eval.h"
 
 namespace kiln::detail::mlxfn {
@@ -79,20 +80,30 @@ Row binary(const char* name, Binary f) {
 // A one-output node's result.
 std::vector<array> one(array a) { return {std::move(a)}; }
 
-// Every axis but the last.
-std::vector<int> leading_axes(const array& a) {
-  std::vector<int> axes(a.ndim() > 0 ? a.ndim() - 1 : 0);
-  for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int>(i);
-  return axes;
+// A norm's weight or bias as MLX's VJP nodes pass it: a scalar for none.
+std::optional<array> optional_weight(const array& w) {
+  if (w.ndim() == 0) return std::nullopt;
+  return w;
 }
 
-// A norm's weight gradient: g times the normalized x, summed over the
-// leading axes; zero for a scalar weight (the norm had none).
-array norm_weight_grad(const array& w, const array& g, const array& normalized,
-                       Stream s) {
-  if (w.ndim() == 0) return zeros_like(w, s);
-  return astype(sum(multiply(g, normalized, s), leading_axes(g), false, s),
-                w.dtype(), s);
+// The gradients of norm(x, weight[, bias]) for the cotangent, the last of
+// in; a scalar weight or bias gets a zero gradient.
+std::vector<array> norm_vjp(
+    const std::vector<array>& in, Stream s,
+    const std::function<array(const std::vector<array>&)>& norm) {
+  std::vector<array> primals(in.begin(), in.end() - 1);
+  if (primals[0].ndim() < 1 || in.back().shape() != primals[0].shape()) {
+    bad(in.size() == 3 ? "RMSNormVJP" : "LayerNormVJP",
+        "wants x and a cotangent of x's shape");
+  }
+  auto grads = vjp([&](const std::vector<array>& p) {
+                     return std::vector<array>{norm(p)};
+                   },
+                   primals, {in.back()}).second;
+  for (size_t i = 1; i < grads.size(); ++i) {
+    if (primals[i].ndim() == 0) grads[i] = zeros_like(primals[i], s);
+  }
+  return grads;
 }
 
 const Rows& rows() {
@@ -119,8 +130,8 @@ const Rows& rows() {
         }));
     put("kiln.FloorDivide", binary("kiln.FloorDivide", floor_divide));
     // MLX's `a[mask] = v` node: a, a full-shape mask and the values, each
-    // with a leading batch axis; the k-th true position of a batch takes
-    // its k-th value (MLX may pass more values than true positions).
+    // with a leading batch axis; each batch is kiln's masked_scatter (the
+    // k-th true position takes the k-th value).
     put("MaskedScatter",
         {"", [](const State&, const std::vector<array>& in, const NodeInfo&,
                 Stream s) {
@@ -133,16 +144,13 @@ const Rows& rows() {
                  "wants a, a boolean mask of a's shape and values with a's "
                  "leading axis");
            }
-           if (values.size() == 0) return one(a);
-           int batch = a.shape(0);
-           array flat_mask = reshape(mask, {batch, -1}, s);
-           array flat_values = reshape(values, {batch, -1}, s);
-           array k = subtract(cumsum(astype(flat_mask, int32, s), 1, false,
-                                     true, s),
-                              array(1), s);
-           k = clip(k, array(0), array(flat_values.shape(1) - 1), s);
-           array picked = take_along_axis(flat_values, k, 1, s);
-           return one(where(mask, reshape(picked, a.shape(), s), a, s));
+           std::vector<array> batches;
+           for (int b = 0; b < a.shape(0); ++b) {
+             batches.push_back(masked_scatter(
+                 take(a, b, 0, s), take(mask, b, 0, s),
+                 reshape(take(values, b, 0, s), {-1}, s), s));
+           }
+           return one(stack(batches, 0, s));
          }});
     // Outputs equal to the first inputs, evaluated after the rest.
     put("Depends", {"", [](const State&, const std::vector<array>& in,
@@ -498,51 +506,27 @@ const Rows& rows() {
            if (in.size() == 3 && in[2].ndim() == 1) b = in[2];
            return one(fast::layer_norm(in[0], w, b, float(st[1].f), s));
          }});
-    // The norms' VJP nodes, which MLX's GPU backends write: x, the weight
-    // (and bias), the cotangent in; the gradients of each out, from the
-    // norms' derivatives written with kiln's ops in x's dtype. A scalar
-    // weight or bias stands for none and gets a zero gradient.
+    // The norms' VJP nodes, which MLX's GPU backends write (x, the weight
+    // and bias, the cotangent in; their gradients out): kiln's gradients of
+    // its own norms. A scalar weight or bias stands for none.
     put("RMSNormVJP",
         {"nf", [](const State& st, const std::vector<array>& in,
                   const NodeInfo&, Stream s) {
            arity("RMSNormVJP", in, 3, 3);
-           const array &x = in[0], &w = in[1], &g = in[2];
-           if (x.ndim() < 1 || g.shape() != x.shape()) {
-             bad("RMSNormVJP", "wants x and a cotangent of x's shape");
-           }
-           array eps = astype(array(float(st[1].f)), x.dtype(), s);
-           array n = rsqrt(add(mean(square(x, s), {-1}, true, s), eps, s), s);
-           array gw = multiply(g, w, s);
-           array t = multiply(mean(multiply(gw, x, s), {-1}, true, s),
-                              multiply(n, square(n, s), s), s);
-           array dx = subtract(multiply(gw, n, s), multiply(x, t, s), s);
-           return std::vector<array>{
-               astype(dx, x.dtype(), s),
-               norm_weight_grad(w, g, multiply(x, n, s), s)};
+           float eps = float(st[1].f);
+           return norm_vjp(in, s, [eps, s](const std::vector<array>& p) {
+             return fast::rms_norm(p[0], optional_weight(p[1]), eps, s);
+           });
          }});
     put("LayerNormVJP",
         {"nf", [](const State& st, const std::vector<array>& in,
                   const NodeInfo&, Stream s) {
            arity("LayerNormVJP", in, 4, 4);
-           const array &x = in[0], &w = in[1], &b = in[2], &g = in[3];
-           if (x.ndim() < 1 || g.shape() != x.shape()) {
-             bad("LayerNormVJP", "wants x and a cotangent of x's shape");
-           }
-           array eps = astype(array(float(st[1].f)), x.dtype(), s);
-           array xc = subtract(x, mean(x, {-1}, true, s), s);
-           array n = rsqrt(add(mean(square(xc, s), {-1}, true, s), eps, s), s);
-           array wg = multiply(w, g, s);
-           array t1 = multiply(
-               xc, multiply(mean(multiply(wg, xc, s), {-1}, true, s),
-                            multiply(n, square(n, s), s), s), s);
-           array t2 = multiply(subtract(wg, mean(wg, {-1}, true, s), s), n, s);
-           array db = zeros_like(b, s);
-           if (b.ndim() > 0) {
-             db = astype(sum(g, leading_axes(g), false, s), b.dtype(), s);
-           }
-           return std::vector<array>{
-               astype(subtract(t2, t1, s), x.dtype(), s),
-               norm_weight_grad(w, g, multiply(xc, n, s), s), db};
+           float eps = float(st[1].f);
+           return norm_vjp(in, s, [eps, s](const std::vector<array>& p) {
+             return fast::layer_norm(p[0], optional_weight(p[1]),
+                                     optional_weight(p[2]), eps, s);
+           });
          }});
     put("RoPE",
         {"nibffb", [](const State& st, const std::vector<array>& in,

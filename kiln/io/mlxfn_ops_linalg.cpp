@@ -125,17 +125,8 @@ std::vector<array> block_masked_mm(const State& st, const Inputs& in, Stream s) 
 std::vector<array> number_of_elements(const State& st, const Inputs& in,
                                       bool kiln_ddof, Stream s) {
   arity("NumberOfElements", in, 1, 1);
-  int nd = static_cast<int>(in[0].ndim());
-  std::vector<int> axes;
-  for (int64_t ax : st[0].v) {
-    int a = static_cast<int>(ax < 0 ? ax + nd : ax);
-    if (a < 0 || a >= nd) bad("NumberOfElements", "an axis is out of range");
-    axes.push_back(a);
-  }
-  std::sort(axes.begin(), axes.end());
-  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) {
-    bad("NumberOfElements", "an axis is repeated");
-  }
+  auto axes = normalize_axes({st[0].v.begin(), st[0].v.end()},
+                             static_cast<int>(in[0].ndim()), "NumberOfElements");
   Dtype dt = st[2].dt;
   if (dt == bool_ || dt == complex64) {
     bad("NumberOfElements", "a count of dtype " + dtype_name(dt));
