@@ -26,6 +26,23 @@ def median_time(fn, iters):
     return float(np.median(ts))
 
 
+def paired_times(fa, fb, iters, rounds=10):
+    """Median times of fa and fb, run in alternating blocks so that both see
+    the same drift of a shared machine (a 1 KB all_sum's time moves by 20%
+    from one second to the next here)."""
+    ta, tb = [], []
+    block = max(1, iters // rounds)
+    for f, ts in ((fa, ta), (fb, tb)):
+        f()
+    for _ in range(rounds):
+        for f, ts in ((fa, ta), (fb, tb)):
+            for _ in range(block):
+                t = time.perf_counter()
+                f()
+                ts.append(time.perf_counter() - t)
+    return float(np.median(ta)), float(np.median(tb))
+
+
 def step_bench(g, batch, iters):
     import kiln.nn as nn
     import kiln.optimizers as optim
@@ -160,12 +177,14 @@ def main():
         x = kc.random.normal((count,))
         kc.eval(x)
         iters = args.iters if size >= 2**20 else args.iters * 10
-        t_kiln = median_time(lambda: kc.eval(kc.distributed.all_sum(x)), iters)
-        t_mpi = float("nan")
+        kiln_call = lambda: kc.eval(kc.distributed.all_sum(x))
         if MPI is not None:
             a = np.array(x)
             b = np.empty_like(a)
-            t_mpi = median_time(lambda: MPI.COMM_WORLD.Allreduce(a, b, op=MPI.SUM), iters)
+            t_kiln, t_mpi = paired_times(
+                kiln_call, lambda: MPI.COMM_WORLD.Allreduce(a, b, op=MPI.SUM), iters)
+        else:
+            t_kiln, t_mpi = median_time(kiln_call, iters), float("nan")
         rows.append((size, t_kiln, t_mpi))
     if g.rank() == 0:
         print_table(f"all_sum, {n} processes, float32; KILN_DISTRIBUTED_CHECK as set",

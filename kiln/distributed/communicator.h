@@ -17,6 +17,15 @@ namespace kiln::distributed::detail {
 
 enum class ReduceOp { sum, max, min };
 
+/** What all_reduce_agreeing did. */
+enum class Agreement {
+  reduced,     // every process passed the same signature; out is reduced
+  agreed,      // the same signature everywhere; the array is too large to
+               // have travelled with it, so nothing is reduced yet
+  differ,      // the signatures differ; nothing is reduced
+  unsupported, // this backend has no such exchange; nothing happened
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -34,6 +43,24 @@ class Communicator {
   /** in == out reduces in place. */
   virtual void all_reduce(const void* in, void* out, size_t count, Dtype dtype,
                           ReduceOp op, const char* what, void* stream) = 0;
+  /** The check of check_agree and an all_reduce of up to
+   *  agreeing_payload() bytes in one exchange: every process sends
+   *  `signature` (the same number of bytes everywhere) with its array when
+   *  the array fits. Every process gets the same answer, so all take the
+   *  same next step. */
+  virtual Agreement all_reduce_agreeing(const void* signature, size_t bytes,
+                                        const void* in, void* out,
+                                        size_t count, Dtype dtype, ReduceOp op,
+                                        const char* what) {
+    (void)signature, (void)bytes, (void)in, (void)out, (void)count;
+    (void)dtype, (void)op, (void)what;
+    return Agreement::unsupported;
+  }
+  virtual size_t agreeing_payload() const { return 0; }
+  /** The size in bytes of the last all_reduce every process agreed on, the
+   *  same on every process: all_reduce_checked's guess of the next one. */
+  size_t last_agreed_bytes = 0;
+
   /** out holds size() blocks of `bytes`, in rank order. */
   virtual void all_gather(const void* in, void* out, size_t bytes,
                           const char* what, void* stream) = 0;
@@ -86,6 +113,11 @@ bool check_signatures(const Communicator& comm);
 /** Raises on every process of the group, listing each process's shape and
  *  dtype, when they differ; `what` names the op. */
 void check_agree(Communicator& comm, const char* what, const array& x);
+/** all_reduce of x's data (`in`, row-major) into `out`, after the check
+ *  of check_agree when it is on: in one exchange where the backend can
+ *  carry a small array with its signature. */
+void all_reduce_checked(Communicator& comm, const char* what, const array& x,
+                        const void* in, void* out, ReduceOp op);
 /** The same for a transfer: both sides must name the same shape and
  *  dtype; the receiver checks, and both raise on a mismatch. */
 void check_transfer(Communicator& comm, const char* what, const array& x,

@@ -7,11 +7,16 @@
 // op, never a hang.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <climits>
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
+#include <type_traits>
 
+#include "kiln/core/dispatch.h"
 #include "kiln/core/env.h"
 #include "kiln/core/half.h"
 #include "kiln/distributed/communicator.h"
@@ -58,6 +63,14 @@ struct Api {
   Handle f16_ops[3] = {}, bf16_ops[3] = {};
   // complex64 orders by real part, then imaginary part (as kiln's max).
   Handle c64_ops[3] = {};
+  // Sums of 8- and 16-bit integers wrap, as kiln's sums do; OpenMPI 4.1's
+  // vectorized MPI_SUM saturates them.
+  Handle wrapping_sum[4] = {}; // int8, uint8, int16, uint16
+  // float32 and float64 max and min propagate NaN, as kiln's maximum does
+  // (MPI_MAX keeps a NaN or not depending on the order it meets it).
+  Handle f32_ops[3] = {}, f64_ops[3] = {};
+  // all_reduce_agreeing's message (a Fused) and its reduction.
+  Handle fused_type = nullptr, fused_op = nullptr;
 };
 
 template <typename F>
@@ -138,19 +151,6 @@ Api& api() {
   return a;
 }
 
-template <typename T, ReduceOp op>
-void reduce_halves(void* in, void* inout, int* len, Handle*) {
-  auto* a = static_cast<const T*>(in);
-  auto* b = static_cast<T*>(inout);
-  for (int i = 0; i < *len; ++i) {
-    float x = static_cast<float>(a[i]), y = static_cast<float>(b[i]);
-    float r = op == ReduceOp::sum ? x + y
-              : op == ReduceOp::max ? (x > y || x != x ? x : y)
-                                    : (x < y || x != x ? x : y);
-    b[i] = static_cast<T>(r);
-  }
-}
-
 template <ReduceOp op>
 void reduce_complex(void* in, void* inout, int* len, Handle*) {
   auto* a = static_cast<const float*>(in);
@@ -165,6 +165,80 @@ void reduce_complex(void* in, void* inout, int* len, Handle*) {
       b[2 * i] = ar;
       b[2 * i + 1] = ai;
     }
+  }
+}
+
+template <typename T>
+void reduce_values(const T* a, T* b, size_t n, ReduceOp op) {
+  using C = compute_t<T>;
+  for (size_t i = 0; i < n; ++i) {
+    C x = static_cast<C>(a[i]), y = static_cast<C>(b[i]);
+    if constexpr (std::is_same_v<T, bool>) {
+      b[i] = op == ReduceOp::min ? (x && y) : (x || y);
+    } else if (op == ReduceOp::sum) {
+      b[i] = static_cast<T>(x + y);
+    } else if constexpr (std::is_floating_point_v<C>) {
+      b[i] = static_cast<T>(op == ReduceOp::max ? (x > y || x != x ? x : y)
+                                                : (x < y || x != x ? x : y));
+    } else {
+      b[i] = op == ReduceOp::max ? std::max(x, y) : std::min(x, y);
+    }
+  }
+}
+
+template <typename T, ReduceOp op>
+void reduce_as_kiln(void* in, void* inout, int* len, Handle*) {
+  reduce_values(static_cast<const T*>(in), static_cast<T*>(inout),
+                static_cast<size_t>(*len), op);
+}
+
+// The reductions of all_reduce over host memory, as MPI and kiln's own MPI
+// ops compute them: "or" and "and" for bool, NaN-propagating max and min.
+void reduce_host(const void* in, void* inout, size_t n, Dtype dtype,
+                 ReduceOp op) {
+  if (dtype == complex64) {
+    int len = static_cast<int>(n);
+    if (op == ReduceOp::sum) {
+      reduce_values(static_cast<const float*>(in), static_cast<float*>(inout),
+                    2 * n, op);
+    } else if (op == ReduceOp::max) {
+      reduce_complex<ReduceOp::max>(const_cast<void*>(in), inout, &len,
+                                    nullptr);
+    } else {
+      reduce_complex<ReduceOp::min>(const_cast<void*>(in), inout, &len,
+                                    nullptr);
+    }
+    return;
+  }
+  dispatch_real_type(dtype, "distributed", [&](auto tag) {
+    using T = KILN_TYPE(tag);
+    reduce_values(static_cast<const T*>(in), static_cast<T*>(inout), n, op);
+  });
+}
+
+// all_reduce_agreeing's message: the same size on every process whatever
+// the array, so it is always a valid collective. Signatures that differ
+// make it "differ" and reduce nothing; otherwise a payload of up to
+// kFusedPayload bytes is reduced with it.
+constexpr size_t kFusedPayload = 1024;
+constexpr size_t kFusedSignature = 128;
+struct Fused {
+  char signature[kFusedSignature];
+  uint64_t signature_bytes, count;
+  int32_t dtype, op, differ, carried;
+  alignas(16) char payload[kFusedPayload];
+};
+
+void reduce_fused(void* in, void* inout, int* len, Handle*) {
+  for (int i = 0; i < *len; ++i) {
+    auto& a = static_cast<const Fused*>(in)[i];
+    auto& b = static_cast<Fused*>(inout)[i];
+    b.differ = a.differ || b.differ ||
+               a.signature_bytes != b.signature_bytes ||
+               std::memcmp(a.signature, b.signature, kFusedSignature) != 0;
+    if (b.differ || !b.carried) continue;
+    reduce_host(a.payload, b.payload, b.count, Dtype{
+        static_cast<Dtype::Val>(b.dtype), 0}, static_cast<ReduceOp>(b.op));
   }
 }
 
@@ -241,6 +315,39 @@ class Mpi final : public Communicator {
     } while (done < count);
   }
 
+  size_t agreeing_payload() const override {
+    return api().fused_op ? kFusedPayload : 0;
+  }
+
+  Agreement all_reduce_agreeing(const void* signature, size_t bytes,
+                                const void* in, void* out, size_t count,
+                                Dtype dtype, ReduceOp op,
+                                const char* what) override {
+    if (bytes > kFusedSignature || !api().fused_op) {
+      return Agreement::unsupported;
+    }
+    Fused f;
+    std::memset(&f, 0, offsetof(Fused, payload));
+    std::memcpy(f.signature, signature, bytes);
+    f.signature_bytes = bytes;
+    f.count = count;
+    f.dtype = static_cast<int32_t>(dtype.val);
+    f.op = static_cast<int32_t>(op);
+    size_t nbytes = count * dtype.size;
+    f.carried = nbytes <= kFusedPayload;
+    if (f.carried) std::memcpy(f.payload, in, nbytes);
+    {
+      Watch watch(what, rank_, size_, -1);
+      check(api().Allreduce(kInPlace, &f, 1, api().fused_type,
+                            api().fused_op, comm_),
+            what, "MPI_Allreduce");
+    }
+    if (f.differ) return Agreement::differ;
+    if (!f.carried) return Agreement::agreed;
+    std::memcpy(out, f.payload, nbytes);
+    return Agreement::reduced;
+  }
+
   void all_gather(const void* in, void* out, size_t bytes, const char* what,
                   void*) override {
     int n = checked_count(bytes, what);
@@ -285,16 +392,17 @@ class Mpi final : public Communicator {
         Handle bool_ops[3] = {a.op_lor, a.op_lor, a.op_land};
         return {a.c_bool, bool_ops[i]};
       }
-      case Dtype::Val::int8: return {a.i8, ops[i]};
-      case Dtype::Val::uint8: return {a.u8, ops[i]};
-      case Dtype::Val::int16: return {a.i16, ops[i]};
-      case Dtype::Val::uint16: return {a.u16, ops[i]};
+      case Dtype::Val::int8: return {a.i8, i ? ops[i] : a.wrapping_sum[0]};
+      case Dtype::Val::uint8: return {a.u8, i ? ops[i] : a.wrapping_sum[1]};
+      case Dtype::Val::int16: return {a.i16, i ? ops[i] : a.wrapping_sum[2]};
+      case Dtype::Val::uint16:
+        return {a.u16, i ? ops[i] : a.wrapping_sum[3]};
       case Dtype::Val::int32: return {a.i32, ops[i]};
       case Dtype::Val::uint32: return {a.u32, ops[i]};
       case Dtype::Val::int64: return {a.i64, ops[i]};
       case Dtype::Val::uint64: return {a.u64, ops[i]};
-      case Dtype::Val::float32: return {a.f32, ops[i]};
-      case Dtype::Val::float64: return {a.f64, ops[i]};
+      case Dtype::Val::float32: return {a.f32, i ? a.f32_ops[i] : ops[i]};
+      case Dtype::Val::float64: return {a.f64, i ? a.f64_ops[i] : ops[i]};
       case Dtype::Val::float16: return {a.half_type, a.f16_ops[i]};
       case Dtype::Val::bfloat16: return {a.half_type, a.bf16_ops[i]};
       case Dtype::Val::complex64:
@@ -352,16 +460,29 @@ std::shared_ptr<Communicator> mpi_communicator(std::string& why) {
       return;
     }
     a.Comm_set_errhandler(a.comm_world, a.errors_return);
+    constexpr auto sum = ReduceOp::sum, max = ReduceOp::max,
+                   min = ReduceOp::min;
     a.Type_contiguous(2, a.byte, &a.half_type);
     a.Type_commit(&a.half_type);
-    a.Op_create(&reduce_halves<float16_t, ReduceOp::sum>, 1, &a.f16_ops[0]);
-    a.Op_create(&reduce_halves<float16_t, ReduceOp::max>, 1, &a.f16_ops[1]);
-    a.Op_create(&reduce_halves<float16_t, ReduceOp::min>, 1, &a.f16_ops[2]);
-    a.Op_create(&reduce_halves<bfloat16_t, ReduceOp::sum>, 1, &a.bf16_ops[0]);
-    a.Op_create(&reduce_halves<bfloat16_t, ReduceOp::max>, 1, &a.bf16_ops[1]);
-    a.Op_create(&reduce_halves<bfloat16_t, ReduceOp::min>, 1, &a.bf16_ops[2]);
+    a.Op_create(&reduce_as_kiln<float16_t, sum>, 1, &a.f16_ops[0]);
+    a.Op_create(&reduce_as_kiln<float16_t, max>, 1, &a.f16_ops[1]);
+    a.Op_create(&reduce_as_kiln<float16_t, min>, 1, &a.f16_ops[2]);
+    a.Op_create(&reduce_as_kiln<bfloat16_t, sum>, 1, &a.bf16_ops[0]);
+    a.Op_create(&reduce_as_kiln<bfloat16_t, max>, 1, &a.bf16_ops[1]);
+    a.Op_create(&reduce_as_kiln<bfloat16_t, min>, 1, &a.bf16_ops[2]);
     a.Op_create(&reduce_complex<ReduceOp::max>, 1, &a.c64_ops[1]);
     a.Op_create(&reduce_complex<ReduceOp::min>, 1, &a.c64_ops[2]);
+    a.Op_create(&reduce_as_kiln<int8_t, sum>, 1, &a.wrapping_sum[0]);
+    a.Op_create(&reduce_as_kiln<uint8_t, sum>, 1, &a.wrapping_sum[1]);
+    a.Op_create(&reduce_as_kiln<int16_t, sum>, 1, &a.wrapping_sum[2]);
+    a.Op_create(&reduce_as_kiln<uint16_t, sum>, 1, &a.wrapping_sum[3]);
+    a.Op_create(&reduce_as_kiln<float, max>, 1, &a.f32_ops[1]);
+    a.Op_create(&reduce_as_kiln<float, min>, 1, &a.f32_ops[2]);
+    a.Op_create(&reduce_as_kiln<double, max>, 1, &a.f64_ops[1]);
+    a.Op_create(&reduce_as_kiln<double, min>, 1, &a.f64_ops[2]);
+    a.Type_contiguous(sizeof(Fused), a.byte, &a.fused_type);
+    a.Type_commit(&a.fused_type);
+    a.Op_create(&reduce_fused, 1, &a.fused_op);
     if (!initialized) std::atexit(finalize_at_exit);
   });
   if (!init_error.empty()) {

@@ -4,7 +4,7 @@
 // a call has waited longer than KILN_DISTRIBUTED_TIMEOUT, prints which op
 // and rank waited for whom and ends the process, which ends the job (the
 // launcher stops every rank when one exits with an error). A watch costs
-// a lock and a clock read; the thread never calls the engine's
+// a clock read and a few stores; the thread never calls the engine's
 // collectives.
 #pragma once
 
@@ -24,6 +24,7 @@ class Watch {
   Watch& operator=(const Watch&) = delete;
 
  private:
+  static constexpr uint64_t kInSlot = ~uint64_t(0); // the thread's slot
   uint64_t id_;
 };
 

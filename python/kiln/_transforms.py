@@ -21,14 +21,7 @@ def _is_array(x):
 _arrays_of = _core._tree_arrays
 
 
-def eval(*args):
-    """Evaluate the arrays in the given pytrees (other leaves are
-    ignored)."""
-    # The common call, eval(a, b, ...) of arrays, skips the tree walk.
-    if all(type(x) is array for x in args):
-        _core._eval(list(args))
-    else:
-        _core._eval(_arrays_of(args))
+eval = _core.eval
 
 
 def async_eval(*args):

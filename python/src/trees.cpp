@@ -8,14 +8,16 @@ namespace kiln::py {
 
 namespace {
 
-void collect(nb::handle t, nb::list& out) {
+// Calls take(leaf) for each array among t's leaves.
+template <typename Take>
+void collect(nb::handle t, Take& take) {
   RecursionGuard guard(" while walking a tree of arrays");
   if (nb::isinstance<array>(t)) {
-    out.append(t);
+    take(t);
   } else if (PyDict_Check(t.ptr())) {
-    for (auto [k, v] : nb::borrow<nb::dict>(t)) collect(v, out);
+    for (auto [k, v] : nb::borrow<nb::dict>(t)) collect(v, take);
   } else if (PyList_Check(t.ptr()) || PyTuple_Check(t.ptr())) {
-    for (nb::handle v : t) collect(v, out);
+    for (nb::handle v : t) collect(v, take);
   }
 }
 
@@ -60,11 +62,27 @@ size_t assign(nb::handle t, const nb::list& arrays, size_t pos) {
 } // namespace
 
 void init_trees(nb::module_& m) {
+  // eval is called once per step on a few arrays or a whole model: the walk
+  // and the call are one C++ function, with no Python frame around them.
+  m.def(
+      "eval",
+      [](nb::args trees) {
+        std::vector<array> arrays;
+        auto take = [&](nb::handle a) {
+          arrays.push_back(nb::cast<const array&>(a));
+        };
+        collect(trees, take);
+        eval_released(std::move(arrays));
+      },
+      nb::sig("def eval(*trees) -> None"),
+      "Evaluate the arrays in the given pytrees (other leaves are "
+      "ignored).");
   m.def(
       "_tree_arrays",
       [](nb::handle tree) {
         nb::list out;
-        collect(tree, out);
+        auto take = [&](nb::handle a) { out.append(a); };
+        collect(tree, take);
         return out;
       },
       "tree"_a, "The arrays among tree's leaves, in kiln.utils's flatten order.");

@@ -28,7 +28,7 @@ def launch(n, *checks, env=None, timeout=240):
     return p.returncode, p.stdout + p.stderr, time.monotonic() - start
 
 
-ALL = ["reductions", "gather_scatter", "large", "grads", "send_recv", "bad_input", "average_gradients"]
+ALL = ["reductions", "exchanges", "gather_scatter", "large", "grads", "send_recv", "bad_input", "average_gradients"]
 
 
 @pytest.mark.parametrize("n", [2, 3])

@@ -230,5 +230,25 @@ TEST(Allocator, LargeBuffersAreRecycled) {
   set_cache_limit(old);
 }
 
+TEST(Allocator, SmallBuffersAreRecycled) {
+  // A 1 KiB result: its buffer goes to the cache, and the next result of
+  // that size takes it back.
+  clear_cache();
+  auto x = random_array({256}, float32);
+  x.eval();
+  const void* first = nullptr;
+  {
+    auto a = exp(x, Device::cpu);
+    a.eval();
+    first = a.data<void>();
+  }
+  EXPECT_GE(get_cache_memory(), 256u * sizeof(float));
+  auto b = exp(x, Device::cpu);
+  b.eval();
+  EXPECT_EQ(b.data<void>(), first);
+  EXPECT_EQ(get_cache_memory(), 0u);
+  clear_cache();
+}
+
 } // namespace
 } // namespace kiln::test

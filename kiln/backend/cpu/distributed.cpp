@@ -11,18 +11,17 @@ using kiln::detail::row_major;
 
 void AllReduce::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& x = inputs[0];
-  detail::check_agree(comm(), name(), x);
+  array in = x;
   if (x.flags().row_contiguous && x.data_size() == x.size() &&
       x.is_donatable()) {
     out.move_shared_buffer(x);
-    comm().all_reduce(out.data<void>(), out.data<void>(), out.size(),
-                      out.dtype(), op(), name(), nullptr);
-    return;
+    in = out;
+  } else {
+    in = row_major(x);
+    out.set_data(allocator::malloc(out.nbytes()));
   }
-  array in = row_major(x);
-  out.set_data(allocator::malloc(out.nbytes()));
-  comm().all_reduce(in.data<void>(), out.data<void>(), in.size(), in.dtype(),
-                    op(), name(), nullptr);
+  detail::all_reduce_checked(comm(), name(), out, in.data<void>(),
+                             out.data<void>(), op());
 }
 
 void AllGather::eval_cpu(const std::vector<array>& inputs, array& out) {

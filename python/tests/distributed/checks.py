@@ -88,6 +88,56 @@ def check_reductions():
             close(as_np(D.all_min(a), name), np.min(np.stack(xs), axis=0), tol, f"all_min {name}")
 
 
+def check_exchanges():
+    # With the check on, an all_reduce of up to 1 KB travels with its shape
+    # and dtype in one exchange, chosen from the size of the last agreed
+    # all_reduce: sizes on both sides of 1 KB, in orders that make each
+    # process guess right and wrong, give the same answers.
+    for name, (dt, ref, tol) in DTYPES.items():
+        item = np.dtype(ref).itemsize if name not in ("float16", "bfloat16", "complex64") else \
+            {"float16": 2, "bfloat16": 2, "complex64": 8}[name]
+        at = 1024 // item
+        for count in (1, at, at + 1, 1, 3 * at, at, at + 1, at + 1, 0, at):
+            xs = [rank_input(r, (count,), name, seed=count) for r in range(N)]
+            a = kiln_input(xs[R], name, False)
+            if name == "bool":
+                want = np.logical_or.reduce(xs)
+            else:
+                want = np.sum(np.stack(xs).astype(ref), axis=0)
+            close(as_np(D.all_sum(a), name), want.astype(as_np(a, name).dtype), tol,
+                  f"all_sum {name} of {count}")
+            close(as_np(D.all_max(a), name), np.max(np.stack(xs), axis=0), tol, f"all_max {name} of {count}")
+    # NaN wins max and min wherever it sits (as in kiln.maximum), small or
+    # large, float32 or float64.
+    for count in (4, 4000):
+        for dt in (np.float32, np.float64):
+            xs = [np.arange(count, dtype=dt) * (r + 1) for r in range(N)]
+            for r in range(N):
+                xs[r][r] = np.nan
+            for f, ref in ((D.all_max, np.max), (D.all_min, np.min)):
+                got = np.asarray(f(kc.array(xs[R])))
+                want = ref(np.stack(xs), axis=0)
+                if not np.array_equal(got, want, equal_nan=True):
+                    raise AssertionError(f"{f.__name__} of {count} {dt.__name__} with NaN: "
+                                         f"got {got[:4]}, expected {want[:4]}")
+    # Arrays that differ raise on every process whichever exchange is
+    # taken: both small, one small and one large (after a small and after a
+    # large agreed all_reduce), and the same size in other dtypes.
+    cases = [(lambda r: kc.ones((r + 1,)), "(1,) float32"),
+             (lambda r: kc.ones((4 if r == 0 else 4096,)), "(4,) float32"),
+             (lambda r: kc.ones((8,), kc.float32 if r == 0 else kc.int32), "int32")]
+    for warm in (kc.ones((2,)), kc.ones((4096,))):
+        for make, says in cases:
+            kc.eval(D.all_sum(warm))
+            try:
+                kc.eval(D.all_sum(make(R)))
+            except ValueError as e:
+                assert "all_sum" in str(e) and says in str(e), e
+            else:
+                raise AssertionError(f"all_sum of different arrays ({says}) did not raise")
+    close(np.asarray(D.all_sum(kc.array([1.0]))), np.array([float(N)]), 0, "all_sum after errors")
+
+
 def check_gather_scatter():
     for name, (dt, ref, tol) in DTYPES.items():
         xs = [rank_input(r, (2, 3), name, seed=2) for r in range(N)]
