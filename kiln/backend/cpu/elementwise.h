@@ -180,11 +180,13 @@ void unary_loop(const array& in, array& out, Op op) {
   Out* dst = out.data<Out>();
   auto f = [&](In x) { return cast_to<Out>(op(static_cast<ct<In>>(x))); };
   if (flat) {
+    // One element too takes the vector form where there is one: its
+    // result must not depend on the array's length.
+    if (vector_unary<In, Out, Op>(src, dst, out.data_size())) return;
     if (in.data_size() == 1 && out.data_size() == 1) {
       dst[0] = f(src[0]);
       return;
     }
-    if (vector_unary<In, Out, Op>(src, dst, out.data_size())) return;
     parallel_for(out.data_size(), elementwise_grain, [&](size_t b, size_t e) {
       for (size_t i = b; i < e; ++i) dst[i] = f(src[i]);
     });
@@ -236,6 +238,8 @@ void binary_loop(const array& a, const array& b, array& out, Op op) {
   if (flat) {
     bool sa = a.data_size() == 1, sb = b.data_size() == 1;
     size_t n = out.data_size();
+    // A one-element result takes the vector form too (see unary_loop).
+    if (n == 1) sa = sb = false;
     if (!(sa && sb) && vector_binary<In, Out, Op>(pa, pb, dst, n, sa, sb)) {
       return;
     }
