@@ -16,7 +16,10 @@ array full(Shape shape, array vals, Dtype dtype, StreamOrDevice s) {
     if (d < 0) invalid("full", "negative dimension in shape " +
                                    detail::shape_str(shape) + ".");
   }
-  return broadcast_to(astype(std::move(vals), dtype, s), shape, s);
+  // Dense, as MLX's: a NumPy view of the result may be written to, and one
+  // broadcast element would take every write at once.
+  return contiguous(broadcast_to(astype(std::move(vals), dtype, s), shape, s),
+                    false, s);
 }
 
 array full(Shape shape, array vals, StreamOrDevice s) {
@@ -45,7 +48,8 @@ array full_like(const array& a, const array& vals, std::optional<Dtype> dtype,
   Dtype dt = dtype.value_or(a.dtype());
   // Under shapeless compile the shape is a's, whatever it becomes.
   if (detail::shape_follows_replay(a)) {
-    return detail::broadcast_like(astype(vals, dt, s), a, s);
+    return contiguous(detail::broadcast_like(astype(vals, dt, s), a, s), false,
+                      s);
   }
   return full(a.shape(), vals, dt, s);
 }

@@ -95,11 +95,20 @@ array scalar_to_array(nb::handle v, Kind k, std::optional<Dtype> dtype) {
 
 // ---- Nested lists -------------------------------------------------------
 
+// A nested list that is not rectangular, in MLX's words, which programs
+// may match.
+constexpr const char* kNonUniform =
+    "Initialization encountered non-uniform length.";
+constexpr const char* kExtraDimension =
+    "Initialization encountered extra dimension.";
+[[noreturn]] void bare_value_error(const char* msg) {
+  throw nb::value_error(msg);
+}
+
 struct ListScan {
   Shape shape;
   int leaf_depth = -1;
   Kind kind = Kind::none;
-  bool has_array = false;
   bool big_int = false;
 };
 
@@ -107,21 +116,17 @@ void scan_list(nb::handle obj, int depth, ListScan& s) {
   if (is_sequence(obj)) {
     RecursionGuard guard(" while converting a nested list to an array");
     if (s.leaf_depth >= 0 && depth >= s.leaf_depth) {
-      value_error(
-          "the nested list is not rectangular (a list sits where "
-          "another branch has a scalar).");
+      bare_value_error(kExtraDimension); // a list where a scalar was
     }
     auto n = static_cast<int32_t>(nb::len(obj));
     if (static_cast<int>(s.shape.size()) == depth) {
       s.shape.push_back(n);
     } else if (s.shape[depth] != n) {
-      value_error("the nested list is not rectangular: lengths " +
-                  std::to_string(s.shape[depth]) + " and " + std::to_string(n) +
-                  " at depth " + std::to_string(depth) + ".");
+      bare_value_error(kNonUniform);
     }
     if (n == 0) {
       if (s.leaf_depth >= 0 && s.leaf_depth != depth + 1) {
-        value_error("the nested list is not rectangular.");
+        bare_value_error(kNonUniform);
       }
       return;
     }
@@ -131,16 +136,10 @@ void scan_list(nb::handle obj, int depth, ListScan& s) {
   if (s.leaf_depth < 0) {
     s.leaf_depth = depth;
     if (static_cast<int>(s.shape.size()) > depth) {
-      value_error("the nested list is not rectangular.");
+      bare_value_error(kNonUniform); // a scalar where a list was
     }
   } else if (s.leaf_depth != depth) {
-    value_error("the nested list is not rectangular (scalars at depths " +
-                std::to_string(s.leaf_depth) + " and " + std::to_string(depth) +
-                ").");
-  }
-  if (nb::isinstance<array>(obj)) {
-    s.has_array = true;
-    return;
+    bare_value_error(kNonUniform);
   }
   nb::object v = as_builtin_scalar(obj);
   if (!v.is_valid()) {
@@ -171,33 +170,66 @@ void fill_list(nb::handle obj, std::vector<T>& out) {
   }
 }
 
-void collect_arrays(nb::handle obj, std::vector<array>& out) {
-  if (is_sequence(obj)) {
-    for (nb::handle item : obj) collect_arrays(item, out);
-  } else {
-    out.push_back(to_array(obj));
+bool holds_array(nb::handle obj) {
+  if (nb::isinstance<array>(obj)) return true;
+  if (!is_sequence(obj)) return false;
+  for (nb::handle item : obj) {
+    if (holds_array(item)) return true;
   }
+  return false;
+}
+
+// The dtype of a nested list holding arrays, as MLX gives it: the
+// promotion of the arrays' dtypes and the Python scalars' own (bool, int32
+// or int64, float32, complex64); Python scalars are not weak here.
+void list_dtype(nb::handle obj, std::optional<Dtype>& out) {
+  Dtype d = bool_;
+  if (nb::isinstance<array>(obj)) {
+    d = nb::cast<const array&>(obj).dtype();
+  } else if (is_sequence(obj)) {
+    RecursionGuard guard(" while converting a nested list to an array");
+    for (nb::handle item : obj) list_dtype(item, out);
+    return;
+  } else {
+    nb::object v = as_builtin_scalar(obj);
+    if (!v.is_valid()) {
+      value_error("cannot convert an element of type " + py_type_name(obj) +
+                  " in a list to an array element.");
+    }
+    d = scalar_to_array(v, scalar_kind(v), std::nullopt).dtype();
+  }
+  out = out ? promote_types(*out, d) : d;
+}
+
+// A nested list holding arrays: each array stands for the nested list of
+// its shape, so arrays and lists may sit side by side; siblings must agree
+// in shape.
+array list_of_arrays(nb::handle obj, Dtype dt) {
+  if (nb::isinstance<array>(obj)) {
+    return astype(nb::cast<const array&>(obj), dt);
+  }
+  if (!is_sequence(obj)) {
+    nb::object v = as_builtin_scalar(obj);
+    return scalar_to_array(v, scalar_kind(v), dt);
+  }
+  RecursionGuard guard(" while converting a nested list to an array");
+  std::vector<array> parts;
+  for (nb::handle item : obj) parts.push_back(list_of_arrays(item, dt));
+  if (parts.empty()) return array(static_cast<const float*>(nullptr), {0}, dt);
+  for (auto& p : parts) {
+    if (p.shape() != parts[0].shape()) bare_value_error(kNonUniform);
+  }
+  return stack(parts, 0);
 }
 
 array list_to_array(nb::handle obj, std::optional<Dtype> dtype) {
+  if (holds_array(obj)) {
+    std::optional<Dtype> dt = dtype;
+    if (!dt) list_dtype(obj, dt);
+    return list_of_arrays(obj, dt.value_or(float32));
+  }
   ListScan s;
   scan_list(obj, 0, s);
-  if (s.has_array) {
-    std::vector<array> parts;
-    collect_arrays(obj, parts);
-    Shape inner = parts[0].shape();
-    for (auto& p : parts) {
-      if (p.shape() != inner) {
-        value_error("arrays in a list must have one shape; got " +
-                    detail::shape_str(inner) + " and " +
-                    detail::shape_str(p.shape()) + ".");
-      }
-    }
-    Shape shape(s.shape.begin(), s.shape.begin() + s.leaf_depth);
-    shape.insert(shape.end(), inner.begin(), inner.end());
-    array out = reshape(stack(parts, 0), shape);
-    return dtype ? astype(out, *dtype) : out;
-  }
   switch (s.kind) {
     case Kind::none:
       return array(static_cast<const float*>(nullptr), s.shape,

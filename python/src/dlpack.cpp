@@ -4,7 +4,10 @@
 // GPU memory without copying and copies host memory into a new array.
 #include <nanobind/ndarray.h>
 
+#include <algorithm>
+#include <complex>
 #include <cstring>
+#include <optional>
 
 #include "kiln_py.h"
 #if KILN_HAS_CUDA
@@ -45,6 +48,7 @@ Dtype from_dl(dl::dtype t) {
       break;
     case dl::dtype_code::Complex:
       if (t.bits == 64) return complex64;
+      if (t.bits == 128) return complex64; // read as complex128, narrowed
       break;
     case dl::dtype_code::Float:
       if (t.bits == 16) return float16;
@@ -185,6 +189,61 @@ void copy_strided(const char* src, char* dst, const size_t* shape,
   }
 }
 
+// Host memory copied into a new array (kiln does not hold on to memory it
+// does not own), in the producer's layout, as MLX keeps it: a transposed,
+// stepped or broadcast NumPy view stays one. A view with negative strides
+// is copied row by row (MLX raises).
+// float64 and complex128 narrow to float32 and complex64, as MLX's do.
+array copy_host(const AnyArray& in, Dtype read) {
+  Dtype dt = read == float64 ? float32 : read;
+  Shape shape;
+  std::vector<size_t> dims;
+  std::vector<int64_t> strides;
+  size_t n = 1;
+  for (size_t d = 0; d < in.ndim(); ++d) {
+    shape.push_back(static_cast<int>(in.shape(d)));
+    dims.push_back(in.shape(d));
+    strides.push_back(in.stride(d));
+    n *= in.shape(d);
+  }
+  auto src = static_cast<const char*>(in.data());
+  size_t item = in.dtype().bits / 8;
+  bool complex128 = in.dtype().code ==
+                        static_cast<uint8_t>(dl::dtype_code::Complex) &&
+                    in.dtype().bits == 128;
+  int64_t last = 0; // the span's last element, from the first
+  bool forward = n > 0 && !complex128;
+  for (size_t d = 0; d < dims.size() && forward; ++d) {
+    forward = strides[d] >= 0;
+    last += int64_t(dims[d] - 1) * strides[d];
+  }
+  if (forward) {
+    // The whole span, read with the producer's strides (gaps and repeats
+    // included).
+    size_t span = size_t(last + 1);
+    auto buf = allocator::malloc(span * item);
+    std::memcpy(buf.raw(), src, span * item);
+    array flat(buf, {static_cast<int>(span)}, read);
+    Strides st(strides.begin(), strides.end());
+    array out = as_strided(flat, shape, st, 0);
+    return read == dt ? out : astype(out, dt);
+  }
+  std::vector<char> rows(n * item);
+  if (n > 0) {
+    copy_strided(src, rows.data(), dims.data(), strides.data(), dims.size(),
+                 item);
+  }
+  if (complex128) {
+    auto* p = reinterpret_cast<const std::complex<double>*>(rows.data());
+    std::vector<complex64_t> v(p, p + n);
+    return array(v.data(), shape, complex64);
+  }
+  auto buf = allocator::malloc(n * item);
+  if (n > 0) std::memcpy(buf.raw(), rows.data(), n * item);
+  array out(buf, shape, read);
+  return read == dt ? out : astype(out, dt);
+}
+
 } // namespace
 
 void init_dlpack(nb::module_& m, nb::class_<array>& cls) {
@@ -252,24 +311,7 @@ void init_dlpack(nb::module_& m, nb::class_<array>& cls) {
               "[from_dlpack] copy=False cannot be honoured for host memory: "
               "kiln copies host memory it does not own.");
         }
-        Shape shape;
-        std::vector<size_t> dims;
-        std::vector<int64_t> strides;
-        for (size_t d = 0; d < in.ndim(); ++d) {
-          shape.push_back(static_cast<int>(in.shape(d)));
-          dims.push_back(in.shape(d));
-          strides.push_back(in.stride(d));
-        }
-        size_t n = 1;
-        for (auto d : dims) n *= d;
-        size_t item = dt.size;
-        auto buf = allocator::malloc(n * item);
-        if (n > 0) {
-          copy_strided(static_cast<const char*>(in.data()),
-                       static_cast<char*>(buf.raw()), dims.data(),
-                       strides.data(), dims.size(), item);
-        }
-        return array(buf, shape, dt);
+        return copy_host(in, dt);
       },
       "x"_a, nb::kw_only(), "copy"_a = nb::none(),
       "An array over a DLPack producer's memory: GPU memory without a copy "

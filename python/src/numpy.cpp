@@ -94,11 +94,14 @@ array buffer_to_array(nb::handle obj, std::optional<Dtype> dtype) {
   Shape shape;
   for (int i = 0; i < view.ndim; ++i) {
     if (view.shape[i] > std::numeric_limits<int32_t>::max()) {
-      // OverflowError, as MLX raises: dimensions are 32-bit.
-      PyErr_SetString(PyExc_OverflowError,
-                      ("[array] dimension " + std::to_string(view.shape[i]) +
-                       " is larger than a dimension holds (2^31 - 1).")
-                          .c_str());
+      // OverflowError with MLX's words, which programs may match:
+      // dimensions are 32-bit.
+      PyErr_SetString(
+          PyExc_OverflowError,
+          ("Shape dimension " + std::to_string(view.shape[i]) +
+           " is outside the supported range [-2147483648, 2147483647]. MLX "
+           "currently uses 32-bit integers for shape dimensions.")
+              .c_str());
       throw nb::python_error();
     }
     shape.push_back(static_cast<int32_t>(view.shape[i]));
@@ -141,6 +144,9 @@ const char* buffer_format(Dtype d) {
     case Dtype::Val::float32: return "f";
     case Dtype::Val::float64: return "d";
     case Dtype::Val::complex64: return "Zf";
+    // Not a PEP 3118 code, as in MLX: memoryview and other readers that
+    // take raw bytes accept it; NumPy refuses it.
+    case Dtype::Val::bfloat16: return "bfloat16";
     default: return nullptr;
   }
 }
@@ -160,10 +166,6 @@ int getbuffer(PyObject* obj, Py_buffer* view, int flags) {
   view->obj = nullptr;
   try {
     array a = nb::cast<array>(nb::handle(obj));
-    if (a.dtype() == bfloat16) {
-      PyErr_SetString(PyExc_ValueError, kBfloat16Message);
-      return -1;
-    }
     eval_released({a});
     bool need_contig = (flags & PyBUF_STRIDES) != PyBUF_STRIDES ||
                        (flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS ||

@@ -124,14 +124,63 @@ def test_numpy_of_views(rng):
     )
 
 
-def test_bfloat16_to_numpy_raises_clear_error():
-    a = kc.array([1.0, 2.0], kc.bfloat16)
-    with pytest.raises(ValueError, match="cast"):
-        np.array(a)
+def test_bfloat16_buffers_carry_the_bfloat16_format():
+    # As in MLX: a memoryview of raw bfloat16 bits with the format
+    # "bfloat16", which NumPy refuses (it has no bfloat16), naming it.
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    a = kc.array(x).astype(kc.bfloat16)
+    m = memoryview(a)
+    assert (m.format, m.shape, m.strides, m.itemsize) == ("bfloat16", (3, 4), (8, 2), 2)
+    bits = np.frombuffer(m.tobytes(), np.uint16).reshape(3, 4)
+    widened = (bits.astype(np.uint32) << 16).view(np.float32)
+    np.testing.assert_array_equal(widened, np.array(a.astype(kc.float32)))
     with pytest.raises(ValueError, match="bfloat16"):
-        memoryview(a)
-    np.testing.assert_array_equal(np.array(a.astype(kc.float32)), [1.0, 2.0])
-    assert a.tolist() == [1.0, 2.0]
+        np.array(a)
+    assert a.tolist() == np.array(a.astype(kc.float32)).tolist()
+
+
+def test_nested_lists_may_hold_arrays_at_any_depth():
+    # An array stands for the nested list of its shape; dtypes promote with
+    # the Python scalars' own (MLX's rule); shapes that disagree raise.
+    b, i8 = kc.array([True]), kc.array([3], kc.int8)
+    z = kc.array([[b, [2.0]], [[3.0], i8]])
+    assert z.shape == (2, 2, 1) and z.dtype == kc.float32
+    assert z.tolist() == [[[1.0], [2.0]], [[3.0], [3.0]]]
+    assert kc.array([i8, [True]]).dtype == kc.int8
+    assert kc.array([i8, [2]]).dtype == kc.int32
+    for bad in ([b, 1.0], [1.0, b], [kc.array([1, 2]), [3]]):
+        with pytest.raises(ValueError, match="non-uniform length"):
+            kc.array(bad)
+    with pytest.raises(ValueError, match="extra dimension"):
+        kc.array([1, [2]])
+
+
+def test_from_dlpack_keeps_a_host_views_layout():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for view in (x.T, x[:, ::2], np.broadcast_to(x[0], (2, 4))):
+        y = kc.from_dlpack(view)
+        assert y.tolist() == view.tolist()
+        assert memoryview(y).strides == view.strides
+        view_before = view.copy()
+        x[0, 0] += 100  # a copy: later writes to the producer do not show
+        assert y.tolist() == view_before.tolist()
+        x[0, 0] -= 100
+    assert kc.from_dlpack(np.ones(3)).dtype == kc.float32
+    z = kc.from_dlpack(np.array([1 + 2j, 3 - 4j]))
+    assert z.dtype == kc.complex64 and z.tolist() == [1 + 2j, 3 - 4j]
+    # A reversed view is copied row by row (docs/mlx_compatibility.md: MLX
+    # raises).
+    r = kc.from_dlpack(np.arange(5.0)[::-1])
+    assert r.tolist() == [4.0, 3.0, 2.0, 1.0, 0.0] and r.dtype == kc.float32
+
+
+def test_ones_and_zeros_are_dense():
+    # A writable NumPy view of ones must not be one element seen n times.
+    a = kc.ones((2, 2))
+    assert np.array(a, copy=False).strides == (8, 4)
+    b = kc.broadcast_to(a, (5, 2, 2))
+    assert np.array(b, copy=False).strides == (0, 8, 4)
+    assert np.array(kc.zeros_like(a), copy=False).strides == (8, 4)
 
 
 def test_properties(rng):

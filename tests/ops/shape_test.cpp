@@ -95,9 +95,11 @@ TEST(Creation, FullZerosOnesArange) {
   EXPECT_EQ(to_doubles(f), std::vector<double>(6, 7.5));
   EXPECT_EQ(full({2}, array({1, 2}), float16).dtype(), float16);
   EXPECT_THROW(full({2}, array({1, 2, 3})), std::invalid_argument);
+  // Dense, as MLX's: a buffer a NumPy view may write to element by element.
   auto z = zeros({1000, 1000});
   z.eval();
-  EXPECT_EQ(z.data_size(), 1u); // a broadcast, not a 4 MB buffer
+  EXPECT_EQ(z.data_size(), z.size());
+  EXPECT_TRUE(z.flags().row_contiguous);
   EXPECT_EQ(to_doubles(ones({3}, int8)), std::vector<double>(3, 1));
   EXPECT_EQ(zeros_like(random_array({2, 2}, int64)).dtype(), int64);
   EXPECT_EQ(to_doubles(arange(5)), (std::vector<double>{0, 1, 2, 3, 4}));
