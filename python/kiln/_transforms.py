@@ -247,59 +247,98 @@ def _as_list(x):
     return [x]
 
 
-def _prefix_leaves(prefix, tree, what):
-    """One value of ``prefix`` per leaf of ``tree``, where prefix is a leaf
-    (applied to the whole subtree) or a container matching tree's."""
-    if prefix is None or isinstance(prefix, int):
-        return [prefix] * len(_flatten(tree)[0])
-    if isinstance(prefix, (list, tuple)) and isinstance(tree, (list, tuple)):
-        if len(prefix) != len(tree):
+def _is_axis(a):
+    return a is None or isinstance(a, int)
+
+
+def _axes_per_leaf(axes, tree, what, op="vmap"):
+    """One axis (an int or None) per leaf of ``tree``, in _flatten's order.
+    ``axes`` is a prefix of ``tree``: an int or None covers the whole
+    subtree under it; a list or tuple matches a list or tuple of the same
+    length (either kind for either, where MLX wants the same kind); a dict
+    names every key of a dict (more keys are ignored)."""
+    out = []
+    _collect_axes(axes, tree, what, op, out)
+    return out
+
+
+def _collect_axes(axes, tree, what, op, out):
+    if _is_axis(axes):
+        out.extend([axes] * len(_flatten(tree)[0]))
+        return
+    if isinstance(tree, (list, tuple)) and isinstance(axes, (list, tuple)):
+        if len(axes) != len(tree):
             raise ValueError(
-                f"[vmap] {what} has {len(prefix)} entries for {len(tree)} " "values."
+                f"[{op}] {what} has {len(axes)} entries for {len(tree)} values."
             )
-        return [v for p, t in zip(prefix, tree) for v in _prefix_leaves(p, t, what)]
-    if isinstance(prefix, dict) and isinstance(tree, dict):
-        out = []
+        for a, t in zip(axes, tree):
+            _collect_axes(a, t, what, op, out)
+        return
+    if isinstance(tree, dict) and isinstance(axes, dict):
         for k in tree:
-            if k not in prefix:
-                raise ValueError(f"[vmap] {what} has no entry for key '{k}'.")
-            out += _prefix_leaves(prefix[k], tree[k], what)
-        return out
-    raise ValueError(
-        f"[vmap] {what} must be an int, None, or a tree matching the "
-        f"arguments; got {type(prefix).__name__}."
-    )
+            if k not in axes:
+                raise ValueError(f"[{op}] {what} has no entry for key {k!r}.")
+            _collect_axes(axes[k], tree[k], what, op, out)
+        return
+    if isinstance(tree, (list, tuple, dict)):
+        raise ValueError(
+            f"[{op}] {what} must be an int, None, or a tree matching the "
+            f"{type(tree).__name__} it maps; got a {type(axes).__name__}."
+        )
+    raise ValueError(f"[{op}] {what}: an axis must be an int or None; got {axes!r}.")
+
+
+def _vmap_axes(axes, tree, what):
+    """The axis of each leaf of ``tree`` (a lone argument or output, or the
+    tuple of several) in ``[0, ndim)``; -1 for an array that is not mapped
+    and None for a leaf that is not an array. Outputs come batched on
+    axis 0, so their ``ndim`` counts the batch axis."""
+    # A one-entry list or tuple around the axes of a lone argument or output
+    # (MLX's out_axes=(1,) for one array, JAX's in_axes=(spec,)).
+    if (
+        isinstance(axes, (list, tuple))
+        and len(axes) == 1
+        and not (isinstance(tree, (list, tuple)) and len(tree) == 1)
+    ):
+        axes = axes[0]
+    flat = []
+    for leaf, ax in zip(_flatten(tree)[0], _axes_per_leaf(axes, tree, what)):
+        if not _is_array(leaf):
+            if ax is not None and what == "in_axes":
+                raise ValueError(
+                    "[vmap] only array arguments can be mapped; got an "
+                    f"axis for a {type(leaf).__name__}."
+                )
+            flat.append(None)
+        elif ax is None:
+            flat.append(-1)
+        elif -leaf.ndim <= ax < leaf.ndim:
+            flat.append(ax % leaf.ndim)
+        else:
+            if what == "out_axes":
+                held = f"an output of shape {tuple(leaf.shape[1:])} per example"
+            else:
+                held = f"an argument of shape {tuple(leaf.shape)}"
+            raise ValueError(
+                f"[vmap] {what}: axis {ax} is out of range for {held} "
+                f"(valid: {-leaf.ndim} to {leaf.ndim - 1})."
+            )
+    return flat
 
 
 def vmap(fun, in_axes=0, out_axes=0):
-    """``fun`` mapped over an axis of its inputs: ``in_axes`` and
-    ``out_axes`` are ints, None (not mapped) or trees matching the
-    arguments / outputs."""
+    """``fun`` mapped over an axis of its inputs. ``in_axes`` and
+    ``out_axes`` are ints, None (not mapped) or trees of them, prefixes of
+    the argument (the tuple of arguments when there are several) and of
+    the output. Negative axes count from the end."""
 
     @functools.wraps(fun)
     def wrapper(*args):
-        ia = in_axes
-        if isinstance(ia, list) and len(args) == 1 and len(ia) != 1:
-            ia = (ia,)
-        if isinstance(ia, (list, tuple)) and not isinstance(ia, tuple):
-            ia = tuple(ia)
-        axes = _prefix_leaves(ia, args, "in_axes")
         leaves, treedef = _flatten(args)
-        arrays, flat_axes, slots = [], [], []
-        for leaf, ax in zip(leaves, axes):
-            if _is_array(leaf):
-                if ax is not None and ax < 0:
-                    ax += leaf.ndim
-                arrays.append(leaf)
-                flat_axes.append(-1 if ax is None else ax)
-                slots.append(True)
-            else:
-                if ax is not None:
-                    raise ValueError(
-                        "[vmap] only array arguments can be mapped; got an "
-                        f"axis for a {type(leaf).__name__}."
-                    )
-                slots.append(False)
+        axes = _vmap_axes(in_axes, args[0] if len(args) == 1 else args, "in_axes")
+        arrays = [x for x in leaves if _is_array(x)]
+        flat_axes = [a for a in axes if a is not None]
+        slots = [_is_array(x) for x in leaves]
         if arrays and all(a == -1 for a in flat_axes):
             raise ValueError("[vmap] at least one argument must be mapped.")
         outputs = _Outputs("vmap")
@@ -311,14 +350,14 @@ def vmap(fun, in_axes=0, out_axes=0):
 
         outs = _core._vmap_flat(flat, arrays, flat_axes)
         tree = outputs.rebuild(outs)
-        oaxes = _prefix_leaves(out_axes, tree, "out_axes")
+        oaxes = _vmap_axes(out_axes, tree, "out_axes")
         oleaves, odef = _flatten(tree)
         moved = []
         for leaf, ax in zip(oleaves, oaxes):
-            if _is_array(leaf) and ax is not None and ax != 0:
-                leaf = _core.moveaxis(leaf, 0, ax)
-            elif _is_array(leaf) and ax is None:
+            if ax == -1:
                 leaf = leaf[0]
+            elif ax is not None and ax != 0:
+                leaf = _core.moveaxis(leaf, 0, ax)
             moved.append(leaf)
         return _unflatten(odef, moved)
 
@@ -413,7 +452,7 @@ class custom_function:
             ax = [None if a < 0 else a for a in axes]
             out, oax = self._vmap(one_or_all(_unflatten(treedef, inputs)), one_or_all(_unflatten(treedef, ax)))
             o = _flatten(out)[0]
-            oa = _prefix_leaves(oax, out, "out_axes")
+            oa = _axes_per_leaf(oax, out, "out_axes", op="custom vmap")
             return o, [-1 if a is None else a for a in oa]
 
         outs = _core._custom_function_flat(

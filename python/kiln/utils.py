@@ -79,13 +79,26 @@ def tree_map_with_path(fn, tree, *rest, is_leaf=None, path=None):
     return _rebuild(kind, keys, mapped)
 
 
-def tree_flatten(tree, prefix="", is_leaf=None):
+def tree_flatten(tree, prefix="", is_leaf=None, destination=None):
     """The leaves of ``tree`` as a list of ``(path, leaf)`` pairs, paths
     joined with dots: ``tree_flatten([[1], {"a": 2}])`` gives
-    ``[("0.0", 1), ("1.a", 2)]``."""
-    out = []
-    _flatten_paths(tree, prefix, is_leaf, out)
-    return out
+    ``[("0.0", 1), ("1.a", 2)]``. With ``destination`` (a list or a dict)
+    the pairs are added to it and it is returned: ``destination={}`` gives
+    ``{"0.0": 1, "1.a": 2}``."""
+    if destination is None:
+        destination = []
+    if not isinstance(destination, (list, dict)):
+        raise ValueError(
+            "tree_flatten: destination must be a list, a dict or None, "
+            f"got {type(destination).__name__}."
+        )
+    pairs = []
+    _flatten_paths(tree, prefix, is_leaf, pairs)
+    if isinstance(destination, list):
+        destination.extend(pairs)
+    else:
+        destination.update(pairs)
+    return destination
 
 
 # Module-level recursion (not nested closures, which would form reference

@@ -428,6 +428,16 @@ def test_adafactor_state_layout(rng):
     assert set(opt.state["layers"][0]["b"]) == {"exp_avg_sq", "exp_avg"}
 
 
+def test_adafactor_factored_estimate_is_a_batched_outer_product(rng):
+    # Rows normalized by their mean, times the columns: 1/sqrt of each.
+    row = rng.uniform(0.5, 2.0, (2, 3)).astype(np.float32)
+    col = rng.uniform(0.5, 2.0, (2, 4)).astype(np.float32)
+    got = optim.Adafactor()._approximate_exp_moving_avg(kc.array(row), kc.array(col))
+    r = 1.0 / np.sqrt(row / row.mean(axis=-1, keepdims=True))
+    c = 1.0 / np.sqrt(col)
+    check(got, r[:, :, None] * c[:, None, :], rtol=1e-6)
+
+
 @needs_mlx
 @pytest.mark.parametrize("name,kw,ref", CASES, ids=CASE_IDS)
 def test_state_layout_matches_mlx(rng, name, kw, ref):
@@ -895,10 +905,21 @@ def test_bad_arguments_raise():
         optim.SGD(0.1, momentum=0.9, dampening=0.1, nesterov=True)
     with pytest.raises(ValueError, match=r"\[RMSprop\] alpha"):
         optim.RMSprop(0.1, alpha=-0.5)
-    with pytest.raises(ValueError, match=r"\[RMSprop\] eps"):
-        optim.RMSprop(0.1, eps=-1.0)
-    with pytest.raises(ValueError, match=r"\[Adagrad\] eps"):
-        optim.Adagrad(0.1, eps=-1.0)
+    # Accumulators that start at zero need eps > 0 (0 / 0 otherwise).
+    for name in ("RMSprop", "Adagrad", "AdaDelta"):
+        for eps in (-1.0, 0.0):
+            with pytest.raises(ValueError, match=rf"\[{name}\] eps must be >0"):
+                getattr(optim, name)(0.1, eps=eps)
+    for name in ("Adam", "AdamW"):
+        with pytest.raises(ValueError, match=rf"\[{name}\] eps must be >= 0"):
+            getattr(optim, name)(0.1, eps=-1.0)
+        with pytest.raises(ValueError, match=rf"\[{name}\] betas\[0\]"):
+            getattr(optim, name)(0.1, betas=[1.0, 0.999])
+    optim.Adam(0.1, eps=0.0)  # Adam's denominator has the gradient in it
+    with pytest.raises(ValueError, match=r"\[Lion\] betas\[1\]"):
+        optim.Lion(0.1, betas=[0.9, -0.1])
+    with pytest.raises(ValueError, match=r"\[clip_grad_norm\] max_norm"):
+        optim.clip_grad_norm({"g": kc.array([1.0])}, -1.0)
     with pytest.raises(ValueError, match=r"\[AdaDelta\] rho"):
         optim.AdaDelta(0.1, rho=-0.1)
     with pytest.raises(ValueError, match=r"\[Adamax\] betas\[1\]"):

@@ -93,6 +93,71 @@ def test_vmap(rng):
         kc.vmap(lambda a: a, in_axes=(0, 0))(kc.array(x))
 
 
+def test_vmap_axes_as_trees(rng):
+    a, b, c = rand(rng, (2, 4)), rand(rng, (4, 2)), rand(rng, (4, 2))
+
+    def f(t):
+        return (t["a"] + t["b"][0]) * t["b"][1]
+
+    want = (a + b.T) * c.T
+    # A lone argument's axes match the argument itself (here a dict),
+    # to any depth: an int covers the subtree under it.
+    tree = {"a": kc.array(a), "b": (kc.array(b), kc.array(c))}
+    check(kc.vmap(f, in_axes={"a": 0, "b": (1, 1)})(tree), want, rtol=1e-6)
+    check(kc.vmap(f, in_axes={"a": 0, "b": 1})(tree), want, rtol=1e-6)
+    check(kc.vmap(f, in_axes={"a": -2, "b": -1})(tree), want, rtol=1e-6)
+    # Several arguments: the axes match the tuple of them.
+    g = kc.vmap(lambda x, t: x * t[0], in_axes=(None, [1]))
+    check(g(kc.array(c[:, 0]), [kc.array(b)]), c[:, 0] * b.T, rtol=1e-6)
+
+    def h(x, y):
+        return {"s": x + y, "p": x * y}
+
+    out = kc.vmap(h, in_axes=(0, 1), out_axes={"s": 1, "p": -2})(kc.array(a), kc.array(b))
+    check(out["s"], (a + b.T).T, rtol=1e-6)
+    check(out["p"], a * b.T, rtol=1e-6)
+
+
+def test_vmap_one_entry_axes_for_one_argument_or_output(rng):
+    # (1,) around the axis of a lone array output (or argument), as MLX
+    # takes it; a lone dict argument's axes may be wrapped the same way.
+    a, b = rand(rng, (2, 3, 4)), rand(rng, (4, 5))
+    mm = kc.vmap(kc.matmul, in_axes=(1, None), out_axes=(1,))
+    check(mm(kc.array(a), kc.array(b)), np.moveaxis(np.moveaxis(a, 1, 0) @ b, 0, 1), rtol=1e-5)
+    check(kc.vmap(lambda x: 2 * x, in_axes=(1,))(kc.array(a)), 2 * np.moveaxis(a, 1, 0))
+    d = kc.vmap(lambda t: t["x"].sum(), in_axes=({"x": 2},))({"x": kc.array(a)})
+    check(d, a.sum((0, 1)), rtol=1e-5)
+
+
+def test_vmap_bad_axes_raise(rng):
+    x = kc.array(rand(rng, (3, 2)))
+
+    def pair(u, v):
+        return {"s": u + v, "p": u * v}
+
+    def tree_fn(t):
+        return t["a"] + t["b"][0]
+
+    tree = {"a": x, "b": (x, x)}
+    bad = [
+        (lambda: kc.vmap(tree_fn, in_axes={"a": 0, "b": ((0, 0), 0)})(tree), "an axis must be an int or None"),
+        (lambda: kc.vmap(tree_fn, in_axes={"a": 0})(tree), "no entry for key 'b'"),
+        (lambda: kc.vmap(tree_fn, in_axes={"a": 0, "b": (0, 0, 0)})(tree), "3 entries for 2"),
+        (lambda: kc.vmap(pair, out_axes=(0, 1))(x, x), "tree matching the dict"),
+        (lambda: kc.vmap(pair, out_axes={"s": 0, "c": 1})(x, x), "no entry for key 'p'"),
+        (lambda: kc.vmap(lambda u: u, in_axes=2)(x), r"axis 2 is out of range.*\(3, 2\)"),
+        (lambda: kc.vmap(lambda u: u, in_axes=-3)(x), "axis -3 is out of range"),
+        (lambda: kc.vmap(lambda u: u, out_axes=-4)(x), r"axis -4 .*\(2,\) per example"),
+        (lambda: kc.vmap(lambda u: u, in_axes=1.5)(x), "an axis must be an int or None"),
+    ]
+    for call, message in bad:
+        with pytest.raises(ValueError, match=r"\[vmap\] (in|out)_axes.*" + message):
+            call()
+    # The last valid axes on either side.
+    check(kc.vmap(lambda u: u, in_axes=-2, out_axes=-2)(x), np.array(x))
+    check(kc.vmap(lambda u: u, in_axes=1, out_axes=1)(x), np.array(x))
+
+
 def test_compile(rng):
     calls = []
 

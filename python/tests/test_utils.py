@@ -88,3 +88,20 @@ def test_tree_unflatten_lists_only_for_canonical_indices():
     assert tree_unflatten([("0", "a"), ("1", "b"), ("2", "c")]) == ["a", "b", "c"]
     assert tree_unflatten([("x.1", 5)]) == {"x": [{}, 5]}
     assert tree_flatten({"a": {}}) == []
+
+
+def test_tree_flatten_into_a_destination():
+    t = {"a": [1, {"b": 2}], "c": 3}
+    flat = tree_flatten(t, destination={})
+    assert flat == {"a.0": 1, "a.1.b": 2, "c": 3}
+    assert tree_unflatten(flat) == t
+    # A given list or dict is filled in place and returned.
+    into = [("z", 0)]
+    assert tree_flatten([5], destination=into) is into
+    assert into == [("z", 0), ("0", 5)]
+    seen = {"z": 0}
+    assert tree_flatten({"y": 1}, prefix=".p", destination=seen) is seen
+    assert seen == {"z": 0, "p.y": 1}
+    assert tree_flatten(7, destination={}) == {"": 7}
+    with pytest.raises(ValueError, match="tree_flatten: destination"):
+        tree_flatten([1], destination=set())

@@ -75,10 +75,11 @@ def cross_entropy(
             f"[cross_entropy] Targets shape {tuple(targets.shape)} does not match "
             f"logits shape {tuple(logits.shape)}."
         )
-    # logsumexp shifts by the row max itself, so large logits cannot
-    # overflow; shifting here as well would cost two more passes over the
-    # logits (and their gradients), and change the loss for probability
-    # targets that do not sum to 1, which MLX leaves as they are.
+    # Shift by the max first: the loss depends only on the gaps between
+    # logits, and with large logits (1e4 and up in float32) subtracting the
+    # score from logsumexp rounds the gap away. As MLX, this also shifts the
+    # loss of probability targets that do not sum to 1.
+    logits = logits - mx.stop_gradient(mx.max(logits, axis=axis, keepdims=True))
     if as_probs:
         score = mx.sum(logits * targets, axis=axis)
     else:

@@ -115,7 +115,8 @@ def clip_grad_norm_sharded(gradients: Any, max_norm: float, group: Optional[Any]
     """``kiln.optimizers.clip_grad_norm`` for gradients sharded across a
     group (as ``fully_shard`` leaves them): the global norm sums the members'
     squared norms. Returns the rescaled local gradients and the global norm."""
-    from kiln.optimizers.optimizers import clip_to_norm, squared_norm
+    from kiln.optimizers.optimizers import check_max_norm, clip_to_norm, squared_norm
 
+    check_max_norm("clip_grad_norm_sharded", max_norm)
     norm = mx.sqrt(mx.distributed.all_sum(squared_norm(gradients), group=group))
     return clip_to_norm(gradients, norm, max_norm)

@@ -38,6 +38,19 @@ def _as_array(value):
     return value if isinstance(value, mx.array) else mx.array(value)
 
 
+def _check_positive_eps(name, eps):
+    # The accumulator starts at zero, so with eps == 0 a zero gradient
+    # divides 0 by 0 and the parameter becomes NaN.
+    if not eps > 0.0:
+        raise ValueError(f"[{name}] eps must be >0, got {eps}.")
+
+
+def _check_betas(name, betas):
+    for i, beta in enumerate(betas):
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"[{name}] betas[{i}] must be in [0, 1), got {beta}.")
+
+
 class Optimizer:
     """The base class of all optimizers: it applies a per-parameter update
     (``apply_single``) over a tree of parameters and keeps the state."""
@@ -237,8 +250,7 @@ class RMSprop(Optimizer):
     ):
         if alpha < 0.0:
             raise ValueError(f"[RMSprop] alpha must be >= 0, got {alpha}.")
-        if eps < 0.0:
-            raise ValueError(f"[RMSprop] eps must be >= 0, got {eps}.")
+        _check_positive_eps("RMSprop", eps)
         super().__init__()
         self._maybe_schedule("learning_rate", learning_rate)
         self.alpha = alpha
@@ -268,8 +280,7 @@ class Adagrad(Optimizer):
     """
 
     def __init__(self, learning_rate: Union[float, Schedule], eps: float = 1e-8):
-        if eps < 0.0:
-            raise ValueError(f"[Adagrad] eps must be >= 0, got {eps}.")
+        _check_positive_eps("Adagrad", eps)
         super().__init__()
         self._maybe_schedule("learning_rate", learning_rate)
         self.eps = eps
@@ -308,8 +319,7 @@ class AdaDelta(Optimizer):
     ):
         if rho < 0.0:
             raise ValueError(f"[AdaDelta] rho must be >= 0, got {rho}.")
-        if eps < 0.0:
-            raise ValueError(f"[AdaDelta] eps must be >= 0, got {eps}.")
+        _check_positive_eps("AdaDelta", eps)
         super().__init__()
         self._maybe_schedule("learning_rate", learning_rate)
         self.rho = rho
@@ -357,6 +367,9 @@ class Adam(Optimizer):
         eps: float = 1e-8,
         bias_correction: bool = False,
     ):
+        _check_betas(type(self).__name__, betas)
+        if not eps >= 0.0:
+            raise ValueError(f"[{type(self).__name__}] eps must be >= 0, got {eps}.")
         super().__init__()
         self._maybe_schedule("learning_rate", learning_rate)
         self.betas = betas
@@ -445,9 +458,7 @@ class Adamax(Optimizer):
         betas: List[float] = [0.9, 0.999],
         eps: float = 1e-8,
     ):
-        for i, beta in enumerate(betas):
-            if not 0.0 <= beta < 1.0:
-                raise ValueError(f"[Adamax] betas[{i}] must be in [0, 1), got {beta}.")
+        _check_betas("Adamax", betas)
         if eps < 0.0:
             raise ValueError(f"[Adamax] eps must be >= 0, got {eps}.")
         super().__init__()
@@ -492,6 +503,7 @@ class Lion(Optimizer):
         betas: List[float] = [0.9, 0.99],
         weight_decay: float = 0.0,
     ):
+        _check_betas("Lion", betas)
         super().__init__()
         self._maybe_schedule("learning_rate", learning_rate)
         self.betas = betas
@@ -578,6 +590,17 @@ class Adafactor(Optimizer):
     def _rms(x):
         return mx.sqrt(mx.mean(mx.square(x)))
 
+    @staticmethod
+    def _approximate_exp_moving_avg(exp_avg_sq_row, exp_avg_sq_col):
+        """The rank-one estimate of 1/sqrt(v) from the factors of v: rows
+        normalized by their mean, times the columns (batched over leading
+        axes)."""
+        row_factor = mx.rsqrt(
+            exp_avg_sq_row / mx.mean(exp_avg_sq_row, axis=-1, keepdims=True)
+        )
+        col_factor = mx.rsqrt(exp_avg_sq_col)
+        return mx.expand_dims(row_factor, -1) * mx.expand_dims(col_factor, -2)
+
     def _step_size(self, step, parameter_rms):
         if self.relative_step:
             ceiling = 1e-6 * step if self.warmup_init else 1e-2
@@ -604,13 +627,7 @@ class Adafactor(Optimizer):
             )
             state["exp_avg_sq_row"] = row
             state["exp_avg_sq_col"] = col
-            # The rank-one estimate of 1/sqrt(v): rows normalized by their
-            # mean, times the columns.
-            row_factor = mx.rsqrt(row / mx.mean(row, axis=-1, keepdims=True))
-            col_factor = mx.rsqrt(col)
-            update = (
-                mx.expand_dims(row_factor, -1) * mx.expand_dims(col_factor, -2)
-            ) * gradient
+            update = self._approximate_exp_moving_avg(row, col) * gradient
         else:
             v = beta_2 * state["exp_avg_sq"] + (1 - beta_2) * squared
             state["exp_avg_sq"] = v
@@ -782,12 +799,19 @@ def clip_grad_norm(grads, max_norm: float):
         >>> grads = {"w1": mx.array([2, 3]), "w2": mx.array([1])}
         >>> clipped_grads, total_norm = clip_grad_norm(grads, max_norm=2.0)
     """
+    check_max_norm("clip_grad_norm", max_norm)
     return clip_to_norm(grads, mx.sqrt(squared_norm(grads)), max_norm)
 
 
 def squared_norm(grads):
     """The sum of the squares of every entry of the tree ``grads``."""
     return tree_reduce(lambda total, g: total + mx.sum(mx.square(g)), grads, 0.0)
+
+
+def check_max_norm(name, max_norm):
+    # A negative bound would flip the gradients' sign rather than clip them.
+    if max_norm < 0:
+        raise ValueError(f"[{name}] max_norm must be >= 0, got {max_norm}.")
 
 
 def clip_to_norm(grads, total_norm, max_norm: float):

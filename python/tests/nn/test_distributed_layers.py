@@ -188,6 +188,8 @@ def test_clip_grad_norm_sharded_is_clip_grad_norm_for_one_member(rng):
         check(norm, np.asarray(want_norm), rtol=1e-6)
         for (k, g), (_, w) in zip(tree_flatten(got), tree_flatten(want)):
             check(g, np.asarray(w), rtol=1e-6, atol=0)
+    with pytest.raises(ValueError, match=r"\[clip_grad_norm_sharded\] max_norm"):
+        nn.utils.clip_grad_norm_sharded(grads, -1.0)
 
 
 @needs_mlx

@@ -73,16 +73,35 @@ def test_cross_entropy_with_probabilities(rng):
 
 
 def test_cross_entropy_of_huge_logits_and_unnormalized_targets(rng):
-    # Logits far past exp's range stay finite (logsumexp shifts by the row
-    # max); probability targets are used as given, as MLX does:
-    # logsumexp(x) - sum(x * p) even when p does not sum to 1.
+    # Logits far past exp's range stay finite. The logits are shifted by
+    # their row max m before anything else, as MLX does, so probability
+    # targets p that do not sum to 1 give
+    # logsumexp(x - m) - sum((x - m) * p).
     l64 = rng.uniform(-1, 1, (4, 7)) * 3e4
     t = rng.integers(0, 7, 4)
     got = losses.cross_entropy(_k(l64), kc.array(t))
     assert_close(got, -_log_softmax(l64)[np.arange(4), t])
     p = rng.uniform(0.1, 1, (4, 7))
-    lse = np.log(np.exp(l64 - l64.max(-1, keepdims=True)).sum(-1)) + l64.max(-1)
-    assert_close(losses.cross_entropy(_k(l64), _k(p)), lse - (l64 * p).sum(-1))
+    shifted = l64 - l64.max(-1, keepdims=True)
+    lse = np.log(np.exp(shifted).sum(-1))
+    assert_close(losses.cross_entropy(_k(l64), _k(p)), lse - (shifted * p).sum(-1))
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.3])
+def test_cross_entropy_ignores_a_shared_offset(smoothing, rng):
+    # Only the gaps between logits matter: an offset large enough to round
+    # logsumexp(x) - x_t away in float32 must not change the loss. Logits
+    # on a grid of 1/8 stay exact in float32 with the offsets added.
+    l64 = rng.integers(-24, 25, (4, 6)) / 8.0
+    t = rng.integers(0, 6, 4)
+    lsm = _log_softmax(l64)
+    want = -(1 - smoothing) * lsm[np.arange(4), t] - smoothing * lsm.mean(-1)
+    for offset in (1e4, 1e6, -1e6):
+        got = losses.cross_entropy(_k(l64 + offset), kc.array(t), label_smoothing=smoothing)
+        np.testing.assert_allclose(to_numpy(got), want, rtol=0, atol=1e-5)
+    for v in (1.0, 1e4, 1e8, 1e20):  # equal logits: log(n) at any size
+        got = losses.cross_entropy(kc.full((2, 6), v), kc.array([0, 5]))
+        np.testing.assert_allclose(to_numpy(got), [math.log(6)] * 2, rtol=1e-6)
 
 
 @pytest.mark.parametrize("axis", [0, 1, -2])
@@ -379,6 +398,8 @@ def _mlx_cases(rng):
         ),
         ("cross_entropy", (x, t), {"label_smoothing": 0.1, "weights": p[:, 0]}),
         ("cross_entropy", (x.T.copy(), t), {"axis": 0, "reduction": "sum"}),
+        ("cross_entropy", (x + 1e4, t), {}),
+        ("cross_entropy", (x * 10, p), {"label_smoothing": 0.3}),  # p unnormalized
         ("binary_cross_entropy", (x, p), {}),
         ("binary_cross_entropy", (p, (p > 0.5).astype(np.float32)), {"with_logits": False}),
         ("l1_loss", (x, y), {}),

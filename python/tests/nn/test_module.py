@@ -85,6 +85,21 @@ def test_freeze_unfreeze_and_trainable_parameters():
     assert "blocks.0.bias" in names(net.trainable_parameters())
 
 
+def test_strict_freeze_checks_keys_against_the_whole_model():
+    # head.out has no bias, but the blocks do: the key exists in the model.
+    net = Net()
+    net.freeze(keys="bias", strict=True)
+    assert not any(k.endswith("bias") for k in names(net.trainable_parameters()))
+    net.unfreeze(keys=["bias"], strict=True)
+    assert "blocks.1.bias" in names(net.trainable_parameters())
+    for method in (net.freeze, net.unfreeze):
+        with pytest.raises(KeyError, match="not_a_member"):
+            method(keys="not_a_member", strict=True)
+    # Without recursion the module itself must hold the key.
+    with pytest.raises(KeyError, match="bias"):
+        net.freeze(keys="bias", strict=True, recurse=False)
+
+
 def test_update_apply_and_strictness(rng):
     net = Net()
     new = np.asarray(rng.standard_normal((8, 4)), np.float32)

@@ -204,7 +204,20 @@ class Module(dict):
                     raise KeyError(f"Module doesn't contain member {k}.")
         return keys
 
+    def _validate_keys_recursive(self, keys):
+        keys = keys if isinstance(keys, list) else [keys]
+        modules = self.modules()
+        for k in keys:
+            if not any(k in m for m in modules):
+                raise KeyError(f"Module doesn't contain member {k}.")
+
     def _set_frozen(self, frozen, recurse, keys, strict):
+        if recurse and strict and keys is not None:
+            # A key such as "bias" must exist somewhere in the model, not in
+            # every submodule (a Linear without bias has none).
+            self._validate_keys_recursive(keys)
+            strict = False
+
         def apply(path, module):
             if keys is None:
                 names = _own_parameter_keys(module)
