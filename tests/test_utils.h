@@ -28,6 +28,14 @@ struct DefaultDeviceScope {
 
 /** Random values of dtype in [lo, hi) (integers: whole numbers in range,
  *  never all zero). Built on the host, returned evaluated. */
+/** Host bytes allocated past `before` at the peak since reset_peak_memory()
+ *  (which sets the peak to 0, as MLX's does: with no allocation since, the
+ *  peak is below the memory still in use). */
+inline size_t peak_above(size_t before) {
+  size_t peak = get_peak_memory();
+  return peak > before ? peak - before : 0;
+}
+
 array random_array(const Shape& shape, Dtype dtype, double lo = -2.0,
                    double hi = 2.0);
 

@@ -162,7 +162,8 @@ void free(Buffer b) {
 
 size_t get_active_memory() { return active.load(); }
 size_t get_peak_memory() { return peak.load(); }
-void reset_peak_memory() { peak.store(active.load()); }
+// To 0, as MLX resets it (the peak then follows new allocations).
+void reset_peak_memory() { peak.store(0); }
 size_t get_cache_memory() {
   std::lock_guard<std::mutex> lock(cache().mutex);
   return cache().bytes;

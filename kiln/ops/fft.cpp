@@ -209,8 +209,21 @@ array irfft2(const array& a, const std::optional<Shape>& s,
   return transform("irfft2", a, s, axes, true, true, norm, st);
 }
 
+namespace {
+
+void check_freq_args(const char* what, int n, double d) {
+  if (n <= 0) invalid(what, "n must be positive; got " + std::to_string(n) + ".");
+  // d = 0 would divide every frequency by zero.
+  if (d == 0 || !std::isfinite(d)) {
+    invalid(what, "the sample spacing d must be finite and nonzero; got " +
+                      std::to_string(d) + ".");
+  }
+}
+
+} // namespace
+
 array fftfreq(int n, double d, StreamOrDevice st) {
-  if (n <= 0) invalid("fftfreq", "n must be positive; got " + std::to_string(n) + ".");
+  check_freq_args("fftfreq", n, d);
   // [0 .. ceil(n/2) - 1, -floor(n/2) .. -1]: arange rolled by its middle.
   array k = arange(0, n, 1, st);
   k = subtract(k, multiply(array(n), astype(greater_equal(k, array((n + 1) / 2)), int32, st), st), st);
@@ -218,7 +231,7 @@ array fftfreq(int n, double d, StreamOrDevice st) {
 }
 
 array rfftfreq(int n, double d, StreamOrDevice st) {
-  if (n <= 0) invalid("rfftfreq", "n must be positive; got " + std::to_string(n) + ".");
+  check_freq_args("rfftfreq", n, d);
   return divide(arange(0.0, n / 2 + 1, 1.0, float32, st),
                 array(static_cast<float>(n * d)), st);
 }

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "kiln/core/primitive.h"
 #include "kiln/transforms/graph_walk.h"
@@ -211,9 +212,12 @@ class AsyncWorker {
     cv_.notify_all();
   }
 
-  void wait_all() {
+  /** Waits for every task; returns the first error of those that failed
+   *  since the last call (each error is returned once). */
+  std::exception_ptr wait_all() {
     std::unique_lock<std::mutex> lock(mutex_);
     idle_.wait(lock, [this] { return in_flight_ == 0; });
+    return std::exchange(first_error_, nullptr);
   }
 
  private:
@@ -249,6 +253,7 @@ class AsyncWorker {
       task.event->signal(error);
       {
         std::lock_guard<std::mutex> lock(mutex_);
+        if (error && !first_error_) first_error_ = error;
         --in_flight_;
       }
       idle_.notify_all();
@@ -260,6 +265,7 @@ class AsyncWorker {
   std::condition_variable idle_;
   std::deque<Task> queue_;
   size_t in_flight_ = 0;
+  std::exception_ptr first_error_;
   bool stop_ = false;
   std::thread thread_;
 };
@@ -271,7 +277,9 @@ AsyncWorker& async_worker() {
 
 } // namespace
 
-void wait_for_async_evals() { async_worker().wait_all(); }
+void wait_for_async_evals() {
+  if (auto error = async_worker().wait_all()) std::rethrow_exception(error);
+}
 
 } // namespace detail
 
@@ -298,6 +306,13 @@ void eval(std::vector<array> outputs) {
 }
 
 void async_eval(std::vector<array> outputs) {
+  // As in MLX: a traced value evaluated in the background would escape the
+  // transformation that owns it.
+  if (detail::in_tracing()) {
+    throw std::invalid_argument(
+        "[async_eval] not allowed inside a function transformation (grad, "
+        "vjp, jvp, vmap or compile).");
+  }
   auto event = std::make_shared<detail::Event>();
   std::vector<array> tape;
   {

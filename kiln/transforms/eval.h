@@ -38,6 +38,8 @@ struct Event {
   void signal(std::exception_ptr e = nullptr);
 };
 
+/** Waits for every async_eval; raises the first error among those that
+ *  failed since the last wait (as MLX's synchronize raises it). */
 void wait_for_async_evals();
 
 /** The graph in evaluation order, without arrays that are already

@@ -136,12 +136,14 @@ void init_device(nb::module_& m) {
       "device"_a, "True when the device can run arrays.");
   m.def(
       "synchronize",
-      [](std::optional<Stream> s) {
+      [](const StreamArg& arg) {
+        // A device stands for its default stream, as in MLX.
+        StreamOrDevice sod = to_sod(arg);
         nb::gil_scoped_release release;
-        if (s) {
-          synchronize(*s);
-        } else {
+        if (std::holds_alternative<std::monostate>(sod)) {
           synchronize();
+        } else {
+          synchronize(to_stream(sod));
         }
       },
       "stream"_a = nb::none(), "Wait for the work queued on a stream.");

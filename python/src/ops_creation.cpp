@@ -52,7 +52,9 @@ void init_ops_creation(nb::module_& m) {
       "full",
       [](const ShapeArg& shape, nb::handle vals, std::optional<Dtype> d,
          const StreamArg& s) {
-        array v = to_array(vals);
+        // A Python float read in the requested dtype: float64 keeps its
+        // double value.
+        array v = d ? to_array(vals, d) : to_array(vals);
         return full(to_shape(shape), v, d.value_or(v.dtype()), to_sod(s));
       },
       "shape"_a, "vals"_a, "dtype"_a = nb::none(),

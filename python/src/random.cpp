@@ -119,7 +119,8 @@ void init_random(nb::module_& parent) {
       "bernoulli",
       [](ArrayLike p, std::optional<ShapeArg> shape, nb::handle key,
          const StreamArg& s) {
-        array pa = to_array_weak(p, float32);
+        // Not weak: an int or bool p is refused, as MLX refuses it.
+        array pa = to_array(p);
         if (shape) {
           return random::bernoulli(pa, to_shape(*shape), key_of(key),
                                    to_sod(s));

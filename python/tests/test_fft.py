@@ -213,3 +213,12 @@ def test_complex_jvp_matches_mlx(fn):
     want = mx.jvp(getattr(mx, fn), [mx.array(z)], [mx.array(t)])[1][0]
     assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
     close(got, np.array(want), rtol=1e-6)
+
+
+def test_frequencies_refuse_a_zero_spacing():
+    for f in (kc.fft.fftfreq, kc.fft.rfftfreq):
+        with pytest.raises(ValueError, match="spacing"):
+            f(4, d=0.0)
+        with pytest.raises(ValueError, match="positive"):
+            f(0)
+    np.testing.assert_array_equal(kc.fft.fftfreq(8, d=-0.5), np.fft.fftfreq(8, d=-0.5).astype(np.float32))

@@ -148,3 +148,12 @@ def test_complex_normal_same_numbers_as_mlx():
             np.array(mx.random.normal((3, 5), dtype=mx.complex64, key=mk)),
             rtol=1e-5, atol=1e-6,
         )
+
+
+def test_bernoulli_refuses_integer_probabilities():
+    # As MLX: p must be floating, a Python int or bool included.
+    for p in (0, 1, True, kc.array(0)):
+        with pytest.raises(ValueError, match="bernoulli"):
+            kc.random.bernoulli(p, [2])
+    assert kc.random.bernoulli(0.0, [3]).tolist() == [False] * 3
+    assert kc.random.bernoulli(kc.array([2.0, -2.0])).tolist() == [True, False]

@@ -276,3 +276,44 @@ def test_profile_tables(device):
         assert gpu_row and float(gpu_row.group(1)) > 0, run.stderr
     else:
         assert "KILN_GPU_PROFILE" not in run.stderr
+
+
+def test_synchronize_raises_an_async_evals_error_once():
+    # As MLX: the error of work started by async_eval surfaces at
+    # synchronize (which takes a stream or a device), then at the array.
+    bad = kc.linalg.inv(kc.array([[1.0, 2.0], [2.0, 4.0]]), stream=kc.cpu)
+    kc.async_eval(bad)
+    with pytest.raises(RuntimeError):
+        kc.synchronize(kc.cpu)
+    kc.synchronize(kc.cpu)  # reported once
+    with pytest.raises(RuntimeError):
+        kc.eval(bad)
+
+
+def test_async_eval_is_refused_inside_a_transformation():
+    def fun(x):
+        y = x + 1.0
+        kc.async_eval(y)
+        return kc.exp(y)
+
+    with pytest.raises(ValueError, match="async_eval"):
+        kc.grad(fun)(kc.array(1.0))
+    with pytest.raises(ValueError, match="async_eval"):
+        kc.vmap(fun)(kc.ones((2, 2)))
+    assert fun(kc.array(1.0)).item() == pytest.approx(np.exp(2.0))
+
+
+def test_reset_peak_memory_sets_the_peak_to_zero():
+    keep = kc.ones((1024,))
+    kc.eval(keep)
+    kc.reset_peak_memory()
+    assert kc.get_peak_memory() == 0
+    more = kc.ones((4096,))
+    kc.eval(more)
+    assert kc.get_peak_memory() >= 4096 * 4
+
+
+def test_full_reads_a_python_float_in_the_requested_dtype():
+    for v in (0.37, 0.1, np.pi):
+        assert kc.full((3,), v, dtype=kc.float64).tolist() == [v] * 3
+    assert kc.full((2,), 0.1).dtype == kc.float32

@@ -359,7 +359,7 @@ TEST(Autograd, BackwardOfDeepMLPFreesAsItGoes) {
   size_t wbytes = width * width * sizeof(float);
   // returned gradients + two saved arrays per layer + a few in flight
   size_t bound = layers * wbytes + 2 * layers * act + 8 * act;
-  EXPECT_LE(get_peak_memory() - before, bound);
+  EXPECT_LE(peak_above(before), bound);
   grads.clear();
   EXPECT_LE(get_active_memory(), before + 4 * act);
 }
