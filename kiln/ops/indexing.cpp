@@ -115,7 +115,8 @@ array gather(const array& a, const std::vector<array>& indices,
   }
   Shape out = idx_shape;
   out.insert(out.end(), slice_sizes.begin(), slice_sizes.end());
-  auto p = std::make_shared<Gather>(to_stream(s), std::move(axes), slice_sizes);
+  auto p = std::make_shared<Gather>(to_stream(s), std::move(axes), slice_sizes,
+                                    a.shape());
   return array(std::move(out), a.dtype(), std::move(p),
                with_broadcast(a, indices, idx_shape, s));
 }

@@ -11,6 +11,7 @@
 #include "kiln/ops/shape.h"
 #include "kiln/ops/utils.h"
 #include "kiln/primitives/linalg.h"
+#include "kiln/primitives/shape.h"
 
 namespace kiln {
 
@@ -25,6 +26,8 @@ namespace {
 struct Product {
   array a, b;
   Shape out_shape;
+  bool a_vec = false, b_vec = false;
+  bool folded = false; // a's batch axes folded into its rows
 };
 
 // a and b as matrices for op's product: a 1-d a gains a leading 1 and a
@@ -53,7 +56,10 @@ Product prepare_product(const char* op, array a, array b, Dtype dt,
   Shape ab(a.shape().begin(), a.shape().end() - 2);
   Shape bb(b.shape().begin(), b.shape().end() - 2);
   Shape batch = detail::broadcast_shapes(ab, bb, op);
-  if (bb.empty() && !ab.empty()) {
+  bool shapeless = detail::in_shapeless_tracing();
+  // Under shapeless compile the folded rows could not be unfolded again:
+  // one -1 follows one changing axis, and a's batch axes may all change.
+  if (bb.empty() && !ab.empty() && !shapeless) {
     // b is one matrix for every batch of a: a's batch folds into its rows,
     // one GEMM instead of a batch of them (as MLX does). The gradient with
     // respect to b is then one GEMM over all rows, not a batch of products
@@ -64,11 +70,9 @@ Product prepare_product(const char* op, array a, array b, Dtype dt,
       Shape out = ab;
       if (!a_vec) out.push_back(a.shape(-2));
       if (!b_vec) out.push_back(b.shape(-1));
-      // Under shapeless compile the rows are written as -1, so a new
-      // batch or row count replays; the caller's reshape back does the same.
-      int32_t r = detail::in_shapeless_tracing() ? -1 : static_cast<int32_t>(rows);
-      a = reshape(astype(a, dt, s), {r, a.shape(-1)}, s);
-      return {a, astype(b, dt, s), out};
+      a = reshape(astype(a, dt, s), {static_cast<int32_t>(rows), a.shape(-1)},
+                  s);
+      return {a, astype(b, dt, s), out, a_vec, b_vec, true};
     }
   }
   Shape a_shape = batch, b_shape = batch;
@@ -77,19 +81,29 @@ Product prepare_product(const char* op, array a, array b, Dtype dt,
   Shape out = batch;
   if (!a_vec) out.push_back(a.shape(-2));
   if (!b_vec) out.push_back(b.shape(-1));
-  a = broadcast_to(astype(a, dt, s), a_shape, s);
-  b = broadcast_to(astype(b, dt, s), b_shape, s);
-  return {a, b, out};
+  a = astype(a, dt, s);
+  b = astype(b, dt, s);
+  if (shapeless && !batch.empty()) {
+    // Batch axes that follow both operands when a new shape replays.
+    auto st = to_stream(s);
+    array a_b(a_shape, dt, std::make_shared<BroadcastLike>(st, 2), {a, b});
+    array b_b(b_shape, dt, std::make_shared<BroadcastLike>(st, 2), {b, a});
+    return {a_b, b_b, out, a_vec, b_vec};
+  }
+  return {broadcast_to(a, a_shape, s), broadcast_to(b, b_shape, s), out,
+          a_vec, b_vec};
 }
 
-// The product's final shape as a reshape is asked for it: under shapeless
-// compile the rows of a (or a's last batch axis when a is a vector) are -1,
-// so the shape follows a new row count.
-Shape shapeless_rows(Shape out, bool b_vec) {
-  if (!detail::in_shapeless_tracing() || out.empty()) return out;
-  int k = static_cast<int>(out.size()) - 1 - (b_vec ? 0 : 1);
-  if (k >= 0) out[k] = -1;
-  return out;
+// The product's output with p's final shape: the folded rows unfolded, or
+// the axes a vector operand gained removed (a squeeze, which follows new
+// shapes under shapeless compile, where nothing is folded).
+array final_shape(const array& out, const Product& p, StreamOrDevice s) {
+  if (out.shape() == p.out_shape && !p.a_vec && !p.b_vec) return out;
+  if (p.folded) return reshape(out, p.out_shape, s);
+  std::vector<int> axes;
+  if (p.a_vec) axes.push_back(static_cast<int>(out.ndim()) - 2);
+  if (p.b_vec) axes.push_back(static_cast<int>(out.ndim()) - 1);
+  return squeeze(out, axes, s);
 }
 
 Shape full_shape(const Product& p) {
@@ -110,9 +124,7 @@ array matmul(const array& a, const array& b, StreamOrDevice s) {
   auto p = prepare_product("matmul", a, b, dt, s);
   array out(full_shape(p), dt, std::make_shared<Matmul>(to_stream(s)),
             {p.a, p.b});
-  if (out.shape() == p.out_shape) return out;
-  return reshape(out, shapeless_rows(p.out_shape, b.ndim() == 1),
-                 s);
+  return final_shape(out, p, s);
 }
 
 array addmm(array c, array a, array b, float alpha, float beta,
@@ -145,9 +157,7 @@ array addmm(array c, array a, array b, float alpha, float beta,
   }
   array out(full, dt, std::make_shared<AddMM>(to_stream(s), alpha, beta),
             {c, p.a, p.b});
-  return out.shape() == p.out_shape
-             ? out
-             : reshape(out, shapeless_rows(p.out_shape, b.ndim() == 1), s);
+  return final_shape(out, p, s);
 }
 
 namespace {

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "kiln/primitives/indexing.h"
 
 namespace kiln {
@@ -17,14 +18,37 @@ const char* reduce_name(ScatterReduce r, const char* none, const char* sum,
 
 } // namespace
 
+Gather::Gather(Stream s, std::vector<int> axes, Shape slice_sizes,
+               const Shape& src_shape)
+    : UnaryPrimitive(s),
+      axes_(std::move(axes)),
+      slice_sizes_(std::move(slice_sizes)),
+      whole_(slice_sizes_.size(), false) {
+  for (size_t i = 0; i < whole_.size() && i < src_shape.size(); ++i) {
+    bool indexed = std::find(axes_.begin(), axes_.end(),
+                             static_cast<int>(i)) != axes_.end();
+    whole_[i] = !indexed && slice_sizes_[i] == src_shape[i];
+  }
+}
+
+Shape Gather::slice_sizes(const Shape& src) const {
+  Shape sizes = slice_sizes_;
+  for (size_t i = 0; i < sizes.size() && i < src.size(); ++i) {
+    if (whole_[i]) sizes[i] = src[i];
+  }
+  return sizes;
+}
+
 bool Gather::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const Gather*>(&other);
-  return o && o->axes_ == axes_ && o->slice_sizes_ == slice_sizes_;
+  return o && o->axes_ == axes_ && o->slice_sizes_ == slice_sizes_ &&
+         o->whole_ == whole_;
 }
 
 std::vector<Shape> Gather::output_shapes(const std::vector<array>& inputs) {
   Shape out = inputs.size() > 1 ? inputs[1].shape() : Shape{};
-  out.insert(out.end(), slice_sizes_.begin(), slice_sizes_.end());
+  Shape sizes = slice_sizes(inputs[0].shape());
+  out.insert(out.end(), sizes.begin(), sizes.end());
   return {out};
 }
 

@@ -14,10 +14,12 @@ namespace kiln {
  *  by slice_sizes. */
 class Gather : public UnaryPrimitive {
  public:
-  Gather(Stream s, std::vector<int> axes, Shape slice_sizes)
-      : UnaryPrimitive(s),
-        axes_(std::move(axes)),
-        slice_sizes_(std::move(slice_sizes)) {}
+  /** src_shape: the source's shape when the gather is built. An axis that
+   *  is not indexed and whose slice is the source's whole extent stays
+   *  whole when a shapeless compile replays at a new extent (take() along
+   *  one axis keeps every other axis entire). */
+  Gather(Stream s, std::vector<int> axes, Shape slice_sizes,
+         const Shape& src_shape);
   const char* name() const override { return "Gather"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
@@ -25,11 +27,15 @@ class Gather : public UnaryPrimitive {
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   const std::vector<int>& axes() const { return axes_; }
+  /** The slice sizes as built. */
   const Shape& slice_sizes() const { return slice_sizes_; }
+  /** The slice sizes for a source of shape src. */
+  Shape slice_sizes(const Shape& src) const;
 
  private:
   const std::vector<int> axes_;
   const Shape slice_sizes_;
+  std::vector<bool> whole_;
 };
 
 /** How a scatter combines an update with the value already there. */

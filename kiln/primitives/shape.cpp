@@ -1,3 +1,4 @@
+#include <string>
 #include "kiln/primitives/shape.h"
 
 #include <algorithm>
@@ -25,11 +26,26 @@ std::vector<Shape> Broadcast::output_shapes(const std::vector<array>& inputs) {
 
 std::vector<Shape> BroadcastLike::output_shapes(
     const std::vector<array>& inputs) {
+  const Shape& in = inputs[0].shape();
   const Shape& like = inputs[1].shape();
-  if (inputs[0].ndim() > like.size() ||
-      detail::broadcast_shapes(inputs[0].shape(), like, "broadcast_to") != like) {
+  if (keep_ > 0) {
+    size_t k = static_cast<size_t>(keep_);
+    if (in.size() < k || like.size() < k) {
+      throw std::invalid_argument(
+          "[broadcast_to] batch axes of arrays of shapes " +
+          detail::shape_str(in) + " and " + detail::shape_str(like) +
+          ": both need at least " + std::to_string(k) + " axes.");
+    }
+    Shape out = detail::broadcast_shapes(Shape(in.begin(), in.end() - k),
+                                         Shape(like.begin(), like.end() - k),
+                                         "broadcast_to");
+    out.insert(out.end(), in.end() - k, in.end());
+    return {out};
+  }
+  if (in.size() > like.size() ||
+      detail::broadcast_shapes(in, like, "broadcast_to") != like) {
     throw std::invalid_argument("[broadcast_to] cannot broadcast an array of shape " +
-                                detail::shape_str(inputs[0].shape()) + " to shape " +
+                                detail::shape_str(in) + " to shape " +
                                 detail::shape_str(like) + ".");
   }
   return {like};

@@ -36,15 +36,24 @@ class Broadcast : public UnaryPrimitive {
  *  (detail::broadcast_like), so that the shape follows `like` on replay. */
 class BroadcastLike : public UnaryPrimitive {
  public:
-  explicit BroadcastLike(Stream s) : UnaryPrimitive(s) {}
+  /** keep = 0: the first input broadcast to the second's shape. keep > 0:
+   *  the first input's leading axes broadcast against the second's leading
+   *  axes, its last `keep` axes as they are (a product's batch axes). */
+  explicit BroadcastLike(Stream s, int keep = 0)
+      : UnaryPrimitive(s), keep_(keep) {}
   const char* name() const override { return "BroadcastLike"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
   KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
-    return typeid(other) == typeid(BroadcastLike);
+    auto* o = dynamic_cast<const BroadcastLike*>(&other);
+    return o && o->keep_ == keep_;
   }
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
+  int keep() const { return keep_; }
+
+ private:
+  int keep_;
 };
 
 /** The input viewed (or copied) with shape(). Under shapeless compile a

@@ -1,4 +1,5 @@
 // Transformation rules of the layout primitives.
+#include <algorithm>
 #include <numeric>
 
 #include "kiln/ops/creation.h"
@@ -53,11 +54,11 @@ std::vector<array> BroadcastLike::vjp(const std::vector<array>& primals,
                                       const std::vector<int>& argnums,
                                       const std::vector<array>&) {
   const Shape& in = primals[0].shape();
-  const Shape& like = primals[1].shape();
-  int diff = static_cast<int>(like.size() - in.size());
+  Shape out_shape = output_shapes(primals)[0];
+  int diff = static_cast<int>(out_shape.size() - in.size());
   std::vector<int> axes;
-  for (int i = 0; i < static_cast<int>(like.size()); ++i) {
-    if (i < diff || (in[i - diff] == 1 && like[i] != 1)) axes.push_back(i);
+  for (int i = 0; i < static_cast<int>(out_shape.size()); ++i) {
+    if (i < diff || (in[i - diff] == 1 && out_shape[i] != 1)) axes.push_back(i);
   }
   std::vector<array> out;
   for (int i : argnums) {
@@ -75,9 +76,14 @@ std::vector<array> BroadcastLike::jvp(const std::vector<array>& primals,
                                       const std::vector<array>& tangents,
                                       const std::vector<int>& argnums) {
   // Only a's tangent moves the result.
-  if (argnums[0] != 0) return {zeros_like(primals[1])};
-  return {array(primals[1].shape(), tangents[0].dtype(), shared_from_this(),
-                {tangents[0], primals[1]})};
+  if (argnums[0] != 0) {
+    return {zeros_like(array(output_shapes(primals)[0], primals[0].dtype(),
+                             shared_from_this(), primals))};
+  }
+  std::vector<array> in{tangents[0], primals[1]};
+  Shape shape = output_shapes(in)[0];
+  return {array(std::move(shape), tangents[0].dtype(), shared_from_this(),
+                std::move(in))};
 }
 
 std::pair<std::vector<array>, std::vector<int>> BroadcastLike::vmap(
@@ -85,15 +91,28 @@ std::pair<std::vector<array>, std::vector<int>> BroadcastLike::vmap(
   const array& a = inputs[0];
   const array& like = inputs[1];
   int b = detail::batch_size(inputs, axes);
-  // Both batch-first, a padded with ones after its batch axis to like's rank.
+  // Both batch-first; the shorter padded with ones after its batch axis
+  // (a's trailing `keep` axes, or like's shape, stay aligned at the end).
+  // With keep > 0 the batch axes broadcast both ways, so an unmapped input
+  // takes a batch axis of 1 (a fixed batch size would not follow a new one
+  // under shapeless compile); with keep = 0 like gives the whole shape.
   auto a1 = detail::batch_first_or_one(a, axes[0]);
-  auto l1 = to_batch_first(like, axes[1], b);
-  std::vector<int> pad;
-  for (size_t k = a1.ndim(); k < l1.ndim(); ++k) {
-    pad.push_back(static_cast<int>(k - a1.ndim() + 1));
-  }
-  a1 = expand_dims(a1, pad);
-  return {{array(l1.shape(), a.dtype(), shared_from_this(), {a1, l1})}, {0}};
+  auto l1 = keep_ > 0 ? detail::batch_first_or_one(like, axes[1])
+                      : to_batch_first(like, axes[1], b);
+  auto pad_to = [](array x, size_t rank) {
+    std::vector<int> pad;
+    for (size_t k = x.ndim(); k < rank; ++k) {
+      pad.push_back(static_cast<int>(k - x.ndim() + 1));
+    }
+    return expand_dims(x, pad);
+  };
+  size_t rank = std::max(a1.ndim(), l1.ndim());
+  a1 = pad_to(a1, rank);
+  if (keep_ > 0) l1 = pad_to(l1, rank);
+  std::vector<array> in{a1, l1};
+  Shape shape = output_shapes(in)[0];
+  return {{array(std::move(shape), a.dtype(), shared_from_this(), std::move(in))},
+          {0}};
 }
 
 // ---- Reshape: inputs a (and like) ----

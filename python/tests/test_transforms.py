@@ -831,3 +831,56 @@ def test_compile_state_inputs_only_stay_unchanged_and_lists_of_arrays(rng):
     with pytest.raises(ValueError):
         bad(kc.array(x))
     assert state["y"].item() == 3.0
+
+
+def test_shapeless_compile_of_products_follows_every_new_shape():
+    # Batch axes that broadcast, vector operands, and vmap over a matmul:
+    # each call at a new shape gives the product of that shape, never the
+    # traced one (a folded batch once came back in the traced batch size).
+    rng = np.random.default_rng(0)
+
+    def r(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    for pairs in ([(r(2, 1, 4, 2), r(3, 2, 5)), (r(3, 1, 7, 2), r(2, 2, 3))],
+                  [(r(2, 4, 5), r(5)), (r(3, 6, 5), r(5))],
+                  [(r(5), r(2, 5, 4)), (r(5), r(3, 5, 7))]):
+        mm = kc.compile(lambda a, b: a @ b, shapeless=True)
+        for a, b in pairs:
+            got = np.array(mm(kc.array(a), kc.array(b)))
+            np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-5)
+    vm = kc.compile(kc.vmap(lambda x, y: x @ y, in_axes=(0, None)), shapeless=True)
+    y = r(5, 6)
+    for b in (2, 3):
+        x = r(b, 4, 5)
+        np.testing.assert_allclose(np.array(vm(kc.array(x), kc.array(y))), x @ y, rtol=1e-5, atol=1e-5)
+    g = kc.compile(kc.grad(lambda args: (args[0] @ args[1]).sum()), shapeless=True)
+    for a, b in [(r(2, 1, 4, 2), r(3, 2, 5)), (r(3, 1, 4, 2), r(2, 2, 5))]:
+        ga, gb = g((kc.array(a), kc.array(b)))
+        ea, eb = kc.grad(lambda args: (args[0] @ args[1]).sum())((kc.array(a), kc.array(b)))
+        assert ga.shape == a.shape and gb.shape == b.shape
+        np.testing.assert_allclose(np.array(ga), np.array(ea), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(np.array(gb), np.array(eb), rtol=1e-5, atol=1e-5)
+
+
+def test_shapeless_compile_of_take_keeps_other_axes_whole():
+    # take along one axis keeps every other axis entire at a new shape (a
+    # traced extent once cut the rows of a gathered quantized product).
+    rng = np.random.default_rng(1)
+    t = kc.compile(lambda x, i: kc.take(x, i, axis=0), shapeless=True)
+    for shape, idx in (((3, 4), [0, 2]), ((5, 7), [4, 0, 2])):
+        x = rng.standard_normal(shape).astype(np.float32)
+        np.testing.assert_array_equal(np.array(t(kc.array(x), kc.array(idx))), x[idx])
+    w = kc.array(rng.standard_normal((4, 32, 64)).astype(np.float32))
+    qw, s, b = kc.quantize(w)
+    idx = kc.array([0, 1, 2, 3])
+
+    def fn(x):
+        return kc.gather_qmm(x, qw, s, b, lhs_indices=idx, rhs_indices=idx, transpose=True)
+
+    cfn = kc.compile(fn, shapeless=True)
+    for rows in (4, 8):
+        x = kc.array(rng.standard_normal((4, rows, 64)).astype(np.float32))
+        got, want = cfn(x), fn(x)
+        assert got.shape == want.shape == (4, rows, 32)
+        np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-4, atol=1e-4)

@@ -213,10 +213,10 @@ void Gather::eval_cpu(const std::vector<array>& inputs, array& out) {
   out.set_data(allocator::malloc(out.nbytes()));
   if (out.size() == 0) return;
   const array& src = inputs[0];
-  auto base =
-      slice_starts(inputs, inputs.size() - 1, axes_, src, slice_sizes_, true);
+  Shape sizes = slice_sizes(src.shape());
+  auto base = slice_starts(inputs, inputs.size() - 1, axes_, src, sizes, true);
   dispatch_bytes(out.itemsize(), [&](auto tag) {
-    gather<KILN_TYPE(tag)>(src, out, base, slice_sizes_);
+    gather<KILN_TYPE(tag)>(src, out, base, sizes);
   });
 }
 

@@ -438,8 +438,8 @@ namespace kiln {
 void Gather::eval_gpu(const std::vector<array>& inputs, array& out) {
   std::vector<array> idx(inputs.begin() + 1, inputs.end());
   bool done = cuda::with_count(static_cast<int>(idx.size()), [&](auto n) {
-    return cuda::gather<decltype(n)::value>(inputs[0], idx, axes_,
-                                            slice_sizes_, out, stream());
+    return cuda::gather<decltype(n)::value>(
+        inputs[0], idx, axes_, slice_sizes(inputs[0].shape()), out, stream());
   });
   if (!done) cuda::eval_on_cpu(*this, inputs, out);
 }
