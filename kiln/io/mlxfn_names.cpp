@@ -151,6 +151,15 @@ std::pair<std::string, State> describe(const array& node, bool shapeless) {
       return std::make_pair(std::string("Broadcast"), State{list(n.shape())});
     });
     t.emplace("BroadcastLike", [](const array& n) {
+      // keep > 0 (a product's batch axes) is MLX's BroadcastAxes, ignoring
+      // the last `keep` axes.
+      int keep = as<BroadcastLike>(n).keep();
+      if (keep > 0) {
+        std::vector<int> ignore;
+        for (int k = -keep; k < 0; ++k) ignore.push_back(k);
+        return std::make_pair(std::string("BroadcastAxes"),
+                              State{list(ignore)});
+      }
       return std::make_pair(std::string("Broadcast"), State{list(n.shape())});
     });
     t.emplace("Squeeze", [](const array& n) {

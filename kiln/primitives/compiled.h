@@ -32,9 +32,13 @@ class Compiled : public Primitive {
       : Primitive(s),
         ops_(std::move(ops)),
         outputs_(std::move(outputs)),
-        constants_(std::move(constants)) {}
+        constants_(std::move(constants)) {
+    for (auto& op : ops_) name_ += op.primitive->name();
+  }
 
-  const char* name() const override { return "Compiled"; }
+  /** "Compiled" and the fused primitives' names in order, as MLX names
+   *  its compiled regions (CompiledMultiplyAdd). */
+  const char* name() const override { return name_.c_str(); }
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   KILN_GPU_EVAL
@@ -72,6 +76,7 @@ class Compiled : public Primitive {
   const std::vector<int> outputs_;
   const std::vector<std::optional<FusedConstant>> constants_;
   mutable std::shared_ptr<void> backend_cache_;
+  std::string name_ = "Compiled";
 };
 
 } // namespace kiln

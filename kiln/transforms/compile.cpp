@@ -8,7 +8,9 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "kiln/core/env.h"
 #include "kiln/core/primitive.h"
@@ -79,12 +81,45 @@ std::vector<array> gather_inputs(CompiledFunction& cf,
   return inputs;
 }
 
+// Raises when the traced graph reaches one of the arrays passed as inputs
+// itself rather than its tracer: the function then reads it through a
+// captured reference (a closure, a lazy array built from it), which a replay
+// with new inputs would not see change. MLX refuses the same.
+void refuse_uncaptured_inputs(const std::vector<array>& outputs,
+                              const std::vector<array>& inputs,
+                              const std::vector<array>& tracers) {
+  std::unordered_set<uintptr_t> originals, seen;
+  for (auto& in : inputs) originals.insert(in.id());
+  // A tracer holds its input as its own input: the walk stops at tracers.
+  for (auto& t : tracers) seen.insert(t.id());
+  std::vector<array> stack(outputs.begin(), outputs.end());
+  while (!stack.empty()) {
+    array a = std::move(stack.back());
+    stack.pop_back();
+    if (!seen.insert(a.id()).second) continue;
+    if (originals.count(a.id())) {
+      throw std::invalid_argument(
+          "[compile] the function reaches one of its inputs through a "
+          "captured array instead of its argument (uncaptured inputs are "
+          "not allowed): use the argument, or pass the array as captured "
+          "state (inputs=).");
+    }
+    if (a.has_primitive()) {
+      for (auto& in : a.inputs()) stack.push_back(in);
+    }
+  }
+}
+
 std::shared_ptr<detail::Trace> build_trace(CompiledFunction& cf,
                                            const std::vector<array>& inputs,
                                            size_t n_args,
                                            const std::vector<size_t>& counts) {
   auto trace = std::make_shared<detail::Trace>();
   trace->shapeless = cf.options.shapeless;
+  // Inside another transformation the inputs are that transformation's
+  // tracers, which the function may also capture (a compiled function
+  // defined under vmap): only a top-level trace checks for captured inputs.
+  bool nested = detail::in_tracing();
   detail::TracingScope scope;
   std::optional<detail::ShapelessScope> shapeless;
   if (trace->shapeless) shapeless.emplace();
@@ -115,6 +150,7 @@ std::shared_ptr<detail::Trace> build_trace(CompiledFunction& cf,
                           trace->tracers.begin() + n_args);
   try {
     trace->outputs = cf.fun(args);
+    if (!nested) refuse_uncaptured_inputs(trace->outputs, inputs, trace->tracers);
   } catch (...) {
     restore();
     throw;

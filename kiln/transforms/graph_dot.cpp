@@ -29,10 +29,11 @@ std::string graph_to_dot(
   auto emit = [&](const array& a) {
     std::string n = name_of(a);
     auto it = label.find(a.id());
-    std::string text =
-        it != label.end()
-            ? it->second
-            : (a.has_primitive() ? a.primitive().name() : std::string("array"));
+    std::string op = a.has_primitive() ? a.primitive().name() : "array";
+    // A named array shows its name and, when it has one, its primitive.
+    std::string text = it == label.end()        ? op
+                       : a.has_primitive()     ? it->second + "\\n" + op
+                                               : it->second;
     text += "\\n" + dtype_name(a.dtype()) + " " + detail::shape_str(a.shape());
     os << "  " << n << " [label=\"" << text
        << "\", shape=" << (a.has_primitive() ? "box" : "ellipse") << "];\n";

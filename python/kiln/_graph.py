@@ -30,9 +30,9 @@ def depends(inputs, dependencies):
 
 
 def export_to_dot(file, *args, **kwargs):
-    """Write the lazy graph computing the arrays in ``args`` as Graphviz DOT
-    to ``file`` (a path or a writable text file); keyword arguments name
-    arrays of the graph."""
+    """Write the lazy graph computing the arrays in ``args`` and ``kwargs``
+    as Graphviz DOT to ``file`` (a path or a writable text file); keyword
+    arguments are arrays of the graph given with their names, as MLX's."""
     outputs = _arrays_of(args)
     names = []
     for name, value in kwargs.items():
@@ -42,6 +42,7 @@ def export_to_dot(file, *args, **kwargs):
                 f"{type(value).__name__}."
             )
         names.append((name, value))
+        outputs.append(value)
     if not (hasattr(file, "write") or isinstance(file, (str, os.PathLike))):
         # open() would take an int (or an array's __index__) as a file
         # descriptor.

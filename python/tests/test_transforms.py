@@ -884,3 +884,29 @@ def test_shapeless_compile_of_take_keeps_other_axes_whole():
         got, want = cfn(x), fn(x)
         assert got.shape == want.shape == (4, rows, 32)
         np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-4, atol=1e-4)
+
+
+def test_compile_refuses_inputs_reached_through_a_capture():
+    # As MLX: the traced graph must reach an input through its argument; a
+    # closure over the same array (or a lazy array built from it) would not
+    # follow new inputs at the next call.
+    x = kc.array([1, 2, 3]) + 2
+
+    def reads_the_closure(a):
+        return a + (x + 1)
+
+    with pytest.raises(ValueError, match="captured"):
+        kc.compile(reads_the_closure)(x)
+    y = kc.array([1.0, 2.0]) + kc.array([1.0, 2.0])
+    held = [kc.array([1.0, 2.0])]
+
+    def grows(v):
+        held[0] = held[0] + v
+        return held[0]
+
+    grows(y)  # held now depends lazily on y
+    with pytest.raises(ValueError, match="captured"):
+        kc.compile(grows)(y)
+    # The same closure over an array that is not an input is a constant.
+    c = kc.array([5.0, 6.0])
+    assert kc.compile(lambda a: a + c)(y).tolist() == [7.0, 10.0]
