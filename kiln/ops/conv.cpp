@@ -144,7 +144,15 @@ std::vector<int> vec(const std::tuple<int, int, int>& t) {
 
 array conv1d(const array& input, const array& weight, int stride, int padding,
              int dilation, int groups, StreamOrDevice s) {
-  return forward("conv1d", input, weight, {stride}, {padding}, {dilation},
+  // As MLX's conv1d (conv_general with one value per parameter): inputs of
+  // 2 or 3 spatial axes, with a weight of the same rank, take each
+  // parameter on every axis.
+  size_t nd = 1;
+  if (input.ndim() == weight.ndim() && input.ndim() >= 4 && input.ndim() <= 5) {
+    nd = input.ndim() - 2;
+  }
+  return forward("conv1d", input, weight, std::vector<int>(nd, stride),
+                 std::vector<int>(nd, padding), std::vector<int>(nd, dilation),
                  groups, s);
 }
 

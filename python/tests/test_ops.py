@@ -415,3 +415,20 @@ def test_searchsorted_maps_over_the_sorted_array(rng):
     v = rand(rng, (2,))
     got = kc.vmap(lambda r: kc.searchsorted(r, kc.array(v)))(kc.array(s))
     np.testing.assert_array_equal(np.array(got), np.stack([np.searchsorted(r, v) for r in s]))
+
+
+def test_conv1d_takes_inputs_of_more_spatial_axes_as_mlx():
+    # MLX's conv1d is conv_general with one value per parameter: a 2-d
+    # input and weight of the same rank take each parameter on both axes.
+    rng = np.random.default_rng(0)
+    x = kc.array(rng.standard_normal((1, 6, 6, 4)).astype(np.float32))
+    w = kc.array(rng.standard_normal((2, 3, 3, 2)).astype(np.float32))
+    got = kc.conv1d(x, w, stride=2, padding=1, groups=2)
+    want = kc.conv2d(x, w, stride=(2, 2), padding=(1, 1), groups=2)
+    np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-5, atol=1e-5)
+    gx, gw = kc.grad(lambda x, w: kc.conv1d(x, w, groups=2).sum(), argnums=(0, 1))(x, w)
+    ex, ew = kc.grad(lambda x, w: kc.conv2d(x, w, groups=2).sum(), argnums=(0, 1))(x, w)
+    np.testing.assert_allclose(np.array(gx), np.array(ex), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.array(gw), np.array(ew), rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="conv1d"):
+        kc.conv1d(x, kc.zeros((2, 3, 2)))  # ranks that disagree still raise
