@@ -279,6 +279,10 @@ array dequantize_fp(const array& w, const array& scales, int group_size,
                     StreamOrDevice s) {
   const char* op = "dequantize";
   FpMode m = fp_mode(op, mode, group_size, bits);
+  if (!issubdtype(dtype, floating)) {
+    throw std::invalid_argument("[dequantize] dtype must be floating, got " +
+                                dtype_name(dtype) + ".");
+  }
   // One global scale, or one per matrix of a 3-D w (gather_qmm's experts).
   std::optional<array> factor;
   if (global_scale) {

@@ -436,3 +436,12 @@ def test_nvfp4_global_scale_in_gather_qmm_and_errors():
         kc.dequantize(q[0], s[0], mode="nvfp4", global_scale=kc.array(g))
     with pytest.raises(ValueError, match="without indices"):
         kc.gather_qmm(kc.array(x), q, s, mode="nvfp4", global_scale=kc.array(g))
+
+
+def test_microscaling_dequantize_refuses_integer_dtypes():
+    w = kc.random.normal((64, 64))
+    for mode in ("mxfp4", "mxfp8", "nvfp4"):
+        wq, s = kc.quantize(w, mode=mode)
+        with pytest.raises(ValueError, match="floating"):
+            kc.dequantize(wq, s, mode=mode, dtype=kc.int32)
+        assert kc.dequantize(wq, s, mode=mode, dtype=kc.float16).dtype == kc.float16
