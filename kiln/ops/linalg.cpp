@@ -213,10 +213,12 @@ std::pair<array, array> qr(const array& a, StreamOrDevice s) {
 }
 
 std::vector<array> svd(const array& a, bool compute_uv, StreamOrDevice s) {
-  detail::check_matrices("linalg::svd", a, false);
+  detail::check_matrices("linalg::svd", a, false, true);
   auto p = std::make_shared<SVD>(to_stream(s), compute_uv);
   auto shapes = p->output_shapes({a});
   std::vector<Dtype> dtypes(shapes.size(), a.dtype());
+  // Singular values are real: float32 for complex64.
+  if (a.dtype() == complex64) dtypes[compute_uv ? 1 : 0] = float32;
   return array::make_arrays(shapes, dtypes, p, {a});
 }
 
@@ -259,10 +261,13 @@ array solve(const array& a, const array& b, StreamOrDevice s) {
 
 namespace kiln::detail {
 
-void check_matrices(const char* op, const array& a, bool square) {
-  if (a.dtype() != float32 && a.dtype() != float64) {
-    invalid(op, "arrays must have type float32 or float64, got " + describe(a) +
-                    ".");
+void check_matrices(const char* op, const array& a, bool square,
+                    bool complex_ok) {
+  if (a.dtype() != float32 && a.dtype() != float64 &&
+      !(complex_ok && a.dtype() == complex64)) {
+    invalid(op, std::string("arrays must have type float32 or float64") +
+                    (complex_ok ? " or complex64" : "") + ", got " +
+                    describe(a) + ".");
   }
   if (a.ndim() < 2) {
     invalid(op,

@@ -18,16 +18,18 @@ char uplo_of(const char* op, const std::string& uplo) {
 std::vector<array> eigh_outputs(const char* op, const array& a,
                                 const std::string& uplo, bool vectors,
                                 StreamOrDevice s) {
-  detail::check_matrices(op, a, true);
+  detail::check_matrices(op, a, true, true);
   auto p = std::make_shared<Eigh>(to_stream(s), uplo_of(op, uplo), vectors);
   auto shapes = p->output_shapes({a});
   std::vector<Dtype> dtypes(shapes.size(), a.dtype());
+  // A Hermitian matrix's eigenvalues are real: float32 for complex64.
+  if (a.dtype() == complex64) dtypes[0] = float32;
   return array::make_arrays(shapes, dtypes, p, {a});
 }
 
 std::vector<array> eig_outputs(const char* op, const array& a, bool vectors,
                                StreamOrDevice s) {
-  detail::check_matrices(op, a, true);
+  detail::check_matrices(op, a, true, true);
   auto p = std::make_shared<Eig>(to_stream(s), vectors);
   auto shapes = p->output_shapes({a});
   std::vector<Dtype> dtypes(shapes.size(), complex64);

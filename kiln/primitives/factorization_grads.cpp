@@ -9,6 +9,7 @@
 #include "kiln/ops/reduction.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/slicing.h"
+#include "kiln/ops/utils.h"
 #include "kiln/primitives/batching.h"
 #include "kiln/primitives/linalg.h"
 
@@ -208,6 +209,11 @@ std::vector<array> SVD::vjp(const std::vector<array>& primals,
                             const std::vector<array>& cotangents,
                             const std::vector<int>&,
                             const std::vector<array>& outputs) {
+  if (primals[0].dtype() == complex64) {
+    detail::invalid("linalg::svd", "gradients of complex decompositions are not "
+                          "supported (input " +
+                              detail::describe(primals[0]) + ").");
+  }
   StreamOrDevice s = stream();
   const array& a = primals[0];
   const array& sv = compute_uv_ ? outputs[1] : outputs[0];
@@ -260,6 +266,11 @@ std::vector<array> SVD::vjp(const std::vector<array>& primals,
 std::vector<array> SVD::jvp(const std::vector<array>& primals,
                             const std::vector<array>& tangents,
                             const std::vector<int>&) {
+  if (primals[0].dtype() == complex64) {
+    detail::invalid("linalg::svd", "gradients of complex decompositions are not "
+                          "supported (input " +
+                              detail::describe(primals[0]) + ").");
+  }
   StreamOrDevice s = stream();
   const array& a = primals[0];
   const array& da = tangents[0];

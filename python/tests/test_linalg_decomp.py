@@ -362,3 +362,37 @@ def test_compile_and_empty(rng):
     assert LA.eigh(kc.zeros((2, 0, 0)))[1].shape == (2, 0, 0)
     assert LA.pinv(kc.zeros((3, 0))).shape == (0, 3)
     assert LA.lu(kc.zeros((0, 3, 3)))[0].shape == (0, 3)
+
+
+def test_complex64_decompositions_against_numpy():
+    # svd, eigh and eig of complex64 (LAPACK's c routines), batched and
+    # through a transposed view: each factorization rebuilds its input and
+    # matches NumPy's invariants; gradients raise naming the op.
+    rng = np.random.default_rng(5)
+
+    def crand(*shape):
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+
+    a = crand(3, 4, 5)
+    for x in (kc.array(a), kc.array(np.ascontiguousarray(a.transpose(0, 2, 1))).swapaxes(-1, -2)):
+        u, s, vt = kc.linalg.svd(x, stream=kc.cpu)
+        assert u.dtype == kc.complex64 and s.dtype == kc.float32 and vt.dtype == kc.complex64
+        rebuilt = np.array(u)[..., :, :4] @ (np.array(s)[..., :, None] * np.array(vt)[..., :4, :])
+        np.testing.assert_allclose(rebuilt, a, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(np.array(s), np.linalg.svd(a, compute_uv=False), rtol=1e-4, atol=1e-4)
+    b = crand(2, 4, 4)
+    h = (b + np.conj(b.transpose(0, 2, 1))) / 2
+    w, v = kc.linalg.eigh(kc.array(h), stream=kc.cpu)
+    assert w.dtype == kc.float32 and v.dtype == kc.complex64
+    np.testing.assert_allclose(np.array(w), np.linalg.eigvalsh(h), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(h @ np.array(v), np.array(v) * np.array(w)[:, None, :], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.array(kc.linalg.eigvalsh(kc.array(h), stream=kc.cpu)), np.array(w), rtol=1e-5, atol=1e-5)
+    w, v = kc.linalg.eig(kc.array(b), stream=kc.cpu)
+    assert w.dtype == v.dtype == kc.complex64
+    np.testing.assert_allclose(b @ np.array(v), np.array(v) * np.array(w)[:, None, :], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.sort_complex(np.array(kc.linalg.eigvals(kc.array(b), stream=kc.cpu))),
+                               np.sort_complex(np.linalg.eigvals(b)), rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="linalg::svd"):
+        kc.grad(lambda x: kc.linalg.svd(x, compute_uv=False).sum())(kc.array(a[0]))
+    with pytest.raises(ValueError, match="float32 or float64 or complex64"):
+        kc.linalg.svd(kc.array(a.real.astype(np.float16)))

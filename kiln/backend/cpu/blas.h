@@ -30,6 +30,9 @@
 #define LAPACKE_dgesdd KILN_SCIPY(LAPACKE_dgesdd)
 #define LAPACKE_sgeev KILN_SCIPY(LAPACKE_sgeev)
 #define LAPACKE_dgeev KILN_SCIPY(LAPACKE_dgeev)
+#define LAPACKE_cgesdd KILN_SCIPY(LAPACKE_cgesdd)
+#define LAPACKE_cheevd KILN_SCIPY(LAPACKE_cheevd)
+#define LAPACKE_cgeev KILN_SCIPY(LAPACKE_cgeev)
 #endif
 
 #include <cblas.h>

@@ -29,6 +29,11 @@ void dispatch_lapack(Dtype dt, const char* op, F&& f) {
   }
 }
 
+// kiln's complex64 as LAPACKE's complex float (the same two floats).
+inline lapack_complex_float* lapack_complex(complex64_t* p) {
+  return reinterpret_cast<lapack_complex_float*>(p);
+}
+
 // Element offsets of each matrix over the leading (batch) dimensions.
 inline std::vector<int64_t> batch_offsets(const array& x) {
   size_t nb = x.ndim() - 2;

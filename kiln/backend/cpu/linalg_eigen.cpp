@@ -29,6 +29,50 @@ lapack_int geev(char jobvr, int n, double* a, double* wr, double* wi,
                        1, vr, n);
 }
 
+// complex64 Hermitian (cheevd): real float32 eigenvalues, complex vectors.
+void complex_eigh(const array& a, std::vector<array>& outputs, bool vectors,
+                  char uplo, const char* op) {
+  int n = a.shape(-1);
+  std::vector<complex64_t> work(static_cast<size_t>(n) * n);
+  auto offs = batch_offsets(a);
+  for (size_t i = 0; i < offs.size(); ++i) {
+    read_cols(a, offs[i], work.data());
+    lapack_int info = LAPACKE_cheevd(LAPACK_COL_MAJOR, vectors ? 'V' : 'N',
+                                     uplo, n, lapack_complex(work.data()), n,
+                                     outputs[0].data<float>() + i * n);
+    check_internal(op, info);
+    if (info > 0) linalg_failure(op, i, offs.size(), "the solver did not converge");
+    if (vectors) {
+      write_rows(work.data(), n, n, n,
+                 outputs[1].data<complex64_t>() + i * n * n);
+    }
+  }
+}
+
+// complex64 general (cgeev): complex eigenvalues and right vectors.
+void complex_eig(const array& a, std::vector<array>& outputs, bool vectors,
+                 const char* op) {
+  int n = a.shape(-1);
+  size_t nn = static_cast<size_t>(n) * n;
+  std::vector<complex64_t> work(nn), vr(vectors ? nn : 1);
+  auto offs = batch_offsets(a);
+  for (size_t i = 0; i < offs.size(); ++i) {
+    read_cols(a, offs[i], work.data());
+    lapack_int info = LAPACKE_cgeev(
+        LAPACK_COL_MAJOR, 'N', vectors ? 'V' : 'N', n,
+        lapack_complex(work.data()), n,
+        lapack_complex(outputs[0].data<complex64_t>() + i * n), nullptr, 1,
+        lapack_complex(vr.data()), vectors ? n : 1);
+    check_internal(op, info);
+    if (info > 0) {
+      linalg_failure(op, i, offs.size(), "the QR algorithm did not converge");
+    }
+    if (vectors) {
+      write_rows(vr.data(), n, n, n, outputs[1].data<complex64_t>() + i * nn);
+    }
+  }
+}
+
 } // namespace
 
 void Eigh::eval_cpu(const std::vector<array>& inputs,
@@ -38,6 +82,9 @@ void Eigh::eval_cpu(const std::vector<array>& inputs,
   if (a.size() == 0) return;
   int n = a.shape(-1);
   const char* op = vectors_ ? "linalg::eigh" : "linalg::eigvalsh";
+  if (a.dtype() == complex64) {
+    return complex_eigh(a, outputs, vectors_, uplo_, op);
+  }
   dispatch_lapack(a.dtype(), op, [&](auto tag) {
     using T = KILN_TYPE(tag);
     std::vector<T> work(static_cast<size_t>(n) * n);
@@ -64,6 +111,7 @@ void Eig::eval_cpu(const std::vector<array>& inputs,
   if (a.size() == 0) return;
   int n = a.shape(-1);
   const char* op = vectors_ ? "linalg::eig" : "linalg::eigvals";
+  if (a.dtype() == complex64) return complex_eig(a, outputs, vectors_, op);
   dispatch_lapack(a.dtype(), op, [&](auto tag) {
     using T = KILN_TYPE(tag);
     size_t nn = static_cast<size_t>(n) * n;
