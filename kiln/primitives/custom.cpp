@@ -90,14 +90,6 @@ std::pair<std::vector<array>, std::vector<int>> CustomTransforms::vmap(
   return {outs, std::vector<int>(outs.size(), 0)};
 }
 
-void CustomTransforms::eval_cpu(const std::vector<array>& inputs,
-                                std::vector<array>& outputs) {
-  size_t first = inputs.size() - outputs.size();
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    outputs[i].copy_shared_buffer(inputs[first + i]);
-  }
-}
-
 Fn custom_function(Fn fun, std::optional<VjpFn> fun_vjp,
                    std::optional<JvpFn> fun_jvp,
                    std::optional<VmapFn> fun_vmap) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "kiln/core/primitive.h"
+#include "kiln/primitives/view_eval.h"
 #include "kiln/transforms/autograd.h"
 
 namespace kiln {
@@ -19,9 +20,7 @@ class CustomTransforms : public Primitive {
         jvp_fn_(std::move(jvp)),
         vmap_fn_(std::move(vmap)) {}
   const char* name() const override { return "CustomTransforms"; }
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
-  KILN_GPU_EVAL
+  KILN_VIEW_EVAL
   KILN_DECLARE_GRADS
   int num_differentiable_inputs(int n_inputs) const override {
     return n_inputs - num_outputs_;
@@ -43,9 +42,7 @@ class Depends : public Primitive {
   Depends(Stream s, int num_outputs)
       : Primitive(s), num_outputs_(num_outputs) {}
   const char* name() const override { return "Depends"; }
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
-  KILN_GPU_EVAL
+  KILN_VIEW_EVAL
   KILN_DECLARE_GRADS
   int num_differentiable_inputs(int) const override { return num_outputs_; }
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;

@@ -6,6 +6,7 @@
 #include <typeinfo>
 
 #include "kiln/core/primitive.h"
+#include "kiln/primitives/view_eval.h"
 
 namespace kiln {
 
@@ -17,8 +18,7 @@ class Broadcast : public UnaryPrimitive {
   Broadcast(Stream s, Shape shape, bool implicit = false)
       : UnaryPrimitive(s), shape_(std::move(shape)), implicit_(implicit) {}
   const char* name() const override { return "Broadcast"; }
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  KILN_GPU_EVAL_UNARY
+  KILN_VIEW_EVAL_UNARY
   KILN_DECLARE_GRADS
   FusionKind fusion_kind() const override { return FusionKind::broadcast; }
   bool is_equivalent(const Primitive& other) const override;
@@ -42,8 +42,7 @@ class BroadcastLike : public UnaryPrimitive {
   explicit BroadcastLike(Stream s, int keep = 0)
       : UnaryPrimitive(s), keep_(keep) {}
   const char* name() const override { return "BroadcastLike"; }
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  KILN_GPU_EVAL_UNARY
+  KILN_VIEW_EVAL_UNARY
   KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const BroadcastLike*>(&other);
@@ -106,8 +105,7 @@ class Squeeze : public AxesView {
  public:
   using AxesView::AxesView;
   const char* name() const override { return "Squeeze"; }
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  KILN_GPU_EVAL_UNARY
+  KILN_VIEW_EVAL_UNARY
   KILN_DECLARE_GRADS
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
 };
@@ -117,8 +115,7 @@ class ExpandDims : public AxesView {
  public:
   using AxesView::AxesView;
   const char* name() const override { return "ExpandDims"; }
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  KILN_GPU_EVAL_UNARY
+  KILN_VIEW_EVAL_UNARY
   KILN_DECLARE_GRADS
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
 };
@@ -128,8 +125,7 @@ class Transpose : public UnaryPrimitive {
   Transpose(Stream s, std::vector<int> axes)
       : UnaryPrimitive(s), axes_(std::move(axes)) {}
   const char* name() const override { return "Transpose"; }
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  KILN_GPU_EVAL_UNARY
+  KILN_VIEW_EVAL_UNARY
   KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
@@ -168,8 +164,7 @@ class Copy : public UnaryPrimitive {
  public:
   explicit Copy(Stream s) : UnaryPrimitive(s) {}
   const char* name() const override { return "Copy"; }
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  KILN_GPU_EVAL_UNARY
+  KILN_VIEW_EVAL_UNARY
   KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     return typeid(other) == typeid(Copy);

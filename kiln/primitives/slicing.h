@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "kiln/core/primitive.h"
+#include "kiln/primitives/view_eval.h"
 
 namespace kiln {
 
@@ -22,8 +23,7 @@ class Slice : public UnaryPrimitive {
         stop_(std::move(stop)),
         strides_(std::move(strides)) {}
   const char* name() const override { return "Slice"; }
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  KILN_GPU_EVAL_UNARY
+  KILN_VIEW_EVAL_UNARY
   KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
@@ -55,9 +55,7 @@ class Split : public Primitive {
         axis_(axis),
         like_(like) {}
   const char* name() const override { return "Split"; }
-  void eval_cpu(const std::vector<array>& inputs,
-                std::vector<array>& outputs) override;
-  KILN_GPU_EVAL
+  KILN_VIEW_EVAL
   KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
@@ -181,8 +179,7 @@ class AsStrided : public UnaryPrimitive {
         strides_(std::move(strides)),
         offset_(offset) {}
   const char* name() const override { return "AsStrided"; }
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  KILN_GPU_EVAL_UNARY
+  KILN_VIEW_EVAL_UNARY
   KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   const Shape& shape() const { return shape_; }

@@ -41,27 +41,6 @@ int64_t dynamic_offset(const array& a, const array& start,
 
 } // namespace
 
-void Slice::eval_cpu(const std::vector<array>& inputs, array& out) {
-  const array& in = inputs[0];
-  WindowPlace w = window_place(in.shape(), in.strides(), start_, stop_,
-                               strides_);
-  // An empty window may start past the end: it views offset 0.
-  set_view(in, out, w.strides, out.size() > 0 ? w.offset : 0);
-}
-
-// Every piece keeps the input's strides; only its offset along axis moves.
-void Split::eval_cpu(const std::vector<array>& inputs,
-                     std::vector<array>& outputs) {
-  const array& in = inputs[0];
-  auto pieces = this->pieces(inputs);
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    int64_t offset = outputs[k].size() == 0
-                         ? 0
-                         : pieces[k].first * in.strides()[axis_];
-    set_view(in, outputs[k], in.strides(), offset);
-  }
-}
-
 void DynamicSlice::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
   int64_t offset = out.size() == 0 ? 0
@@ -96,10 +75,6 @@ void Concatenate::eval_cpu(const std::vector<array>& inputs, array& out) {
     detail::copy_into(in, out, out.strides(), offset);
     offset += in.shape(axis_) * out.strides()[axis_];
   }
-}
-
-void AsStrided::eval_cpu(const std::vector<array>& inputs, array& out) {
-  set_view(inputs[0], out, strides_, static_cast<int64_t>(offset_));
 }
 
 } // namespace kiln

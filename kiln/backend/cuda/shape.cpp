@@ -1,54 +1,13 @@
-// eval_gpu of the layout primitives. Views only rewrite shape and strides
-// over the input's buffer, wherever it lives, so they share eval_cpu; the
-// copies they need otherwise run as GPU copy kernels (View reinterprets a
-// row-major copy when its input is not row-major, as on the CPU).
+// eval_gpu of the layout primitives that may copy: the copies run as GPU
+// copy kernels (View reinterprets a row-major copy when its input is not
+// row-major, as on the CPU). The pure views share one evaluation for every
+// device (backend/common/views.cpp).
 #include "kiln/backend/cuda/elementwise.h"
 #include "kiln/backend/cuda/fallback.h"
 #include "kiln/core/layout.h"
-#include "kiln/primitives/custom.h"
 #include "kiln/primitives/shape.h"
-#include "kiln/primitives/slicing.h"
 
 namespace kiln {
-
-// Metadata only: no element is read or written.
-void Broadcast::eval_gpu(const std::vector<array>& in, array& out) {
-  eval_cpu(in, out);
-}
-void BroadcastLike::eval_gpu(const std::vector<array>& in, array& out) {
-  eval_cpu(in, out);
-}
-void Transpose::eval_gpu(const std::vector<array>& in, array& out) {
-  eval_cpu(in, out);
-}
-void Copy::eval_gpu(const std::vector<array>& in, array& out) {
-  eval_cpu(in, out);
-}
-void Slice::eval_gpu(const std::vector<array>& in, array& out) {
-  eval_cpu(in, out);
-}
-void AsStrided::eval_gpu(const std::vector<array>& in, array& out) {
-  eval_cpu(in, out);
-}
-void Split::eval_gpu(const std::vector<array>& in, std::vector<array>& out) {
-  eval_cpu(in, out);
-}
-void Squeeze::eval_gpu(const std::vector<array>& in, array& out) {
-  eval_cpu(in, out);
-}
-void ExpandDims::eval_gpu(const std::vector<array>& in, array& out) {
-  eval_cpu(in, out);
-}
-// Outputs share their inputs' buffers: a custom function's results and the
-// arrays Depends orders after others.
-void CustomTransforms::eval_gpu(const std::vector<array>& in,
-                                std::vector<array>& out) {
-  eval_cpu(in, out);
-}
-void Depends::eval_gpu(const std::vector<array>& in,
-                       std::vector<array>& out) {
-  eval_cpu(in, out);
-}
 
 void Reshape::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
