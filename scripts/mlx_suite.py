@@ -2,8 +2,9 @@
 repository, kept outside this repository) on kiln through the mlx alias,
 and on real MLX when it is installed, one file per process so that a
 crash costs one file. Prints each file's counts side by side and the
-totals. Exit status: 0, or 1 when any file ends with kiln passing fewer
-tests than MLX does."""
+totals. MLX's MPI tests (mpi_test_distributed.py) run on kiln alone, in 8
+processes of python -m kiln.launch. Exit status: 0, or 1 when any file
+ends with kiln passing fewer tests than MLX does (or an MPI test fails)."""
 
 import argparse
 import os
@@ -37,6 +38,37 @@ def counts(python, args, test_file, env, timeout):
         skipped = int(suite.get("skipped", 0))
         note = "" if r.returncode in (0, 1) else f"exit {r.returncode}"
         return total - failed - skipped, failed, skipped, note
+
+
+def distributed_counts(python, test_dir, kiln_path, env, timeout):
+    """MLX's MPI tests (mpi_test_distributed.py, written for 8 processes)
+    on kiln: 8 processes of python -m kiln.launch, each with the mlx alias
+    on its path. (passed, failed, note); None when the file is absent."""
+    test = os.path.join(test_dir, "mpi_test_distributed.py")
+    if not os.path.exists(test):
+        return None
+    shim = subprocess.run([python, "-m", "kiln.mlx", "--path"], env=env,
+                          capture_output=True, text=True).stdout.strip()
+    e = dict(env)
+    e["PYTHONPATH"] = os.pathsep.join([shim, os.path.abspath(kiln_path)])
+    try:
+        r = subprocess.run([python, "-m", "kiln.launch", "-n", "8", test],
+                           cwd=test_dir, env=e, capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return 0, 0, f"timed out after {timeout} s"
+    out = r.stdout + r.stderr
+    ran = [line for line in out.splitlines() if line.startswith("[0] Ran ")]
+    if not ran:
+        return 0, 0, f"exit {r.returncode}"
+    total = int(ran[-1].split()[2])
+    failed = 0
+    for line in out.splitlines():
+        if line.startswith("[0] FAILED ("):
+            for part in line[len("[0] FAILED ("):-1].split(", "):
+                if part.split("=")[0] in ("failures", "errors"):
+                    failed += int(part.split("=")[1])
+    return total - failed, failed, "" if r.returncode == 0 else f"exit {r.returncode}"
 
 
 def main():
@@ -74,6 +106,13 @@ def main():
         print(f"{os.path.basename(t):28} {ks:>22} {ms:>22}", flush=True)
         if m and k[0] < m[0]:
             worse.append(os.path.basename(t))
+    d = None if a.only else distributed_counts(
+        sys.executable, os.path.abspath(a.dir), a.kiln_path, kiln_env, a.timeout)
+    if d:
+        ds = f"{d[0]}/{d[1]}/0" + (f" ({d[2]})" if d[2] else "")
+        print(f"{'mpi_test_distributed.py (8)':28} {ds:>22} {'-':>22}")
+        if d[1] or d[2]:
+            worse.append("mpi_test_distributed.py")
     print(f"{'total':28} {'{}/{}/{}'.format(*tk):>22} "
           f"{('{}/{}/{}'.format(*tm) if has_mlx else '-'):>22}")
     print(f"mlx-suite: kiln passed {tk[0]}" +
