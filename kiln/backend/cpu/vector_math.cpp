@@ -15,12 +15,14 @@ namespace kiln::detail {
 // Every element goes through the same vector code. Each op's loop is a
 // body compiled once per CPU (target_clones) and never inlined; the body
 // runs over the largest multiple of kBody elements, where the vectorized
-// loop never reaches its epilogue (kBody is past any vector width times
-// unrolling GCC picks), then over a copy of the rest padded with its last
-// element. A loop left to finish on its own ends in narrower vectors and
-// scalar libm, which rounds differently from libmvec: an element's result
-// would depend on the array's length.
-constexpr size_t kBody = 64;
+// loop never reaches its epilogue (kBody is a multiple of every vector
+// width times the unrolling GCC picks for these loops: 16 floats in one
+// AVX-512 call, two AVX2 calls, four SSE ones), then over a copy of the
+// rest padded with its last element. A loop left to finish on its own ends
+// in narrower vectors and scalar libm, which rounds differently from
+// libmvec: an element's result would depend on the array's length.
+// (Elementwise.AnElementIgnoresTheArrayLength checks every remainder.)
+constexpr size_t kBody = 16;
 
 template <typename T, typename Body>
 inline void padded(const T* in, T* out, size_t n, Body body) {
