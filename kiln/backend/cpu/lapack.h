@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <complex>
+#include <utility>
 #include <vector>
 
 #include "kiln/core/array.h"
@@ -17,17 +19,31 @@
 
 namespace kiln::lapack {
 
-template <typename F>
+/** f(TypeTag<T>) for float32 and float64, and for complex64 where
+ *  WithComplex (f is then compiled for complex64_t too). */
+template <bool WithComplex = false, typename F>
 void dispatch_lapack(Dtype dt, const char* op, F&& f) {
   if (dt == float32) {
     f(TypeTag<float>{});
   } else if (dt == float64) {
     f(TypeTag<double>{});
+  } else if constexpr (WithComplex) {
+    if (dt != complex64) {
+      throw std::invalid_argument(std::string("[") + op +
+                                  "] only float32, float64 and complex64 "
+                                  "are supported.");
+    }
+    f(TypeTag<complex64_t>{});
   } else {
     throw std::invalid_argument(std::string("[") + op +
                                 "] only float32 and float64 are supported.");
   }
 }
+
+/** The type of T's real values: its own, or a complex type's parts (the
+ *  singular values and Hermitian eigenvalues of complex matrices). */
+template <typename T>
+using real_of_t = decltype(std::real(std::declval<T>()));
 
 // kiln's complex64 as LAPACKE's complex float (the same two floats).
 inline lapack_complex_float* lapack_complex(complex64_t* p) {

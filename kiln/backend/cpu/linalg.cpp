@@ -53,6 +53,13 @@ lapack_int gesdd(char job, int m, int n, double* a, double* s, double* u,
                  double* vt) {
   return LAPACKE_dgesdd(LAPACK_COL_MAJOR, job, m, n, a, m, s, u, m, vt, n);
 }
+// complex64: U and V^H complex, the singular values real.
+lapack_int gesdd(char job, int m, int n, complex64_t* a, float* s,
+                 complex64_t* u, complex64_t* vt) {
+  return LAPACKE_cgesdd(LAPACK_COL_MAJOR, job, m, n, lapack_complex(a), m, s,
+                        u ? lapack_complex(u) : nullptr, m,
+                        vt ? lapack_complex(vt) : nullptr, n);
+}
 lapack_int gesv(int n, int r, float* a, lapack_int* ipiv, float* b) {
   return LAPACKE_sgesv(LAPACK_COL_MAJOR, n, r, a, n, ipiv, b, n);
 }
@@ -143,58 +150,14 @@ void QRF::eval_cpu(const std::vector<array>& inputs,
   });
 }
 
-namespace {
-
-// complex64: U and V^H complex, the singular values float32 (cgesdd).
-void complex_svd(const array& a, std::vector<array>& outputs, bool uv) {
-  int m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
-  using C = complex64_t;
-  if (k == 0) {
-    for (int which : {0, 2}) {
-      if (!uv) break;
-      int d = which == 0 ? m : n;
-      C* o = outputs[which].data<C>();
-      for (size_t i = 0; i < outputs[which].size(); ++i) {
-        size_t e = i % (static_cast<size_t>(d) * d);
-        o[i] = e / d == e % d ? C(1) : C(0);
-      }
-    }
-    return;
-  }
-  std::vector<C> work(static_cast<size_t>(m) * n), u, vt;
-  if (uv) {
-    u.resize(static_cast<size_t>(m) * m);
-    vt.resize(static_cast<size_t>(n) * n);
-  }
-  float* s_out = outputs[uv ? 1 : 0].data<float>();
-  auto offs = batch_offsets(a);
-  for (size_t i = 0; i < offs.size(); ++i) {
-    read_cols(a, offs[i], work.data());
-    lapack_int info = LAPACKE_cgesdd(
-        LAPACK_COL_MAJOR, uv ? 'A' : 'N', m, n, lapack_complex(work.data()), m,
-        s_out + i * k, uv ? lapack_complex(u.data()) : nullptr, m,
-        uv ? lapack_complex(vt.data()) : nullptr, n);
-    check_internal("linalg::svd", info);
-    if (info > 0) {
-      linalg_failure("linalg::svd", i, offs.size(), "the SVD did not converge");
-    }
-    if (uv) {
-      write_rows(u.data(), m, m, m, outputs[0].data<C>() + i * m * m);
-      write_rows(vt.data(), n, n, n, outputs[2].data<C>() + i * n * n);
-    }
-  }
-}
-
-} // namespace
-
 void SVD::eval_cpu(const std::vector<array>& inputs,
                    std::vector<array>& outputs) {
   const array& a = inputs[0];
   for (auto& o : outputs) o.set_data(allocator::malloc(o.nbytes()));
   int m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
-  if (a.dtype() == complex64) return complex_svd(a, outputs, compute_uv_);
-  dispatch_lapack(a.dtype(), "linalg::svd", [&](auto tag) {
+  dispatch_lapack<true>(a.dtype(), "linalg::svd", [&](auto tag) {
     using T = KILN_TYPE(tag);
+    using R = real_of_t<T>; // the singular values' type
     if (k == 0) {
       // Nothing to factor: U and Vt are identities.
       if (!compute_uv_) return;
@@ -213,7 +176,7 @@ void SVD::eval_cpu(const std::vector<array>& inputs,
       u.resize(static_cast<size_t>(m) * m);
       vt.resize(static_cast<size_t>(n) * n);
     }
-    T* s_out = outputs[compute_uv_ ? 1 : 0].data<T>();
+    R* s_out = outputs[compute_uv_ ? 1 : 0].data<R>();
     auto offs = batch_offsets(a);
     for (size_t i = 0; i < offs.size(); ++i) {
       read_cols(a, offs[i], work.data());

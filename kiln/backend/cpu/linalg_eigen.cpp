@@ -1,5 +1,6 @@
-// Eigendecompositions on the CPU: symmetric (LAPACK syevd) and general
-// (geev, complex results), with the batch handling of lapack.h.
+// Eigendecompositions on the CPU: symmetric or Hermitian (LAPACK syevd,
+// cheevd) and general (geev, complex results), with the batch handling of
+// lapack.h.
 #include <complex>
 #include <string>
 #include <vector>
@@ -19,6 +20,11 @@ lapack_int syevd(char job, char uplo, int n, float* a, float* w) {
 lapack_int syevd(char job, char uplo, int n, double* a, double* w) {
   return LAPACKE_dsyevd(LAPACK_COL_MAJOR, job, uplo, n, a, n, w);
 }
+// complex64 Hermitian: real eigenvalues, complex vectors.
+lapack_int syevd(char job, char uplo, int n, complex64_t* a, float* w) {
+  return LAPACKE_cheevd(LAPACK_COL_MAJOR, job, uplo, n, lapack_complex(a), n,
+                        w);
+}
 lapack_int geev(char jobvr, int n, float* a, float* wr, float* wi, float* vr) {
   return LAPACKE_sgeev(LAPACK_COL_MAJOR, 'N', jobvr, n, a, n, wr, wi, nullptr,
                        1, vr, n);
@@ -27,26 +33,6 @@ lapack_int geev(char jobvr, int n, double* a, double* wr, double* wi,
                 double* vr) {
   return LAPACKE_dgeev(LAPACK_COL_MAJOR, 'N', jobvr, n, a, n, wr, wi, nullptr,
                        1, vr, n);
-}
-
-// complex64 Hermitian (cheevd): real float32 eigenvalues, complex vectors.
-void complex_eigh(const array& a, std::vector<array>& outputs, bool vectors,
-                  char uplo, const char* op) {
-  int n = a.shape(-1);
-  std::vector<complex64_t> work(static_cast<size_t>(n) * n);
-  auto offs = batch_offsets(a);
-  for (size_t i = 0; i < offs.size(); ++i) {
-    read_cols(a, offs[i], work.data());
-    lapack_int info = LAPACKE_cheevd(LAPACK_COL_MAJOR, vectors ? 'V' : 'N',
-                                     uplo, n, lapack_complex(work.data()), n,
-                                     outputs[0].data<float>() + i * n);
-    check_internal(op, info);
-    if (info > 0) linalg_failure(op, i, offs.size(), "the solver did not converge");
-    if (vectors) {
-      write_rows(work.data(), n, n, n,
-                 outputs[1].data<complex64_t>() + i * n * n);
-    }
-  }
 }
 
 // complex64 general (cgeev): complex eigenvalues and right vectors.
@@ -82,17 +68,15 @@ void Eigh::eval_cpu(const std::vector<array>& inputs,
   if (a.size() == 0) return;
   int n = a.shape(-1);
   const char* op = vectors_ ? "linalg::eigh" : "linalg::eigvalsh";
-  if (a.dtype() == complex64) {
-    return complex_eigh(a, outputs, vectors_, uplo_, op);
-  }
-  dispatch_lapack(a.dtype(), op, [&](auto tag) {
+  dispatch_lapack<true>(a.dtype(), op, [&](auto tag) {
     using T = KILN_TYPE(tag);
+    using R = real_of_t<T>; // the eigenvalues' type
     std::vector<T> work(static_cast<size_t>(n) * n);
     auto offs = batch_offsets(a);
     for (size_t i = 0; i < offs.size(); ++i) {
       read_cols(a, offs[i], work.data());
       lapack_int info = syevd(vectors_ ? 'V' : 'N', uplo_, n, work.data(),
-                              outputs[0].data<T>() + i * n);
+                              outputs[0].data<R>() + i * n);
       check_internal(op, info);
       if (info > 0) {
         linalg_failure(op, i, offs.size(), "the solver did not converge");
