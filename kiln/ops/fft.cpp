@@ -212,7 +212,9 @@ array irfft2(const array& a, const std::optional<Shape>& s,
 namespace {
 
 void check_freq_args(const char* what, int n, double d) {
-  if (n <= 0) invalid(what, "n must be positive; got " + std::to_string(n) + ".");
+  if (n <= 0) {
+    invalid(what, "n must be positive; got " + std::to_string(n) + ".");
+  }
   // d = 0 would divide every frequency by zero.
   if (d == 0 || !std::isfinite(d)) {
     invalid(what, "the sample spacing d must be finite and nonzero; got " +

@@ -207,9 +207,9 @@ std::vector<array> Eigh::vjp(const std::vector<array>& primals,
                              const std::vector<int>&,
                              const std::vector<array>& outputs) {
   if (primals[0].dtype() == complex64) {
-    detail::invalid("linalg::eigh", "gradients of complex decompositions are not "
-                          "supported (input " +
-                              detail::describe(primals[0]) + ").");
+    detail::invalid("linalg::eigh",
+                    "gradients of complex decompositions are not supported "
+                    "(input " + detail::describe(primals[0]) + ").");
   }
   StreamOrDevice s = stream();
   bool upper = uplo_ == 'U';
@@ -232,9 +232,9 @@ std::vector<array> Eigh::jvp(const std::vector<array>& primals,
                              const std::vector<array>& tangents,
                              const std::vector<int>&) {
   if (primals[0].dtype() == complex64) {
-    detail::invalid("linalg::eigh", "gradients of complex decompositions are not "
-                          "supported (input " +
-                              detail::describe(primals[0]) + ").");
+    detail::invalid("linalg::eigh",
+                    "gradients of complex decompositions are not supported "
+                    "(input " + detail::describe(primals[0]) + ").");
   }
   StreamOrDevice s = stream();
   auto [w, v] = linalg::eigh(primals[0], std::string(1, uplo_), s);

@@ -210,9 +210,9 @@ std::vector<array> SVD::vjp(const std::vector<array>& primals,
                             const std::vector<int>&,
                             const std::vector<array>& outputs) {
   if (primals[0].dtype() == complex64) {
-    detail::invalid("linalg::svd", "gradients of complex decompositions are not "
-                          "supported (input " +
-                              detail::describe(primals[0]) + ").");
+    detail::invalid("linalg::svd",
+                    "gradients of complex decompositions are not supported "
+                    "(input " + detail::describe(primals[0]) + ").");
   }
   StreamOrDevice s = stream();
   const array& a = primals[0];
@@ -267,9 +267,9 @@ std::vector<array> SVD::jvp(const std::vector<array>& primals,
                             const std::vector<array>& tangents,
                             const std::vector<int>&) {
   if (primals[0].dtype() == complex64) {
-    detail::invalid("linalg::svd", "gradients of complex decompositions are not "
-                          "supported (input " +
-                              detail::describe(primals[0]) + ").");
+    detail::invalid("linalg::svd",
+                    "gradients of complex decompositions are not supported "
+                    "(input " + detail::describe(primals[0]) + ").");
   }
   StreamOrDevice s = stream();
   const array& a = primals[0];

@@ -111,8 +111,8 @@ std::pair<std::vector<array>, std::vector<int>> BroadcastLike::vmap(
   if (keep_ > 0) l1 = pad_to(l1, rank);
   std::vector<array> in{a1, l1};
   Shape shape = output_shapes(in)[0];
-  return {{array(std::move(shape), a.dtype(), shared_from_this(), std::move(in))},
-          {0}};
+  array out(std::move(shape), a.dtype(), shared_from_this(), std::move(in));
+  return {{out}, {0}};
 }
 
 // ---- Reshape: inputs a (and like) ----

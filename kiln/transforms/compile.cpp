@@ -150,7 +150,9 @@ std::shared_ptr<detail::Trace> build_trace(CompiledFunction& cf,
                           trace->tracers.begin() + n_args);
   try {
     trace->outputs = cf.fun(args);
-    if (!nested) refuse_uncaptured_inputs(trace->outputs, inputs, trace->tracers);
+    if (!nested) {
+      refuse_uncaptured_inputs(trace->outputs, inputs, trace->tracers);
+    }
   } catch (...) {
     restore();
     throw;
