@@ -172,8 +172,7 @@ def main():
     rows = []
     for size in sizes(args.max_mb):
         count = size // 4
-        # A dense array, as gradients are (kc.ones would be one broadcast
-        # element, copied out before every call).
+        # Random values, as gradients are.
         x = kc.random.normal((count,))
         kc.eval(x)
         iters = args.iters if size >= 2**20 else args.iters * 10
