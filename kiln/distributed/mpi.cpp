@@ -192,6 +192,15 @@ void reduce_as_kiln(void* in, void* inout, int* len, Handle*) {
                 static_cast<size_t>(*len), op);
 }
 
+// kiln's max and min for T as MPI ops (ops[1], ops[2]), and its sum
+// (ops[0]) where MPI's own differs.
+template <typename T>
+void kiln_ops(Api& a, Handle (&ops)[3], bool with_sum) {
+  if (with_sum) a.Op_create(&reduce_as_kiln<T, ReduceOp::sum>, 1, &ops[0]);
+  a.Op_create(&reduce_as_kiln<T, ReduceOp::max>, 1, &ops[1]);
+  a.Op_create(&reduce_as_kiln<T, ReduceOp::min>, 1, &ops[2]);
+}
+
 // The reductions of all_reduce over host memory, as MPI and kiln's own MPI
 // ops compute them: "or" and "and" for bool, NaN-propagating max and min.
 void reduce_host(const void* in, void* inout, size_t n, Dtype dtype,
@@ -460,26 +469,19 @@ std::shared_ptr<Communicator> mpi_communicator(std::string& why) {
       return;
     }
     a.Comm_set_errhandler(a.comm_world, a.errors_return);
-    constexpr auto sum = ReduceOp::sum, max = ReduceOp::max,
-                   min = ReduceOp::min;
+    constexpr auto sum = ReduceOp::sum;
     a.Type_contiguous(2, a.byte, &a.half_type);
     a.Type_commit(&a.half_type);
-    a.Op_create(&reduce_as_kiln<float16_t, sum>, 1, &a.f16_ops[0]);
-    a.Op_create(&reduce_as_kiln<float16_t, max>, 1, &a.f16_ops[1]);
-    a.Op_create(&reduce_as_kiln<float16_t, min>, 1, &a.f16_ops[2]);
-    a.Op_create(&reduce_as_kiln<bfloat16_t, sum>, 1, &a.bf16_ops[0]);
-    a.Op_create(&reduce_as_kiln<bfloat16_t, max>, 1, &a.bf16_ops[1]);
-    a.Op_create(&reduce_as_kiln<bfloat16_t, min>, 1, &a.bf16_ops[2]);
+    kiln_ops<float16_t>(a, a.f16_ops, true);
+    kiln_ops<bfloat16_t>(a, a.bf16_ops, true);
+    kiln_ops<float>(a, a.f32_ops, false); // MPI_SUM is kiln's sum for these
+    kiln_ops<double>(a, a.f64_ops, false);
     a.Op_create(&reduce_complex<ReduceOp::max>, 1, &a.c64_ops[1]);
     a.Op_create(&reduce_complex<ReduceOp::min>, 1, &a.c64_ops[2]);
     a.Op_create(&reduce_as_kiln<int8_t, sum>, 1, &a.wrapping_sum[0]);
     a.Op_create(&reduce_as_kiln<uint8_t, sum>, 1, &a.wrapping_sum[1]);
     a.Op_create(&reduce_as_kiln<int16_t, sum>, 1, &a.wrapping_sum[2]);
     a.Op_create(&reduce_as_kiln<uint16_t, sum>, 1, &a.wrapping_sum[3]);
-    a.Op_create(&reduce_as_kiln<float, max>, 1, &a.f32_ops[1]);
-    a.Op_create(&reduce_as_kiln<float, min>, 1, &a.f32_ops[2]);
-    a.Op_create(&reduce_as_kiln<double, max>, 1, &a.f64_ops[1]);
-    a.Op_create(&reduce_as_kiln<double, min>, 1, &a.f64_ops[2]);
     a.Type_contiguous(sizeof(Fused), a.byte, &a.fused_type);
     a.Type_commit(&a.fused_type);
     a.Op_create(&reduce_fused, 1, &a.fused_op);
