@@ -54,14 +54,24 @@ inline void padded2(const T* a, const T* b, T* out, size_t n, bool a_one,
   std::copy(x, x + m, out + whole);
 }
 
+// clang never inlines a multiversioned function (calls go through its
+// resolver) and refuses noinline beside target_clones; GCC needs it said.
+// Likewise each compiler has its own spelling of "no loop-carried
+// dependence".
+#ifdef __clang__
+#define KILN_NOINLINE_CLONES KILN_SIMD_CLONES
+#define KILN_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#else
 #define KILN_NOINLINE_CLONES KILN_SIMD_CLONES __attribute__((noinline))
+#define KILN_IVDEP _Pragma("GCC ivdep")
+#endif
 
 // out may be exactly in (a donated buffer): each index is read before it is
 // written and no other index is touched, so there is no real dependence;
 // ivdep vectorizes without the runtime overlap check that would fall back to
 // scalar code in that case.
 #define KILN_MAP_LOOP(fn)                                              \
-  _Pragma("GCC ivdep") for (size_t i = 0; i < n; ++i) out[i] = std::fn(in[i]);
+  KILN_IVDEP for (size_t i = 0; i < n; ++i) out[i] = std::fn(in[i]);
 
 #define KILN_VECTOR_MATH(Name, fn)                                      \
   KILN_NOINLINE_CLONES void v##fn##_f32_body(const float* in, float* out, \
@@ -84,14 +94,14 @@ inline void padded2(const T* a, const T* b, T* out, size_t n, bool a_one,
 #define KILN_MAP2_LOOPS(fn)                                              \
   if (a_one) {                                                           \
     const auto x = a[0];                                                 \
-    _Pragma("GCC ivdep") for (size_t i = 0; i < n; ++i) out[i] =        \
+    KILN_IVDEP for (size_t i = 0; i < n; ++i) out[i] =        \
         std::fn(x, b[i]);                                                \
   } else if (b_one) {                                                    \
     const auto y = b[0];                                                 \
-    _Pragma("GCC ivdep") for (size_t i = 0; i < n; ++i) out[i] =        \
+    KILN_IVDEP for (size_t i = 0; i < n; ++i) out[i] =        \
         std::fn(a[i], y);                                                \
   } else {                                                               \
-    _Pragma("GCC ivdep") for (size_t i = 0; i < n; ++i) out[i] =        \
+    KILN_IVDEP for (size_t i = 0; i < n; ++i) out[i] =        \
         std::fn(a[i], b[i]);                                             \
   }
 
@@ -124,10 +134,10 @@ inline void padded2(const T* a, const T* b, T* out, size_t n, bool a_one,
 // +-inf and +-0 included.
 #define KILN_POW_INTEGER(T)                                             \
   if (odd) {                                                            \
-    _Pragma("GCC ivdep") for (size_t i = 0; i < n; ++i) out[i] =       \
+    KILN_IVDEP for (size_t i = 0; i < n; ++i) out[i] =       \
         std::copysign(std::pow(std::abs(a[i]), y), a[i]);              \
   } else {                                                              \
-    _Pragma("GCC ivdep") for (size_t i = 0; i < n; ++i) out[i] =       \
+    KILN_IVDEP for (size_t i = 0; i < n; ++i) out[i] =       \
         std::pow(std::abs(a[i]), y);                                    \
   }
 KILN_NOINLINE_CLONES void vpow_integer_f32_body(const float* a, float y,
@@ -157,7 +167,7 @@ void vpow_integer_f64(const double* a, double y, bool odd, double* out,
 // Sigmoid's form (primitives/unary_table.h) around libmvec's exp: exp(-|x|)
 // is at most 1, so no inf arises here (this file may assume there is none).
 #define KILN_SIGMOID(T)                                                 \
-  _Pragma("GCC ivdep") for (size_t i = 0; i < n; ++i) {                \
+  KILN_IVDEP for (size_t i = 0; i < n; ++i) {                \
     T x = in[i], t = std::exp(-std::abs(x));                            \
     out[i] = x >= T(0) ? T(1) / (T(1) + t) : t / (T(1) + t);            \
   }
