@@ -134,14 +134,4 @@ struct CustomKernelShapeInfo {
   bool shape = false, strides = false, ndim = false;
 };
 
-/** The full source cuda_kernel generates for one call, and the kernel's
- *  name in it (exposed for tests). */
-std::pair<std::string, std::string> custom_kernel_source(
-    const std::string& name, const std::vector<std::string>& input_names,
-    const std::vector<array>& inputs,
-    const std::vector<CustomKernelShapeInfo>& shape_infos,
-    const std::vector<std::string>& output_names,
-    const std::vector<Dtype>& output_dtypes, const TemplateArgs& template_args,
-    const std::string& source, const std::string& header);
-
 } // namespace kiln::fast

@@ -7,6 +7,7 @@
 
 #include "cuda/custom_kernels.h"
 #include "cuda/nvrtc_check.h"
+#include "kiln/backend/cuda/codegen/custom_kernel_source.h"
 #include "kiln/ops/fast.h"
 #include "test_utils.h"
 
@@ -28,7 +29,7 @@ void expect_source_compiles(const std::string& name,
                      body.find(n + "_ndim") != std::string::npos});
   }
   auto [src, fn] =
-      fast::custom_kernel_source(name, input_names, inputs, infos,
+      cuda::custom_kernel_source(name, input_names, inputs, infos,
                                  output_names, output_dtypes, targs, body,
                                  header);
   expect_compiles({fn, src, "kiln::cuda::custom::" + fn, {}});
@@ -62,7 +63,7 @@ TEST(NvrtcCustomKernel, GeneratedSourcesCompile) {
 // when its body or header names it.
 TEST(NvrtcCustomKernel, CooperativeGroupsOnlyWhenNamed) {
   auto source_of = [](const std::string& body, const std::string& header) {
-    return fast::custom_kernel_source("k", {"x"}, {random_array({4}, float32)},
+    return cuda::custom_kernel_source("k", {"x"}, {random_array({4}, float32)},
                                       {{false, false, false}}, {"y"},
                                       {float32}, {}, body, header)
         .first;
@@ -79,14 +80,14 @@ TEST(NvrtcCustomKernel, CooperativeGroupsOnlyWhenNamed) {
                 .find(flag),
             std::string::npos);
   // Both compile.
-  auto [plain, fn] = fast::custom_kernel_source(
+  auto [plain, fn] = cuda::custom_kernel_source(
       "plain", {"x"}, {random_array({4}, float32)}, {{false, false, false}},
       {"y"}, {float32}, {}, "float cg_scale = 2; y[0] = x[0] * cg_scale;", "");
   expect_compiles({fn, plain, "kiln::cuda::custom::" + fn, {}});
 }
 
 TEST(NvrtcCustomKernel, CompileErrorsCarryTheLog) {
-  auto [src, fn] = fast::custom_kernel_source(
+  auto [src, fn] = cuda::custom_kernel_source(
       "broken", {"x"}, {random_array({4}, float32)}, {{false, false, false}},
       {"y"}, {float32}, {}, "y[0] = undefined_name;", "");
   try {

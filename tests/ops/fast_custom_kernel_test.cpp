@@ -3,6 +3,7 @@
 // tests/cuda/ compiles the source with NVRTC and runs kernels on the GPU.
 #include <stdexcept>
 
+#include "kiln/backend/cuda/codegen/custom_kernel_source.h"
 #include "kiln/ops/fast.h"
 #include "test_utils.h"
 
@@ -96,7 +97,7 @@ TEST(FastCustomKernel, GeneratedSignature) {
   // when named.
   std::vector<fast::CustomKernelShapeInfo> infos = {
       {true, false, true}, {false, true, false}, {true, true, true}};
-  auto [src, fn] = fast::custom_kernel_source(
+  auto [src, fn] = cuda::custom_kernel_source(
       "mine", {"a", "b", "c"}, {a, b, c}, infos, {"o1", "o2"},
       {bfloat16, uint8},
       {{"T", float32}, {"N", 4}, {"M", -3}, {"FLAG", true}}, "BODY();",
