@@ -71,8 +71,19 @@ void init_trees(nb::module_& m) {
         auto take = [&](nb::handle a) {
           arrays.push_back(nb::cast<const array&>(a));
         };
-        collect(trees, take);
-        eval_released(std::move(arrays));
+        // eval(x) of one array, the common call, skips the walk.
+        if (trees.size() == 1 && nb::isinstance<array>(trees[0])) {
+          take(trees[0]);
+        } else {
+          collect(trees, take);
+        }
+        // Nothing to compute: no need to let go of the GIL.
+        for (const array& a : arrays) {
+          if (!a.is_available()) {
+            eval_released(std::move(arrays));
+            return;
+          }
+        }
       },
       nb::sig("def eval(*trees) -> None"),
       "Evaluate the arrays in the given pytrees (other leaves are "

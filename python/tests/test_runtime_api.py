@@ -317,3 +317,21 @@ def test_full_reads_a_python_float_in_the_requested_dtype():
     for v in (0.37, 0.1, np.pi):
         assert kc.full((3,), v, dtype=kc.float64).tolist() == [v] * 3
     assert kc.full((2,), 0.1).dtype == kc.float32
+
+
+def test_eval_of_one_array_waits_for_async_work_and_computes_the_rest():
+    # eval(x) of a lone array skips the tree walk, and of arrays already
+    # computed does nothing; neither may skip work still in flight.
+    x = kc.random.normal((64, 64))
+    y = kc.exp(x) @ x
+    kc.async_eval(y)
+    kc.eval(y)
+    want = np.exp(np.array(x, dtype=np.float64)) @ np.array(x, dtype=np.float64)
+    np.testing.assert_allclose(np.array(y), want, rtol=1e-4, atol=1e-3)
+    kc.eval(y)  # computed already: nothing to do
+    z = y + 1.0
+    kc.eval({"done": [y], "todo": (z,)}, None, 3)
+    np.testing.assert_allclose(np.array(z), np.array(y) + 1.0, rtol=1e-6)
+    bad = kc.linalg.inv(kc.array([[1.0, 2.0], [2.0, 4.0]]), stream=kc.cpu)
+    with pytest.raises(RuntimeError):
+        kc.eval(bad)
