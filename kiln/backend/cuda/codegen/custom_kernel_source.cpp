@@ -76,16 +76,17 @@ std::pair<std::string, std::string> custom_kernel_source(
     const std::vector<array>& inputs,
     const std::vector<fast::CustomKernelShapeInfo>& shape_infos,
     const std::vector<std::string>& output_names,
-    const std::vector<Dtype>& output_dtypes, const fast::TemplateArgs& template_args,
-    const std::string& source, const std::string& header) {
+    const std::vector<Dtype>& output_dtypes,
+    const fast::TemplateArgs& template_args, const std::string& source,
+    const std::string& header) {
   const char* op = "cuda_kernel";
   std::string fn = "custom_kernel_" + name + template_suffix(template_args);
   std::vector<std::string> params;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string& n = input_names[i];
-    params.push_back(std::string("const ") +
-                     cuda_type_name(inputs[i].dtype(), op, "input '" + n + "'") +
-                     "* " + n);
+    const char* type = cuda_type_name(inputs[i].dtype(), op,
+                                      "input '" + n + "'");
+    params.push_back(std::string("const ") + type + "* " + n);
     if (inputs[i].ndim() == 0) continue;
     if (shape_infos[i].shape) {
       params.push_back("const __grid_constant__ Shape " + n + "_shape");
