@@ -94,14 +94,14 @@ inline void padded2(const T* a, const T* b, T* out, size_t n, bool a_one,
 #define KILN_MAP2_LOOPS(fn)                                              \
   if (a_one) {                                                           \
     const auto x = a[0];                                                 \
-    KILN_IVDEP for (size_t i = 0; i < n; ++i) out[i] =        \
+    KILN_IVDEP for (size_t i = 0; i < n; ++i) out[i] =                   \
         std::fn(x, b[i]);                                                \
   } else if (b_one) {                                                    \
     const auto y = b[0];                                                 \
-    KILN_IVDEP for (size_t i = 0; i < n; ++i) out[i] =        \
+    KILN_IVDEP for (size_t i = 0; i < n; ++i) out[i] =                   \
         std::fn(a[i], y);                                                \
   } else {                                                               \
-    KILN_IVDEP for (size_t i = 0; i < n; ++i) out[i] =        \
+    KILN_IVDEP for (size_t i = 0; i < n; ++i) out[i] =                   \
         std::fn(a[i], b[i]);                                             \
   }
 
@@ -134,10 +134,10 @@ inline void padded2(const T* a, const T* b, T* out, size_t n, bool a_one,
 // +-inf and +-0 included.
 #define KILN_POW_INTEGER(T)                                             \
   if (odd) {                                                            \
-    KILN_IVDEP for (size_t i = 0; i < n; ++i) out[i] =       \
+    KILN_IVDEP for (size_t i = 0; i < n; ++i) out[i] =                 \
         std::copysign(std::pow(std::abs(a[i]), y), a[i]);              \
   } else {                                                              \
-    KILN_IVDEP for (size_t i = 0; i < n; ++i) out[i] =       \
+    KILN_IVDEP for (size_t i = 0; i < n; ++i) out[i] =                  \
         std::pow(std::abs(a[i]), y);                                    \
   }
 KILN_NOINLINE_CLONES void vpow_integer_f32_body(const float* a, float y,
@@ -167,7 +167,7 @@ void vpow_integer_f64(const double* a, double y, bool odd, double* out,
 // Sigmoid's form (primitives/unary_table.h) around libmvec's exp: exp(-|x|)
 // is at most 1, so no inf arises here (this file may assume there is none).
 #define KILN_SIGMOID(T)                                                 \
-  KILN_IVDEP for (size_t i = 0; i < n; ++i) {                \
+  KILN_IVDEP for (size_t i = 0; i < n; ++i) {                           \
     T x = in[i], t = std::exp(-std::abs(x));                            \
     out[i] = x >= T(0) ? T(1) / (T(1) + t) : t / (T(1) + t);            \
   }
