@@ -194,19 +194,19 @@ array norm(const array& a, int axis, bool keepdims, StreamOrDevice s) {
 
 array inv(const array& a, StreamOrDevice s) {
   detail::check_matrices("linalg::inv", a, true);
-  return array(a.shape(), a.dtype(), std::make_shared<Inverse>(to_stream(s)),
-               {a});
+  return array(a.shape(), a.dtype(),
+               detail::placed<Inverse>(to_stream(s), {a}), {a});
 }
 
 array cholesky(const array& a, bool upper, StreamOrDevice s) {
   detail::check_matrices("linalg::cholesky", a, true);
-  auto p = std::make_shared<Cholesky>(to_stream(s), upper);
+  auto p = detail::placed<Cholesky>(to_stream(s), {a}, upper);
   return array(a.shape(), a.dtype(), p, {a});
 }
 
 std::pair<array, array> qr(const array& a, StreamOrDevice s) {
   detail::check_matrices("linalg::qr", a, false);
-  auto p = std::make_shared<QRF>(to_stream(s));
+  auto p = detail::placed<QRF>(to_stream(s), {a});
   auto shapes = p->output_shapes({a});
   auto outs = array::make_arrays(shapes, {a.dtype(), a.dtype()}, p, {a});
   return {outs[0], outs[1]};
@@ -214,7 +214,7 @@ std::pair<array, array> qr(const array& a, StreamOrDevice s) {
 
 std::vector<array> svd(const array& a, bool compute_uv, StreamOrDevice s) {
   detail::check_matrices("linalg::svd", a, false, true);
-  auto p = std::make_shared<SVD>(to_stream(s), compute_uv);
+  auto p = detail::placed<SVD>(to_stream(s), {a}, compute_uv);
   auto shapes = p->output_shapes({a});
   std::vector<Dtype> dtypes(shapes.size(), a.dtype());
   // Singular values are real: float32 for complex64.
@@ -253,7 +253,8 @@ array solve(const array& a, const array& b, StreamOrDevice s) {
   b_shape.insert(b_shape.end(), {n, bm.shape(-1)});
   auto a2 = broadcast_to(astype(a, dt, s), a_shape, s);
   auto b2 = broadcast_to(astype(bm, dt, s), b_shape, s);
-  array x(b_shape, dt, std::make_shared<Solve>(to_stream(s)), {a2, b2});
+  array x(b_shape, dt, detail::placed<Solve>(to_stream(s), {a2, b2}),
+          {a2, b2});
   return vec ? squeeze(x, -1, s) : x;
 }
 

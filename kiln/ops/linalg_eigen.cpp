@@ -19,7 +19,8 @@ std::vector<array> eigh_outputs(const char* op, const array& a,
                                 const std::string& uplo, bool vectors,
                                 StreamOrDevice s) {
   detail::check_matrices(op, a, true, true);
-  auto p = std::make_shared<Eigh>(to_stream(s), uplo_of(op, uplo), vectors);
+  auto p = detail::placed<Eigh>(to_stream(s), {a}, uplo_of(op, uplo),
+                                 vectors);
   auto shapes = p->output_shapes({a});
   std::vector<Dtype> dtypes(shapes.size(), a.dtype());
   // A Hermitian matrix's eigenvalues are real: float32 for complex64.
@@ -30,7 +31,7 @@ std::vector<array> eigh_outputs(const char* op, const array& a,
 std::vector<array> eig_outputs(const char* op, const array& a, bool vectors,
                                StreamOrDevice s) {
   detail::check_matrices(op, a, true, true);
-  auto p = std::make_shared<Eig>(to_stream(s), vectors);
+  auto p = detail::placed<Eig>(to_stream(s), {a}, vectors);
   auto shapes = p->output_shapes({a});
   std::vector<Dtype> dtypes(shapes.size(), complex64);
   return array::make_arrays(shapes, dtypes, p, {a});

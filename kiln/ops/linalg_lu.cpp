@@ -14,7 +14,7 @@ namespace kiln {
 namespace detail {
 
 std::vector<array> lu_outputs(const array& a, StreamOrDevice s) {
-  auto p = std::make_shared<LUF>(to_stream(s));
+  auto p = placed<LUF>(to_stream(s), {a});
   auto shapes = p->output_shapes({a});
   return array::make_arrays(shapes, {a.dtype(), uint32, uint32}, p, {a});
 }

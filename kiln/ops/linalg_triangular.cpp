@@ -11,7 +11,7 @@ namespace kiln::linalg {
 
 array tri_inv(const array& a, bool upper, StreamOrDevice s) {
   detail::check_matrices("linalg::tri_inv", a, true);
-  auto p = std::make_shared<TriangularInverse>(to_stream(s), upper);
+  auto p = detail::placed<TriangularInverse>(to_stream(s), {a}, upper);
   return array(a.shape(), a.dtype(), p, {a});
 }
 

@@ -139,6 +139,7 @@ class Inverse : public UnaryPrimitive {
   const char* name() const override { return "Inverse"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_GPU_DECLINES
   KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const Inverse*>(&other) != nullptr;
@@ -179,6 +180,7 @@ class Cholesky : public TrianglePrimitive {
   const char* name() const override { return "Cholesky"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_GPU_DECLINES
   KILN_DECLARE_GRADS
 };
 
@@ -192,6 +194,7 @@ class QRF : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   KILN_GPU_EVAL
+  KILN_GPU_DECLINES
   KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const QRF*>(&other) != nullptr;
@@ -219,6 +222,7 @@ class SVD : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   KILN_GPU_EVAL
+  KILN_GPU_DECLINES
   KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const SVD*>(&other);
@@ -240,6 +244,7 @@ class Solve : public UnaryPrimitive {
   const char* name() const override { return "Solve"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_GPU_DECLINES
   KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const Solve*>(&other) != nullptr;
@@ -259,6 +264,7 @@ class TriangularInverse : public TrianglePrimitive {
   const char* name() const override { return "TriangularInverse"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_GPU_DECLINES
   KILN_DECLARE_GRADS
 };
 
@@ -279,6 +285,7 @@ class LUF : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   KILN_GPU_EVAL
+  KILN_GPU_DECLINES
   KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     return dynamic_cast<const LUF*>(&other) != nullptr;
@@ -301,6 +308,7 @@ class Eigh : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   KILN_GPU_EVAL
+  KILN_GPU_DECLINES
   KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const Eigh*>(&other);
@@ -326,6 +334,7 @@ class Eig : public Primitive {
   void eval_cpu(const std::vector<array>& inputs,
                 std::vector<array>& outputs) override;
   KILN_GPU_EVAL
+  KILN_GPU_DECLINES
   KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override {
     auto* o = dynamic_cast<const Eig*>(&other);

@@ -10,8 +10,13 @@
 #include "kiln/ops/fft.h"
 #include "kiln/ops/utils.h"
 #include "kiln/primitives/fft.h"
+#include "kiln/primitives/linalg.h"
 #include "kiln/transforms/autograd.h"
 #include "test_utils.h"
+
+#if KILN_HAS_CUDA
+#include "kiln/backend/cuda/cusolver.h"
+#endif
 
 namespace kiln::test {
 namespace {
@@ -53,6 +58,34 @@ TEST(GpuFallback, PlacedMovesWhatTheGpuDeclinesToTheCpu) {
                                  false, FFTNorm::backward, 0);
   EXPECT_EQ(two->device(), Device::gpu);
 }
+
+#if KILN_HAS_CUDA
+// The linear algebra's GPU fallbacks follow from the dtype and whether
+// cuSOLVER loads, so the ops place them on the CPU as the graph is built;
+// asked here without a GPU (the primitives only answer).
+TEST(GpuFallback, LinalgDeclinesWhatCusolverDoesNotTake) {
+  Stream s = default_stream(Device::cpu);
+  bool lib = cuda::cusolver::available();
+  auto f32 = random_array({4, 4}, float32);
+  auto f64 = random_array({4, 4}, float64);
+  auto f16 = random_array({4, 4}, float16);
+  auto c64 = random_array({4, 4}, complex64);
+  for (const array& a : {f16, c64}) {
+    std::string why = SVD(s, true).gpu_declines({a});
+    EXPECT_NE(why.find(lib ? dtype_name(a.dtype()) : "cuSOLVER"),
+              std::string::npos)
+        << why;
+    EXPECT_FALSE(Inverse(s).gpu_declines({a}).empty());
+    EXPECT_FALSE(Eigh(s, 'L', true).gpu_declines({a}).empty());
+  }
+  EXPECT_EQ(Cholesky(s, false).gpu_declines({f32}).empty(), lib);
+  EXPECT_EQ(Solve(s).gpu_declines({f64, f64}).empty(), lib);
+  EXPECT_EQ(LUF(s).gpu_declines({f64}).empty(), lib);
+  // The GPU's eig takes float32 only.
+  std::string why = Eig(s, true).gpu_declines({f64});
+  EXPECT_NE(why.find("float32"), std::string::npos) << why;
+}
+#endif
 
 TEST(GpuFallback, WeightGradientRunsItsGraphWithoutEvaluatingOne) {
   // ConvolutionWeightGrad's CPU eval is its fallback graph, run node by
