@@ -319,19 +319,28 @@ def test_full_reads_a_python_float_in_the_requested_dtype():
     assert kc.full((2,), 0.1).dtype == kc.float32
 
 
-def test_eval_of_one_array_waits_for_async_work_and_computes_the_rest():
-    # eval(x) of a lone array skips the tree walk, and of arrays already
-    # computed does nothing; neither may skip work still in flight.
-    x = kc.random.normal((64, 64))
-    y = kc.exp(x) @ x
-    kc.async_eval(y)
-    kc.eval(y)
-    want = np.exp(np.array(x, dtype=np.float64)) @ np.array(x, dtype=np.float64)
-    np.testing.assert_allclose(np.array(y), want, rtol=1e-4, atol=1e-3)
-    kc.eval(y)  # computed already: nothing to do
-    z = y + 1.0
-    kc.eval({"done": [y], "todo": (z,)}, None, 3)
-    np.testing.assert_allclose(np.array(z), np.array(y) + 1.0, rtol=1e-6)
-    bad = kc.linalg.inv(kc.array([[1.0, 2.0], [2.0, 4.0]]), stream=kc.cpu)
+def test_eval_runs_whatever_is_not_computed_yet():
+    # eval(x) of a lone array skips the tree walk, and eval of arrays all
+    # computed returns at once; neither may skip work. A singular inverse
+    # raises only when it is evaluated, so each raise shows the eval ran.
+    def singular():
+        return kc.linalg.inv(kc.array([[1.0, 2.0], [2.0, 4.0]]), stream=kc.cpu)
+
+    done = kc.exp(kc.arange(4.0))
+    kc.eval(done)
+    kc.eval(done)  # computed: nothing to do
+    np.testing.assert_allclose(np.array(done), np.exp(np.arange(4.0)), rtol=1e-6)
     with pytest.raises(RuntimeError):
-        kc.eval(bad)
+        kc.eval(singular())  # a lone array
+    with pytest.raises(RuntimeError):
+        kc.eval(done, singular())  # several, one computed
+    with pytest.raises(RuntimeError):
+        kc.eval({"done": [done], "todo": (singular(),)}, None, 3)
+    # In flight in the background: eval waits for it and raises its error.
+    pending = singular()
+    kc.async_eval(pending)
+    with pytest.raises(RuntimeError):
+        kc.eval(pending)
+    with pytest.raises(RuntimeError):
+        kc.synchronize(kc.cpu)  # the background error, reported once
+    kc.synchronize(kc.cpu)

@@ -26,31 +26,21 @@ std::string cusolver_declines(const array& a) {
 
 } // namespace
 
-std::string Inverse::gpu_declines(const std::vector<array>& inputs) const {
-  return cusolver_declines(inputs[0]);
-}
-std::string Cholesky::gpu_declines(const std::vector<array>& inputs) const {
-  return cusolver_declines(inputs[0]);
-}
-std::string QRF::gpu_declines(const std::vector<array>& inputs) const {
-  return cusolver_declines(inputs[0]);
-}
-std::string SVD::gpu_declines(const std::vector<array>& inputs) const {
-  return cusolver_declines(inputs[0]);
-}
-std::string Solve::gpu_declines(const std::vector<array>& inputs) const {
-  return cusolver_declines(inputs[0]);
-}
-std::string TriangularInverse::gpu_declines(
-    const std::vector<array>& inputs) const {
-  return cusolver_declines(inputs[0]);
-}
-std::string LUF::gpu_declines(const std::vector<array>& inputs) const {
-  return cusolver_declines(inputs[0]);
-}
-std::string Eigh::gpu_declines(const std::vector<array>& inputs) const {
-  return cusolver_declines(inputs[0]);
-}
+// The primitives whose only graph-time condition is cuSOLVER's.
+#define KILN_CUSOLVER_DECLINES(P)                                       \
+  std::string P::gpu_declines(const std::vector<array>& inputs) const { \
+    return cusolver_declines(inputs[0]);                                \
+  }
+KILN_CUSOLVER_DECLINES(Inverse)
+KILN_CUSOLVER_DECLINES(Cholesky)
+KILN_CUSOLVER_DECLINES(QRF)
+KILN_CUSOLVER_DECLINES(SVD)
+KILN_CUSOLVER_DECLINES(Solve)
+KILN_CUSOLVER_DECLINES(TriangularInverse)
+KILN_CUSOLVER_DECLINES(LUF)
+KILN_CUSOLVER_DECLINES(Eigh)
+#undef KILN_CUSOLVER_DECLINES
+
 std::string Eig::gpu_declines(const std::vector<array>& inputs) const {
   if (inputs[0].dtype() != float32) {
     return dtype_name(inputs[0].dtype()) +
