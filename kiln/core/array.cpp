@@ -202,7 +202,8 @@ std::vector<array> array::outputs() const {
       outs.push_back(array(std::move(d)));
     } else {
       // Nobody holds this output any more; give the kernel a scratch one.
-      auto scratch = std::make_shared<ArrayDesc>(node.shapes[i], node.dtypes[i]);
+      auto scratch =
+          std::make_shared<ArrayDesc>(node.shapes[i], node.dtypes[i]);
       scratch->position = static_cast<uint32_t>(i);
       scratch->node = desc_->node;
       // A sibling of a tracer is one too (zeros_like of it must follow
@@ -252,7 +253,8 @@ void array::set_device_data(detail::DeviceRecord* record, void* ptr,
   desc_->flags = flags;
 }
 
-detail::DeviceRecord* array::attach_device_record(detail::DeviceRecord* r) const {
+detail::DeviceRecord* array::attach_device_record(
+    detail::DeviceRecord* r) const {
   detail::DeviceRecord* expected = nullptr;
   if (desc_->data->device.compare_exchange_strong(expected, r)) return r;
   return expected;

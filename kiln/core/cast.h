@@ -25,10 +25,12 @@ template <typename To, typename F>
 inline To float_to_int(F v) {
   constexpr F two31 = F(2147483648.0), two63 = F(9223372036854775808.0);
   if constexpr (sizeof(To) < 4 || (sizeof(To) == 4 && std::is_signed_v<To>)) {
-    int32_t r = (v >= -two31 && v < two31) ? static_cast<int32_t>(v) : INT32_MIN;
+    int32_t r =
+        (v >= -two31 && v < two31) ? static_cast<int32_t>(v) : INT32_MIN;
     return static_cast<To>(r);
   } else if constexpr (!std::is_same_v<To, uint64_t>) {
-    int64_t r = (v >= -two63 && v < two63) ? static_cast<int64_t>(v) : INT64_MIN;
+    int64_t r =
+        (v >= -two63 && v < two63) ? static_cast<int64_t>(v) : INT64_MIN;
     return static_cast<To>(r);
   } else if (v < two63) {
     return static_cast<uint64_t>(float_to_int<int64_t>(v));

@@ -91,14 +91,18 @@ inline bool is_floating_point(Dtype d) {
   return d == float16 || d == bfloat16 || d == float32 || d == float64;
 }
 inline bool is_complex(Dtype d) { return d == complex64; }
-inline bool is_inexact(Dtype d) { return is_floating_point(d) || is_complex(d); }
+inline bool is_inexact(Dtype d) {
+  return is_floating_point(d) || is_complex(d);
+}
 inline bool is_unsigned(Dtype d) {
   return d == uint8 || d == uint16 || d == uint32 || d == uint64;
 }
 inline bool is_signed_integer(Dtype d) {
   return d == int8 || d == int16 || d == int32 || d == int64;
 }
-inline bool is_integral(Dtype d) { return is_unsigned(d) || is_signed_integer(d); }
+inline bool is_integral(Dtype d) {
+  return is_unsigned(d) || is_signed_integer(d);
+}
 
 /** The dtype two arrays of dtypes a and b promote to (MLX's table). */
 Dtype promote_types(Dtype a, Dtype b);

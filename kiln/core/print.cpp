@@ -32,7 +32,8 @@ std::string format_value(T v) {
   }
   if constexpr (std::is_same_v<T, bool>) {
     os << (v ? "true" : "false");
-  } else if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>) {
+  } else if constexpr (std::is_same_v<T, int8_t> ||
+                       std::is_same_v<T, uint8_t>) {
     os << static_cast<int>(v);
   } else if constexpr (is_complex_v<T>) {
     os << v.real() << (v.imag() < 0 ? "-" : "+") << std::abs(v.imag()) << "j";

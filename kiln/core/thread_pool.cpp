@@ -81,7 +81,8 @@ int num_threads() {
 void parallel_for(size_t n, size_t grain,
                   const std::function<void(size_t, size_t)>& fn) {
   if (n == 0) return;
-  size_t chunks = std::min<size_t>(num_threads(), n / std::max<size_t>(grain, 1));
+  size_t chunks =
+      std::min<size_t>(num_threads(), n / std::max<size_t>(grain, 1));
   if (chunks <= 1 || inside_pool) {
     fn(0, n);
     return;

@@ -81,7 +81,8 @@ bool same(const Signature& a, const Signature& b) {
 std::string describe(const Signature& s) {
   Shape shown(s.dims, s.dims + std::min(s.ndim, 8));
   std::string out = kiln::detail::shape_str(shown);
-  if (s.ndim > 8) out += " (the first 8 of " + std::to_string(s.ndim) + " dims)";
+  if (s.ndim > 8)
+    out += " (the first 8 of " + std::to_string(s.ndim) + " dims)";
   return out + " " + dtype_name(Dtype{static_cast<Dtype::Val>(s.dtype), 0});
 }
 

@@ -159,8 +159,9 @@ void reduce_complex(void* in, void* inout, int* len, Handle*) {
     float ar = a[2 * i], ai = a[2 * i + 1], br = b[2 * i], bi = b[2 * i + 1];
     bool a_nan = ar != ar || ai != ai;
     bool a_less = ar < br || (ar == br && ai < bi);
-    bool take_a = a_nan || (op == ReduceOp::max ? !a_less && !(ar == br && ai == bi)
-                                                : a_less);
+    bool take_a =
+        a_nan ||
+        (op == ReduceOp::max ? !a_less && !(ar == br && ai == bi) : a_less);
     if (take_a) {
       b[2 * i] = ar;
       b[2 * i + 1] = ai;

@@ -29,7 +29,8 @@ ExportedGraph export_graph(const ExportedFn& fun, const Args& args,
   ExportedGraph g;
   g.inputs = described(t.tracers);
   size_t first_kw = args.size();
-  for (auto& [k, v] : kwargs) g.keyword_inputs.emplace_back(k, name_of(t.tracers[first_kw++]));
+  for (auto& [k, v] : kwargs)
+    g.keyword_inputs.emplace_back(k, name_of(t.tracers[first_kw++]));
   g.outputs = described(t.outputs);
   for (auto& c : t.constants) g.constants.emplace_back(name_of(c), c);
   for (auto& n : t.tape) {

@@ -85,7 +85,8 @@ struct In {
   // A count of items of at least `unit` bytes each.
   size_t count(size_t unit, const char* what) {
     auto n = u64(what);
-    if (unit && n > (data.size() - pos) / unit) fail(std::string("the count of ") + what);
+    if (unit && n > (data.size() - pos) / unit)
+      fail(std::string("the count of ") + what);
     return static_cast<size_t>(n);
   }
   std::string str(const char* what) {
@@ -123,7 +124,8 @@ struct In {
                                int8, int16, int32, int64, float16,
                                float32, float64, bfloat16, complex64};
     Dtype d = all[v];
-    if (static_cast<int>(d.size) != size) fail(std::string("a dtype's size in ") + what);
+    if (static_cast<int>(d.size) != size)
+      fail(std::string("a dtype's size in ") + what);
     return d;
   }
 };
@@ -137,7 +139,8 @@ void write_state(Out& out, const char* schema, const mlxfn::State& st,
       continue;
     }
     if (k >= st.size()) {
-      throw std::logic_error("[export_function] " + name + ": too few parameters");
+      throw std::logic_error("[export_function] " + name +
+                             ": too few parameters");
     }
     const auto& v = st[k++];
     switch (*c) {
@@ -189,7 +192,8 @@ mlxfn::State read_state(In& in, const char* schema) {
       case 'L': {
         v.kind = mlxfn::Value::list;
         auto n = in.count(8, "a parameter");
-        for (size_t i = 0; i < n; ++i) v.v.push_back(in.raw<int64_t>("a parameter"));
+        for (size_t i = 0; i < n; ++i)
+          v.v.push_back(in.raw<int64_t>("a parameter"));
         break;
       }
     }
@@ -246,7 +250,8 @@ std::string describe_signatures(const std::vector<Signature>& sigs) {
       } else {
         os << "   \"" << sig.kwarg_keys[j - npos] << "\": ";
       }
-      os << shape_str(sig.shapes[j]) << " " << dtype_name(sig.dtypes[j]) << "\n";
+      os << shape_str(sig.shapes[j]) << " " << dtype_name(sig.dtypes[j])
+         << "\n";
     }
   }
   return os.str();
@@ -272,10 +277,12 @@ struct ExportFile {
     std::string tmp = path + ".tmp";
     {
       std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-      if (!f) throw std::runtime_error("[export_function] Failed to open " + path);
+      if (!f)
+        throw std::runtime_error("[export_function] Failed to open " + path);
       f.write(head.buf.data(), head.buf.size());
       f.write(body.data(), body.size());
-      if (!f) throw std::runtime_error("[export_function] Failed to write " + path);
+      if (!f)
+        throw std::runtime_error("[export_function] Failed to write " + path);
     }
     if (std::rename(tmp.c_str(), path.c_str()) != 0) {
       std::remove(tmp.c_str());
@@ -289,7 +296,8 @@ struct ExportFile {
 namespace {
 
 bool is_implicit_broadcast(const array& a) {
-  return a.has_primitive() && std::string(a.primitive().name()) == "Broadcast" &&
+  return a.has_primitive() &&
+         std::string(a.primitive().name()) == "Broadcast" &&
          static_cast<const Broadcast&>(a.primitive()).implicit();
 }
 
@@ -559,9 +567,11 @@ struct ImportedGraph {
   std::vector<Node> nodes;
   std::vector<int> outputs;
 
-  std::vector<array> run(const std::vector<array>& inputs, bool shapeless) const {
+  std::vector<array> run(const std::vector<array>& inputs,
+                         bool shapeless) const {
     std::vector<std::optional<array>> value(slots);
-    for (size_t i = 0; i < inputs.size(); ++i) value[input_slots[i]] = inputs[i];
+    for (size_t i = 0; i < inputs.size(); ++i)
+      value[input_slots[i]] = inputs[i];
     for (auto& [k, c] : constants) value[k] = c;
     for (auto& n : nodes) {
       std::vector<array> in;
@@ -569,16 +579,18 @@ struct ImportedGraph {
       auto outs = mlxfn::build(n.name, n.state, in, n.info, n.stream);
       if (outs.size() != n.outputs.size()) {
         throw std::runtime_error("[import_function] " + n.name + " gave " +
-                                 std::to_string(outs.size()) + " outputs, the file records " +
+                                 std::to_string(outs.size()) +
+                                 " outputs, the file records " +
                                  std::to_string(n.outputs.size()) + ".");
       }
       for (size_t k = 0; k < outs.size(); ++k) {
         if (outs[k].dtype() != n.info.dtypes[k] ||
             (!shapeless && outs[k].shape() != n.info.shapes[k])) {
           throw std::runtime_error(
-              "[import_function] " + n.name + " built " + shape_str(outs[k].shape()) +
-              " " + dtype_name(outs[k].dtype()) + " where the file records " +
-              shape_str(n.info.shapes[k]) + " " + dtype_name(n.info.dtypes[k]) + ".");
+              "[import_function] " + n.name + " built " +
+              shape_str(outs[k].shape()) + " " + dtype_name(outs[k].dtype()) +
+              " where the file records " + shape_str(n.info.shapes[k]) + " " +
+              dtype_name(n.info.dtypes[k]) + ".");
         }
         value[n.outputs[k]] = outs[k];
       }
@@ -607,7 +619,8 @@ ImportedGraph read_function(In& in, bool shapeless,
                             std::unordered_map<uint64_t, array>& constants) {
   ImportedGraph g;
   auto nkw = in.count(8, "keyword names");
-  for (size_t i = 0; i < nkw; ++i) g.sig.kwarg_keys.push_back(in.str("a keyword name"));
+  for (size_t i = 0; i < nkw; ++i)
+    g.sig.kwarg_keys.push_back(in.str("a keyword name"));
   auto input_ids = in.ids("input ids");
   auto ninputs = in.count(12, "inputs");
   if (ninputs != input_ids.size()) in.fail("the inputs' count");
@@ -651,7 +664,8 @@ ImportedGraph read_function(In& in, bool shapeless,
         in.need(bytes, "a constant's data");
         auto buffer = allocator::malloc(bytes);
         std::memcpy(buffer.raw(), in.data.data() + in.pos, bytes);
-        io::detail::fix_loaded_bytes(static_cast<char*>(buffer.raw()), bytes, dtype, 0);
+        io::detail::fix_loaded_bytes(static_cast<char*>(buffer.raw()), bytes,
+                                     dtype, 0);
         array buf(buffer, shape, dtype);
         in.pos += bytes;
         c = constants.emplace(id, buf).first;
@@ -677,10 +691,12 @@ ImportedGraph read_function(In& in, bool shapeless,
       auto ids = in.ids("sibling ids");
       auto ns = in.count(8, "sibling shapes");
       if (ns != ids.size()) in.fail("sibling shapes");
-      for (size_t k = 0; k < ns; ++k) n.info.shapes.push_back(in.shape("a sibling shape"));
+      for (size_t k = 0; k < ns; ++k)
+        n.info.shapes.push_back(in.shape("a sibling shape"));
       auto nd = in.count(5, "sibling dtypes");
       if (nd != ids.size()) in.fail("sibling dtypes");
-      for (size_t k = 0; k < nd; ++k) n.info.dtypes.push_back(in.dtype("a sibling dtype"));
+      for (size_t k = 0; k < nd; ++k)
+        n.info.dtypes.push_back(in.dtype("a sibling dtype"));
       for (auto sid : ids) n.outputs.push_back(slot_of(sid));
     }
     g.nodes.push_back(std::move(n));
@@ -742,7 +758,9 @@ ImportedFunction::ImportedFunction(const std::string& file)
   }
 }
 
-const std::string& ImportedFunction::metadata() const { return table_->metadata; }
+const std::string& ImportedFunction::metadata() const {
+  return table_->metadata;
+}
 
 std::vector<array> ImportedFunction::operator()(const Args& args,
                                                 const Kwargs& kwargs) const {

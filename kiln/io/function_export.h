@@ -24,7 +24,8 @@ namespace kiln {
 
 using Args = std::vector<array>;
 using Kwargs = std::map<std::string, array>;
-using ExportedFn = std::function<std::vector<array>(const Args&, const Kwargs&)>;
+using ExportedFn =
+    std::function<std::vector<array>(const Args&, const Kwargs&)>;
 
 namespace detail {
 struct ExportFile;

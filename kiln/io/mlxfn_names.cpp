@@ -102,7 +102,9 @@ std::pair<std::string, State> describe(const array& node, bool shapeless) {
   static const std::unordered_map<std::string, Describer> table = [] {
     std::unordered_map<std::string, Describer> t;
     auto same = [&](const char* n) {
-      t.emplace(n, [n](const array&) { return std::make_pair(std::string(n), State{}); });
+      t.emplace(n, [n](const array&) {
+        return std::make_pair(std::string(n), State{});
+      });
     };
     // The op tables' primitives keep their names (MLX's); those MLX names
     // otherwise are fixed below, over these.
@@ -163,7 +165,8 @@ std::pair<std::string, State> describe(const array& node, bool shapeless) {
       return std::make_pair(std::string("Broadcast"), State{list(n.shape())});
     });
     t.emplace("Squeeze", [](const array& n) {
-      return std::make_pair(std::string("Squeeze"), State{list(as<Squeeze>(n).axes())});
+      return std::make_pair(std::string("Squeeze"),
+                            State{list(as<Squeeze>(n).axes())});
     });
     t.emplace("ExpandDims", [](const array& n) {
       return std::make_pair(std::string("ExpandDims"),
@@ -175,13 +178,15 @@ std::pair<std::string, State> describe(const array& node, bool shapeless) {
     });
     t.emplace("Slice", [](const array& n) {
       auto& p = as<Slice>(n);
-      return std::make_pair(std::string("Slice"),
-                            State{list(p.start()), list(p.stop()), list(p.strides())});
+      return std::make_pair(
+          std::string("Slice"),
+          State{list(p.start()), list(p.stop()), list(p.strides())});
     });
     t.emplace("SliceUpdate", [](const array& n) {
       auto& p = as<SliceUpdate>(n);
-      return std::make_pair(std::string("SliceUpdate"),
-                            State{list(p.start()), list(p.stop()), list(p.strides())});
+      return std::make_pair(
+          std::string("SliceUpdate"),
+          State{list(p.start()), list(p.stop()), list(p.strides())});
     });
     t.emplace("DynamicSlice", [](const array& n) {
       auto& p = as<DynamicSlice>(n);
@@ -244,7 +249,8 @@ std::pair<std::string, State> describe(const array& node, bool shapeless) {
       auto& p = as<ArgReduce>(n);
       return std::make_pair(
           std::string("ArgReduce"),
-          State{integer(p.type() == ArgReduce::ArgMin ? 0 : 1), integer(p.axis())});
+          State{integer(p.type() == ArgReduce::ArgMin ? 0 : 1),
+                integer(p.axis())});
     };
     t.emplace("ArgMin", arg);
     t.emplace("ArgMax", arg);
@@ -252,17 +258,18 @@ std::pair<std::string, State> describe(const array& node, bool shapeless) {
       auto& p = as<Scan>(n);
       // MLX's order: Max, Min, Sum, Prod, LogAddExp.
       static const int mlx_type[] = {2, 3, 0, 1, 4};
-      return std::make_pair(std::string("Scan"),
-                            State{integer(mlx_type[p.type()]), integer(p.axis()),
-                                  integer(p.reverse()), integer(p.inclusive())});
+      return std::make_pair(
+          std::string("Scan"),
+          State{integer(mlx_type[p.type()]), integer(p.axis()),
+                integer(p.reverse()), integer(p.inclusive())});
     };
     for (auto n : {"CumSum", "CumProd", "CumMax", "CumMin", "CumLogSumExp"}) {
       t.emplace(n, scan);
     }
     for (auto n : {"Sort", "ArgSort"}) {
       t.emplace(n, [n](const array& node) {
-        return std::make_pair(std::string(n),
-                              State{integer(as<AxisSortPrimitive>(node).axis())});
+        return std::make_pair(
+            std::string(n), State{integer(as<AxisSortPrimitive>(node).axis())});
       });
     }
     for (auto n : {"Partition", "ArgPartition"}) {
@@ -303,19 +310,23 @@ std::pair<std::string, State> describe(const array& node, bool shapeless) {
       return std::make_pair(std::string("Scatter"),
                             State{integer(r), list(p.axes())});
     };
-    for (auto n : {"Scatter", "ScatterSum", "ScatterProd", "ScatterMax", "ScatterMin"}) {
+    for (auto n :
+         {"Scatter", "ScatterSum", "ScatterProd", "ScatterMax", "ScatterMin"}) {
       t.emplace(n, scatter);
     }
     auto scatter_axis = [](const array& n) {
       auto& p = as<ScatterAxis>(n);
-      if (p.reduce() != ScatterReduce::None && p.reduce() != ScatterReduce::Sum) {
+      if (p.reduce() != ScatterReduce::None &&
+          p.reduce() != ScatterReduce::Sum) {
         throw std::invalid_argument(
             std::string("[export_function] Unable to serialize primitive ") +
-            n.primitive().name() + " (MLX has no such reduction along an axis).");
+            n.primitive().name() +
+            " (MLX has no such reduction along an axis).");
       }
       return std::make_pair(
           std::string("ScatterAxis"),
-          State{integer(p.reduce() == ScatterReduce::Sum ? 0 : 1), integer(p.axis())});
+          State{integer(p.reduce() == ScatterReduce::Sum ? 0 : 1),
+                integer(p.axis())});
     };
     t.emplace("ScatterAxis", scatter_axis);
     t.emplace("ScatterAxisSum", scatter_axis);
@@ -335,7 +346,8 @@ std::pair<std::string, State> describe(const array& node, bool shapeless) {
     t.emplace("NumberOfElements", [](const array& n) {
       auto& p = as<NumberOfElements>(n);
       State st{list(p.axes()), integer(0), dtype_value(p.count_dtype())};
-      if (p.ddof() == 0) return std::make_pair(std::string("NumberOfElements"), st);
+      if (p.ddof() == 0)
+        return std::make_pair(std::string("NumberOfElements"), st);
       // Shapeless with ddof: MLX's primitive has no ddof (a trace with
       // fixed shapes writes the count as a constant instead).
       st[1] = integer(p.ddof());
@@ -357,43 +369,48 @@ std::pair<std::string, State> describe(const array& node, bool shapeless) {
     // MLX writes its general inverse with upper set; it is not read.
     fixed("Inverse", "Inverse", {integer(0), integer(1)});
     t.emplace("TriangularInverse", [](const array& n) {
-      return std::make_pair(std::string("Inverse"),
-                            State{integer(1), integer(as<TriangularInverse>(n).upper())});
+      return std::make_pair(
+          std::string("Inverse"),
+          State{integer(1), integer(as<TriangularInverse>(n).upper())});
     });
     t.emplace("Cholesky", [](const array& n) {
       return std::make_pair(std::string("Cholesky"),
                             State{integer(as<Cholesky>(n).upper())});
     });
     t.emplace("SVD", [](const array& n) {
-      return std::make_pair(std::string("SVD"), State{integer(as<SVD>(n).compute_uv())});
+      return std::make_pair(std::string("SVD"),
+                            State{integer(as<SVD>(n).compute_uv())});
     });
     t.emplace("Eig", [](const array& n) {
-      return std::make_pair(std::string("Eig"), State{integer(as<Eig>(n).vectors())});
+      return std::make_pair(std::string("Eig"),
+                            State{integer(as<Eig>(n).vectors())});
     });
     t.emplace("Eigh", [](const array& n) {
       auto& p = as<Eigh>(n);
-      return std::make_pair(std::string("Eigh"),
-                            State{text(std::string(1, p.uplo())), integer(p.vectors())});
+      return std::make_pair(
+          std::string("Eigh"),
+          State{text(std::string(1, p.uplo())), integer(p.vectors())});
     });
     // MLX writes no LUF or SegmentedMM and has no Solve primitive.
     fixed("LUF", "kiln.LUF", {});
     fixed("Solve", "kiln.Solve", {});
     fixed("SegmentedMM", "kiln.SegmentedMM", {});
     t.emplace("GatherMM", [](const array& n) {
-      return std::make_pair(std::string("GatherMM"),
-                            State{integer(0), integer(as<GatherMM>(n).rhs_sorted())});
+      return std::make_pair(
+          std::string("GatherMM"),
+          State{integer(0), integer(as<GatherMM>(n).rhs_sorted())});
     });
     t.emplace("Quantize", [](const array& n) {
       auto& p = as<fast::Quantize>(n);
       return std::make_pair(std::string("Quantize"),
-                            State{Value{}, integer(p.group_size()), integer(p.bits()),
-                                  integer(0), integer(0)});
+                            State{Value{}, integer(p.group_size()),
+                                  integer(p.bits()), integer(0), integer(0)});
     });
     t.emplace("Dequantize", [](const array& n) {
       auto& p = as<fast::Dequantize>(n);
       return std::make_pair(std::string("Quantize"),
-                            State{Value{}, integer(p.group_size()), integer(p.bits()),
-                                  integer(0), integer(1)});
+                            State{Value{}, integer(p.group_size()),
+                                  integer(p.bits()), integer(0), integer(1)});
     });
     t.emplace("DequantizeFp", [](const array& n) {
       auto& p = as<fast::DequantizeFp>(n);
@@ -402,9 +419,10 @@ std::pair<std::string, State> describe(const array& node, bool shapeless) {
             "[export_function] Unable to serialize primitive DequantizeFp with "
             "nvfp4's global scale (kiln's input is g / 2688, MLX's is g).");
       }
-      return std::make_pair(std::string("Quantize"),
-                            State{Value{}, integer(p.group_size()), integer(p.bits()),
-                                  integer(fp_mode(p)), integer(1)});
+      return std::make_pair(
+          std::string("Quantize"),
+          State{Value{}, integer(p.group_size()), integer(p.bits()),
+                integer(fp_mode(p)), integer(1)});
     });
     t.emplace("QuantizedMatmul", [](const array& n) {
       auto& p = as<fast::QuantizedMatmul>(n);
@@ -425,9 +443,10 @@ std::pair<std::string, State> describe(const array& node, bool shapeless) {
     });
     t.emplace("RoPE", [](const array& n) {
       auto& p = as<fast::RoPE>(n);
-      return std::make_pair(std::string("RoPE"),
-                            State{Value{}, integer(p.dims()), integer(p.traditional()),
-                                  real(p.base()), real(p.scale()), integer(1)});
+      return std::make_pair(
+          std::string("RoPE"),
+          State{Value{}, integer(p.dims()), integer(p.traditional()),
+                real(p.base()), real(p.scale()), integer(1)});
     });
     t.emplace("ScaledDotProductAttention", [](const array& n) {
       auto& p = as<fast::ScaledDotProductAttention>(n);
@@ -436,22 +455,24 @@ std::pair<std::string, State> describe(const array& node, bool shapeless) {
             "[export_function] Unable to serialize primitive "
             "ScaledDotProductAttention with its log-sum-exp output.");
       }
-      return std::make_pair(std::string("ScaledDotProductAttention"),
-                            State{Value{}, real(p.scale()), integer(p.do_causal()),
-                                  integer(p.has_sinks()), integer(0), integer(0)});
+      return std::make_pair(
+          std::string("ScaledDotProductAttention"),
+          State{Value{}, real(p.scale()), integer(p.do_causal()),
+                integer(p.has_sinks()), integer(0), integer(0)});
     });
     return t;
   }();
   std::string name = node.primitive().name();
   if (name == "Reshape") {
     auto& p = as<Reshape>(node);
-    Shape shape = shapeless && !p.requested().empty() ? p.requested() : p.shape();
+    Shape shape =
+        shapeless && !p.requested().empty() ? p.requested() : p.shape();
     return {"Reshape", State{list(shape)}};
   }
   auto it = table.find(name);
   if (it == table.end()) {
-    throw std::invalid_argument("[export_function] Unable to serialize primitive " +
-                                name + ".");
+    throw std::invalid_argument(
+        "[export_function] Unable to serialize primitive " + name + ".");
   }
   return it->second(node);
 }

@@ -225,10 +225,12 @@ const Rows& rows() {
         {"S", [](const State& st, const std::vector<array>& in,
                  const NodeInfo&, Stream s) {
            arity("Broadcast", in, 1, 64);
-           if (in.size() == 1) return one(broadcast_to(in[0], shape_of(st[0]), s));
+           if (in.size() == 1)
+             return one(broadcast_to(in[0], shape_of(st[0]), s));
            // Further inputs give the shape (as a shapeless trace records it).
            Shape target;
-           for (auto& x : in) target = broadcast_shapes(target, x.shape(), "Broadcast");
+           for (auto& x : in)
+             target = broadcast_shapes(target, x.shape(), "Broadcast");
            return one(broadcast_to(in[0], target, s));
          }});
     put("BroadcastAxes",
@@ -268,7 +270,8 @@ const Rows& rows() {
     put("Unflatten", {"iS", [](const State& st, const std::vector<array>& in,
                                const NodeInfo&, Stream s) {
                         arity("Unflatten", in, 1, 1);
-                        return one(unflatten(in[0], int(st[0].i), shape_of(st[1]), s));
+                        return one(
+                            unflatten(in[0], int(st[0].i), shape_of(st[1]), s));
                       }});
     put("Squeeze", {"S", [](const State& st, const std::vector<array>& in,
                             const NodeInfo&, Stream s) {
@@ -345,7 +348,8 @@ const Rows& rows() {
     put("Full", {"", [](const State&, const std::vector<array>& in,
                         const NodeInfo& info, Stream s) {
                    arity("Full", in, 1, 1);
-                   return one(full(info.shapes.at(0), in[0], info.dtypes.at(0), s));
+                   return one(
+                       full(info.shapes.at(0), in[0], info.dtypes.at(0), s));
                  }});
     put("RandomBits",
         {"Si", [](const State& st, const std::vector<array>& in,
@@ -405,7 +409,8 @@ const Rows& rows() {
     put("Partition", {"ii", [](const State& st, const std::vector<array>& in,
                                const NodeInfo&, Stream s) {
                         arity("Partition", in, 1, 1);
-                        return one(partition(in[0], int(st[0].i), int(st[1].i), s));
+                        return one(
+                            partition(in[0], int(st[0].i), int(st[1].i), s));
                       }});
     put("ArgPartition",
         {"ii", [](const State& st, const std::vector<array>& in,
@@ -417,7 +422,8 @@ const Rows& rows() {
         {"b", [](const State& st, const std::vector<array>& in,
                  const NodeInfo&, Stream s) {
            arity("SearchSorted", in, 2, 2);
-           return one(searchsorted(in[0], in[1], st[0].i ? "right" : "left", s));
+           return one(
+               searchsorted(in[0], in[1], st[0].i ? "right" : "left", s));
          }});
     put("Softmax", {"b", [](const State& st, const std::vector<array>& in,
                             const NodeInfo&, Stream s) {
@@ -428,12 +434,14 @@ const Rows& rows() {
     put("LogSumExp", {"", [](const State&, const std::vector<array>& in,
                              const NodeInfo&, Stream s) {
                         arity("LogSumExp", in, 1, 1);
-                        return one(logsumexp(in[0], std::vector<int>{-1}, true, s));
+                        return one(
+                            logsumexp(in[0], std::vector<int>{-1}, true, s));
                       }});
     put("kiln.LogSumExp", {"", [](const State&, const std::vector<array>& in,
                                   const NodeInfo&, Stream s) {
                              arity("kiln.LogSumExp", in, 1, 1);
-                             return one(logsumexp(in[0], std::vector<int>{-1}, false, s));
+                             return one(logsumexp(in[0], std::vector<int>{-1},
+                                                  false, s));
                            }});
     // Indexing.
     put("Gather",
@@ -470,8 +478,9 @@ const Rows& rows() {
                   const NodeInfo&, Stream s) {
            arity("ScatterAxis", in, 3, 3);
            int ax = int(st[1].i);
-           return one(st[0].i == 0 ? scatter_add_axis(in[0], in[1], in[2], ax, s)
-                                   : put_along_axis(in[0], in[1], in[2], ax, s));
+           return one(st[0].i == 0
+                          ? scatter_add_axis(in[0], in[1], in[2], ax, s)
+                          : put_along_axis(in[0], in[1], in[2], ax, s));
          }});
     // Products and convolution.
     put("AddMM", {"ff", [](const State& st, const std::vector<array>& in,
@@ -544,7 +553,9 @@ const Rows& rows() {
                       const NodeInfo&, Stream s) {
            arity("ScaledDotProductAttention", in, 3, 5);
            bool sinks = st[3].i;
-           if (st[4].i) bad("ScaledDotProductAttention", "the log-sum-exp output is not read");
+           if (st[4].i)
+             bad("ScaledDotProductAttention",
+                 "the log-sum-exp output is not read");
            size_t n_mask = in.size() - 3 - (sinks ? 1 : 0);
            std::optional<array> mask, sink;
            if (n_mask == 1) mask = in[3];

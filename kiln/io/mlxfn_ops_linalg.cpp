@@ -27,8 +27,9 @@ using Inputs = std::vector<array>;
 // otherwise cast integers, which the file's recorded dtype then rejects
 // less clearly.
 const array& matrices(const char* name, const Inputs& in, size_t k = 0) {
-  if (in[k].ndim() < 2) bad(name, "needs matrices, the file gives a " +
-                                      std::to_string(in[k].ndim()) + "-d input");
+  if (in[k].ndim() < 2)
+    bad(name, "needs matrices, the file gives a " +
+                  std::to_string(in[k].ndim()) + "-d input");
   return in[k];
 }
 
@@ -57,7 +58,8 @@ std::vector<array> fft(const State& st, const Inputs& in, Stream s) {
   if (real && inverse) n_last = 2 * (x.shape(axes.back()) - 1) + (odd ? 1 : 0);
   if (real && inverse && n_last < 1) bad("FFT", "an empty real inverse");
   // MLX's primitive scales the inverse by 1/n and not the forward one.
-  return {detail::fft_node(x, axes, inverse, real, FFTNorm::backward, n_last, s)};
+  return {
+      detail::fft_node(x, axes, inverse, real, FFTNorm::backward, n_last, s)};
 }
 
 // A block mask (..., tx, ty) spread over the (..., x, y) entries it covers.
@@ -88,11 +90,13 @@ array masked(const array& x, const array& mask, int block, Stream s) {
 // MLX's BlockMaskedMM: inputs a, b, then the output's mask when there is
 // one, then both operands' masks when there are; each mask holds one
 // entry per block_size x block_size block (the last partial).
-std::vector<array> block_masked_mm(const State& st, const Inputs& in, Stream s) {
+std::vector<array> block_masked_mm(const State& st, const Inputs& in,
+                                   Stream s) {
   arity("BlockMaskedMM", in, 3, 5);
   int block = static_cast<int>(st[0].i);
   if (block < 1) bad("BlockMaskedMM", "block size " + std::to_string(block));
-  array a = matrices("BlockMaskedMM", in, 0), b = matrices("BlockMaskedMM", in, 1);
+  array a = matrices("BlockMaskedMM", in, 0),
+        b = matrices("BlockMaskedMM", in, 1);
   bool out_mask = in.size() == 3 || in.size() == 5;
   bool operand_masks = in.size() >= 4;
   auto tiles = [block](int n) { return (n + block - 1) / block; };
@@ -103,7 +107,8 @@ std::vector<array> block_masked_mm(const State& st, const Inputs& in, Stream s) 
     }
   };
   int M = a.shape(-2), K = a.shape(-1), N = b.shape(-1);
-  if (b.ndim() < 2 || b.shape(-2) != K) bad("BlockMaskedMM", "a and b do not multiply");
+  if (b.ndim() < 2 || b.shape(-2) != K)
+    bad("BlockMaskedMM", "a and b do not multiply");
   if (operand_masks) {
     const array& ml = in[out_mask ? 3 : 2];
     const array& mr = in[out_mask ? 4 : 3];
@@ -125,8 +130,9 @@ std::vector<array> block_masked_mm(const State& st, const Inputs& in, Stream s) 
 std::vector<array> number_of_elements(const State& st, const Inputs& in,
                                       bool kiln_ddof, Stream s) {
   arity("NumberOfElements", in, 1, 1);
-  auto axes = normalize_axes({st[0].v.begin(), st[0].v.end()},
-                             static_cast<int>(in[0].ndim()), "NumberOfElements");
+  auto axes =
+      normalize_axes({st[0].v.begin(), st[0].v.end()},
+                     static_cast<int>(in[0].ndim()), "NumberOfElements");
   Dtype dt = st[2].dt;
   if (dt == bool_ || dt == complex64) {
     bad("NumberOfElements", "a count of dtype " + dtype_name(dt));
@@ -142,15 +148,17 @@ std::vector<array> number_of_elements(const State& st, const Inputs& in,
 
 void put_linalg_rows(Rows& t) {
   auto put = [&](const char* n, Row r) { t.insert_or_assign(n, std::move(r)); };
-  put("QRF", {"", [](const State&, const Inputs& in, const NodeInfo&, Stream s) {
-                arity("QRF", in, 1, 1);
-                auto [q, r] = linalg::qr(matrices("QRF", in), s);
-                return Inputs{q, r};
-              }});
-  put("SVD", {"b", [](const State& st, const Inputs& in, const NodeInfo&, Stream s) {
-                arity("SVD", in, 1, 1);
-                return linalg::svd(matrices("SVD", in), bool(st[0].i), s);
-              }});
+  put("QRF",
+      {"", [](const State&, const Inputs& in, const NodeInfo&, Stream s) {
+         arity("QRF", in, 1, 1);
+         auto [q, r] = linalg::qr(matrices("QRF", in), s);
+         return Inputs{q, r};
+       }});
+  put("SVD",
+      {"b", [](const State& st, const Inputs& in, const NodeInfo&, Stream s) {
+         arity("SVD", in, 1, 1);
+         return linalg::svd(matrices("SVD", in), bool(st[0].i), s);
+       }});
   // (tri, upper): a triangular inverse reads the upper or lower triangle.
   put("Inverse",
       {"bb", [](const State& st, const Inputs& in, const NodeInfo&, Stream s) {
@@ -162,34 +170,39 @@ void put_linalg_rows(Rows& t) {
   put("Cholesky",
       {"b", [](const State& st, const Inputs& in, const NodeInfo&, Stream s) {
          arity("Cholesky", in, 1, 1);
-         return Inputs{linalg::cholesky(matrices("Cholesky", in), bool(st[0].i), s)};
+         return Inputs{
+             linalg::cholesky(matrices("Cholesky", in), bool(st[0].i), s)};
        }});
-  put("Eig", {"b", [](const State& st, const Inputs& in, const NodeInfo&, Stream s) {
-                arity("Eig", in, 1, 1);
-                const array& a = matrices("Eig", in);
-                if (!st[0].i) return Inputs{linalg::eigvals(a, s)};
-                auto [w, v] = linalg::eig(a, s);
-                return Inputs{w, v};
-              }});
+  put("Eig",
+      {"b", [](const State& st, const Inputs& in, const NodeInfo&, Stream s) {
+         arity("Eig", in, 1, 1);
+         const array& a = matrices("Eig", in);
+         if (!st[0].i) return Inputs{linalg::eigvals(a, s)};
+         auto [w, v] = linalg::eig(a, s);
+         return Inputs{w, v};
+       }});
   put("Eigh",
       {"sb", [](const State& st, const Inputs& in, const NodeInfo&, Stream s) {
          arity("Eigh", in, 1, 1);
          const array& a = matrices("Eigh", in);
-         if (st[0].s != "L" && st[0].s != "U") bad("Eigh", "UPLO '" + st[0].s + "'");
+         if (st[0].s != "L" && st[0].s != "U")
+           bad("Eigh", "UPLO '" + st[0].s + "'");
          if (!st[1].i) return Inputs{linalg::eigvalsh(a, st[0].s, s)};
          auto [w, v] = linalg::eigh(a, st[0].s, s);
          return Inputs{w, v};
        }});
   // kiln's own, which MLX does not write: LU with its pivots and row order,
   // a solve, and products over segments of the inner axis.
-  put("kiln.LUF", {"", [](const State&, const Inputs& in, const NodeInfo&, Stream s) {
-                     arity("kiln.LUF", in, 1, 1);
-                     return detail::lu_outputs(matrices("kiln.LUF", in), s);
-                   }});
-  put("kiln.Solve", {"", [](const State&, const Inputs& in, const NodeInfo&, Stream s) {
-                       arity("kiln.Solve", in, 2, 2);
-                       return Inputs{linalg::solve(matrices("kiln.Solve", in), in[1], s)};
-                     }});
+  put("kiln.LUF",
+      {"", [](const State&, const Inputs& in, const NodeInfo&, Stream s) {
+         arity("kiln.LUF", in, 1, 1);
+         return detail::lu_outputs(matrices("kiln.LUF", in), s);
+       }});
+  put("kiln.Solve",
+      {"", [](const State&, const Inputs& in, const NodeInfo&, Stream s) {
+         arity("kiln.Solve", in, 2, 2);
+         return Inputs{linalg::solve(matrices("kiln.Solve", in), in[1], s)};
+       }});
   put("kiln.SegmentedMM",
       {"", [](const State&, const Inputs& in, const NodeInfo&, Stream s) {
          arity("kiln.SegmentedMM", in, 3, 3);
@@ -207,7 +220,8 @@ void put_linalg_rows(Rows& t) {
       {"i", [](const State& st, const Inputs& in, const NodeInfo&, Stream s) {
          return block_masked_mm(st, in, s);
        }});
-  put("DivMod", {"", [](const State&, const Inputs& in, const NodeInfo&, Stream s) {
+  put("DivMod", {"",
+                 [](const State&, const Inputs& in, const NodeInfo&, Stream s) {
                    arity("DivMod", in, 2, 2);
                    return Inputs{floor_divide(in[0], in[1], s),
                                  remainder(in[0], in[1], s)};

@@ -13,7 +13,8 @@ using Inputs = std::vector<array>;
 const char* const mode_names[] = {"affine", "mxfp4", "mxfp8", "nvfp4"};
 
 const char* mode_of(const char* name, const Value& v) {
-  if (v.i < 0 || v.i > 3) bad(name, "unknown quantization mode " + std::to_string(v.i));
+  if (v.i < 0 || v.i > 3)
+    bad(name, "unknown quantization mode " + std::to_string(v.i));
   return mode_names[v.i];
 }
 
@@ -61,7 +62,8 @@ std::vector<array> quantized_matmul(const State& st, const Inputs& in,
                                    bits, mode, s)};
   }
   arity("QuantizedMatmul", in, 3, 3);
-  return {quantized_matmul_fp(in[0], in[1], in[2], transpose, gs, bits, mode, s)};
+  return {
+      quantized_matmul_fp(in[0], in[1], in[2], transpose, gs, bits, mode, s)};
 }
 
 // Parameters: (group_size, bits, mode, transpose, left_sorted,

@@ -453,7 +453,8 @@ array where(const array& condition, const array& x, const array& y,
       detail::broadcast_shapes(condition.shape(), x.shape(), "where"),
       y.shape(), "where");
   std::vector<array> inputs = {
-      detail::broadcast_operand(astype(condition, bool_, stream), shape, stream),
+      detail::broadcast_operand(astype(condition, bool_, stream), shape,
+                                stream),
       detail::broadcast_operand(astype(x, dt, stream), shape, stream),
       detail::broadcast_operand(astype(y, dt, stream), shape, stream)};
   return array(std::move(shape), dt, std::make_shared<Select>(stream),

@@ -209,8 +209,9 @@ CustomKernelFunction cuda_kernel(const std::string& name,
     // The function's name, then a hash of the whole source: two kernels of
     // one name but different bodies never share a cache entry.
     char hash[17];
-    std::snprintf(hash, sizeof(hash), "%016llx",
-                  static_cast<unsigned long long>(kiln::detail::jit_hash(text)));
+    std::snprintf(
+        hash, sizeof(hash), "%016llx",
+        static_cast<unsigned long long>(kiln::detail::jit_hash(text)));
     spec.name = fn + "|" + hash;
     spec.source = std::move(text);
     spec.shape_infos = shape_infos;

@@ -110,7 +110,8 @@ array transform(const char* op, const array& a, const std::optional<Shape>& s,
     }
   }
   if (stop != x.shape()) x = slice(x, start, stop, st);
-  if (!pad_axes.empty()) x = pad(x, pad_axes, pad_low, pad_high, array(0), "constant", st);
+  if (!pad_axes.empty())
+    x = pad(x, pad_axes, pad_low, pad_high, array(0), "constant", st);
   return detail::fft_node(x, axes, inverse, real, norm,
                           real && inverse ? n.back() : 0, st);
 }
@@ -228,7 +229,11 @@ array fftfreq(int n, double d, StreamOrDevice st) {
   check_freq_args("fftfreq", n, d);
   // [0 .. ceil(n/2) - 1, -floor(n/2) .. -1]: arange rolled by its middle.
   array k = arange(0, n, 1, st);
-  k = subtract(k, multiply(array(n), astype(greater_equal(k, array((n + 1) / 2)), int32, st), st), st);
+  k = subtract(
+      k,
+      multiply(array(n),
+               astype(greater_equal(k, array((n + 1) / 2)), int32, st), st),
+      st);
   return divide(astype(k, float32, st), array(static_cast<float>(n * d)), st);
 }
 

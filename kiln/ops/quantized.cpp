@@ -1,10 +1,10 @@
 // quantize, dequantize and quantized_matmul (affine mode) from existing
 // ops, with the primitives that run them where kernels exist, and
-// gather_qmm over them. Codes are a little-endian bit stream in uint32 words: 32 codes of
-// `bits` bits fill exactly `bits` words, so the stream is cut into blocks
-// of 32 codes and `bits` words, and code j of a block lies in word
-// (j * bits) / 32 at bit (j * bits) % 32, its top bits in the next word
-// when it crosses one (3, 5 and 6 bits).
+// gather_qmm over them. Codes are a little-endian bit stream in uint32 words:
+// 32 codes of `bits` bits fill exactly `bits` words, so the stream is cut into
+// blocks of 32 codes and `bits` words, and code j of a block lies in word (j *
+// bits) / 32 at bit (j * bits) % 32, its top bits in the next word when it
+// crosses one (3, 5 and 6 bits).
 #include "kiln/ops/quantized.h"
 
 #include <cmath>

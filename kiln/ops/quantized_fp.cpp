@@ -54,10 +54,10 @@ FpMode fp_mode(const char* op, const std::string& mode, int group_size,
   }
   if (group_size != m.group_size || bits != m.bits) {
     throw std::invalid_argument(
-        std::string("[") + op + "] " + mode + " quantization needs group_size " +
-        std::to_string(m.group_size) + " and bits " + std::to_string(m.bits) +
-        "; got group_size " + std::to_string(group_size) + " and bits " +
-        std::to_string(bits) + ".");
+        std::string("[") + op + "] " + mode +
+        " quantization needs group_size " + std::to_string(m.group_size) +
+        " and bits " + std::to_string(m.bits) + "; got group_size " +
+        std::to_string(group_size) + " and bits " + std::to_string(bits) + ".");
   }
   return m;
 }

@@ -157,7 +157,8 @@ array number_of_elements(const array& a, const std::vector<int>& axes, int ddof,
                          Dtype dt, const char* op, StreamOrDevice s) {
   auto ax = detail::normalize_axes(axes, static_cast<int>(a.ndim()), op);
   std::sort(ax.begin(), ax.end());
-  auto p = std::make_shared<NumberOfElements>(to_stream(s), std::move(ax), ddof, dt);
+  auto p =
+      std::make_shared<NumberOfElements>(to_stream(s), std::move(ax), ddof, dt);
   return array(Shape{}, dt, std::move(p), {a});
 }
 } // namespace
@@ -225,7 +226,8 @@ array logsumexp(const array& a, const std::vector<int>& axes, bool keepdims,
   if (a.size() == 0) invalid("logsumexp", "cannot reduce a zero-size array.");
   Dtype dt = detail::at_least_float(a.dtype());
   auto x = astype(a, dt, s);
-  auto ax = detail::normalize_axes(axes, static_cast<int>(a.ndim()), "logsumexp");
+  auto ax =
+      detail::normalize_axes(axes, static_cast<int>(a.ndim()), "logsumexp");
   int nd = static_cast<int>(a.ndim());
   if (!is_complex(dt) && ax.size() == 1) {
     // One pass over each row (LogSumExp works on the last axis; another

@@ -25,7 +25,8 @@ array broadcast_to(const array& a, const Shape& shape, StreamOrDevice s = {});
 namespace detail {
 /** broadcast_to for an elementwise op's operand (an implicit broadcast, see
  *  primitives/shape.h). */
-array broadcast_operand(const array& a, const Shape& shape, StreamOrDevice s = {});
+array broadcast_operand(const array& a, const Shape& shape,
+                        StreamOrDevice s = {});
 /** broadcast_to(a, like.shape()); while a shapeless compile traces `like`,
  *  a node whose shape keeps following like's on replay. */
 array broadcast_like(const array& a, const array& like, StreamOrDevice s = {});

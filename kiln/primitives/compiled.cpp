@@ -14,7 +14,8 @@ namespace {
 
 Shape region_shape(const std::vector<array>& inputs) {
   Shape s;
-  for (auto& in : inputs) s = detail::broadcast_shapes(s, in.shape(), "Compiled");
+  for (auto& in : inputs)
+    s = detail::broadcast_shapes(s, in.shape(), "Compiled");
   return s;
 }
 

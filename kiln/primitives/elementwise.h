@@ -84,7 +84,8 @@ KILN_ELEMENTWISE_CLASS(Select, ternary, )
 /** Conversion to the output's dtype (the output array carries it). */
 class AsType : public Elementwise {
  public:
-  AsType(Stream s, Dtype dtype) : Elementwise(s, FusionKind::cast), dtype_(dtype) {}
+  AsType(Stream s, Dtype dtype)
+      : Elementwise(s, FusionKind::cast), dtype_(dtype) {}
   const char* name() const override { return "AsType"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   std::vector<array> partials(const std::vector<array>& inputs,

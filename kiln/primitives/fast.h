@@ -227,10 +227,11 @@ class ScaledDotProductAttention : public Custom {
  *  Inputs: q, k, v, the cotangent of the forward's output, then the mask
  *  if any (as the forward's), then, when `saved`, the forward's output and
  *  its row statistics (a forward with stats). Outputs: dq, dk, dv,
- *  row-major, in the dtypes of q, k, v. Its fallback is the vjp of the forward's fallback graph, so
- *  its own transformations differentiate and batch that graph. The GPU
- *  computes it on tensor cores (flash attention 2's backward, recomputing
- *  the forward's row statistics); the CPU evaluates the fallback. */
+ *  row-major, in the dtypes of q, k, v. Its fallback is the vjp of the
+ * forward's fallback graph, so its own transformations differentiate and batch
+ * that graph. The GPU computes it on tensor cores (flash attention 2's
+ * backward, recomputing the forward's row statistics); the CPU evaluates the
+ * fallback. */
 class ScaledDotProductAttentionVjp : public Custom {
  public:
   ScaledDotProductAttentionVjp(Stream s, Fallback f, float scale,

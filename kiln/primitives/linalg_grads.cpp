@@ -243,10 +243,12 @@ std::vector<array> SegmentedMM::vjp(const std::vector<array>& primals,
     if (i == 0) {
       // Each segment's cot_s @ b^T, kept on its columns.
       array g = matmul(cot, mT(b, s), s);
-      out.push_back(sum(multiply(g, expand_dims(mask, 1, s), s), {0}, false, s));
+      out.push_back(
+          sum(multiply(g, expand_dims(mask, 1, s), s), {0}, false, s));
     } else if (i == 1) {
       array g = matmul(mT(a, s), cot, s);
-      out.push_back(sum(multiply(g, expand_dims(mask, 2, s), s), {0}, false, s));
+      out.push_back(
+          sum(multiply(g, expand_dims(mask, 2, s), s), {0}, false, s));
     } else {
       out.push_back(zeros_like(primals[i], s));
     }

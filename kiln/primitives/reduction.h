@@ -44,7 +44,9 @@ class NumberOfElements : public UnaryPrimitive {
     auto* o = dynamic_cast<const NumberOfElements*>(&other);
     return o && o->axes_ == axes_ && o->ddof_ == ddof_ && o->dtype_ == dtype_;
   }
-  std::vector<Shape> output_shapes(const std::vector<array>&) override { return {Shape{}}; }
+  std::vector<Shape> output_shapes(const std::vector<array>&) override {
+    return {Shape{}};
+  }
   /** The count for an input of this shape. */
   double count(const Shape& shape) const;
   const std::vector<int>& axes() const { return axes_; }

@@ -40,10 +40,12 @@ array product_of_others(const array& x, const std::vector<int>& axes) {
   flat.push_back(-1);
   auto xf = reshape(xt, flat);
   int last = static_cast<int>(kept);
-  auto g = multiply(cumprod(xf, last, false, false), cumprod(xf, last, true, false));
+  auto g =
+      multiply(cumprod(xf, last, false, false), cumprod(xf, last, true, false));
   g = reshape(g, xt.shape());
   std::vector<int> inverse(perm.size());
-  for (size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = static_cast<int>(i);
+  for (size_t i = 0; i < perm.size(); ++i)
+    inverse[perm[i]] = static_cast<int>(i);
   return transpose(g, inverse);
 }
 
@@ -88,7 +90,8 @@ std::vector<array> Reduce::jvp(const std::vector<array>& primals,
     case Min: {
       auto out = type_ == Max ? max(x, axes_, true) : min(x, axes_, true);
       auto mask = astype(equal(x, out), x.dtype());
-      return {divide(sum(multiply(t, mask), axes_, true), sum(mask, axes_, true))};
+      return {
+          divide(sum(multiply(t, mask), axes_, true), sum(mask, axes_, true))};
     }
     default:
       return {zeros(output_shapes(primals)[0], bool_)};
@@ -125,7 +128,8 @@ std::vector<array> ArgReduce::jvp(const std::vector<array>& primals,
 std::pair<std::vector<array>, std::vector<int>> ArgReduce::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
   auto x = batch_first(inputs[0], axes[0]);
-  auto out = type_ == ArgMax ? argmax(x, axis_ + 1, true) : argmin(x, axis_ + 1, true);
+  auto out =
+      type_ == ArgMax ? argmax(x, axis_ + 1, true) : argmin(x, axis_ + 1, true);
   return {{out}, {0}};
 }
 
@@ -202,8 +206,8 @@ array cumprod_vjp(const array& x, const array& c, int axis, bool reverse,
                 axis);
   }
   if (!inclusive) {
-    return shift_left(cumprod_vjp(shift_right(x, axis, 1), c, axis, false, true),
-                      axis);
+    return shift_left(
+        cumprod_vjp(shift_right(x, axis, 1), c, axis, false, true), axis);
   }
   ZeroSplit z(x, axis);
   auto early = divide(cumsum(where(z.before, multiply(c, conjugate(z.y)),
@@ -327,9 +331,11 @@ std::vector<array> Scan::jvp(const std::vector<array>& primals,
       ishape[axis_] = n;
       auto idx = reshape(arange(0, n, 1), ishape);
       if (reverse_) idx = subtract(array(n - 1), idx);
-      auto src = cummax(where(equal(x, y), idx, array(-1)), axis_, reverse_, true);
-      auto hit = astype(equal(expand_dims(src, axis_ + 1), expand_dims(idx, axis_)),
-                        t.dtype());
+      auto src =
+          cummax(where(equal(x, y), idx, array(-1)), axis_, reverse_, true);
+      auto hit =
+          astype(equal(expand_dims(src, axis_ + 1), expand_dims(idx, axis_)),
+                 t.dtype());
       return {sum(multiply(expand_dims(t, axis_), hit), axis_ + 1)};
     }
   }
@@ -370,7 +376,8 @@ std::pair<std::vector<array>, std::vector<int>> NumberOfElements::vmap(
   int b = axes[0];
   std::vector<int> shifted;
   for (int a : axes_) shifted.push_back(a >= b ? a + 1 : a);
-  auto p = std::make_shared<NumberOfElements>(stream(), std::move(shifted), ddof_, dtype_);
+  auto p = std::make_shared<NumberOfElements>(stream(), std::move(shifted),
+                                              ddof_, dtype_);
   array n(Shape{}, dtype_, std::move(p), {inputs[0]});
   return {{broadcast_to(n, {inputs[0].shape(b)})}, {0}};
 }

@@ -16,10 +16,12 @@ bool Broadcast::is_equivalent(const Primitive& other) const {
 std::vector<Shape> Broadcast::output_shapes(const std::vector<array>& inputs) {
   // An explicit broadcast_to keeps its target shape; the new input must
   // still broadcast to it.
-  if (detail::broadcast_shapes(inputs[0].shape(), shape_, "broadcast_to") != shape_) {
-    throw std::invalid_argument("[broadcast_to] cannot broadcast an array of shape " +
-                                detail::shape_str(inputs[0].shape()) + " to shape " +
-                                detail::shape_str(shape_) + ".");
+  if (detail::broadcast_shapes(inputs[0].shape(), shape_, "broadcast_to") !=
+      shape_) {
+    throw std::invalid_argument(
+        "[broadcast_to] cannot broadcast an array of shape " +
+        detail::shape_str(inputs[0].shape()) + " to shape " +
+        detail::shape_str(shape_) + ".");
   }
   return {shape_};
 }
@@ -44,9 +46,9 @@ std::vector<Shape> BroadcastLike::output_shapes(
   }
   if (in.size() > like.size() ||
       detail::broadcast_shapes(in, like, "broadcast_to") != like) {
-    throw std::invalid_argument("[broadcast_to] cannot broadcast an array of shape " +
-                                detail::shape_str(in) + " to shape " +
-                                detail::shape_str(like) + ".");
+    throw std::invalid_argument(
+        "[broadcast_to] cannot broadcast an array of shape " +
+        detail::shape_str(in) + " to shape " + detail::shape_str(like) + ".");
   }
   return {like};
 }
@@ -72,9 +74,10 @@ std::vector<Shape> Reshape::output_shapes(const std::vector<array>& inputs) {
   if (infer == requested_.end()) {
     if (in.shape() != in_shape_) {
       throw std::invalid_argument(
-          "[reshape] a reshape to the fixed shape " + detail::shape_str(shape_) +
-          " (traced from an input of shape " + detail::shape_str(in_shape_) +
-          ") cannot follow a new input shape " + detail::shape_str(in.shape()) +
+          "[reshape] a reshape to the fixed shape " +
+          detail::shape_str(shape_) + " (traced from an input of shape " +
+          detail::shape_str(in_shape_) + ") cannot follow a new input shape " +
+          detail::shape_str(in.shape()) +
           " under shapeless compile; write one dimension as -1.");
     }
     return {shape_};

@@ -63,8 +63,9 @@ std::vector<array> BroadcastLike::vjp(const std::vector<array>& primals,
   std::vector<array> out;
   for (int i : argnums) {
     if (i == 0) {
-      out.push_back(squeeze(sum(cotangents[0], axes, true),
-                            std::vector<int>(axes.begin(), axes.begin() + diff)));
+      out.push_back(
+          squeeze(sum(cotangents[0], axes, true),
+                  std::vector<int>(axes.begin(), axes.begin() + diff)));
     } else {
       out.push_back(zeros_like(primals[1]));
     }
@@ -122,8 +123,9 @@ std::vector<array> Reshape::vjp(const std::vector<array>& primals,
                                 const std::vector<array>&) {
   std::vector<array> out;
   for (int i : argnums) {
-    out.push_back(i == 0 ? detail::reshape_like(cotangents[0], primals[0], stream())
-                         : zeros_like(primals[1]));
+    out.push_back(
+        i == 0 ? detail::reshape_like(cotangents[0], primals[0], stream())
+               : zeros_like(primals[1]));
   }
   return out;
 }
@@ -208,7 +210,8 @@ std::vector<array> Transpose::vjp(const std::vector<array>&,
                                   const std::vector<int>&,
                                   const std::vector<array>&) {
   std::vector<int> inverse(axes_.size());
-  for (size_t i = 0; i < axes_.size(); ++i) inverse[axes_[i]] = static_cast<int>(i);
+  for (size_t i = 0; i < axes_.size(); ++i)
+    inverse[axes_[i]] = static_cast<int>(i);
   return {transpose(cotangents[0], inverse)};
 }
 
@@ -254,7 +257,8 @@ std::vector<array> View::vjp(const std::vector<array>& primals,
                              const std::vector<int>&,
                              const std::vector<array>&) {
   if (primals[0].itemsize() != dtype_.size) {
-    detail::invalid("view", "a view that changes the itemsize has no gradient.");
+    detail::invalid("view",
+                    "a view that changes the itemsize has no gradient.");
   }
   return {view(cotangents[0], primals[0].dtype())};
 }
@@ -263,7 +267,8 @@ std::vector<array> View::jvp(const std::vector<array>& primals,
                              const std::vector<array>& tangents,
                              const std::vector<int>&) {
   if (primals[0].itemsize() != dtype_.size) {
-    detail::invalid("view", "a view that changes the itemsize has no gradient.");
+    detail::invalid("view",
+                    "a view that changes the itemsize has no gradient.");
   }
   return {view(tangents[0], dtype_)};
 }

@@ -95,10 +95,10 @@ std::pair<std::vector<array>, std::vector<array>> vjp_with(
     for (size_t k = 0; k < argnums.size(); ++k) {
       const array& in = inputs[argnums[k]];
       if (vjps[k].shape() != in.shape()) {
-        throw std::logic_error(std::string("[vjp] ") + node.primitive().name() +
-                               " returned a cotangent of shape " +
-                               shape_str(vjps[k].shape()) + " for an input of shape " +
-                               shape_str(in.shape()) + ".");
+        throw std::logic_error(
+            std::string("[vjp] ") + node.primitive().name() +
+            " returned a cotangent of shape " + shape_str(vjps[k].shape()) +
+            " for an input of shape " + shape_str(in.shape()) + ".");
       }
       add_into(cotan, in, astype(vjps[k], in.dtype()));
     }
@@ -123,7 +123,9 @@ std::pair<std::vector<array>, std::vector<array>> vjp(
 std::pair<array, array> vjp(const std::function<array(const array&)>& fun,
                             const array& primal, const array& cotangent) {
   auto [outs, vjps] = vjp(
-      [&](const std::vector<array>& x) { return std::vector<array>{fun(x[0])}; },
+      [&](const std::vector<array>& x) {
+        return std::vector<array>{fun(x[0])};
+      },
       {primal}, {cotangent});
   return {outs[0], vjps[0]};
 }
@@ -185,7 +187,9 @@ std::pair<std::vector<array>, std::vector<array>> jvp(
 std::pair<array, array> jvp(const std::function<array(const array&)>& fun,
                             const array& primal, const array& tangent) {
   auto [outs, jvps] = jvp(
-      [&](const std::vector<array>& x) { return std::vector<array>{fun(x[0])}; },
+      [&](const std::vector<array>& x) {
+        return std::vector<array>{fun(x[0])};
+      },
       {primal}, {tangent});
   return {outs[0], jvps[0]};
 }

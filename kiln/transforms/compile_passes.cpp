@@ -89,7 +89,8 @@ void simplify(Trace& trace) {
         same = co[i].shape() == no[i].shape() && co[i].dtype() == no[i].dtype();
       }
       if (!same) continue;
-      for (size_t i = 0; i < co.size(); ++i) canonical.emplace(no[i].id(), co[i]);
+      for (size_t i = 0; i < co.size(); ++i)
+        canonical.emplace(no[i].id(), co[i]);
       dup = true;
     }
     if (dup) {
@@ -204,7 +205,8 @@ class Fuser {
   explicit Fuser(Trace& trace) : trace_(trace), tape_(trace.tape) {
     for (int i = 0; i < static_cast<int>(tape_.size()); ++i) {
       for (auto& o : tape_[i].outputs()) index_[o.id()] = i;
-      for (auto& in : tape_[i].inputs()) consumers_[in.id()].push_back(tape_[i]);
+      for (auto& in : tape_[i].inputs())
+        consumers_[in.id()].push_back(tape_[i]);
     }
     for (auto& o : trace_.outputs) returned_.insert(o.id());
     region_of_.assign(tape_.size(), -1);
@@ -491,8 +493,9 @@ class Fuser {
     created_.push_back(outs[0]);
     std::ostringstream os;
     p->print(os);
-    compile_log(1, "fused " + os.str() + ": " + std::to_string(p->ops().size()) +
-                       " ops, " + std::to_string(ext.size()) + " inputs, " +
+    compile_log(1, "fused " + os.str() + ": " +
+                       std::to_string(p->ops().size()) + " ops, " +
+                       std::to_string(ext.size()) + " inputs, " +
                        std::to_string(outs.size()) + " outputs");
   }
 
@@ -606,7 +609,8 @@ std::vector<array> replay_plan(const ReplayPlan& plan,
     in.reserve(n.operands.size());
     for (int k : n.operands) in.push_back(value(k));
     if (n.shapes.size() == 1) {
-      slots.push_back(array(n.shapes[0], n.dtypes[0], n.primitive, std::move(in)));
+      slots.push_back(
+          array(n.shapes[0], n.dtypes[0], n.primitive, std::move(in)));
     } else {
       for (auto& a : array::make_arrays(n.shapes, n.dtypes, n.primitive, in)) {
         slots.push_back(std::move(a));
@@ -621,7 +625,8 @@ std::vector<array> replay_plan(const ReplayPlan& plan,
 
 } // namespace
 
-std::vector<array> replay(const Trace& trace, const std::vector<array>& inputs) {
+std::vector<array> replay(const Trace& trace,
+                          const std::vector<array>& inputs) {
   if (trace.plan) return replay_plan(*trace.plan, inputs);
   std::unordered_map<uintptr_t, array> value;
   value.reserve(trace.tape.size() * 2 + inputs.size());
@@ -640,7 +645,8 @@ std::vector<array> replay(const Trace& trace, const std::vector<array>& inputs) 
   // The operand of an implicit broadcast to re-broadcast: one on the tape
   // (pending), or one of a constant (the scalar of `x * 2`, which depends
   // on no input and so is not on the tape).
-  auto deferred = [&](const array& a) -> std::optional<std::pair<array, Shape>> {
+  auto deferred =
+      [&](const array& a) -> std::optional<std::pair<array, Shape>> {
     if (!trace.shapeless) return std::nullopt;
     auto it = pending.find(a.id());
     if (it != pending.end()) return it->second;
@@ -659,7 +665,8 @@ std::vector<array> replay(const Trace& trace, const std::vector<array>& inputs) 
   for (auto& node : trace.tape) {
     if (trace.shapeless && is_implicit_broadcast(node)) {
       auto& b = static_cast<const Broadcast&>(node.primitive());
-      pending.emplace(node.id(), std::make_pair(lookup(node.inputs()[0]), b.shape()));
+      pending.emplace(node.id(),
+                      std::make_pair(lookup(node.inputs()[0]), b.shape()));
       continue;
     }
     std::vector<array> in;
@@ -687,11 +694,13 @@ std::vector<array> replay(const Trace& trace, const std::vector<array>& inputs) 
     }
     std::vector<array> made;
     if (outs.size() == 1) {
-      made.push_back(array(shapes[0], dtypes[0], node.primitive_ptr(), std::move(in)));
+      made.push_back(
+          array(shapes[0], dtypes[0], node.primitive_ptr(), std::move(in)));
     } else {
       made = array::make_arrays(shapes, dtypes, node.primitive_ptr(), in);
     }
-    for (size_t k = 0; k < outs.size(); ++k) value.emplace(outs[k].id(), made[k]);
+    for (size_t k = 0; k < outs.size(); ++k)
+      value.emplace(outs[k].id(), made[k]);
   }
   std::vector<array> result;
   for (auto& o : trace.outputs) result.push_back(resolve(o, nullptr));
@@ -726,13 +735,14 @@ std::string format_trace(const Trace& trace, bool dot) {
       }
       continue;
     }
-    for (size_t k = 0; k < outs.size(); ++k) os << (k ? ", " : "") << name_of(outs[k]);
+    for (size_t k = 0; k < outs.size(); ++k)
+      os << (k ? ", " : "") << name_of(outs[k]);
     os << " = " << prim.str() << "(";
     for (size_t k = 0; k < node.inputs().size(); ++k) {
       os << (k ? ", " : "") << name_of(node.inputs()[k]);
     }
-    os << ") " << shape_str(outs[0].shape()) << " " << dtype_name(outs[0].dtype())
-       << "\n";
+    os << ") " << shape_str(outs[0].shape()) << " "
+       << dtype_name(outs[0].dtype()) << "\n";
   }
   if (dot) {
     os << "}\n";

@@ -121,7 +121,9 @@ std::function<array(const array&)> vmap(
     const std::function<array(const array&)>& fun, int in_axis,
     int out_axis) {
   auto f = vmap(
-      [fun](const std::vector<array>& x) { return std::vector<array>{fun(x[0])}; },
+      [fun](const std::vector<array>& x) {
+        return std::vector<array>{fun(x[0])};
+      },
       {in_axis}, {out_axis});
   return [f](const array& x) { return f({x})[0]; };
 }

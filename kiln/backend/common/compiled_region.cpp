@@ -167,7 +167,8 @@ CompiledLayout compiled_layout(const Compiled& c,
     l.strides = st;
     l.strides.push_back(row_major_strides(shape)); // outputs, kept row-major
     for (size_t k = 0; k < inputs.size(); ++k) {
-      if (spec.roles[k] != JitRole::strided) l.strides[k].assign(shape.size(), 0);
+      if (spec.roles[k] != JitRole::strided)
+        l.strides[k].assign(shape.size(), 0);
     }
     l.shape = collapse_dims(shape, l.strides);
     return l;
@@ -200,7 +201,8 @@ bool rows_layout(CompiledLayout& l) {
     }
   }
   for (size_t k = 0; k < spec.roles.size(); ++k) {
-    if (spec.roles[k] == JitRole::strided) spec.roles[k] = role_of(l.strides[k]);
+    if (spec.roles[k] == JitRole::strided)
+      spec.roles[k] = role_of(l.strides[k]);
   }
   return true;
 }

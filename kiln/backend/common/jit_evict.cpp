@@ -64,8 +64,9 @@ uint64_t evict_cache_entries(const std::string& dir,
   if (total <= limit) return 0;
   std::vector<const Entry*> order;
   for (auto& [stem, en] : entries) order.push_back(&en);
-  std::sort(order.begin(), order.end(),
-            [](const Entry* a, const Entry* b) { return a->newest < b->newest; });
+  std::sort(order.begin(), order.end(), [](const Entry* a, const Entry* b) {
+    return a->newest < b->newest;
+  });
   uint64_t removed = 0;
   for (const Entry* en : order) {
     if (total - removed <= limit) break;

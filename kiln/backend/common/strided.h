@@ -10,9 +10,10 @@
 namespace kiln::detail {
 
 /** Merge adjacent dimensions that every operand walks contiguously while the
- *  merged extent fits in int32, and drop size-1 dimensions. Returns the new shape; strides (a std::array or a
- *  std::vector of Strides, one per operand) are rewritten in place. A 0-d or
- *  all-ones shape becomes {1} with strides {0}. */
+ *  merged extent fits in int32, and drop size-1 dimensions. Returns the new
+ * shape; strides (a std::array or a std::vector of Strides, one per operand)
+ * are rewritten in place. A 0-d or all-ones shape becomes {1} with strides {0}.
+ */
 template <typename StridesList>
 Shape collapse_dims(const Shape& shape, StridesList& strides) {
   const size_t K = strides.size();

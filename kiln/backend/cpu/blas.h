@@ -1,7 +1,7 @@
-// The one include of CBLAS (lapack.h adds LAPACKE). A build against scipy-openblas
-// (the wheel's BLAS, from PyPI, as NumPy and SciPy use; KILN_BLAS_SCIPY)
-// finds every symbol behind a "scipy_" prefix: the names kiln calls are
-// mapped here, so the kernels keep the standard ones.
+// The one include of CBLAS (lapack.h adds LAPACKE). A build against
+// scipy-openblas (the wheel's BLAS, from PyPI, as NumPy and SciPy use;
+// KILN_BLAS_SCIPY) finds every symbol behind a "scipy_" prefix: the names kiln
+// calls are mapped here, so the kernels keep the standard ones.
 #pragma once
 
 #if KILN_BLAS_SCIPY

@@ -22,9 +22,10 @@ void check_blas_core_once() {
     std::string core = name ? name : "";
     bool generic = core == "Prescott" || core == "Core2" || core == "Penryn" ||
                    core == "Dunnington" || core == "Nehalem" || core == "Atom";
-    const char* hint = __builtin_cpu_supports("avx512f")
-                           ? "SkylakeX"
-                           : (__builtin_cpu_supports("avx2") ? "Haswell" : nullptr);
+    const char* hint =
+        __builtin_cpu_supports("avx512f")
+            ? "SkylakeX"
+            : (__builtin_cpu_supports("avx2") ? "Haswell" : nullptr);
     if (generic && hint) {
       std::fprintf(stderr,
                    "kiln: OpenBLAS does not recognise this CPU and runs its "

@@ -287,9 +287,9 @@ void conv_by_taps(const ConvGeometry& g, const TapTables& taps,
         for (int64_t j = 0; j < cog; ++j) dst[j] = cast_to<T>(acc[j]);
       }
     };
-    detail::parallel_for(static_cast<size_t>(out_rows),
-                         std::max<size_t>(1, 4096 / std::max<int64_t>(K * cog, 1)),
-                         gather);
+    detail::parallel_for(
+        static_cast<size_t>(out_rows),
+        std::max<size_t>(1, 4096 / std::max<int64_t>(K * cog, 1)), gather);
   }
 }
 

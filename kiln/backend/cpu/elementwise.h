@@ -215,7 +215,8 @@ void stage_tile(const T* p, const Strides& st, int64_t r0, int64_t r1,
   if (st[0] == 1 && st[1] != 1) {
     for (int64_t c = c0; c < c1; ++c) {
       const T* col = p + c * st[1];
-      for (int64_t r = r0; r < r1; ++r) buf[(r - r0) * tile_side + c - c0] = col[r];
+      for (int64_t r = r0; r < r1; ++r)
+        buf[(r - r0) * tile_side + c - c0] = col[r];
     }
     return;
   }

@@ -40,7 +40,8 @@ int64_t product(const Shape& s, size_t from, size_t to) {
 
 // Enough lines per chunk that a chunk does at least ~64K points of work.
 size_t grain_for(int64_t n) {
-  return static_cast<size_t>(std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(n, 1)));
+  return static_cast<size_t>(
+      std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(n, 1)));
 }
 
 void scale_run(cfloat* p, int64_t n, float scale) {
@@ -168,8 +169,9 @@ void real_forward_last(const float* x, const Shape& in_shape, int axis,
       line[h] = line[0];
       // In floats, through restrict pointers: the output cannot alias the
       // line, so nothing is reloaded after each store.
-      float* __restrict res = inner == 1 ? reinterpret_cast<float*>(dst)
-                                       : reinterpret_cast<float*>(joined.data());
+      float* __restrict res = inner == 1
+                                  ? reinterpret_cast<float*>(dst)
+                                  : reinterpret_cast<float*>(joined.data());
       const float* __restrict z = f;
       const float* __restrict w = reinterpret_cast<const float*>(tw->data());
       const float sc = scale;
@@ -228,7 +230,8 @@ void real_inverse_last(const cfloat* x, const Shape& in_shape, int axis,
       // Z_k = (X_k + conj(X_{h-k})) + i conj(w_k) (X_k - conj(X_{h-k})), in
       // floats through restrict pointers (see real_forward_last).
       {
-        const float* __restrict x2 = reinterpret_cast<const float*>(spec.data());
+        const float* __restrict x2 =
+            reinterpret_cast<const float*>(spec.data());
         const float* __restrict w = reinterpret_cast<const float*>(tw->data());
         float* __restrict zl = reinterpret_cast<float*>(line.data());
         for (int64_t k = 0; k < h; ++k) {

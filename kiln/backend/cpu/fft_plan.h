@@ -12,10 +12,11 @@
 namespace kiln::cpu {
 
 /** A discrete Fourier transform of one length, made once and run on many
- *  lines: out[k] = sum_j in[j] * exp(-+2*pi*i*j*k/n) (sign - forward, + inverse),
- *  no normalization (the caller scales the inverse). Any n >= 1. Twiddles are
- *  computed in double precision and stored as float. Thread-safe to execute
- *  concurrently from several threads (each call gets its own scratch). */
+ *  lines: out[k] = sum_j in[j] * exp(-+2*pi*i*j*k/n) (sign - forward, +
+ * inverse), no normalization (the caller scales the inverse). Any n >= 1.
+ * Twiddles are computed in double precision and stored as float. Thread-safe to
+ * execute concurrently from several threads (each call gets its own scratch).
+ */
 class FftPlan {
  public:
   FftPlan(int64_t n, bool inverse);

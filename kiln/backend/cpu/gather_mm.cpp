@@ -43,7 +43,8 @@ std::vector<int64_t> read_indices(const array& idx, int64_t n) {
 }
 
 template <typename T, typename G>
-void run_gather_mm(const array& a, const array& b, const std::vector<int64_t>& li,
+void run_gather_mm(const array& a, const array& b,
+                   const std::vector<int64_t>& li,
                    const std::vector<int64_t>& ri, array& out) {
   int64_t m = a.shape(1), k = a.shape(2), n = b.shape(2);
   T* o = out.data<T>();
@@ -114,7 +115,8 @@ void GatherMM::eval_cpu(const std::vector<array>& inputs, array& out) {
   out.set_data(allocator::malloc(out.nbytes()));
   if (out.size() == 0) return;
   if (a.shape(1) > INT_MAX || a.shape(2) > INT_MAX || b.shape(2) > INT_MAX) {
-    throw std::invalid_argument("[gather_mm] matrix dimensions exceed INT_MAX.");
+    throw std::invalid_argument(
+        "[gather_mm] matrix dimensions exceed INT_MAX.");
   }
   auto li = read_indices(inputs[2], a.shape(0));
   auto ri = read_indices(inputs[3], b.shape(0));

@@ -26,7 +26,8 @@
 
 namespace kiln::detail {
 
-// Generated at build time from jit_prelude.h, half_bits.h and the functor headers.
+// Generated at build time from jit_prelude.h, half_bits.h and the functor
+// headers.
 extern const char* const jit_prelude_text;
 extern const char* const jit_functors_text;
 

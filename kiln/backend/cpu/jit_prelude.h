@@ -1,7 +1,7 @@
 // The start of every CPU JIT source (embedded at build time, never compiled
 // by the build itself). It declares the few std names that half_bits.h and
-// the functor headers use, without standard headers: parsing <cmath> alone would take
-// most of a kernel's build time. The generated source adds the libm
+// the functor headers use, without standard headers: parsing <cmath> alone
+// would take most of a kernel's build time. The generated source adds the libm
 // declarations (with libmvec's SIMD forms where the machine has them) after
 // this text and before the functors.
 #pragma once

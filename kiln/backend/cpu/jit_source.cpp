@@ -81,8 +81,8 @@ std::string literal(const FusedConstant& c) {
   } else {
     // Integers: bits are the value's bytes, zero-extended; the conversion
     // to the signed type wraps (defined since C++20).
-    return std::string("static_cast<") + storage_type(d) + ">(" + detail::hex_literal(c.bits) +
-           ")";
+    return std::string("static_cast<") + storage_type(d) + ">(" +
+           detail::hex_literal(c.bits) + ")";
   }
   return e + " /* " + value + " */";
 }

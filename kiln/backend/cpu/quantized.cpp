@@ -17,10 +17,10 @@
 // group: scale * (x . codes) + bias * sum(x over the group), for every row
 // of x; output rows (of every matrix of a batch together) are split over
 // the cores, and the packed weight is read once per call (a decode step
-// moves bits / 32 of what a float32 weight would). Codes of 1, 2, 4 or 8 bits are read byte by byte against
-// x dealt into matching streams; 3, 5 and 6 bits are unpacked one code at
-// a time. From gemm_min_rows rows of x on, the weight is dequantized once
-// and multiplied by BLAS.
+// moves bits / 32 of what a float32 weight would). Codes of 1, 2, 4 or 8 bits
+// are read byte by byte against x dealt into matching streams; 3, 5 and 6 bits
+// are unpacked one code at a time. From gemm_min_rows rows of x on, the weight
+// is dequantized once and multiplied by BLAS.
 #include <algorithm>
 #include <climits>
 #include <cstdint>

@@ -117,8 +117,9 @@ typename Op::wide reduce_run(const In* p, int64_t n, int64_t s, Op op) {
                    std::is_same_v<Op, MinOp<float>>)) {
       if (s == 1) { // the SIMD clones of extremes.h
         size_t m = static_cast<size_t>(e - b);
-        float r = std::is_same_v<Op, MaxOp<float>> ? detail::max_run_f32(p + b, m)
-                                                   : detail::min_run_f32(p + b, m);
+        float r = std::is_same_v<Op, MaxOp<float>>
+                      ? detail::max_run_f32(p + b, m)
+                      : detail::min_run_f32(p + b, m);
         total = op(total, r);
         continue;
       }

@@ -100,7 +100,8 @@ void scan(const array& in, array& out, int axis, bool reverse, bool inclusive,
   st[0][axis] = st[1][axis] = 0;
   Shape shape = detail::collapse_dims(lines, st);
   size_t rows = detail::num_rows(shape);
-  size_t grain = std::max<size_t>(1, detail::elementwise_grain / (n * shape.back() + 1));
+  size_t grain =
+      std::max<size_t>(1, detail::elementwise_grain / (n * shape.back() + 1));
   detail::parallel_for(rows, grain, [&](size_t b, size_t e) {
     detail::for_each_row(shape, st, b, e, [&](const auto& off, int64_t m) {
       for (int64_t j = 0; j < m; ++j) {

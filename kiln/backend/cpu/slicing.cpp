@@ -1,5 +1,6 @@
 // eval_cpu of the slicing primitives: windows and split pieces are views
-// with an offset and scaled strides; updates copy (or take) the source and write the window.
+// with an offset and scaled strides; updates copy (or take) the source and
+// write the window.
 #include <algorithm>
 
 #include "kiln/backend/cpu/copy.h"

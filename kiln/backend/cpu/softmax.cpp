@@ -129,8 +129,9 @@ void LogSumExp::eval_cpu(const std::vector<array>& inputs, array& out) {
     if constexpr (std::is_floating_point_v<compute_t<T>>) {
       logsumexp_rows<T>(x.data<T>(), out.data<T>(), out.size(), n);
     } else {
-      throw std::invalid_argument(std::string("[LogSumExp] unsupported dtype ") +
-                                  dtype_name(x.dtype()) + ".");
+      throw std::invalid_argument(
+          std::string("[LogSumExp] unsupported dtype ") +
+          dtype_name(x.dtype()) + ".");
     }
   });
 }

@@ -1,8 +1,8 @@
 // Ahead-of-time row kernels: softmax (plain and precise), logsumexp, LayerNorm,
-// RMSNorm and their fused backwards, RoPE and attention on float32/float16/bfloat16, and the
-// tensor-core attention kernels (forward and backward) on float16/bfloat16.
-// float64, and everything in the JIT build, is compiled by NVRTC at first
-// use.
+// RMSNorm and their fused backwards, RoPE and attention on
+// float32/float16/bfloat16, and the tensor-core attention kernels (forward and
+// backward) on float16/bfloat16. float64, and everything in the JIT build, is
+// compiled by NVRTC at first use.
 #include "kiln/backend/cuda/aot.cuh"
 #include "kiln/backend/cuda/device/flash_attention_bwd.cuh"
 #include "kiln/backend/cuda/device/norms.cuh"

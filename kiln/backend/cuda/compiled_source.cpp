@@ -32,11 +32,12 @@ std::string literal(const FusedConstant& c) {
     double v;
     std::memcpy(&v, &c.bits, 8);
     std::snprintf(value, sizeof(value), "%.17g", v);
-    return "__longlong_as_double(" + detail::hex_literal(c.bits) + ") /* " + value + " */";
+    return "__longlong_as_double(" + detail::hex_literal(c.bits) + ") /* " +
+           value + " */";
   }
   if (d == float32 || is_half(d)) {
     uint16_t h = static_cast<uint16_t>(c.bits);
-    float v = d == float32    ? detail::bits_float(static_cast<uint32_t>(c.bits))
+    float v = d == float32   ? detail::bits_float(static_cast<uint32_t>(c.bits))
               : d == float16 ? detail::half_bits_to_float(h)
                              : detail::bfloat16_bits_to_float(h);
     uint32_t b;
@@ -46,8 +47,8 @@ std::string literal(const FusedConstant& c) {
            ") /* " + value + " */";
   }
   // Integers: the value's bytes, zero-extended; the conversion wraps.
-  return "static_cast<" + std::string(device_type(d)) + ">(" + detail::hex_literal(c.bits) +
-         ")";
+  return "static_cast<" + std::string(device_type(d)) + ">(" +
+         detail::hex_literal(c.bits) + ")";
 }
 
 std::string var(int arg) {
@@ -207,8 +208,9 @@ void emit_signature(std::string& s, const JitKernelSpec& spec,
   for (size_t k = 0; k < spec.roles.size(); ++k) {
     if (spec.roles[k] != JitRole::scalar) continue;
     Dtype d = spec.input_dtypes[k];
-    s += "  const " + compute_type(d) + " s" + std::to_string(k) + " = cast_to<" +
-         compute_type(d) + ">(in" + std::to_string(k) + "[0]);\n";
+    s += "  const " + compute_type(d) + " s" + std::to_string(k) +
+         " = cast_to<" + compute_type(d) + ">(in" + std::to_string(k) +
+         "[0]);\n";
   }
 }
 

@@ -182,7 +182,8 @@ void gemm_batched(int64_t m, int64_t n, int64_t k, Dtype dt,
   const double one64 = 1, zero64 = 0;
   const float one32 = 1, zero32 = 0;
   const void* alpha = dt == float64 ? static_cast<const void*>(&one64) : &one32;
-  const void* beta = dt == float64 ? static_cast<const void*>(&zero64) : &zero32;
+  const void* beta =
+      dt == float64 ? static_cast<const void*>(&zero64) : &zero32;
   check(blas.lib().gemm_batched(
             blas.handle(), b_trans ? CUBLAS_OP_T : CUBLAS_OP_N,
             a_trans ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),

@@ -72,8 +72,8 @@ void CustomKernel::eval_gpu(const std::vector<array>& inputs,
   const Stream& s = stream();
   size_t n_in = inputs.size() - (sp.init ? outputs.size() : 0);
   auto fail = [](const array& x) {
-    throw std::invalid_argument("[cuda_kernel] cannot copy " + kiln::detail::describe(x) +
-                                " on the GPU.");
+    throw std::invalid_argument("[cuda_kernel] cannot copy " +
+                                kiln::detail::describe(x) + " on the GPU.");
   };
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!sp.init) {

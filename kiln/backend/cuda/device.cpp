@@ -48,7 +48,8 @@ struct ProfileBrackets {
 };
 
 ProfileBrackets& brackets() {
-  static ProfileBrackets* b = new ProfileBrackets; // outlives static destructors
+  static ProfileBrackets* b =
+      new ProfileBrackets; // outlives static destructors
   return *b;
 }
 

@@ -194,8 +194,8 @@ void allow_shared_bytes(CUfunction f, int bytes) {
   }
 }
 
-void launch_blocks(CUfunction f, int64_t blocks, int bx, int by, KernelArgs args,
-                   int stream) {
+void launch_blocks(CUfunction f, int64_t blocks, int bx, int by,
+                   KernelArgs args, int stream) {
   if (blocks <= 0) return;
   set_current_device();
   // Exactly `blocks` blocks: these kernels map blocks to their work.

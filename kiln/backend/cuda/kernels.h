@@ -82,8 +82,8 @@ void allow_shared_bytes(CUfunction f, int bytes);
 
 /** Launches f on a grid of `blocks` blocks of (bx, by) threads; for kernels
  *  that choose their own shape (reductions). */
-void launch_blocks(CUfunction f, int64_t blocks, int bx, int by, KernelArgs args,
-                   int stream);
+void launch_blocks(CUfunction f, int64_t blocks, int bx, int by,
+                   KernelArgs args, int stream);
 
 /** How many blocks of `threads` threads of f one SM holds at once (the
  *  driver's occupancy calculator, asked once per kernel and block size). */

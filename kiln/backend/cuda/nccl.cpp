@@ -333,7 +333,8 @@ std::shared_ptr<Communicator> nccl_communicator(std::string& why) {
   // NCCL takes one GPU per process: more local processes than GPUs (and
   // no KILN_DEVICE naming distinct ones) cannot form a group.
   int local_size = 0;
-  for (const char* name : {"KILN_LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"}) {
+  for (const char* name :
+       {"KILN_LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"}) {
     const char* v = std::getenv(name);
     if (v && *v && !local_size) local_size = std::atoi(v);
   }

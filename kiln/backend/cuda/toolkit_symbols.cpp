@@ -166,8 +166,8 @@ KILN_FORWARD(nvrtc, const char*, nvrtcGetErrorString, (nvrtcResult r), (r))
 KILN_FORWARD(nvrtc, nvrtcResult, nvrtcGetLoweredName,
              (nvrtcProgram p, const char* const expr, const char** lowered),
              (p, expr, lowered))
-KILN_FORWARD(nvrtc, nvrtcResult, nvrtcGetProgramLog, (nvrtcProgram p, char* log),
-             (p, log))
+KILN_FORWARD(nvrtc, nvrtcResult, nvrtcGetProgramLog,
+             (nvrtcProgram p, char* log), (p, log))
 KILN_FORWARD(nvrtc, nvrtcResult, nvrtcGetProgramLogSize,
              (nvrtcProgram p, size_t* n), (p, n))
 KILN_FORWARD(nvrtc, nvrtcResult, nvrtcVersion, (int* major, int* minor),

@@ -422,17 +422,17 @@ __device__ __forceinline__ void x_fragments(const T* const (&xr)[2],
  *  blockIdx.y * 16; past m, row m - 1 again, its outputs not stored)
  *  against the 32 weight rows of blockIdx.x, and its warps deal out the
  *  inner dimension in chunks: per weight row, a quad of lanes reads 16
- *  bytes of codes each (128 codes at 4 bits, 64 at 8). The codes stream through a ring of qmma_stages
- *  chunks per warp in shared memory (cp.async; each lane reads back only
- *  what it copied, so no barrier), qmma_stages - 1 chunks ahead of the one
- *  decoded, and the scales and biases one chunk ahead in registers, so
- *  that loads stay in flight while the warp computes. The weight keeps
- *  its layout: an mma step sums over its 16 k slots in any order, so lane
- *  t's slots are mapped onto the codes that its own registers hold
- *  (Decoder's pairs) and its A fragment is gathered from x at the same
- *  positions (x_fragments). Products sum in float32; the warps' partial
- *  tiles add up in shared memory (the ring's, reused) in warp order (the
- *  same sums every run). Dynamic shared memory: warps * qmma_weight_tiles
+ *  bytes of codes each (128 codes at 4 bits, 64 at 8). The codes stream through
+ * a ring of qmma_stages chunks per warp in shared memory (cp.async; each lane
+ * reads back only what it copied, so no barrier), qmma_stages - 1 chunks ahead
+ * of the one decoded, and the scales and biases one chunk ahead in registers,
+ * so that loads stay in flight while the warp computes. The weight keeps its
+ * layout: an mma step sums over its 16 k slots in any order, so lane t's slots
+ * are mapped onto the codes that its own registers hold (Decoder's pairs) and
+ * its A fragment is gathered from x at the same positions (x_fragments).
+ * Products sum in float32; the warps' partial tiles add up in shared memory
+ * (the ring's, reused) in warp order (the same sums every run). Dynamic shared
+ * memory: warps * qmma_weight_tiles
  *  * 512 bytes times qmma_stages or, if fewer, the most chunks a warp
  *  takes. Arguments as quantized_matvec's. */
 template <typename T, int Bits>

@@ -1,7 +1,7 @@
 // Reduction kernels: Reduce (sum, prod, max, min, and, or; complex64 sums,
-// products, and/or), ArgReduce and NumberOfElements. Every reduction visits its elements as "runs": a run of
-// `len` elements at a constant stride, repeated over the outer reduced
-// dimensions. Two shapes of kernel cover every layout:
+// products, and/or), ArgReduce and NumberOfElements. Every reduction visits its
+// elements as "runs": a run of `len` elements at a constant stride, repeated
+// over the outer reduced dimensions. Two shapes of kernel cover every layout:
 //  - row_reduce: a warp (short rows) or a block (long rows) per output reads
 //    the run; contiguous runs use 16-byte loads. A long reduction with few
 //    outputs is split over blocks that write partials, reduced by a second
@@ -323,7 +323,8 @@ __global__ void col_reduce(const In* __restrict__ in, Out* __restrict__ out,
           acc[0] = Op{}(acc[0], cast_to<A>(x2));
           acc[0] = Op{}(acc[0], cast_to<A>(x3));
         }
-        for (; i < end; i += step) acc[0] = Op{}(acc[0], cast_to<A>(p[i * stride]));
+        for (; i < end; i += step)
+          acc[0] = Op{}(acc[0], cast_to<A>(p[i * stride]));
       } else if (outer.ndim == 0) {
         if (V > 1 && cols == V) {
           // Whole vectors: four loads in flight per thread before they are

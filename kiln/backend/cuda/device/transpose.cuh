@@ -18,8 +18,8 @@ namespace kiln::cuda {
  *  stride out_b); `planes` numbers the other axes (operand 0: in, 1: out).
  *  Tiles are numbered (plane * tiles_b + tile_b) * tiles_a + tile_a; block
  *  i takes tiles i * K .. i * K + K - 1 of the `tiles` (K =
- *  transpose_tiles_per_block(sizeof(T))), loading all of them before storing any. T:
- *  the element's bytes as an unsigned type. */
+ *  transpose_tiles_per_block(sizeof(T))), loading all of them before storing
+ * any. T: the element's bytes as an unsigned type. */
 template <typename T>
 __global__ void transpose_tiles(const T* in, T* out, int64_t len_a,
                                 int64_t len_b, int64_t in_a, int64_t out_b,
