@@ -97,10 +97,11 @@ array conv_impl(const char* op, array in, array w, const ConvParams& p,
                     ", dilation " + list_str(p.kernel_dilation) + ").");
   }
   Dtype dt = promote_types(in.dtype(), w.dtype());
-  auto prim = std::make_shared<Convolution>(to_stream(s), p.stride, p.lo, p.hi,
-                                            p.kernel_dilation, p.input_dilation,
-                                            groups, flip);
-  return array(out, dt, std::move(prim), {astype(in, dt, s), astype(w, dt, s)});
+  std::vector<array> inputs = {astype(in, dt, s), astype(w, dt, s)};
+  auto prim = detail::placed<Convolution>(to_stream(s), inputs, p.stride, p.lo,
+                                          p.hi, p.kernel_dilation,
+                                          p.input_dilation, groups, flip);
+  return array(out, dt, std::move(prim), std::move(inputs));
 }
 
 array forward(const char* op, const array& in, const array& w,

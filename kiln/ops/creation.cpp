@@ -81,6 +81,11 @@ array arange(double start, double stop, double step, Dtype dtype,
     step = 0.0;
   }
   auto p = std::make_shared<Arange>(to_stream(s), start, stop, step);
+  // A complex range is a real one (the values start + i * step in float64,
+  // as the CPU computes them) cast: the range kernels are real.
+  if (is_complex(dtype)) {
+    return astype(array({size}, float64, std::move(p), {}), dtype, s);
+  }
   return array({size}, dtype, std::move(p), {});
 }
 

@@ -29,6 +29,7 @@ class Convolution : public UnaryPrimitive {
   const char* name() const override { return "Convolution"; }
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   KILN_GPU_EVAL_UNARY
+  KILN_GPU_DECLINES
   KILN_DECLARE_GRADS
   bool is_equivalent(const Primitive& other) const override;
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;

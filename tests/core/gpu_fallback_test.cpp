@@ -9,6 +9,7 @@
 #include "kiln/ops/creation.h"
 #include "kiln/ops/fft.h"
 #include "kiln/ops/utils.h"
+#include "kiln/primitives/conv.h"
 #include "kiln/primitives/fft.h"
 #include "kiln/primitives/linalg.h"
 #include "kiln/transforms/autograd.h"
@@ -85,7 +86,41 @@ TEST(GpuFallback, LinalgDeclinesWhatCusolverDoesNotTake) {
   std::string why = Eig(s, true).gpu_declines({f64});
   EXPECT_NE(why.find("float32"), std::string::npos) << why;
 }
+
+// The GPU's convolutions take up to three spatial axes; conv_general over
+// four is placed on the CPU.
+TEST(GpuFallback, ConvolutionsPastThreeSpatialAxesAreDeclined) {
+  Stream s = default_stream(Device::cpu);
+  auto conv = [&](int nd) {
+    std::vector<int> one(nd, 1), zero(nd, 0);
+    return Convolution(s, one, zero, zero, one, one, 1, false);
+  };
+  auto x = random_array({1, 3, 3, 3, 3, 2}, float32);
+  auto w = random_array({2, 1, 1, 1, 1, 2}, float32);
+  std::string why = conv(4).gpu_declines({x, w});
+  EXPECT_NE(why.find("4 spatial axes"), std::string::npos) << why;
+  EXPECT_TRUE(conv(3).gpu_declines({x, w}).empty());
+  EXPECT_TRUE(conv(1).gpu_declines({x, w}).empty());
+}
 #endif
+
+// The range and count kernels are real: a complex arange is a float64
+// range cast, so no GPU stream ever meets a complex Arange.
+TEST(GpuFallback, ComplexRangesAreRealRangesCast) {
+  auto r = arange(-1.5, 2.0, 0.75, complex64, Device::cpu);
+  EXPECT_EQ(r.dtype(), complex64);
+  EXPECT_STREQ(r.primitive().name(), "AsType");
+  ASSERT_EQ(r.inputs().size(), 1u);
+  EXPECT_STREQ(r.inputs()[0].primitive().name(), "Arange");
+  EXPECT_EQ(r.inputs()[0].dtype(), float64);
+  r.eval();
+  ASSERT_EQ(r.size(), 5u);
+  const auto* v = r.data<complex64_t>();
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(v[i].real(), static_cast<float>(-1.5 + 0.75 * i)) << i;
+    EXPECT_EQ(v[i].imag(), 0.0f) << i;
+  }
+}
 
 TEST(GpuFallback, WeightGradientRunsItsGraphWithoutEvaluatingOne) {
   // ConvolutionWeightGrad's CPU eval is its fallback graph, run node by

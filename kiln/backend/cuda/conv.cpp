@@ -235,6 +235,17 @@ size_t conv_scratch_limit() { return scratch_limit_bytes(); }
 
 namespace kiln {
 
+// The kernels' geometry holds three spatial axes; the dtypes conv takes
+// (floating point) all have GEMMs.
+std::string Convolution::gpu_declines(const std::vector<array>&) const {
+  if (stride_.size() > static_cast<size_t>(cuda::max_spatial_axes)) {
+    return "a convolution over " + std::to_string(stride_.size()) +
+           " spatial axes (the GPU's take up to " +
+           std::to_string(cuda::max_spatial_axes) + ")";
+  }
+  return {};
+}
+
 void Convolution::eval_gpu(const std::vector<array>& inputs, array& out) {
   if (!cuda::run_conv(*this, inputs[0], inputs[1], out, stream())) {
     cuda::eval_on_cpu(*this, inputs, out);

@@ -1,8 +1,9 @@
 // eval_gpu of Arange: one kernel per dtype (device/creation.cuh).
 #include "kiln/backend/cuda/creation.h"
 
+#include <stdexcept>
+
 #include "kiln/backend/cuda/buffer.h"
-#include "kiln/backend/cuda/fallback.h"
 #include "kiln/backend/cuda/kernels.h"
 #include "kiln/primitives/creation.h"
 
@@ -20,9 +21,10 @@ JitKernel arange_kernel(Dtype dt) {
 namespace kiln {
 
 void Arange::eval_gpu(const std::vector<array>& inputs, array& out) {
+  // arange makes complex ranges real and casts them (ops/creation.cpp).
   if (!cuda::gpu_supports(out.dtype())) {
-    cuda::eval_on_cpu(*this, inputs, out);
-    return;
+    throw std::logic_error("[Arange] no GPU kernel for " +
+                           dtype_name(out.dtype()) + " ranges.");
   }
   cuda::set_device_output(out, stream());
   int64_t n = static_cast<int64_t>(out.size());

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <stdexcept>
 
 #include "kiln/backend/common/reduce_layout.h"
 #include "kiln/backend/cuda/buffer.h"
@@ -150,7 +151,8 @@ int64_t next_pow2(int64_t n) {
 void col_pass(const std::string& op, Dtype in_dt, Dtype out_dt,
               const void* in, void* out, ColArgs a, int v, bool large,
               int stream) {
-  int bx = static_cast<int>(std::min<int64_t>(32, next_pow2(ceil_div(a.k_len, v))));
+  int bx =
+      static_cast<int>(std::min<int64_t>(32, next_pow2(ceil_div(a.k_len, v))));
   int by = block_threads / bx;
   a.tiles = ceil_div(a.k_len, int64_t(bx) * v);
   CUfunction f = get_kernel(
@@ -197,7 +199,8 @@ void col_reduce(const std::string& op, const array& in, array& out,
   a.n_red = a.len * product(outer);
   const void* src = device_ptr(in, s);
   int v = col_width(a, src, in.dtype());
-  int bx = static_cast<int>(std::min<int64_t>(32, next_pow2(ceil_div(a.k_len, v))));
+  int bx =
+      static_cast<int>(std::min<int64_t>(32, next_pow2(ceil_div(a.k_len, v))));
   int by = block_threads / bx;
   int64_t items = a.n_krows * ceil_div(a.k_len, int64_t(bx) * v);
   a.splits = 1;
@@ -322,9 +325,11 @@ void ArgReduce::eval_gpu(const std::vector<array>& inputs, array& out) {
 // kernel stores it so nothing waits for the host.
 void NumberOfElements::eval_gpu(const std::vector<array>& inputs,
                                 array& out) {
+  // mean and var count complex values in float32 and cast the count
+  // (ops/reduction.cpp).
   if (!cuda::gpu_supports(out.dtype())) {
-    cuda::eval_on_cpu(*this, inputs, out);
-    return;
+    throw std::logic_error("[NumberOfElements] no GPU kernel for a " +
+                           dtype_name(out.dtype()) + " count.");
   }
   cuda::set_device_output(out, stream());
   double n = count(inputs[0].shape());
