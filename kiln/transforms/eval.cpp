@@ -172,15 +172,9 @@ void eval_node(array& arr, uint64_t& gpu_streams) {
   if (!arr.is_tracer()) arr.detach();
 }
 
-// Runs the tape; returns once the GPU work it queued is done too, so an
-// evaluated array is computed wherever it lives (as MLX's eval).
-void run_tape(std::vector<array>& tape) {
-  uint64_t gpu_streams = 0;
-  for (auto& slot : tape) {
-    array arr = std::move(slot); // the tape lets go as it goes
-    if (arr.is_available()) continue;
-    eval_node(arr, gpu_streams);
-  }
+// Waits for the GPU streams that got work, so an evaluated array is
+// computed wherever it lives (as MLX's eval).
+void finish_gpu_work(uint64_t gpu_streams) {
   {
     HostTimer timer("eval: wait for the GPU");
     for (int i = 0; gpu_streams != 0; ++i, gpu_streams >>= 1) {
@@ -188,6 +182,34 @@ void run_tape(std::vector<array>& tape) {
     }
   }
   if (gpu_profile_enabled()) gpu::profile_collect();
+}
+
+// Runs the tape; returns once the GPU work it queued is done too.
+void run_tape(std::vector<array>& tape) {
+  uint64_t gpu_streams = 0;
+  for (auto& slot : tape) {
+    array arr = std::move(slot); // the tape lets go as it goes
+    if (arr.is_available()) continue;
+    eval_node(arr, gpu_streams);
+  }
+  finish_gpu_work(gpu_streams);
+}
+
+// One array whose inputs are all computed (a collective of a computed
+// array, the last op of a step) is its own tape: its node runs without the
+// walk, which costs more than a small op here. False, doing nothing, for
+// any other graph.
+bool eval_one_node(array& a) {
+  if (a.status() != array::Status::unscheduled || !a.has_primitive()) {
+    return false;
+  }
+  for (const array& in : a.inputs()) {
+    if (!in.is_available()) return false;
+  }
+  uint64_t gpu_streams = 0;
+  eval_node(a, gpu_streams);
+  finish_gpu_work(gpu_streams);
+  return true;
 }
 
 // A single background worker runs async evaluations in submission order.
@@ -288,6 +310,7 @@ void eval(std::vector<array> outputs) {
   while (true) {
     std::vector<std::shared_ptr<detail::Event>> pending;
     detail::EvalLock lock;
+    if (outputs.size() == 1 && detail::eval_one_node(outputs[0])) return;
     std::vector<array> tape;
     {
       detail::HostTimer timer("eval: build the tape");
