@@ -154,9 +154,11 @@ class DeviceAllocator {
     std::lock_guard<std::mutex> lock(mutex_);
     return peak_;
   }
+  // To zero, as MLX's and the host allocator's: the next allocation sets
+  // it again.
   void reset_peak() {
     std::lock_guard<std::mutex> lock(mutex_);
-    peak_ = active_;
+    peak_ = 0;
   }
   size_t cached() {
     std::lock_guard<std::mutex> lock(mutex_);
