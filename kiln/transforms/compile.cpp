@@ -10,7 +10,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "kiln/core/env.h"
 #include "kiln/core/primitive.h"
@@ -81,35 +80,6 @@ std::vector<array> gather_inputs(CompiledFunction& cf,
   return inputs;
 }
 
-// Raises when the traced graph reaches one of the arrays passed as inputs
-// itself rather than its tracer: the function then reads it through a
-// captured reference (a closure, a lazy array built from it), which a replay
-// with new inputs would not see change. MLX refuses the same.
-void refuse_uncaptured_inputs(const std::vector<array>& outputs,
-                              const std::vector<array>& inputs,
-                              const std::vector<array>& tracers) {
-  std::unordered_set<uintptr_t> originals, seen;
-  for (auto& in : inputs) originals.insert(in.id());
-  // A tracer holds its input as its own input: the walk stops at tracers.
-  for (auto& t : tracers) seen.insert(t.id());
-  std::vector<array> stack(outputs.begin(), outputs.end());
-  while (!stack.empty()) {
-    array a = std::move(stack.back());
-    stack.pop_back();
-    if (!seen.insert(a.id()).second) continue;
-    if (originals.count(a.id())) {
-      throw std::invalid_argument(
-          "[compile] the function reaches one of its inputs through a "
-          "captured array instead of its argument (uncaptured inputs are "
-          "not allowed): use the argument, or pass the array as captured "
-          "state (inputs=).");
-    }
-    if (a.has_primitive()) {
-      for (auto& in : a.inputs()) stack.push_back(in);
-    }
-  }
-}
-
 std::shared_ptr<detail::Trace> build_trace(CompiledFunction& cf,
                                            const std::vector<array>& inputs,
                                            size_t n_args,
@@ -150,9 +120,6 @@ std::shared_ptr<detail::Trace> build_trace(CompiledFunction& cf,
                           trace->tracers.begin() + n_args);
   try {
     trace->outputs = cf.fun(args);
-    if (!nested) {
-      refuse_uncaptured_inputs(trace->outputs, inputs, trace->tracers);
-    }
   } catch (...) {
     restore();
     throw;
@@ -164,7 +131,9 @@ std::shared_ptr<detail::Trace> build_trace(CompiledFunction& cf,
     trace->outputs.insert(trace->outputs.end(), v.begin(), v.end());
   }
   restore();
-  detail::run_passes(*trace, simplify_enabled.load(), fuse_enabled.load());
+  // Only a top-level trace refuses its inputs reached uncaptured.
+  detail::run_passes(*trace, simplify_enabled.load(), fuse_enabled.load(),
+                     nested ? nullptr : &inputs);
   // The tracers stand for the inputs by identity only: let go of the first
   // call's arrays so the trace does not keep their buffers alive.
   for (auto& t : trace->tracers) {

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -533,8 +534,20 @@ void check_shapeless(const Trace& trace) {
 
 } // namespace
 
-void run_passes(Trace& trace, bool simplify_on, bool fuse_on) {
-  trace.tape = trace_tape(trace.outputs, trace.tracers).nodes;
+void run_passes(Trace& trace, bool simplify_on, bool fuse_on,
+                const std::vector<array>* refused) {
+  Tape tape = trace_tape(trace.outputs, trace.tracers);
+  // The replay would not see such an array change (MLX refuses the same).
+  for (size_t i = 0; refused && i < refused->size(); ++i) {
+    if (tape.depends.count((*refused)[i].id())) {
+      throw std::invalid_argument(
+          "[compile] the function reaches one of its inputs through a "
+          "captured array instead of its argument (uncaptured inputs are "
+          "not allowed): use the argument, or pass the array as captured "
+          "state (inputs=).");
+    }
+  }
+  trace.tape = std::move(tape.nodes);
   if (simplify_on) {
     simplify(trace);
     transpose_products(trace);

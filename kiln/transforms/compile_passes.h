@@ -44,7 +44,12 @@ struct Trace {
 inline constexpr int max_fused_ops = 64;
 inline constexpr int max_fused_inputs = 24;
 
-void run_passes(Trace& trace, bool simplify, bool fuse);
+/** The passes over trace. When `refused` is given, reaching one of those
+ *  arrays (a function's own inputs, read through a captured reference
+ *  instead of their tracers) raises: the walk that builds the tape finds
+ *  them, so the check costs no walk of its own. */
+void run_passes(Trace& trace, bool simplify, bool fuse,
+                const std::vector<array>* refused = nullptr);
 
 /** Works out trace.plan (after the passes; not for shapeless traces). */
 void plan_replay(Trace& trace);
