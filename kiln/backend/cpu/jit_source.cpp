@@ -5,6 +5,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "kiln/backend/common/c_types.h"
 #include "kiln/backend/cpu/vector_math.h"
 #include "kiln/core/half.h"
 
@@ -14,23 +15,12 @@ namespace {
 
 bool is_half(Dtype d) { return d == float16 || d == bfloat16; }
 
-// The C type an element is stored as.
+// The C type an element is stored as: 16-bit floats as their bits (the
+// prelude converts them); complex64 never reaches a fused region.
 const char* storage_type(Dtype d) {
-  switch (d.val) {
-    case Dtype::Val::bool_: return "bool";
-    case Dtype::Val::uint8: return "uint8_t";
-    case Dtype::Val::uint16: return "uint16_t";
-    case Dtype::Val::uint32: return "uint32_t";
-    case Dtype::Val::uint64: return "uint64_t";
-    case Dtype::Val::int8: return "int8_t";
-    case Dtype::Val::int16: return "int16_t";
-    case Dtype::Val::int32: return "int32_t";
-    case Dtype::Val::int64: return "int64_t";
-    case Dtype::Val::float16:
-    case Dtype::Val::bfloat16: return "uint16_t";
-    case Dtype::Val::float32: return "float";
-    default: return "double";
-  }
+  if (is_half(d)) return "uint16_t";
+  const char* t = c_scalar_type(d);
+  return t ? t : "double";
 }
 
 // The C type values are computed in (compute_t): 16-bit floats widen.

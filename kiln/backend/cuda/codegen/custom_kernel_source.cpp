@@ -8,29 +8,18 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "kiln/backend/common/c_types.h"
+
 namespace kiln::cuda {
 
 // The CUDA spelling of dt in a generated signature.
 const char* cuda_type_name(Dtype dt, const char* op, const std::string& who) {
-  switch (dt.val) {
-    case Dtype::Val::bool_: return "bool";
-    case Dtype::Val::uint8: return "uint8_t";
-    case Dtype::Val::uint16: return "uint16_t";
-    case Dtype::Val::uint32: return "uint32_t";
-    case Dtype::Val::uint64: return "uint64_t";
-    case Dtype::Val::int8: return "int8_t";
-    case Dtype::Val::int16: return "int16_t";
-    case Dtype::Val::int32: return "int32_t";
-    case Dtype::Val::int64: return "int64_t";
-    case Dtype::Val::float16: return "__half";
-    case Dtype::Val::bfloat16: return "__nv_bfloat16";
-    case Dtype::Val::float32: return "float";
-    case Dtype::Val::float64: return "double";
-    default:
-      throw std::invalid_argument(std::string("[") + op + "] " + who +
-                                  " has dtype " + dtype_name(dt) +
-                                  ", which GPU kernels do not take.");
-  }
+  if (dt == float16) return "__half";
+  if (dt == bfloat16) return "__nv_bfloat16";
+  if (const char* t = detail::c_scalar_type(dt)) return t;
+  throw std::invalid_argument(std::string("[") + op + "] " + who +
+                              " has dtype " + dtype_name(dt) +
+                              ", which GPU kernels do not take.");
 }
 
 namespace {
